@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Proves @klym/core is a package other agents can install: build it, pack it, install the tarball in a
+# temporary project outside the workspace, then typecheck and run a program that imports both entry
+# points. Run through scripts/run.sh (`pnpm pack-check`) so that Node 24 and pnpm are on PATH.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+pnpm --dir "$root/packages/core" run build >/dev/null
+tarball="$(cd "$root/packages/core" && pnpm pack --pack-destination "$work" | tail -n 1)"
+echo "packed $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
+
+mkdir "$work/consumer"
+cp "$root/.ci/pack-consumer/"* "$work/consumer/"
+cd "$work/consumer"
+sdk="$(node -p "require('$root/packages/core/package.json').dependencies['@modelcontextprotocol/sdk']")"
+typescript="$(node -p "require('$root/package.json').devDependencies.typescript")"
+npm install --no-audit --no-fund --loglevel=error "$tarball" "@modelcontextprotocol/sdk@$sdk" zod "typescript@$typescript" "@types/node@24"
+npx --no-install tsc -p tsconfig.json && echo "consumer typecheck passed"
+node main.ts

@@ -1,0 +1,78 @@
+/**
+ * What went wrong, as a stable code a caller can branch on.
+ *
+ * - `CONFIG_INVALID`: options passed in code or config are not usable.
+ * - `UPSTREAM_UNAVAILABLE`: no session to the upstream could be opened (connect, handshake, or the pool is exhausted).
+ * - `UPSTREAM_TIMEOUT`: the upstream did not answer a request in time.
+ * - `UPSTREAM_ERROR`: the upstream answered a request with a protocol error, or the session broke mid-call.
+ * - `UPSTREAM_NOT_FOUND`: no upstream of that name is configured.
+ * - `TOOL_NOT_FOUND`: no tool of that name is known.
+ * - `TOOL_NAME_COLLISION`: two upstream tools map to the same namespaced name.
+ * - `ABORTED`: the caller's `AbortSignal` fired.
+ * - `POOL_CLOSED`: the pool is closing or closed.
+ * - `MODEL_ERROR`: the language model's provider failed (after its own retries), or no model matches a name.
+ * - `TOOL_DENIED`: a policy forbids the tool.
+ * - `BUDGET_EXCEEDED`: a run's budget (steps, tokens, cost, time) ran out.
+ * - `TASK_NOT_FOUND`: no task of that id is visible to the caller.
+ * - `TASK_TIMEOUT`: a task ran past its wall-clock limit.
+ * - `INVALID_ARGUMENT`: a request's arguments are not usable (the message names the field).
+ * - `SHUTTING_DOWN`: Klym is shutting down and takes no new work.
+ * - `INTERNAL`: a bug in Klym; the message says what was being done.
+ */
+export type KlymErrorCode =
+  | 'CONFIG_INVALID'
+  | 'UPSTREAM_UNAVAILABLE'
+  | 'UPSTREAM_TIMEOUT'
+  | 'UPSTREAM_ERROR'
+  | 'UPSTREAM_NOT_FOUND'
+  | 'TOOL_NOT_FOUND'
+  | 'TOOL_NAME_COLLISION'
+  | 'ABORTED'
+  | 'POOL_CLOSED'
+  | 'MODEL_ERROR'
+  | 'TOOL_DENIED'
+  | 'BUDGET_EXCEEDED'
+  | 'TASK_NOT_FOUND'
+  | 'TASK_TIMEOUT'
+  | 'INVALID_ARGUMENT'
+  | 'SHUTTING_DOWN'
+  | 'INTERNAL';
+
+/** Options of {@link KlymError}: the structured fields that name the failing thing. */
+export interface KlymErrorOptions {
+  /** The upstream (by its configured name) the failure belongs to. */
+  readonly upstream?: string;
+  /** The tool (original upstream name) the failure belongs to. */
+  readonly toolName?: string;
+  /** The underlying error. */
+  readonly cause?: unknown;
+}
+
+/**
+ * The one error class of `@klym/core`. Its message names the failing thing; `code` says what kind of
+ * failure it is; `upstream` and `toolName` say where; `cause` keeps the original error.
+ *
+ * @example
+ * ```ts
+ * try { await pool.callTool('grynya', 'query_graph', { query: 'RETURN 1' }) }
+ * catch (error) { if (error instanceof KlymError && error.code === 'UPSTREAM_UNAVAILABLE') retryLater() }
+ * ```
+ */
+export class KlymError extends Error {
+  override readonly name = 'KlymError';
+  readonly code: KlymErrorCode;
+  readonly upstream: string | undefined;
+  readonly toolName: string | undefined;
+
+  constructor(code: KlymErrorCode, message: string, options: KlymErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.upstream = options.upstream;
+    this.toolName = options.toolName;
+  }
+}
+
+/** Whether `error` is a {@link KlymError}, optionally of one of the given codes. */
+export function isKlymError(error: unknown, ...codes: readonly KlymErrorCode[]): error is KlymError {
+  return error instanceof KlymError && (codes.length === 0 || codes.includes(error.code));
+}

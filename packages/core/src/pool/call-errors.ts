@@ -1,0 +1,53 @@
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { KlymError, isKlymError } from '../errors.ts';
+
+/**
+ * Whether a failed request provably never reached the upstream's handler, so sending it again on a fresh
+ * session cannot run it twice: the server refused the session (a restarted Streamable HTTP server answers
+ * 400 or 404; a legacy SSE server 404 on its message endpoint), or the session reconnected by itself to a
+ * server that never saw its `initialize` and refused the request.
+ */
+export function neverReachedUpstream(error: unknown): boolean {
+  if (error instanceof StreamableHTTPError) return error.code === 400 || error.code === 404;
+  if (error instanceof McpError) return error.code === ErrorCode.InvalidRequest && /before initialization/i.test(error.message);
+  return error instanceof Error && error.message.startsWith('Error POSTing to endpoint (HTTP 404)');
+}
+
+/** Whether the session is still sound after this error: the upstream answered with a plain protocol error. */
+export function leavesSessionSound(error: unknown): boolean {
+  return error instanceof McpError && (error.code === ErrorCode.InvalidParams || error.code === ErrorCode.MethodNotFound);
+}
+
+/** What went wrong in a call, as a {@link KlymError} that names the upstream and the tool. */
+export function callError(
+  error: unknown,
+  context: { upstream: string; toolName: string; signal: AbortSignal | undefined; timeoutMs: number; broken: Error | undefined },
+): KlymError {
+  const { upstream, toolName } = context;
+  if (isKlymError(error)) return error;
+  if (context.signal?.aborted) {
+    return new KlymError('ABORTED', `The call to ${upstream}/${toolName} was aborted`, { upstream, toolName, cause: context.signal.reason });
+  }
+  if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+    return new KlymError('UPSTREAM_TIMEOUT', `Upstream "${upstream}" did not answer ${toolName} within ${context.timeoutMs} ms; it was sent a cancellation`, {
+      upstream,
+      toolName,
+      cause: error,
+    });
+  }
+  const lost = context.broken ?? (error instanceof McpError && error.code === ErrorCode.ConnectionClosed ? error : undefined);
+  if (lost !== undefined) {
+    return new KlymError(
+      'UPSTREAM_UNAVAILABLE',
+      `Upstream "${upstream}" was lost during ${toolName} (${describe(lost)}); the call may or may not have run`,
+      { upstream, toolName, cause: error },
+    );
+  }
+  return new KlymError('UPSTREAM_ERROR', `Upstream "${upstream}" failed ${toolName}: ${describe(error)}`, { upstream, toolName, cause: error });
+}
+
+/** An error's message, for messages that name a cause. */
+export function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,89 @@
+/** Options of a {@link CircuitBreaker}. */
+export interface CircuitBreakerOptions {
+  /** Consecutive connect failures that open the circuit. @default 3 */
+  readonly failureThreshold: number;
+  /** Wait before the first half-open probe; doubles after each failed probe. @default 1_000 */
+  readonly cooldownMs: number;
+  /** Longest wait between probes. @default 30_000 */
+  readonly maxCooldownMs: number;
+}
+
+/** What `status()` shows of a breaker. */
+export interface CircuitBreakerStatus {
+  /** `closed`: connects are tried; `open`: refused until the next probe; `half-open`: one probe is under way. */
+  readonly state: 'closed' | 'open' | 'half-open';
+  readonly consecutiveFailures: number;
+  /** When the next probe may run (ISO 8601), while open. */
+  readonly nextProbeAt: string | undefined;
+  readonly opens: number;
+}
+
+/**
+ * A per-upstream circuit breaker over connect attempts: after `failureThreshold` consecutive failures it
+ * opens and refuses attempts, so a dead upstream costs one connect per cooldown instead of a storm;
+ * when the cooldown has passed, one attempt is let through (half-open): success closes the circuit,
+ * failure opens it again for twice as long. Time comes from `now`, so tests need no real waiting.
+ */
+export class CircuitBreaker {
+  readonly #options: CircuitBreakerOptions;
+  readonly #now: () => number;
+  #state: CircuitBreakerStatus['state'] = 'closed';
+  #failures = 0;
+  #cooldownMs: number;
+  #nextProbeAt = 0;
+  #opens = 0;
+
+  constructor(options: CircuitBreakerOptions, now: () => number = Date.now) {
+    this.#options = options;
+    this.#now = now;
+    this.#cooldownMs = options.cooldownMs;
+  }
+
+  get state(): CircuitBreakerStatus['state'] {
+    return this.#state;
+  }
+
+  /** Milliseconds until a probe may run; 0 when an attempt may run now. */
+  get msUntilProbe(): number {
+    return this.#state === 'open' ? Math.max(0, this.#nextProbeAt - this.#now()) : 0;
+  }
+
+  /** Whether a connect attempt may start now. Letting a probe through moves an open circuit to half-open. */
+  tryAttempt(): boolean {
+    if (this.#state === 'closed') return true;
+    if (this.#state === 'half-open' || this.#now() < this.#nextProbeAt) return false;
+    this.#state = 'half-open';
+    return true;
+  }
+
+  success(): void {
+    this.#state = 'closed';
+    this.#failures = 0;
+    this.#cooldownMs = this.#options.cooldownMs;
+  }
+
+  failure(): void {
+    this.#failures++;
+    if (this.#state === 'half-open') {
+      this.#cooldownMs = Math.min(this.#cooldownMs * 2, this.#options.maxCooldownMs);
+      this.#open();
+    } else if (this.#state === 'closed' && this.#failures >= this.#options.failureThreshold) {
+      this.#open();
+    }
+  }
+
+  status(): CircuitBreakerStatus {
+    return {
+      state: this.#state,
+      consecutiveFailures: this.#failures,
+      nextProbeAt: this.#state === 'open' ? new Date(this.#nextProbeAt).toISOString() : undefined,
+      opens: this.#opens,
+    };
+  }
+
+  #open(): void {
+    this.#state = 'open';
+    this.#opens++;
+    this.#nextProbeAt = this.#now() + this.#cooldownMs;
+  }
+}

@@ -1,0 +1,113 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { KlymError } from '../errors.ts';
+import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
+import { createSessionPool } from './session-pool.ts';
+
+/** A server whose `wait` tool answers after `ms`, or never when `ms` is -1. */
+function waitingServer(): McpServer {
+  const server = new McpServer({ name: 'waiting', version: '1.0.0' });
+  server.registerTool('wait', { inputSchema: { ms: z.number() } }, async ({ ms }, extra) => {
+    await new Promise<void>((resolve) => {
+      if (ms >= 0) setTimeout(resolve, ms);
+      extra.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    return { content: [{ type: 'text', text: `waited ${ms}` }] };
+  });
+  return server;
+}
+
+describe('createSessionPool', () => {
+  it('refuses a bad upstream name or option before opening anything', async () => {
+    await expect(createSessionPool({ upstreams: { 'bad name': { url: 'http://localhost/' } } })).rejects.toThrow(/upstream name/);
+    await expect(createSessionPool({ upstreams: { ok: { url: 'http://localhost/', pool: { max: 0 } } } })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      upstream: 'ok',
+    });
+  });
+
+  it('names the configured upstreams when asked for an unknown one', async () => {
+    await using pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(waitingServer) } });
+    await expect(pool.callTool('nope', 'wait', { ms: 0 })).rejects.toMatchObject({
+      code: 'UPSTREAM_NOT_FOUND',
+      message: 'No upstream named "nope"; configured: waiting',
+    });
+  });
+
+  it('refreshes its cached tool list when the upstream says the list changed', async () => {
+    let servers = 0;
+    const growing = (): McpServer => {
+      servers++;
+      const server = new McpServer({ name: 'growing', version: '1.0.0' });
+      server.registerTool('grow', {}, () => {
+        server.registerTool('grown', {}, () => ({ content: [] }));
+        return { content: [{ type: 'text', text: 'grew' }] };
+      });
+      return server;
+    };
+    await using pool = await createSessionPool({ upstreams: { growing: createInMemoryUpstream(growing, { pool: { max: 1 } }) } });
+    expect((await pool.listTools()).tools.map((tool) => tool.name)).toEqual(['growing__grow']);
+    expect((await pool.listTools()).tools).toHaveLength(1);
+    await pool.callTool('growing', 'grow');
+    await vi.waitFor(async () => {
+      expect((await pool.listTools()).tools.map((tool) => tool.name)).toEqual(['growing__grow', 'growing__grown']);
+    });
+    expect(servers).toBe(1);
+    expect(pool.resolveTool('growing__grown')).toEqual({ upstream: 'growing', toolName: 'grown' });
+  });
+
+  it('reports a tool-name collision as that upstream’s error and still lists the others', async () => {
+    await using pool = await createSessionPool({
+      upstreams: { clashing: createInMemoryUpstream(clashing), waiting: createInMemoryUpstream(waitingServer) },
+    });
+    const listing = await pool.listTools();
+    expect(listing.tools.map((tool) => tool.name)).toEqual(['waiting__wait']);
+    const report = listing.upstreams.clashing;
+    expect(report?.ok).toBe(false);
+    expect(report?.ok === false && report.error).toMatchObject({
+      code: 'TOOL_NAME_COLLISION',
+      message: 'Upstream "clashing" has tools "read.file" and "read_file" that both map to "clashing__read_file"',
+    });
+  });
+
+  it('close() lets a borrowed call finish within the drain deadline', async () => {
+    const pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(waitingServer) } });
+    const call = pool.callTool('waiting', 'wait', { ms: 50 });
+    await vi.waitFor(() => expect(pool.status().waiting?.sessions.borrowed).toBe(1));
+    await pool.close({ drainTimeoutMs: 2_000 });
+    await expect(call).resolves.toMatchObject({ content: [{ text: 'waited 50' }] });
+    expect(pool.status().waiting).toMatchObject({ state: 'closed', sessions: { live: 0 } });
+  });
+
+  it('close() fails a call still borrowed at the deadline with POOL_CLOSED, and refuses new calls', async () => {
+    const pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(waitingServer) } });
+    const call = pool.callTool('waiting', 'wait', { ms: -1 });
+    await vi.waitFor(() => expect(pool.status().waiting?.sessions.borrowed).toBe(1));
+    const closing = pool.close({ drainTimeoutMs: 50 });
+    expect(pool.close()).toBe(closing);
+    await expect(call).rejects.toMatchObject({ code: 'POOL_CLOSED', upstream: 'waiting' });
+    await closing;
+    await expect(pool.callTool('waiting', 'wait', { ms: 0 })).rejects.toBeInstanceOf(KlymError);
+    await expect(pool.callTool('waiting', 'wait', { ms: 0 })).rejects.toMatchObject({ code: 'POOL_CLOSED' });
+  });
+
+  it('counts calls and keeps sessions open between them', async () => {
+    await using pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(waitingServer, { pool: { min: 2, max: 2 } }) } });
+    expect(pool.status().waiting?.sessions).toMatchObject({ live: 2, idle: 2, opened: 2 });
+    await Promise.all([1, 2, 3, 4, 5].map((ms) => pool.callTool('waiting', 'wait', { ms })));
+    expect(pool.status().waiting).toMatchObject({
+      state: 'ready',
+      transport: 'custom',
+      sessions: { live: 2, opened: 2, borrowed: 0 },
+      calls: { started: 5, succeeded: 5, failed: 0, inFlight: 0 },
+    });
+  });
+});
+
+function clashing(): McpServer {
+  const server = new McpServer({ name: 'clashing', version: '1.0.0' });
+  server.registerTool('read.file', {}, () => ({ content: [] }));
+  server.registerTool('read_file', {}, () => ({ content: [] }));
+  return server;
+}

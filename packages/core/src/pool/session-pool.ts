@@ -1,0 +1,171 @@
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { KlymError } from '../errors.ts';
+import { namespaceToolName } from './tool-name.ts';
+import { Upstream, type CallToolOptions, type UpstreamStatus } from './upstream.ts';
+import { resolveUpstreamConfig, type UpstreamConfig } from './upstream-config.ts';
+import type { UpstreamLogEntry } from './upstream-session.ts';
+
+/** Options of {@link createSessionPool}. */
+export interface SessionPoolOptions {
+  /** The upstream MCP servers, by name. Names prefix tool names: letters and digits joined by single `-` or `_`. */
+  readonly upstreams: Readonly<Record<string, UpstreamConfig>>;
+  /** How Klym introduces itself in `initialize`. @default { name: 'klym', version: '0.1.0' } */
+  readonly clientInfo?: { readonly name: string; readonly version: string };
+  /** Receives what upstreams log: `notifications/message`, and stderr lines of stdio servers. */
+  readonly onLog?: (entry: UpstreamLogEntry) => void;
+}
+
+/** An upstream tool as the pool lists it. */
+export interface PoolTool {
+  /** Namespaced name, `<upstream>__<tool>`: unique across upstreams, valid for MCP and as an LLM function name. */
+  readonly name: string;
+  readonly upstream: string;
+  /** The tool's name on its upstream. */
+  readonly originalName: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly inputSchema: Tool['inputSchema'];
+  readonly outputSchema?: Tool['outputSchema'];
+  readonly annotations?: Tool['annotations'];
+}
+
+/** Every upstream's tools, and per upstream whether its listing worked. */
+export interface ToolListing {
+  readonly tools: readonly PoolTool[];
+  readonly upstreams: Readonly<Record<string, { readonly ok: true; readonly toolCount: number } | { readonly ok: false; readonly error: KlymError }>>;
+}
+
+/** Options of {@link SessionPool.close}. */
+export interface CloseOptions {
+  /** How long borrowed sessions may take to come back before their calls fail with `POOL_CLOSED`. @default 5_000 */
+  readonly drainTimeoutMs?: number;
+}
+
+/** Long-lived MCP client sessions to upstream servers, lent out one call at a time. */
+export interface SessionPool extends AsyncDisposable {
+  /** The configured upstreams' names. */
+  readonly upstreams: readonly string[];
+  /** Every upstream's tools, namespaced; an upstream that cannot list them is reported in `upstreams`, not dropped. */
+  listTools(options?: { readonly signal?: AbortSignal }): Promise<ToolListing>;
+  /** Calls a tool (by its upstream name) on a pooled session of `upstream`. */
+  callTool(upstream: string, toolName: string, args?: Record<string, unknown>, options?: CallToolOptions): Promise<CallToolResult>;
+  /** The upstream and original name behind a namespaced tool name, as of the last `listTools()`. */
+  resolveTool(name: string): { readonly upstream: string; readonly toolName: string } | undefined;
+  /** Per upstream: state, sessions, calls, last error. */
+  status(): Readonly<Record<string, UpstreamStatus>>;
+  /** Drains, then closes every session. Idempotent: later calls return the same promise. */
+  close(options?: CloseOptions): Promise<void>;
+}
+
+/**
+ * Opens a pool of MCP client sessions: for each upstream, its `pool.min` sessions are opened before this
+ * resolves (an upstream that is down is reported by `status()`, not thrown).
+ *
+ * @throws {KlymError} `CONFIG_INVALID` when an upstream's options are wrong.
+ * @example
+ * ```ts
+ * await using pool = await createSessionPool({ upstreams: { grynya: { url: 'http://grynya-mcp-server:8000/sse', headers: { Host: 'localhost' } } } })
+ * const result = await pool.callTool('grynya', 'query_graph', { query: 'RETURN 1' }, { timeoutMs: 5_000 })
+ * ```
+ */
+export async function createSessionPool(options: SessionPoolOptions): Promise<SessionPool> {
+  const configs = Object.entries(options.upstreams).map(([name, config]) => resolveUpstreamConfig(name, config));
+  const upstreams = new Map(
+    configs.map((config) => [
+      config.name,
+      new Upstream(config, { clientInfo: options.clientInfo ?? { name: 'klym', version: '0.1.0' }, onLog: options.onLog ?? (() => {}) }),
+    ]),
+  );
+  const toolIndex = new Map<string, { upstream: string; toolName: string }>();
+  let closing: Promise<void> | undefined;
+
+  const upstreamNamed = (name: string): Upstream => {
+    const upstream = upstreams.get(name);
+    if (upstream === undefined) {
+      throw new KlymError('UPSTREAM_NOT_FOUND', `No upstream named "${name}"; configured: ${[...upstreams.keys()].join(', ') || 'none'}`, { upstream: name });
+    }
+    return upstream;
+  };
+
+  const pool: SessionPool = {
+    upstreams: [...upstreams.keys()],
+
+    async listTools({ signal } = {}) {
+      const listings = await Promise.allSettled([...upstreams.values()].map((upstream) => upstream.listTools(signal)));
+      const tools: PoolTool[] = [];
+      const report: Record<string, ToolListing['upstreams'][string]> = {};
+      [...upstreams.keys()].forEach((name, index) => {
+        const listing = listings[index] as PromiseSettledResult<readonly Tool[]>;
+        if (listing.status === 'rejected') {
+          const error = listing.reason instanceof KlymError ? listing.reason : new KlymError('UPSTREAM_ERROR', `Upstream "${name}" could not list its tools`, { upstream: name, cause: listing.reason });
+          report[name] = { ok: false, error };
+          return;
+        }
+        try {
+          const named = namespaceTools(name, listing.value);
+          tools.push(...named);
+          report[name] = { ok: true, toolCount: named.length };
+        } catch (error) {
+          report[name] = { ok: false, error: error as KlymError };
+        }
+      });
+      toolIndex.clear();
+      for (const tool of tools) toolIndex.set(tool.name, { upstream: tool.upstream, toolName: tool.originalName });
+      return { tools, upstreams: report };
+    },
+
+    callTool(upstream, toolName, args = {}, callOptions) {
+      if (closing) return Promise.reject(new KlymError('POOL_CLOSED', `The pool is closed; no call to ${upstream}/${toolName}`, { upstream, toolName }));
+      try {
+        return upstreamNamed(upstream).callTool(toolName, args, callOptions);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    },
+
+    resolveTool: (name) => toolIndex.get(name),
+
+    status: () => Object.fromEntries([...upstreams].map(([name, upstream]) => [name, upstream.status()])),
+
+    close({ drainTimeoutMs = 5_000 } = {}) {
+      closing ??= (async () => {
+        const deadline = Date.now() + drainTimeoutMs;
+        // Reverse order of creation; every upstream is closed even if one fails.
+        const results = await Promise.allSettled([...upstreams.values()].toReversed().map((upstream) => upstream.close(deadline)));
+        const failures = results.flatMap((result) => (result.status === 'rejected' ? [result.reason] : []));
+        if (failures.length > 0) throw new AggregateError(failures, `Closing the pool failed for ${failures.length} upstream(s)`);
+      })();
+      return closing;
+    },
+
+    [Symbol.asyncDispose]: () => pool.close(),
+  };
+
+  await Promise.all([...upstreams.values()].map((upstream) => upstream.start()));
+  return pool;
+}
+
+function namespaceTools(upstream: string, tools: readonly Tool[]): PoolTool[] {
+  const seen = new Map<string, string>();
+  return tools.map((tool) => {
+    const name = namespaceToolName(upstream, tool.name);
+    const clash = seen.get(name);
+    if (clash !== undefined) {
+      throw new KlymError('TOOL_NAME_COLLISION', `Upstream "${upstream}" has tools "${clash}" and "${tool.name}" that both map to "${name}"`, {
+        upstream,
+        toolName: tool.name,
+      });
+    }
+    seen.set(name, tool.name);
+    return {
+      name,
+      upstream,
+      originalName: tool.name,
+      ...(tool.title === undefined ? {} : { title: tool.title }),
+      ...(tool.description === undefined ? {} : { description: tool.description }),
+      inputSchema: tool.inputSchema,
+      ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
+      ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
+    };
+  });
+}

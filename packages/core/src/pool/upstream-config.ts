@@ -1,0 +1,147 @@
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { KlymError } from '../errors.ts';
+import { assertUpstreamName } from './tool-name.ts';
+
+/** How Klym talks to an upstream MCP server. */
+export type TransportKind = 'streamable-http' | 'sse' | 'stdio' | 'custom';
+
+/** One upstream MCP server: a URL (HTTP), a command (stdio), or a `connect` function (anything else). */
+export interface UpstreamConfig {
+  /** The server's URL, for HTTP transports: `http://grynya-mcp-server:8000/sse`. */
+  readonly url?: string | URL;
+  /**
+   * The transport for `url`. `auto` follows the spec's backwards-compatibility probe: Streamable HTTP
+   * first, legacy HTTP+SSE when that answers 4xx; the answer is remembered for later sessions.
+   * @default 'auto' for a url, 'stdio' for a command
+   */
+  readonly transport?: 'auto' | 'streamable-http' | 'sse' | 'stdio';
+  /**
+   * Request headers sent to an HTTP upstream (bearer tokens, `Host`). A `Host` header is really sent,
+   * unlike with Node's own `fetch`.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The command that starts a stdio server. */
+  readonly command?: string;
+  /** Arguments of `command`. @default [] */
+  readonly args?: readonly string[];
+  /**
+   * Environment of the stdio child, on top of a minimal safe set (`PATH`, `HOME`, …): the rest of
+   * Klym's environment, secrets included, is never passed on. @default {}
+   */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Working directory of the stdio child. @default the current directory */
+  readonly cwd?: string;
+  /** Opens a transport of any other kind (an in-memory server in tests, a WebSocket, …). */
+  readonly connect?: () => Transport | Promise<Transport>;
+  /** How many sessions to keep. */
+  readonly pool?: {
+    /** Sessions opened at start-up and kept open. @default 1 */
+    readonly min?: number;
+    /** Most sessions at once, so most concurrent calls. @default 4, and 1 for stdio (several server processes writing one store lose data) */
+    readonly max?: number;
+    /** Most callers waiting for a session; one more is refused at once with `UPSTREAM_UNAVAILABLE`. @default 1_000 */
+    readonly maxWaiting?: number;
+  };
+  /** The circuit breaker over connect attempts. */
+  readonly breaker?: {
+    /** Consecutive connect failures that open it. @default 3 */
+    readonly failureThreshold?: number;
+    /** Wait before the first half-open probe; doubles after each failed probe. @default 1_000 */
+    readonly cooldownMs?: number;
+    /** Longest wait between probes. @default 10_000 */
+    readonly maxCooldownMs?: number;
+  };
+  /** Time limits, in milliseconds. */
+  readonly timeouts?: {
+    /** Connect plus `initialize`. @default 10_000 */
+    readonly connectMs?: number;
+    /** One request, when the caller gives no `timeoutMs`; progress notifications restart it. @default 60_000 */
+    readonly requestMs?: number;
+    /** Hard limit of one request, however much progress it reports. @default 600_000 */
+    readonly maxTotalMs?: number;
+    /** Waiting for a free session when all `max` are busy. @default 30_000 */
+    readonly acquireMs?: number;
+    /** A session idle this long is pinged before it is lent, and replaced if the ping fails. @default 30_000 */
+    readonly idlePingMs?: number;
+  };
+}
+
+/** An upstream's configuration with every default filled in. */
+export interface ResolvedUpstreamConfig {
+  readonly name: string;
+  readonly transport: 'auto' | 'streamable-http' | 'sse' | 'stdio' | 'custom';
+  readonly url: URL | undefined;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly command: string | undefined;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string | undefined;
+  readonly connect: (() => Transport | Promise<Transport>) | undefined;
+  readonly min: number;
+  readonly max: number;
+  readonly maxWaiting: number;
+  readonly connectMs: number;
+  readonly requestMs: number;
+  readonly maxTotalMs: number;
+  readonly acquireMs: number;
+  readonly idlePingMs: number;
+  readonly breaker: { readonly failureThreshold: number; readonly cooldownMs: number; readonly maxCooldownMs: number };
+}
+
+/** Checks one upstream's options and fills in the defaults; throws `CONFIG_INVALID` naming what is wrong. */
+export function resolveUpstreamConfig(name: string, config: UpstreamConfig): ResolvedUpstreamConfig {
+  assertUpstreamName(name);
+  const fail = (message: string): never => {
+    throw new KlymError('CONFIG_INVALID', `Upstream "${name}": ${message}`, { upstream: name });
+  };
+  const kinds = [config.url, config.command, config.connect].filter((value) => value !== undefined).length;
+  if (kinds !== 1) fail('expected exactly one of `url`, `command` or `connect`');
+
+  let url: URL | undefined;
+  if (config.url !== undefined) {
+    url = URL.canParse(String(config.url)) ? new URL(String(config.url)) : undefined;
+    if (url === undefined || !['http:', 'https:'].includes(url.protocol)) {
+      fail(`expected \`url\` to be an http(s) URL, got ${JSON.stringify(String(config.url))}`);
+    }
+    if (config.transport === 'stdio') fail('`transport: "stdio"` needs a `command`, not a `url`');
+  }
+  if (config.command !== undefined && config.transport !== undefined && config.transport !== 'stdio') {
+    fail(`\`transport: "${config.transport}"\` needs a \`url\`, not a \`command\``);
+  }
+  const transport = config.connect ? 'custom' : config.command === undefined ? (config.transport ?? 'auto') : 'stdio';
+
+  const min = config.pool?.min ?? 1;
+  const max = config.pool?.max ?? (transport === 'stdio' ? 1 : 4);
+  const integer = (key: string, value: number, least: number): number => {
+    if (!Number.isInteger(value) || value < least) fail(`expected \`${key}\` to be an integer ≥ ${least}, got ${value}`);
+    return value;
+  };
+  integer('pool.min', min, 0);
+  integer('pool.max', max, 1);
+  if (min > max) fail(`expected \`pool.min\` (${min}) to be at most \`pool.max\` (${max})`);
+
+  return {
+    name,
+    transport,
+    url,
+    headers: { ...config.headers },
+    command: config.command,
+    args: [...(config.args ?? [])],
+    env: { ...config.env },
+    cwd: config.cwd,
+    connect: config.connect,
+    min,
+    max,
+    maxWaiting: integer('pool.maxWaiting', config.pool?.maxWaiting ?? 1_000, 0),
+    connectMs: integer('timeouts.connectMs', config.timeouts?.connectMs ?? 10_000, 1),
+    requestMs: integer('timeouts.requestMs', config.timeouts?.requestMs ?? 60_000, 1),
+    maxTotalMs: integer('timeouts.maxTotalMs', config.timeouts?.maxTotalMs ?? 600_000, 1),
+    acquireMs: integer('timeouts.acquireMs', config.timeouts?.acquireMs ?? 30_000, 1),
+    idlePingMs: integer('timeouts.idlePingMs', config.timeouts?.idlePingMs ?? 30_000, 0),
+    breaker: {
+      failureThreshold: integer('breaker.failureThreshold', config.breaker?.failureThreshold ?? 3, 1),
+      cooldownMs: integer('breaker.cooldownMs', config.breaker?.cooldownMs ?? 1_000, 1),
+      maxCooldownMs: integer('breaker.maxCooldownMs', config.breaker?.maxCooldownMs ?? 10_000, 1),
+    },
+  };
+}

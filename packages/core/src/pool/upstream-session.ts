@@ -1,0 +1,211 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  LoggingMessageNotificationSchema,
+  ToolListChangedNotificationSchema,
+  type LoggingLevel,
+} from '@modelcontextprotocol/sdk/types.js';
+import { KlymError } from '../errors.ts';
+import { anySignal, raceAbort } from '../internal/abort.ts';
+import { createLineSplitter } from '../internal/line-splitter.ts';
+import type { ResolvedUpstreamConfig, TransportKind } from './upstream-config.ts';
+
+/** A message an upstream logged: a `notifications/message`, or a line a stdio server wrote to stderr. */
+export interface UpstreamLogEntry {
+  readonly upstream: string;
+  readonly source: 'notification' | 'stderr';
+  readonly level: LoggingLevel;
+  readonly message: string;
+  /** The notification's `logger` field, where it had one. */
+  readonly logger?: string;
+}
+
+/** One open MCP client session to an upstream. */
+export interface UpstreamSession {
+  /** Counts up from 1 per upstream. */
+  readonly id: number;
+  readonly client: Client;
+  /** The transport actually in use (`auto` resolved). */
+  readonly transport: TransportKind;
+  /**
+   * Set at the first sign of breakage (a client or transport error, the connection closing). The session
+   * is then closed at once, which fails its calls in flight; it is never lent again.
+   */
+  readonly broken: Error | undefined;
+  /** Marks the session broken (its state is in doubt) and closes it. */
+  breakOff(reason: Error): void;
+  /** Whoever borrowed the session also receives what the upstream logs meanwhile. */
+  borrowerLog: ((entry: UpstreamLogEntry) => void) | undefined;
+  /** When it last went back to the pool (`performance.now()`); `undefined` until it has been lent once. */
+  idleSince: number | undefined;
+  /**
+   * Ends the session, once: lets messages being sent (a `notifications/cancelled`) go out first, then
+   * terminates a Streamable HTTP session, closes an SSE stream, reaps a stdio child.
+   */
+  close(): Promise<void>;
+}
+
+/** What a new session reports to its upstream. */
+export interface SessionHooks {
+  readonly fetch: FetchLike;
+  readonly clientInfo: { readonly name: string; readonly version: string };
+  onLog(entry: UpstreamLogEntry): void;
+  onToolsChanged(): void;
+  /** The session broke (it closes itself). */
+  onBroken(session: UpstreamSession, reason: Error): void;
+}
+
+/**
+ * Opens a session: connects the transport and runs `initialize`, all within `config.connectMs`.
+ * `transport` is the kind to use (`auto` probes Streamable HTTP, then legacy SSE on a 4xx).
+ * @throws {KlymError} `UPSTREAM_UNAVAILABLE` naming the upstream and the cause, or `ABORTED`.
+ */
+export async function openSession(
+  config: ResolvedUpstreamConfig,
+  transport: ResolvedUpstreamConfig['transport'],
+  id: number,
+  hooks: SessionHooks,
+  signal?: AbortSignal,
+): Promise<UpstreamSession> {
+  if (transport === 'auto') {
+    try {
+      return await openSession(config, 'streamable-http', id, hooks, signal);
+    } catch (error) {
+      const status = error instanceof KlymError && error.cause instanceof StreamableHTTPError ? error.cause.code : undefined;
+      if (status === undefined || status < 400 || status >= 500) throw error;
+      return await openSession(config, 'sse', id, hooks, signal);
+    }
+  }
+
+  const client = new Client(hooks.clientInfo, { capabilities: {} });
+  const sending = new Set<Promise<void>>();
+  let broken: Error | undefined;
+  let closing: Promise<void> | undefined;
+  let connected = false;
+  const session: UpstreamSession = {
+    id,
+    client,
+    transport,
+    get broken() {
+      return broken;
+    },
+    breakOff(reason) {
+      if (broken !== undefined || closing !== undefined) return;
+      broken = reason;
+      // A session that never finished connecting is reported by the connect's own failure.
+      if (connected) hooks.onBroken(session, reason);
+      void session.close().catch(() => {});
+    },
+    borrowerLog: undefined,
+    idleSince: undefined,
+    close() {
+      closing ??= closeSession(client, transport, sending);
+      return closing;
+    },
+  };
+  // Neither transport reports a dead upstream through onclose; onerror fires within milliseconds.
+  client.onerror = (error) => session.breakOff(error);
+  client.onclose = () => session.breakOff(new Error('the connection closed'));
+  const log = (entry: UpstreamLogEntry): void => {
+    hooks.onLog(entry);
+    session.borrowerLog?.(entry);
+  };
+  client.setNotificationHandler(LoggingMessageNotificationSchema, ({ params }) => {
+    const message = typeof params.data === 'string' ? params.data : JSON.stringify(params.data);
+    log({ upstream: config.name, source: 'notification', level: params.level, message, ...(params.logger === undefined ? {} : { logger: params.logger }) });
+  });
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => hooks.onToolsChanged());
+
+  const deadline = anySignal(AbortSignal.timeout(config.connectMs), signal);
+  try {
+    const opened = trackSends(createTransport(config, transport, hooks.fetch, log), sending);
+    await raceAbort(client.connect(opened, { timeout: config.connectMs, signal: deadline }), deadline);
+    connected = true;
+    if (broken !== undefined) throw broken;
+    return session;
+  } catch (error) {
+    await client.close().catch(() => {});
+    if (signal?.aborted) throw new KlymError('ABORTED', `Connecting to upstream "${config.name}" was aborted`, { upstream: config.name, cause: signal.reason });
+    const reason = deadline.aborted ? `timed out after ${config.connectMs} ms` : describe(error);
+    throw new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${config.name}" is unavailable: connect over ${transport} failed: ${reason}`, {
+      upstream: config.name,
+      cause: error,
+    });
+  }
+}
+
+function createTransport(config: ResolvedUpstreamConfig, kind: TransportKind, fetch: FetchLike, log: (entry: UpstreamLogEntry) => void): Transport {
+  switch (kind) {
+    case 'custom':
+      return lazyTransport(config);
+    case 'stdio': {
+      const transport = new StdioClientTransport({
+        command: config.command ?? '',
+        args: [...config.args],
+        env: { ...config.env },
+        ...(config.cwd === undefined ? {} : { cwd: config.cwd }),
+        stderr: 'pipe',
+      });
+      const splitter = createLineSplitter((line) => log({ upstream: config.name, source: 'stderr', level: 'info', message: line }));
+      transport.stderr?.on('data', (chunk: Buffer) => splitter.write(chunk));
+      transport.stderr?.on('end', () => splitter.end());
+      return transport;
+    }
+    case 'sse':
+    case 'streamable-http': {
+      const url = config.url as URL;
+      const headers = Object.fromEntries(Object.entries(config.headers).filter(([key]) => key.toLowerCase() !== 'host'));
+      return kind === 'sse'
+        ? new SSEClientTransport(url, { fetch, requestInit: { headers } })
+        : new StreamableHTTPClientTransport(url, { fetch, requestInit: { headers } });
+    }
+  }
+}
+
+/** Defers a custom `connect()` to the transport's `start()`, so a slow or failing one counts as a connect failure. */
+function lazyTransport(config: ResolvedUpstreamConfig): Transport {
+  let inner: Transport | undefined;
+  const outer: Transport = {
+    async start() {
+      inner = await (config.connect as () => Transport | Promise<Transport>)();
+      inner.onmessage = (message, extra) => outer.onmessage?.(message, extra);
+      inner.onerror = (error) => outer.onerror?.(error);
+      inner.onclose = () => outer.onclose?.();
+      await inner.start();
+    },
+    send: (message, options) => (inner ? inner.send(message, options) : Promise.reject(new Error('transport not started'))),
+    close: async () => inner?.close(),
+  };
+  return outer;
+}
+
+/** Keeps every message being sent in `sending` until it is out, so that closing can wait for them. */
+function trackSends(transport: Transport, sending: Set<Promise<void>>): Transport {
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    const sent = send(message, options);
+    sending.add(sent);
+    void sent.catch(() => {}).finally(() => sending.delete(sent));
+    return sent;
+  };
+  return transport;
+}
+
+async function closeSession(client: Client, kind: TransportKind, sending: ReadonlySet<Promise<void>>): Promise<void> {
+  // A `notifications/cancelled` sent as a call was aborted must reach the upstream before the stream goes.
+  await raceAbort(Promise.allSettled(sending), AbortSignal.timeout(1_000)).catch(() => {});
+  const transport = client.transport;
+  if (kind === 'streamable-http' && transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined) {
+    // close() alone sends no DELETE: the server would keep the session until it expires.
+    await raceAbort(transport.terminateSession(), AbortSignal.timeout(2000)).catch(() => {});
+  }
+  await client.close();
+}
+
+function describe(error: unknown): string {
+  if (error instanceof StreamableHTTPError && error.code !== undefined && !error.message.includes(String(error.code))) return `${error.message} (HTTP ${error.code})`;
+  return error instanceof Error ? error.message : String(error);
+}
