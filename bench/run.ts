@@ -1,6 +1,7 @@
 // `pnpm bench`: every scenario, each measured side by side in one run, printed as Markdown tables
 // (docs/benchmarks.md keeps the latest figures and says what each scenario measures).
 import os from 'node:os';
+import { failureFigures } from './failure-figures.ts';
 import { freshVsPooled } from './fresh-vs-pooled.ts';
 import { poolOverhead } from './pool-overhead.ts';
 
@@ -15,3 +16,6 @@ console.log((await poolOverhead(scale)).join('\n'));
 
 console.log('\n## 2. Task start to first tool result: pooled session vs fresh connection per task (legacy SSE)\n');
 console.log((await freshVsPooled({ rounds: scale.rounds, perRound: Math.max(10, scale.perRound / 10) })).join('\n'));
+
+console.log('\n## 3. The pool under failure: kill, restart, and a dead upstream\n');
+console.log((await failureFigures({ rounds: quick ? 2 : 5 })).join('\n'));
