@@ -59,14 +59,17 @@ interface UpstreamOptions {
 type Pooled = UpstreamSession | ConnectFailure;
 interface ConnectFailure {
   readonly failure: KlymError;
-  /** Whether a connect was really tried (not refused by the breaker or by closing). */
-  readonly attempted: boolean;
+  /**
+   * Whether the caller may try one more connect: one was really tried (not refused by the breaker or by
+   * closing) and failed without using up `connectMs` (a second timeout would double the caller's wait).
+   */
+  readonly retryable: boolean;
   /** `performance.now()` when the attempt ended: a waiter only takes failures newer than its request. */
   readonly at: number;
 }
 
 const isFailure = (pooled: Pooled): pooled is ConnectFailure => 'failure' in pooled;
-const fail = (failure: KlymError, attempted = false): ConnectFailure => ({ failure, attempted, at: performance.now() });
+const fail = (failure: KlymError, retryable = false): ConnectFailure => ({ failure, retryable, at: performance.now() });
 
 /**
  * One upstream: a generic-pool of sessions behind a circuit breaker, its tool list and its counters.
@@ -79,7 +82,7 @@ export class Upstream {
   readonly #sessions: Pool<Pooled>;
   readonly #breaker: CircuitBreaker;
   readonly #inFlight = new Set<AbortController>();
-  /** Errors of connects that were really tried and failed: the request never left Klym. */
+  /** Errors of connects that failed fast: the request never left Klym, and one more try is cheap. */
   readonly #connectFailures = new WeakSet<object>();
   /** Aborts connects under way when the pool closes. */
   readonly #closed = new AbortController();
@@ -147,15 +150,23 @@ export class Upstream {
   async callTool(toolName: string, args: Record<string, unknown>, options: CallToolOptions = {}): Promise<CallToolResult> {
     this.#calls.started++;
     const timeout = options.timeoutMs ?? this.config.requestMs;
+    const maxTotalMs = Math.max(timeout, this.config.maxTotalMs);
     try {
-      const result = await this.#withSession(toolName, options, (session, signal) =>
-        session.client.callTool({ name: toolName, arguments: args }, undefined, {
-          signal,
-          timeout,
-          maxTotalTimeout: Math.max(timeout, this.config.maxTotalMs),
-          ...(options.onProgress === undefined ? {} : { onprogress: options.onProgress, resetTimeoutOnProgress: true }),
-        }),
-      );
+      const result = await this.#withSession(toolName, options, async (session, signal) => {
+        // The SDK checks `maxTotalTimeout` only when progress arrives, and then sends no cancellation: a timer of our own does both.
+        const limit = new AbortController();
+        const timer = options.onProgress === undefined ? undefined : setTimeout(() => limit.abort(), maxTotalMs);
+        try {
+          const progress = options.onProgress === undefined ? {} : { onprogress: options.onProgress, resetTimeoutOnProgress: true };
+          return await session.client.callTool({ name: toolName, arguments: args }, undefined, { signal: anySignal(signal, limit.signal), timeout, ...progress });
+        } catch (error) {
+          if (!limit.signal.aborted || signal.aborted) throw error;
+          const message = `Upstream "${this.name}" did not finish ${toolName} within ${maxTotalMs} ms (timeouts.maxTotalMs), however much progress it reported; it was sent a cancellation`;
+          throw new KlymError('UPSTREAM_TIMEOUT', message, { upstream: this.name, toolName, cause: error });
+        } finally {
+          clearTimeout(timer);
+        }
+      });
       this.#calls.succeeded++;
       return result as CallToolResult;
     } catch (error) {
@@ -274,16 +285,20 @@ export class Upstream {
           throw error;
         }
         if (this.#closing) throw new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name });
-        const { borrowed, max } = { borrowed: this.#sessions.borrowed, max: this.config.max };
-        throw new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${this.name}" is unavailable: no free session (${borrowed} of ${max} busy): ${describe(error)}`, {
-          upstream: this.name,
-          cause: error,
-        });
+        const busy = `${this.#sessions.borrowed} of ${this.config.max} busy`;
+        // generic-pool's own words ("ResourceRequest timed out") would not tell the caller which limit was hit.
+        const why =
+          error instanceof Error && error.name === 'TimeoutError'
+            ? `no session came free within ${this.config.acquireMs} ms (${busy}; timeouts.acquireMs)`
+            : this.#sessions.pending >= this.config.maxWaiting
+              ? `no free session (${busy}) and ${this.#sessions.pending} callers already wait (pool.maxWaiting ${this.config.maxWaiting})`
+              : `no free session (${busy}): ${describe(error)}`;
+        throw new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${this.name}" is unavailable: ${why}`, { upstream: this.name, cause: error });
       }
       if (!isFailure(pooled)) return pooled;
       await this.#sessions.destroy(pooled);
       if (pooled.at >= requestedAt) {
-        if (pooled.attempted) this.#connectFailures.add(pooled.failure);
+        if (pooled.retryable) this.#connectFailures.add(pooled.failure);
         throw pooled.failure;
       }
       // A failure left over from a caller that gave up: not this caller's answer.
@@ -326,6 +341,7 @@ export class Upstream {
         this.#keepMinimum(true);
       },
     };
+    const startedAt = performance.now();
     try {
       const session = await openSession(this.config, this.#transport, ++this.#sessionIds, hooks, this.#closed.signal);
       this.#transport = session.transport;
@@ -339,7 +355,7 @@ export class Upstream {
       this.#breaker.failure();
       this.#record(failure);
       this.#scheduleProbe();
-      return fail(failure, true);
+      return fail(failure, performance.now() - startedAt < this.config.connectMs);
     }
   }
 
