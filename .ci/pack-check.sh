@@ -17,5 +17,6 @@ cd "$work/consumer"
 sdk="$(node -p "require('$root/packages/core/package.json').dependencies['@modelcontextprotocol/sdk']")"
 typescript="$(node -p "require('$root/package.json').devDependencies.typescript")"
 npm install --no-audit --no-fund --loglevel=error "$tarball" "@modelcontextprotocol/sdk@$sdk" zod "typescript@$typescript" "@types/node@24"
-npx --no-install tsc -p tsconfig.json && echo "consumer typecheck passed"
+npx --no-install tsc -p tsconfig.json
+echo "consumer typecheck passed"
 node main.ts

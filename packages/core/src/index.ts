@@ -15,3 +15,49 @@ export type { CallToolOptions, UpstreamStatus } from './pool/upstream.ts';
 export type { TransportKind, UpstreamConfig } from './pool/upstream-config.ts';
 export type { UpstreamLogEntry } from './pool/upstream-session.ts';
 export { MAX_TOOL_NAME_LENGTH, TOOL_NAME_SEPARATOR, namespaceToolName } from './pool/tool-name.ts';
+// tools and the agent
+export {
+  createToolCatalog,
+  type CatalogTool,
+  type CatalogUpstream,
+  type ToolCallHooks,
+  type ToolCatalog,
+  type ToolCatalogOptions,
+} from './tools/tool-catalog.ts';
+export {
+  READ_ONLY_POLICY,
+  isReadOnlyTool,
+  matchesPattern,
+  toolAccess,
+  type AccessRules,
+  type ToolAccess,
+  type ToolPolicy,
+  type ToolProbe,
+  type ToolSelection,
+  type UpstreamToolRules,
+} from './tools/tool-policy.ts';
+export type { ResolvedProbe } from './tools/tool-probe.ts';
+export { resultText, toModelOutput, type ToolResultOutput } from './tools/tool-result.ts';
+export { describeTools } from './tools/tools-prompt.ts';
+export { runAgent } from './agent/run-agent.ts';
+export { DEFAULT_MAX_STEPS } from './agent/budget.ts';
+export { removeOrphanedToolCalls } from './agent/history.ts';
+export type { LanguageModelV4, ScriptedStep } from './agent/language-model.ts';
+export { resolveModel, type ResolvedModel } from './agent/model-resolver.ts';
+export { createScriptedModel, type ScriptedCall, type ScriptedModelOptions } from './agent/scripted-model.ts';
+export { SELF_CHECK_OK, type RunContext } from './agent/self-check.ts';
+export { DEFAULT_SYSTEM_PROMPT, TOOLS_PLACEHOLDER } from './agent/system-prompt.ts';
+export { DEFAULT_MODEL_PRICES } from './agent/usage.ts';
+export type {
+  AgentBudget,
+  AgentEvent,
+  AgentFinishReason,
+  AgentRunResult,
+  AgentToolCall,
+  AgentUsage,
+  BudgetName,
+  ModelPrice,
+  ModelProviders,
+  RunAgentOptions,
+  ToolErrorCode,
+} from './agent/types.ts';

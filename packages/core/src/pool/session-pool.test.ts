@@ -1,4 +1,5 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { CancelledNotificationSchema, ListToolsRequestSchema, type ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { KlymError } from '../errors.ts';
@@ -55,6 +56,30 @@ describe('createSessionPool', () => {
     });
     expect(servers).toBe(1);
     expect(pool.resolveTool('growing__grown')).toEqual({ upstream: 'growing', toolName: 'grown' });
+  });
+
+  it('shares one tool listing: a caller that gives up stops waiting, the others still get it, and nothing is cancelled upstream', async () => {
+    let listings = 0;
+    let cancellations = 0;
+    const slow = (): McpServer => {
+      const server = waitingServer();
+      const list = server.server['_requestHandlers'].get('tools/list');
+      server.server.setRequestHandler(ListToolsRequestSchema, async (request, extra) => {
+        listings++;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        return (await list?.(request, extra)) as ListToolsResult;
+      });
+      server.server.setNotificationHandler(CancelledNotificationSchema, () => void cancellations++);
+      return server;
+    };
+    await using pool = await createSessionPool({ upstreams: { slow: createInMemoryUpstream(slow) } });
+    const impatient = new AbortController();
+    const first = pool.listTools({ signal: impatient.signal });
+    const second = pool.listTools();
+    impatient.abort(new Error('the run was cancelled'));
+    await expect(first).resolves.toMatchObject({ upstreams: { slow: { ok: false } } });
+    await expect(second).resolves.toMatchObject({ upstreams: { slow: { ok: true, toolCount: 1 } } });
+    expect({ listings, cancellations }).toEqual({ listings: 1, cancellations: 0 });
   });
 
   it('reports a tool-name collision as that upstream’s error and still lists the others', async () => {

@@ -128,9 +128,12 @@ export class Upstream {
     await Promise.all(opened.map((result) => (result.status === 'fulfilled' ? this.#giveBack(result.value, true) : undefined)));
   }
 
-  /** The upstream's tools, cached until it says they changed or a session breaks. */
+  /**
+   * The upstream's tools, cached until it says they changed or a session breaks. The listing is shared by
+   * every caller, so it runs under no caller's signal: one that gives up stops waiting, the others do not.
+   */
   listTools(signal?: AbortSignal): Promise<readonly Tool[]> {
-    const listing = (this.#tools ??= this.#withSession('tools/list', { signal }, async (session, callSignal) => {
+    const listing = (this.#tools ??= this.#withSession('tools/list', {}, async (session, callSignal) => {
       const tools: Tool[] = [];
       let cursor: string | undefined;
       do {
@@ -143,7 +146,7 @@ export class Upstream {
     listing.catch(() => {
       if (this.#tools === listing) this.#tools = undefined;
     });
-    return listing;
+    return signal === undefined ? listing : raceAbort(listing, signal);
   }
 
   /** Calls `toolName` on a pooled session and gives the session back; one that broke is replaced. */

@@ -3,3 +3,4 @@
  * @module
  */
 export { createInMemoryUpstream, type ConnectableServer } from './in-memory-upstream.ts';
+export { createMockModel, mockTurnParts, textUntilAborted, type MockStep, type MockTurn } from './mock-model.ts';

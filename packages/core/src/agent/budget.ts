@@ -1,0 +1,48 @@
+import { KlymError } from '../errors.ts';
+import type { AgentBudget, AgentRunResult, AgentUsage, BudgetName } from './types.ts';
+
+/** A run's limits with the defaults filled in. */
+export type ResolvedBudget = AgentRunResult['budget'];
+
+/** A budget that ran out: which, its limit, and what was used. */
+export interface BudgetHit {
+  readonly name: BudgetName;
+  readonly limit: number;
+  readonly used: number;
+}
+
+/** Steps of a run when the caller sets none. */
+export const DEFAULT_MAX_STEPS = 25;
+
+function positive(name: keyof AgentBudget, value: number | undefined, integer: boolean): void {
+  if (value === undefined) return;
+  const fits = integer ? Number.isInteger(value) && value > 0 : Number.isFinite(value) && value > 0;
+  if (!fits) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a positive ${integer ? 'integer' : 'number'}, got ${String(value)}`);
+}
+
+/**
+ * Checks a run's budget and fills in the defaults (25 steps, the rest unlimited).
+ * @throws {KlymError} `CONFIG_INVALID` naming the option and the value, e.g. ``Expected `maxSteps` to be a positive integer, got -1``.
+ */
+export function resolveBudget(budget: AgentBudget = {}): ResolvedBudget {
+  positive('maxSteps', budget.maxSteps, true);
+  positive('maxTokens', budget.maxTokens, true);
+  positive('maxCostUsd', budget.maxCostUsd, false);
+  positive('timeoutMs', budget.timeoutMs, true);
+  return {
+    maxSteps: budget.maxSteps ?? DEFAULT_MAX_STEPS,
+    ...(budget.maxTokens === undefined ? {} : { maxTokens: budget.maxTokens }),
+    ...(budget.maxCostUsd === undefined ? {} : { maxCostUsd: budget.maxCostUsd }),
+    ...(budget.timeoutMs === undefined ? {} : { timeoutMs: budget.timeoutMs }),
+  };
+}
+
+/**
+ * The token or cost budget that the run's use so far has reached, if any. Cost counts only when the
+ * model has a price (`costUsd` defined).
+ */
+export function spentBudget(budget: ResolvedBudget, usage: AgentUsage, costUsd: number | undefined): BudgetHit | undefined {
+  if (budget.maxTokens !== undefined && usage.totalTokens >= budget.maxTokens) return { name: 'tokens', limit: budget.maxTokens, used: usage.totalTokens };
+  if (budget.maxCostUsd !== undefined && costUsd !== undefined && costUsd >= budget.maxCostUsd) return { name: 'cost', limit: budget.maxCostUsd, used: costUsd };
+  return undefined;
+}

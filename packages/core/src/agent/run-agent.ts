@@ -1,0 +1,189 @@
+import { APICallError, type ModelMessage } from 'ai';
+import { KlymError } from '../errors.ts';
+import { createRedactor } from '../internal/redact.ts';
+import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
+import { resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
+import { removeOrphanedToolCalls } from './history.ts';
+import { withVisibleTools } from './language-model.ts';
+import { resolveModel } from './model-resolver.ts';
+import { runStep } from './run-step.ts';
+import type { RunContext } from './self-check.ts';
+import { DEFAULT_SYSTEM_PROMPT, renderSystemPrompt } from './system-prompt.ts';
+import type { AgentEvent, AgentRunResult, AgentToolCall, AgentUsage, RunAgentOptions } from './types.ts';
+import { addUsage, costOf, priceOf, ZERO_USAGE } from './usage.ts';
+
+/**
+ * Runs an LLM over the pool's tools until the task is done: each step is one streamed model call plus the
+ * tool calls it makes, through the pool, under the run's policies. Ends when the model stops calling
+ * tools, a budget runs out (`budget:<name>`), or `signal` aborts (`cancelled`) — always with the text and
+ * usage so far. Every step reaches `onEvent`, with secrets removed.
+ *
+ * @throws {KlymError} `CONFIG_INVALID` for unusable options; `MODEL_ERROR` when the model fails after the
+ * provider's retries (a `run-end` event with the usage so far comes first).
+ * @example
+ * ```ts
+ * const run = await runAgent({ pool, prompt: 'Count the nodes', model: 'openai:gpt-4.1-mini',
+ *   providers: { openai: { apiKey } }, tools: { policy: 'read-only' }, budget: { maxSteps: 10, timeoutMs: 120_000 } })
+ * console.log(run.finishReason, run.text)
+ * ```
+ */
+export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult> {
+  checkOptions(options);
+  const budget = resolveBudget(options.budget);
+  const { model, name } = resolveModel(options.model, options.providers);
+  const providers = options.providers ?? {};
+  const redactor = createRedactor([providers.openai?.apiKey, providers.google?.apiKey, providers.compatible?.apiKey, ...(options.secrets ?? [])]);
+  let ended = false;
+  const emit = (event: AgentEvent): void => {
+    // An upstream may still log after the run ended: the run's story is over by then.
+    if (ended) return;
+    if (event.type === 'run-end') ended = true;
+    try {
+      options.onEvent?.(redactor.value(event));
+    } catch {
+      // A listener's failure is its own; the run goes on.
+    }
+  };
+  const price = priceOf(name, options.prices);
+  const started = performance.now();
+  const elapsed = (): number => Math.round(performance.now() - started);
+
+  const controller = new AbortController();
+  const cancelled = new KlymError('ABORTED', 'The run was cancelled');
+  const timedOut = new KlymError('BUDGET_EXCEEDED', `The run's time budget of ${budget.timeoutMs} ms ran out`);
+  const onAbort = (): void => controller.abort(cancelled);
+  if (options.signal?.aborted) onAbort();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  const timer = budget.timeoutMs === undefined ? undefined : setTimeout(() => controller.abort(timedOut), budget.timeoutMs);
+
+  let steps = 0;
+  let usage: AgentUsage = ZERO_USAGE;
+  const texts: string[] = [];
+  const toolCalls: AgentToolCall[] = [];
+  let messages: ModelMessage[] = [...(options.messages ?? []), { role: 'user', content: options.prompt }];
+  const finish = (finishReason: string): AgentRunResult => {
+    const costUsd = costOf(usage, price);
+    emit({ type: 'run-end', finishReason, steps, usage, costUsd, elapsedMs: elapsed() });
+    // Tool calls are redacted like events; text and messages stay as the model and tools wrote them.
+    return { text: texts.join('\n\n'), finishReason, steps, usage, costUsd, toolCalls: redactor.value(toolCalls), model: name, elapsedMs: elapsed(), budget, messages };
+  };
+  const stopped = (): AgentRunResult => {
+    if (controller.signal.reason !== timedOut) return finish('cancelled');
+    emit({ type: 'budget', name: 'time', limit: budget.timeoutMs ?? 0, used: elapsed() });
+    return finish('budget:time');
+  };
+  const spent = (hit: BudgetHit): AgentRunResult => {
+    emit({ type: 'budget', ...hit });
+    return finish(`budget:${hit.name}`);
+  };
+
+  try {
+    let catalog: ToolCatalog;
+    try {
+      catalog = await createToolCatalog({
+        pool: options.pool,
+        ...(options.tools === undefined ? {} : { selection: options.tools }),
+        ...(options.upstreamTools === undefined ? {} : { upstreams: options.upstreamTools }),
+        ...(options.policies === undefined ? {} : { policies: options.policies }),
+        ...(options.readOnlyTools === undefined ? {} : { readOnlyTools: options.readOnlyTools }),
+        signal: controller.signal,
+      });
+    } catch (error) {
+      if (controller.signal.aborted) return stopped();
+      throw error;
+    }
+    const access = new Map(catalog.tools.map((tool) => [tool.name, tool.access]));
+    emit({
+      type: 'run-start',
+      model: name,
+      tools: catalog.allowed.map((tool) => tool.name),
+      denied: catalog.tools.flatMap((tool) => (tool.access.allowed ? [] : [{ toolName: tool.name, policy: tool.access.policy }])),
+      unavailable: Object.entries(catalog.upstreams).flatMap(([upstream, report]) => (report.ok ? [] : [{ upstream, error: report.error }])),
+      budget,
+    });
+    const durations = new Map<string, number>();
+    let currentStep = 0;
+    const tools = catalog.toolSet({
+      ...(options.toolTimeoutMs === undefined ? {} : { timeoutMs: options.toolTimeoutMs }),
+      onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
+      onDuration: (toolCallId, durationMs) => durations.set(toolCallId, durationMs),
+    });
+    const visibleModel = withVisibleTools(model, new Set(catalog.allowed.map((tool) => tool.name)));
+    const system = renderSystemPrompt(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, catalog.describe());
+    const context: RunContext = { upstreams: catalog.upstreams, probes: catalog.probes };
+    const toolDefinitionChars = JSON.stringify(catalog.allowed.map((tool) => [tool.name, tool.description, tool.inputSchema])).length;
+
+    for (;;) {
+      if (controller.signal.aborted) return stopped();
+      if (steps >= budget.maxSteps) return spent({ name: 'steps', limit: budget.maxSteps, used: steps });
+      currentStep = ++steps;
+      const cleaned = removeOrphanedToolCalls(messages);
+      if (cleaned.removed.length > 0) emit({ type: 'orphan-removed', step: currentStep, toolCallIds: cleaned.removed });
+      messages = cleaned.messages;
+
+      emit({ type: 'step-start', step: currentStep });
+      const outcome = await runStep({
+        step: currentStep,
+        model: visibleModel,
+        system,
+        messages,
+        tools,
+        offeredTools: catalog.allowed.length,
+        toolDefinitionChars,
+        temperature: options.temperature,
+        maxRetries: options.maxRetries ?? 2,
+        signal: controller.signal,
+        providerOptions: { klym: context as unknown as Record<string, never> },
+        durations,
+        accessOf: (toolName) => access.get(toolName),
+        emit,
+      });
+      messages = [...messages, ...outcome.messages];
+      if (outcome.text !== '') texts.push(outcome.text);
+      toolCalls.push(...outcome.toolCalls);
+      usage = addUsage(usage, outcome.usage);
+      const costUsd = costOf(usage, price);
+      emit({ type: 'step-end', step: currentStep, usage: outcome.usage, costUsd, elapsedMs: elapsed() });
+
+      if (outcome.aborted) return stopped();
+      if (outcome.error !== undefined) throw failed(outcome.error);
+      const hit = spentBudget(budget, usage, costUsd);
+      if (hit !== undefined) return spent(hit);
+      if (!outcome.continues) return finish(outcome.finishReason ?? 'other');
+    }
+  } finally {
+    clearTimeout(timer);
+    options.signal?.removeEventListener('abort', onAbort);
+  }
+
+  function failed(error: unknown): KlymError {
+    const failure = new KlymError('MODEL_ERROR', redactor.text(`Model ${name} failed: ${describeModelError(error)}`), { cause: redactor.value(error) });
+    emit({ type: 'run-end', finishReason: 'error', steps, usage, costUsd: costOf(usage, price), elapsedMs: elapsed(), error: { code: failure.code, message: failure.message } });
+    return failure;
+  }
+}
+
+/** A provider failure in one line: the SDK's message (attempts included after retries), and the HTTP status. */
+function describeModelError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const last = (error as { lastError?: unknown }).lastError ?? error;
+  const status = APICallError.isInstance(last) && last.statusCode !== undefined ? ` (HTTP ${last.statusCode})` : '';
+  return `${error.message.replace(/\bAI_[A-Za-z]+Error: /g, '')}${status}`;
+}
+
+function invalid(message: string): never {
+  throw new KlymError('CONFIG_INVALID', message);
+}
+
+function checkOptions(options: RunAgentOptions): void {
+  if (options.pool === undefined || typeof options.pool.listTools !== 'function') invalid('Expected `pool` to be a session pool');
+  if (typeof options.prompt !== 'string') invalid(`Expected \`prompt\` to be a string, got ${typeof options.prompt}`);
+  if (options.temperature !== undefined && !Number.isFinite(options.temperature)) invalid(`Expected \`temperature\` to be a number, got ${String(options.temperature)}`);
+  if (options.maxRetries !== undefined && (!Number.isInteger(options.maxRetries) || options.maxRetries < 0)) {
+    invalid(`Expected \`maxRetries\` to be an integer ≥ 0, got ${String(options.maxRetries)}`);
+  }
+  if (options.toolTimeoutMs !== undefined && (!Number.isInteger(options.toolTimeoutMs) || options.toolTimeoutMs <= 0)) {
+    invalid(`Expected \`toolTimeoutMs\` to be a positive integer, got ${String(options.toolTimeoutMs)}`);
+  }
+  if (options.messages?.some((message) => message.role === 'system')) invalid('Expected `messages` without system messages; pass `systemPrompt` instead');
+}

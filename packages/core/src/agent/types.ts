@@ -1,0 +1,188 @@
+import type { LanguageModel, ModelMessage } from 'ai';
+import type { KlymErrorCode } from '../errors.ts';
+import type { SessionPool } from '../pool/session-pool.ts';
+import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
+import type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules } from '../tools/tool-policy.ts';
+
+export type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules };
+
+/** Limits of one run. Hitting one ends the run with `finishReason: "budget:<name>"`, its partial text kept. */
+export interface AgentBudget {
+  /** LLM steps (calls to the model). @default 25 */
+  readonly maxSteps?: number;
+  /** Input plus output tokens over the whole run. @default unlimited */
+  readonly maxTokens?: number;
+  /** Cost in USD, from the price table; with no price for the model, only the token budget applies. @default unlimited */
+  readonly maxCostUsd?: number;
+  /** Wall-clock time of the run, in milliseconds. @default unlimited */
+  readonly timeoutMs?: number;
+}
+
+/** The name of a budget, as `finishReason: "budget:<name>"` and the `budget` event say it. */
+export type BudgetName = 'steps' | 'tokens' | 'cost' | 'time';
+
+/** Price of a model, in USD per million tokens. */
+export interface ModelPrice {
+  readonly inputPerMillion: number;
+  readonly outputPerMillion: number;
+}
+
+/** How a model name is turned into a provider model. Keys and base URLs are passed in; core never reads `process.env`. */
+export interface ModelProviders {
+  /** OpenAI. `api: 'responses'` (the default) calls `POST /v1/responses`; `'chat'` calls `POST /v1/chat/completions`. */
+  readonly openai?: { readonly apiKey: string; readonly baseURL?: string; readonly api?: 'responses' | 'chat' };
+  /** Google's Gemini API (`streamGenerateContent`). */
+  readonly google?: { readonly apiKey: string; readonly baseURL?: string };
+  /** Any OpenAI-compatible endpoint (Ollama, vLLM, LM Studio), named `compatible:<model>`; spoken to over chat completions. */
+  readonly compatible?: { readonly baseURL: string; readonly apiKey?: string };
+}
+
+/** Token use; `estimated` when the provider reported none (or not all) and ~4 characters per token was assumed. */
+export interface AgentUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly totalTokens: number;
+  readonly estimated: boolean;
+}
+
+/** One tool call of a run, as the result lists it. */
+export interface AgentToolCall {
+  readonly step: number;
+  readonly toolCallId: string;
+  /** Namespaced name, as the model called it. */
+  readonly toolName: string;
+  readonly args: unknown;
+  /** Whether the call produced a result (an `isError: true` result counts as `ok: false`). */
+  readonly ok: boolean;
+  readonly durationMs: number;
+  /** Why it failed (denied, upstream error, invalid arguments, unknown tool, `isError`), when `ok` is false. */
+  readonly error?: string;
+}
+
+/**
+ * How a run ended: the model's own reason (`stop`, `length`, `content-filter`, `other`, …),
+ * `budget:<steps|tokens|cost|time>` when a budget ran out, or `cancelled` when the caller's signal aborted.
+ */
+export type AgentFinishReason = string;
+
+/** What {@link runAgent} resolves with. A run that hit a budget or was cancelled still resolves, with its partial text. */
+export interface AgentRunResult {
+  /** Everything the model wrote, step by step, separated by blank lines; partial text of an interrupted step included. */
+  readonly text: string;
+  readonly finishReason: AgentFinishReason;
+  /** LLM steps started. */
+  readonly steps: number;
+  readonly usage: AgentUsage;
+  /** `undefined` when the model has no price in the table. */
+  readonly costUsd: number | undefined;
+  readonly toolCalls: readonly AgentToolCall[];
+  /** The resolved model, `provider:model`. */
+  readonly model: string;
+  readonly elapsedMs: number;
+  /** The limits the run ran under. */
+  readonly budget: Readonly<Required<Pick<AgentBudget, 'maxSteps'>> & Omit<AgentBudget, 'maxSteps'>>;
+  /**
+   * The conversation after the run (without the system prompt): pass it as `messages` to continue. A call
+   * interrupted without a result is still in it; the next run removes it before calling the model.
+   */
+  readonly messages: readonly ModelMessage[];
+}
+
+/** The `code` of a `tool-error` event: a {@link KlymErrorCode}, or a call the model made wrong. */
+export type ToolErrorCode = KlymErrorCode | 'INVALID_TOOL_INPUT' | 'NO_SUCH_TOOL';
+
+/** Every step of a run, as `onEvent` receives it. Never holds a secret. */
+export type AgentEvent =
+  | {
+      readonly type: 'run-start';
+      readonly model: string;
+      /** Tools the model may call. */
+      readonly tools: readonly string[];
+      /** Tools that exist but a policy denies, with the policy. */
+      readonly denied: readonly { readonly toolName: string; readonly policy: string }[];
+      /** Upstreams that could not list their tools, with why. */
+      readonly unavailable: readonly { readonly upstream: string; readonly error: string }[];
+      readonly budget: AgentRunResult['budget'];
+    }
+  | { readonly type: 'step-start'; readonly step: number }
+  | { readonly type: 'llm-request'; readonly step: number; readonly messages: number; readonly tools: number }
+  | { readonly type: 'llm-response'; readonly step: number; readonly finishReason: string; readonly usage: AgentUsage; readonly text: string }
+  | { readonly type: 'tool-call'; readonly step: number; readonly toolCallId: string; readonly toolName: string; readonly args: unknown }
+  | {
+      readonly type: 'tool-result';
+      readonly step: number;
+      readonly toolCallId: string;
+      readonly toolName: string;
+      readonly durationMs: number;
+      /** The upstream answered with `isError: true`. */
+      readonly isError: boolean;
+      /** The start of the result as the model reads it. */
+      readonly preview: string;
+    }
+  | {
+      readonly type: 'tool-error';
+      readonly step: number;
+      readonly toolCallId: string;
+      readonly toolName: string;
+      readonly durationMs: number;
+      readonly code: ToolErrorCode;
+      readonly message: string;
+    }
+  | { readonly type: 'tool-denied'; readonly step: number; readonly toolCallId: string; readonly toolName: string; readonly policy: string; readonly reason: string }
+  | { readonly type: 'orphan-removed'; readonly step: number; readonly toolCallIds: readonly string[] }
+  | { readonly type: 'step-end'; readonly step: number; readonly usage: AgentUsage; readonly costUsd: number | undefined; readonly elapsedMs: number }
+  | { readonly type: 'budget'; readonly name: BudgetName; readonly limit: number; readonly used: number }
+  | { readonly type: 'upstream-log'; /** The step whose tool call the upstream was serving. */ readonly step?: number; readonly entry: UpstreamLogEntry }
+  | {
+      readonly type: 'run-end';
+      readonly finishReason: AgentFinishReason | 'error';
+      readonly steps: number;
+      readonly usage: AgentUsage;
+      readonly costUsd: number | undefined;
+      readonly elapsedMs: number;
+      /** Why the run failed, when `finishReason` is `error` (the run then rejects with it). */
+      readonly error?: { readonly code: KlymErrorCode; readonly message: string };
+    };
+
+/** Options of {@link runAgent}. */
+export interface RunAgentOptions {
+  readonly pool: SessionPool;
+  /** The task, as the user message. */
+  readonly prompt: string;
+  /**
+   * Earlier conversation to continue (a run's `messages`). Tool calls in it that never got a result are
+   * removed before the model is called. @default []
+   */
+  readonly messages?: readonly ModelMessage[];
+  /** May hold `{{tools}}`, replaced by a description of the available tools. @default {@link DEFAULT_SYSTEM_PROMPT} */
+  readonly systemPrompt?: string;
+  /**
+   * A model name (`openai:gpt-4.1-mini`, `google:gemini-2.5-flash`, `compatible:llama3`, a bare `gpt-…` or
+   * `gemini-…`, or `scripted`), or an AI SDK language model (specification v4). @default 'scripted'
+   */
+  readonly model?: string | LanguageModel;
+  /** Keys and base URLs of the providers a model name may need. */
+  readonly providers?: ModelProviders;
+  readonly temperature?: number;
+  /** Which tools this run may call. */
+  readonly tools?: ToolSelection;
+  /** Rules per upstream (by name): allow/deny patterns over its own tool names, read-only tools, its probe. */
+  readonly upstreamTools?: Readonly<Record<string, UpstreamToolRules>>;
+  /** Named policies beyond the built-in `read-only`. */
+  readonly policies?: Readonly<Record<string, ToolPolicy>>;
+  /** Tools (namespaced patterns) that count as read-only besides those annotated `readOnlyHint`. */
+  readonly readOnlyTools?: readonly string[];
+  readonly budget?: AgentBudget;
+  /** USD per million tokens, by model (`provider:model`), on top of {@link DEFAULT_MODEL_PRICES}. */
+  readonly prices?: Readonly<Record<string, ModelPrice>>;
+  /** The provider's own retries of 408/409/429/5xx and network failures, with backoff and `retry-after`. @default 2 */
+  readonly maxRetries?: number;
+  /** Time limit of one tool call. @default the upstream's `timeouts.requestMs` */
+  readonly toolTimeoutMs?: number;
+  /** Further secret values (upstream tokens, …) to keep out of events and errors; provider keys are always kept out. */
+  readonly secrets?: readonly string[];
+  /** Aborting it stops the model request and the tool calls in flight; the run resolves with `finishReason: "cancelled"`. */
+  readonly signal?: AbortSignal;
+  /** Receives every step of the run. A listener that throws does not stop the run. */
+  readonly onEvent?: (event: AgentEvent) => void;
+}

@@ -1,0 +1,66 @@
+/** What stands in for a secret that was removed. */
+export const REDACTED = '[redacted]';
+
+/** Secrets shorter than this are not searched for: they would match ordinary text. */
+const MIN_SECRET_LENGTH = 6;
+
+/**
+ * Shapes of secrets that are removed even when nobody named them: bearer tokens, `x-…-key` style header
+ * values, OpenAI/Google key formats, credentials in URLs (`user:pass@`) and token-like query parameters.
+ */
+const PATTERNS: readonly [RegExp, string][] = [
+  [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}/gi, `$1 ${REDACTED}`],
+  [/\b((?:x-[a-z-]*)?(?:api[-_]?key|authorization|token|secret|password)["']?\s*[:=]\s*["']?)[^\s"',&}]{6,}/gi, `$1${REDACTED}`],
+  [/\bsk-[A-Za-z0-9_-]{16,}/g, REDACTED],
+  [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],
+  [/(\b[a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+:[^\s/@]+@/gi, `$1${REDACTED}@`],
+  [/([?&](?:key|api[-_]?key|token|access_token|auth|secret|sig|signature|password)=)[^&#\s"']+/gi, `$1${REDACTED}`],
+];
+
+/** Removes secrets from text and from every string inside a value. */
+export interface Redactor {
+  /** `text` with every known secret and every secret-shaped token replaced by `[redacted]`. */
+  text(text: string): string;
+  /** A deep copy of `value` with {@link Redactor.text} applied to every string (keys included). */
+  value<T>(value: T): T;
+}
+
+/**
+ * A redactor for the given secret values (API keys, header values) plus the built-in secret shapes.
+ * Values shorter than 6 characters are ignored. Longest secrets are replaced first, so a secret that
+ * contains another is removed whole.
+ */
+export function createRedactor(secrets: readonly (string | undefined)[] = []): Redactor {
+  const known = [...new Set(secrets.filter((secret): secret is string => typeof secret === 'string' && secret.length >= MIN_SECRET_LENGTH))].toSorted(
+    (a, b) => b.length - a.length,
+  );
+  const text = (input: string): string => {
+    let output = input;
+    for (const secret of known) output = output.split(secret).join(REDACTED);
+    for (const [pattern, replacement] of PATTERNS) output = output.replace(pattern, replacement);
+    return output;
+  };
+  const value = <T>(input: T, seen = new WeakMap<object, unknown>()): T => {
+    if (typeof input === 'string') return text(input) as T;
+    if (input === null || typeof input !== 'object') return input;
+    if (seen.has(input)) return seen.get(input) as T;
+    if (Array.isArray(input)) {
+      const copy: unknown[] = [];
+      seen.set(input, copy);
+      for (const item of input) copy.push(value(item, seen));
+      return copy as T;
+    }
+    if (input instanceof Error) {
+      const copy = new Error(text(input.message));
+      copy.name = input.name;
+      seen.set(input, copy);
+      return copy as T;
+    }
+    if (ArrayBuffer.isView(input) || input instanceof Date || input instanceof URL) return (input instanceof URL ? new URL(text(input.href)) : input) as T;
+    const copy: Record<string, unknown> = {};
+    seen.set(input, copy);
+    for (const [key, item] of Object.entries(input)) copy[text(key)] = value(item, seen);
+    return copy as T;
+  };
+  return { text, value: (input) => value(input) };
+}

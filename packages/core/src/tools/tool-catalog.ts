@@ -1,0 +1,160 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { dynamicTool, jsonSchema, type JSONSchema7, type ToolSet } from 'ai';
+import { KlymError } from '../errors.ts';
+import { raceAbort } from '../internal/abort.ts';
+import type { PoolTool, SessionPool } from '../pool/session-pool.ts';
+import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
+import { assertAccessRules, isReadOnlyTool, toolAccess, type AccessRules, type ToolAccess } from './tool-policy.ts';
+import { resolveProbe, type ResolvedProbe } from './tool-probe.ts';
+import { toModelOutput } from './tool-result.ts';
+import { describeTools } from './tools-prompt.ts';
+
+/** An upstream tool as a run sees it: the pool's tool, whether it is read-only, and whether the run may call it. */
+export interface CatalogTool extends PoolTool {
+  readonly readOnly: boolean;
+  readonly access: ToolAccess;
+}
+
+/** Per upstream: how many tools it listed, or why it could not. */
+export type CatalogUpstream = { readonly ok: true; readonly toolCount: number } | { readonly ok: false; readonly error: string };
+
+/** Options of {@link createToolCatalog}. */
+export interface ToolCatalogOptions extends AccessRules {
+  readonly pool: SessionPool;
+  /** Stops waiting for the listing (which other runs may share, so it is not cancelled). */
+  readonly signal?: AbortSignal;
+}
+
+/** What a catalog's tools report while they run. */
+export interface ToolCallHooks {
+  /** Time limit of one call. @default the upstream's `timeouts.requestMs` */
+  readonly timeoutMs?: number;
+  /** What the upstream logs while it serves a call. */
+  readonly onLog?: (entry: UpstreamLogEntry, toolCallId: string) => void;
+  /** How long the upstream took, measured around the call itself. */
+  readonly onDuration?: (toolCallId: string, durationMs: number) => void;
+}
+
+/** The pool's tools for one run, with the run's policies applied. */
+export interface ToolCatalog {
+  /** Every listed tool, allowed or denied, in listing order. */
+  readonly tools: readonly CatalogTool[];
+  /** The tools the run may call. */
+  readonly allowed: readonly CatalogTool[];
+  /** Every configured upstream: its tool count, or why it is unavailable. Never silently left out. */
+  readonly upstreams: Readonly<Record<string, CatalogUpstream>>;
+  /** Per upstream, the call that shows it works (the self-check's probe), or why there is none. */
+  readonly probes: Readonly<Record<string, ResolvedProbe>>;
+  /**
+   * The tools as AI SDK dynamic tools, keyed by namespaced name. Each call goes through the pool with the
+   * run's abort signal; a denied tool's call throws `TOOL_DENIED` naming the policy; arguments are checked
+   * against the tool's input schema before anything is sent.
+   */
+  toolSet(hooks?: ToolCallHooks): ToolSet;
+  /** The tools described for a system prompt, per upstream; what `{{tools}}` is replaced with. */
+  describe(): string;
+}
+
+/**
+ * Lists the pool's tools and applies a run's rules to them.
+ *
+ * @throws {KlymError} `CONFIG_INVALID` for an unknown policy name.
+ * @example
+ * ```ts
+ * const catalog = await createToolCatalog({ pool, selection: { policy: 'read-only' } })
+ * streamText({ model, tools: catalog.toolSet(), system: `Tools:\n${catalog.describe()}`, prompt })
+ * ```
+ */
+export async function createToolCatalog(options: ToolCatalogOptions): Promise<ToolCatalog> {
+  assertAccessRules(options);
+  // The listing is cached and shared by every run of the pool: a run that gives up stops waiting for it,
+  // but does not cancel it for the others (nor leave an abort listener on the request).
+  const listing = options.signal === undefined ? await options.pool.listTools() : await raceAbort(options.pool.listTools(), options.signal);
+  const tools: CatalogTool[] = listing.tools.map((tool) => ({ ...tool, readOnly: isReadOnlyTool(tool, options), access: toolAccess(tool, options) }));
+  const upstreams: Record<string, CatalogUpstream> = {};
+  for (const name of options.pool.upstreams) {
+    const report = listing.upstreams[name];
+    upstreams[name] =
+      report === undefined ? { ok: false, error: `Upstream "${name}" gave no tool listing` } : report.ok ? report : { ok: false, error: report.error.message };
+  }
+  const probes: Record<string, ResolvedProbe> = {};
+  for (const [name, report] of Object.entries(upstreams)) {
+    probes[name] = report.ok ? resolveProbe(name, listing.tools, options) : { ok: false, reason: `it is unavailable: ${report.error}` };
+  }
+  const validators = validatorsOf(options.pool);
+
+  const catalog: ToolCatalog = {
+    tools,
+    allowed: tools.filter((tool) => tool.access.allowed),
+    upstreams,
+    probes,
+    toolSet: (hooks = {}) => Object.fromEntries(tools.map((tool) => [tool.name, toAiTool(tool, options.pool, validators, hooks)])),
+    describe: () => describeTools(catalog),
+  };
+  return catalog;
+}
+
+type Validate = (input: unknown) => { valid: boolean; errorMessage?: string | undefined };
+
+/** One Ajv per pool, and its compiled validators by schema object. */
+interface Validators {
+  readonly ajv: AjvJsonSchemaValidator;
+  readonly compiled: WeakMap<object, Validate | undefined>;
+}
+
+/**
+ * Compiling a schema costs milliseconds; a run lists the same tools as the last (the pool caches the
+ * listing, schema objects included), so each schema is compiled once per pool, not once per run.
+ */
+const validatorCache = new WeakMap<SessionPool, Validators>();
+function validatorsOf(pool: SessionPool): Validators {
+  let validators = validatorCache.get(pool);
+  if (validators === undefined) validatorCache.set(pool, (validators = { ajv: new AjvJsonSchemaValidator(), compiled: new WeakMap() }));
+  return validators;
+}
+
+function compiledValidator(tool: CatalogTool, validators: Validators): Validate | undefined {
+  const { compiled, ajv } = validators;
+  if (compiled.has(tool.inputSchema)) return compiled.get(tool.inputSchema);
+  let validate: Validate | undefined;
+  try {
+    validate = ajv.getValidator(tool.inputSchema as Parameters<AjvJsonSchemaValidator['getValidator']>[0]);
+  } catch {
+    // A schema Ajv cannot compile: the upstream checks the arguments itself.
+  }
+  compiled.set(tool.inputSchema, validate);
+  return validate;
+}
+
+function toAiTool(tool: CatalogTool, pool: SessionPool, validators: Validators, hooks: ToolCallHooks): ToolSet[string] {
+  const schema = { ...tool.inputSchema, properties: tool.inputSchema.properties ?? {} } as JSONSchema7;
+  return dynamicTool({
+    description: tool.description ?? tool.title ?? '',
+    inputSchema: jsonSchema(schema, {
+      validate: (value) => {
+        const checked = compiledValidator(tool, validators)?.(value) ?? { valid: true };
+        return checked.valid
+          ? { success: true, value }
+          : { success: false, error: new Error(`Invalid arguments for ${tool.name}: ${checked.errorMessage ?? 'they do not match its input schema'}`) };
+      },
+    }),
+    execute: async (input, { toolCallId, abortSignal }) => {
+      const access = tool.access;
+      if (!access.allowed) {
+        throw new KlymError('TOOL_DENIED', `Tool ${tool.name} is denied by ${access.policy}: ${access.reason}`, { upstream: tool.upstream, toolName: tool.originalName });
+      }
+      const started = performance.now();
+      try {
+        return await pool.callTool(tool.upstream, tool.originalName, input as Record<string, unknown>, {
+          ...(abortSignal === undefined ? {} : { signal: abortSignal }),
+          ...(hooks.timeoutMs === undefined ? {} : { timeoutMs: hooks.timeoutMs }),
+          ...(hooks.onLog === undefined ? {} : { onLog: (entry: UpstreamLogEntry) => hooks.onLog?.(entry, toolCallId) }),
+        });
+      } finally {
+        hooks.onDuration?.(toolCallId, performance.now() - started);
+      }
+    },
+    toModelOutput: ({ output }) => toModelOutput(output as CallToolResult),
+  });
+}

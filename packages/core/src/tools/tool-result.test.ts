@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { failureOf, previewOf, resultText, toModelOutput } from './tool-result.ts';
+
+describe('tool results as the model reads them', () => {
+  it('passes text as text', () => {
+    expect(toModelOutput({ content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] })).toEqual({ type: 'text', value: 'a\nb' });
+  });
+
+  it('adds structuredContent unless a text item already holds that JSON', () => {
+    expect(resultText({ content: [{ type: 'text', text: 'Weather below' }], structuredContent: { temperature: 3 } })).toBe('Weather below\nstructuredContent: {"temperature":3}');
+    expect(resultText({ content: [{ type: 'text', text: '{ "temperature": 3 }' }], structuredContent: { temperature: 3 } })).toBe('{ "temperature": 3 }');
+    expect(resultText({ content: [], structuredContent: { ok: true } })).toBe('structuredContent: {"ok":true}');
+  });
+
+  it('makes isError a tool error the model reads', () => {
+    expect(toModelOutput({ content: [{ type: 'text', text: 'no such row' }], isError: true })).toEqual({ type: 'error-text', value: 'no such row' });
+    expect(toModelOutput({ content: [], isError: true })).toEqual({ type: 'error-text', value: 'The tool reported an error without a message' });
+  });
+
+  it('sends images and audio as files beside the text, and describes resources', () => {
+    const output = toModelOutput({
+      content: [
+        { type: 'text', text: 'Here:' },
+        { type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' },
+        { type: 'resource', resource: { uri: 'test://1', text: 'hello', mimeType: 'text/plain' } },
+        { type: 'resource_link', uri: 'test://2', name: 'two' },
+      ],
+    });
+    expect(output).toEqual({
+      type: 'content',
+      value: [
+        { type: 'text', text: 'Here:' },
+        { type: 'file', data: { type: 'data', data: 'iVBORw0KGgo=' }, mediaType: 'image/png' },
+        { type: 'text', text: '[resource test://1]\nhello' },
+        { type: 'text', text: '[resource link test://2 "two"]' },
+      ],
+    });
+  });
+
+  it('finds a failure in isError or in a JSON status of "error"', () => {
+    expect(failureOf('{"status":"error","message":"DB disconnected"}', false)).toBe('DB disconnected');
+    expect(failureOf('{"status":"success","results":[]}', false)).toBeUndefined();
+    expect(failureOf('plain text', false)).toBeUndefined();
+    expect(failureOf('broken', true)).toBe('broken');
+  });
+
+  it('cuts long previews', () => {
+    expect(previewOf('x'.repeat(600))).toHaveLength(500);
+    expect(previewOf('short')).toBe('short');
+  });
+});

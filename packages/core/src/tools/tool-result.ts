@@ -1,0 +1,99 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolResultPart } from 'ai';
+
+/** What a model receives for a tool call: the AI SDK's tool result output. */
+export type ToolResultOutput = ToolResultPart['output'];
+
+type ContentItem = CallToolResult['content'][number];
+type ContentOutput = Extract<ToolResultOutput, { type: 'content' }>['value'][number];
+
+/** Longest `preview` of a result in events. */
+const PREVIEW_LENGTH = 500;
+
+/** One content item as text: text as is; images, audio and resources described by their kind, type and URI. */
+function itemText(item: ContentItem): string {
+  switch (item.type) {
+    case 'text':
+      return item.text;
+    case 'image':
+    case 'audio':
+      return `[${item.type} ${item.mimeType}, ${Math.round((item.data.length * 3) / 4)} bytes]`;
+    case 'resource_link':
+      return `[resource link ${item.uri}${item.name ? ` "${item.name}"` : ''}${item.description ? `: ${item.description}` : ''}]`;
+    case 'resource': {
+      const resource = item.resource;
+      return 'text' in resource && typeof resource.text === 'string'
+        ? `[resource ${resource.uri}]\n${resource.text}`
+        : `[resource ${resource.uri}${resource.mimeType ? ` ${resource.mimeType}` : ''}, binary]`;
+    }
+    default:
+      return JSON.stringify(item);
+  }
+}
+
+/**
+ * A tool result as one text, the way a model reads it: every content item in order, then
+ * `structuredContent` as JSON when no text item already holds exactly that JSON.
+ */
+export function resultText(result: CallToolResult): string {
+  const content = result.content ?? [];
+  const parts = content.map(itemText);
+  if (result.structuredContent !== undefined) {
+    const json = JSON.stringify(result.structuredContent);
+    const alreadyThere = content.some((item) => item.type === 'text' && sameJson(item.text, result.structuredContent));
+    if (!alreadyThere) parts.push(`structuredContent: ${json}`);
+  }
+  return parts.join('\n');
+}
+
+function sameJson(text: string, value: unknown): boolean {
+  try {
+    return JSON.stringify(JSON.parse(text)) === JSON.stringify(value);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What the model receives for an MCP tool result: `isError: true` becomes an error the model reads
+ * (`error-text`), images and audio go as files beside the text, and anything else as text.
+ */
+export function toModelOutput(result: CallToolResult): ToolResultOutput {
+  const text = resultText(result);
+  if (result.isError === true) return { type: 'error-text', value: text || 'The tool reported an error without a message' };
+  const media = (result.content ?? []).filter((item) => item.type === 'image' || item.type === 'audio');
+  if (media.length === 0) return { type: 'text', value: text };
+  const value: ContentOutput[] = [];
+  for (const item of result.content ?? []) {
+    if (item.type === 'image' || item.type === 'audio') {
+      value.push({ type: 'file', data: { type: 'data', data: item.data }, mediaType: item.mimeType });
+    } else {
+      value.push({ type: 'text', text: itemText(item) });
+    }
+  }
+  if (result.structuredContent !== undefined) value.push({ type: 'text', text: `structuredContent: ${JSON.stringify(result.structuredContent)}` });
+  return { type: 'content', value };
+}
+
+/** The start of a result's text, for events: at most 500 characters, cut with `…`. */
+export function previewOf(text: string): string {
+  return text.length <= PREVIEW_LENGTH ? text : `${text.slice(0, PREVIEW_LENGTH - 1)}…`;
+}
+
+/**
+ * Whether a result reports a failure in its own words: `isError: true`, or a JSON text with
+ * `"status": "error"` (grynya-mcp-server never sets `isError`). `undefined` when it looks fine.
+ */
+export function failureOf(text: string, isError: boolean): string | undefined {
+  if (isError) return text || 'isError';
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed !== null && typeof parsed === 'object' && (parsed as { status?: unknown }).status === 'error') {
+      const message = (parsed as { message?: unknown }).message;
+      return typeof message === 'string' ? message : text;
+    }
+  } catch {
+    // Not JSON: nothing more to read.
+  }
+  return undefined;
+}

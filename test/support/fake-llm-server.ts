@@ -1,0 +1,162 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One answer of the fake: a model turn (rendered in the endpoint's streaming format), an HTTP failure, or no answer at all. */
+export type FakeReply =
+  | { readonly kind: 'turn'; readonly text?: string; readonly toolCalls?: readonly { readonly name: string; readonly args: unknown }[]; readonly usage?: { readonly input: number; readonly output: number } }
+  | { readonly kind: 'fail'; readonly status: number; readonly headers?: Readonly<Record<string, string>>; readonly body: string }
+  | { readonly kind: 'hang' };
+
+/** A request the fake received. */
+export interface FakeRequest {
+  readonly path: string;
+  readonly headers: IncomingMessage['headers'];
+  readonly body: string;
+  readonly json: unknown;
+}
+
+/** A local stand-in for the OpenAI API (`/v1/responses`, `/v1/chat/completions`) and Gemini's `streamGenerateContent`. */
+export interface FakeLlmServer extends AsyncDisposable {
+  /** `http://127.0.0.1:<port>/v1`: the base URL for the OpenAI provider. */
+  readonly openaiBaseUrl: string;
+  /** `http://127.0.0.1:<port>/v1beta`: the base URL for the Google provider. */
+  readonly googleBaseUrl: string;
+  /** Every request, in order. */
+  readonly requests: FakeRequest[];
+  /** Replies still to give, in order; a request with none left gets a 500. */
+  readonly replies: FakeReply[];
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the fake on a loopback port. Every request takes the next reply of `replies`; a turn is streamed
+ * as server-sent events in the format of the endpoint that was called, with its tool calls and usage.
+ */
+export async function startFakeLlmServer(replies: readonly FakeReply[] = []): Promise<FakeLlmServer> {
+  const requests: FakeRequest[] = [];
+  const queue: FakeReply[] = [...replies];
+  const hanging = new Set<ServerResponse>();
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      let json: unknown;
+      try {
+        json = JSON.parse(body);
+      } catch {
+        json = undefined;
+      }
+      const path = request.url ?? '/';
+      requests.push({ path, headers: request.headers, body, json });
+      answer(path, queue.shift(), response, hanging);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  let closing: Promise<void> | undefined;
+  const fake: FakeLlmServer = {
+    openaiBaseUrl: `http://127.0.0.1:${port}/v1`,
+    googleBaseUrl: `http://127.0.0.1:${port}/v1beta`,
+    requests,
+    replies: queue,
+    close() {
+      closing ??= (async () => {
+        for (const response of hanging) response.destroy();
+        server.closeAllConnections();
+        server.close();
+        await once(server, 'close');
+      })();
+      return closing;
+    },
+    [Symbol.asyncDispose]: () => fake.close(),
+  };
+  return fake;
+}
+
+function answer(path: string, reply: FakeReply | undefined, response: ServerResponse, hanging: Set<ServerResponse>): void {
+  if (reply === undefined) {
+    response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'the fake has no reply left' } }));
+    return;
+  }
+  if (reply.kind === 'hang') {
+    hanging.add(response);
+    response.on('close', () => hanging.delete(response));
+    return;
+  }
+  if (reply.kind === 'fail') {
+    response.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(reply.body);
+    return;
+  }
+  const events = path.includes('/responses')
+    ? responsesEvents(reply)
+    : path.includes('/chat/completions')
+      ? chatEvents(reply)
+      : path.includes(':streamGenerateContent')
+        ? geminiEvents(reply)
+        : undefined;
+  if (events === undefined) {
+    response.writeHead(404).end(`no fake for ${path}`);
+    return;
+  }
+  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  for (const event of events) response.write(event === '[DONE]' ? 'data: [DONE]\n\n' : `data: ${JSON.stringify(event)}\n\n`);
+  response.end();
+}
+
+type Turn = Extract<FakeReply, { kind: 'turn' }>;
+
+function responsesEvents(turn: Turn): unknown[] {
+  const events: unknown[] = [{ type: 'response.created', response: { id: 'resp_fake', created_at: 1_700_000_000, model: 'fake' } }];
+  let index = 0;
+  if (turn.text !== undefined) {
+    const item = { type: 'message', id: 'msg_fake' };
+    events.push(
+      { type: 'response.output_item.added', output_index: index, item },
+      { type: 'response.output_text.delta', item_id: 'msg_fake', output_index: index, delta: turn.text },
+      { type: 'response.output_item.done', output_index: index, item },
+    );
+    index++;
+  }
+  for (const [number, call] of (turn.toolCalls ?? []).entries()) {
+    const args = JSON.stringify(call.args);
+    const item = { type: 'function_call', id: `fc_${number}`, call_id: `call_${number}_${Date.now()}`, name: call.name };
+    events.push(
+      { type: 'response.output_item.added', output_index: index, item: { ...item, arguments: '' } },
+      { type: 'response.function_call_arguments.delta', item_id: item.id, output_index: index, delta: args },
+      { type: 'response.output_item.done', output_index: index, item: { ...item, arguments: args, status: 'completed' } },
+    );
+    index++;
+  }
+  const usage = turn.usage ?? { input: 100, output: 20 };
+  events.push({ type: 'response.completed', response: { usage: { input_tokens: usage.input, output_tokens: usage.output } } });
+  return events;
+}
+
+function chatEvents(turn: Turn): unknown[] {
+  const chunk = (choice: unknown): unknown => ({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'fake', choices: [choice] });
+  const events: unknown[] = [chunk({ index: 0, delta: { role: 'assistant', content: turn.text ?? '' }, finish_reason: null })];
+  for (const [number, call] of (turn.toolCalls ?? []).entries()) {
+    const toolCall = { index: number, id: `call_${number}_${Date.now()}`, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.args) } };
+    events.push(chunk({ index: 0, delta: { tool_calls: [toolCall] }, finish_reason: null }));
+  }
+  events.push(chunk({ index: 0, delta: {}, finish_reason: (turn.toolCalls ?? []).length > 0 ? 'tool_calls' : 'stop' }));
+  const usage = turn.usage ?? { input: 100, output: 20 };
+  events.push({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'fake', choices: [], usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } });
+  events.push('[DONE]');
+  return events;
+}
+
+function geminiEvents(turn: Turn): unknown[] {
+  const events: unknown[] = [];
+  if (turn.text !== undefined) events.push({ candidates: [{ content: { parts: [{ text: turn.text }], role: 'model' }, index: 0 }] });
+  const usage = turn.usage ?? { input: 100, output: 20 };
+  const calls = (turn.toolCalls ?? []).map((call) => ({ functionCall: { name: call.name, args: call.args } }));
+  events.push({
+    candidates: [{ content: { parts: calls.length > 0 ? calls : [{ text: '' }], role: 'model' }, finishReason: 'STOP', index: 0 }],
+    usageMetadata: { promptTokenCount: usage.input, candidatesTokenCount: usage.output, totalTokenCount: usage.input + usage.output },
+  });
+  return events;
+}
