@@ -1,5 +1,5 @@
 // An agent that installed @klym/core from its tarball: both entry points, typed, and working.
-import { createSessionPool, KlymError, type SessionPool } from '@klym/core';
+import { createSessionPool, createTaskManager, isTerminal, KlymError, runAgent, SELF_CHECK_OK, type SessionPool } from '@klym/core';
 import { createInMemoryUpstream } from '@klym/core/testing';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
@@ -13,12 +13,23 @@ function echoServer(): McpServer {
 const pool: SessionPool = await createSessionPool({ upstreams: { demo: createInMemoryUpstream(echoServer) } });
 const listing = await pool.listTools();
 const result = await pool.callTool('demo', 'echo', { text: 'from the tarball' });
+// The agent loop with the offline scripted model (no key, no network) and the task manager over it.
+const run = await runAgent({ pool, prompt: 'self-check', model: 'scripted', readOnlyTools: ['demo__echo'], upstreamTools: { demo: { probe: { tool: 'echo', args: { text: 'probe' } } } } });
+const tasks = createTaskManager({ pool });
+const started = await tasks.start({ prompt: 'self-check', model: 'scripted' }, { principal: 'consumer' });
+let task = await tasks.get(started.id, { principal: 'consumer' });
+while (!isTerminal(task.status)) {
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  task = await tasks.get(started.id, { principal: 'consumer' });
+}
+await tasks.close();
 await pool.close();
 const closed = await pool.callTool('demo', 'echo', { text: 'late' }).catch((error: unknown) => error);
 
 const text = (result.content as { text: string }[])[0]?.text;
-if (listing.tools[0]?.name !== 'demo__echo' || text !== 'from the tarball' || !(closed instanceof KlymError) || closed.code !== 'POOL_CLOSED') {
-  console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed });
+const ran = run.text.startsWith(SELF_CHECK_OK) && task.status === 'completed';
+if (listing.tools[0]?.name !== 'demo__echo' || text !== 'from the tarball' || !(closed instanceof KlymError) || closed.code !== 'POOL_CLOSED' || !ran) {
+  console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed, run: run.text, task: task.status });
   process.exit(1);
 }
-console.log(`consumer check passed: ${listing.tools[0].name} answered ${JSON.stringify(text)}; after close: ${closed.code}`);
+console.log(`consumer check passed: ${listing.tools[0].name} answered ${JSON.stringify(text)}; runAgent (scripted): ${run.finishReason}, ${run.steps} steps; task ${task.status}; after close: ${closed.code}`);

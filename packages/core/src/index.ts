@@ -61,3 +61,31 @@ export type {
   RunAgentOptions,
   ToolErrorCode,
 } from './agent/types.ts';
+// tasks
+export {
+  createTaskManager,
+  type AgentRunner,
+  type Caller,
+  type CancelOutcome,
+  type TaskEvent,
+  type TaskManager,
+  type TaskManagerOptions,
+  type TaskRunDefaults,
+} from './tasks/task-manager.ts';
+export { createMemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-task-store.ts';
+export { BoundedLog, type BoundedLogOptions, type TaskLogEntry, type TaskLogPage } from './tasks/task-log.ts';
+export {
+  TERMINAL_STATUSES,
+  isTerminal,
+  type TaskFilter,
+  type TaskPatch,
+  type TaskRecord,
+  type TaskRequest,
+  type TaskResult,
+  type TaskStatus,
+  type TaskStore,
+  type TaskUsage,
+  type WriteBackOutcome,
+} from './tasks/task-types.ts';
+export { viewLogPage, viewTask, type TaskViewOptions } from './tasks/task-view.ts';
+export { dayIdOf, writeBackResult, type WriteBackOptions } from './tasks/write-back.ts';

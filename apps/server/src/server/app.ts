@@ -1,0 +1,86 @@
+import type { HttpBindings } from '@hono/node-server';
+import { isKlymError, type KlymErrorCode } from '@klym/core';
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { bearerAuth, hostAndOriginGuard, type GuardVariables } from './guards.ts';
+import { createKlymService, type KlymService } from './klym-service.ts';
+import { mountMcpRoutes } from './mcp-routes.ts';
+import { McpSessions } from './mcp-sessions.ts';
+import { mountRestApi } from './rest-api.ts';
+import type { KlymServerOptions } from './server-options.ts';
+
+/** Klym's Hono app with what it serves. */
+export interface KlymApp extends AsyncDisposable {
+  /** The app: mount it on `@hono/node-server`, or call `app.request()` in tests (all but legacy SSE work there). */
+  readonly app: Hono<{ Bindings: Partial<HttpBindings>; Variables: GuardVariables }>;
+  readonly service: KlymService;
+  /** Open MCP sessions (both transports). */
+  readonly sessions: McpSessions;
+  /** Cancels tasks after the grace period, closes MCP sessions, then the pool if the app opened it. Idempotent. */
+  close(): Promise<void>;
+}
+
+const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = {
+  TASK_NOT_FOUND: 404,
+  INVALID_ARGUMENT: 400,
+  SHUTTING_DOWN: 503,
+  CONFIG_INVALID: 500,
+};
+
+/**
+ * Builds Klym's HTTP surface from typed options: MCP over Streamable HTTP (`/mcp`) and legacy SSE
+ * (`/sse`, `/messages`), the REST API (`/api/tasks…`) and `GET /healthz`, behind the Host/Origin
+ * allow-lists (403), bearer auth (401) and a body limit (413). Opens the pool unless `options.pool` is given.
+ *
+ * @throws {KlymError} `CONFIG_INVALID` when an upstream's options are wrong.
+ * @example
+ * ```ts
+ * await using klym = await createKlymApp({ upstreams: { grynya: { url: 'http://127.0.0.1:8000/sse' } } })
+ * const response = await klym.app.request('/healthz')
+ * ```
+ */
+export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp> {
+  const service = await createKlymService(options);
+  const resolved = service.options;
+  const sessions = new McpSessions(resolved.sessionIdleMs);
+  const app = new Hono<{ Bindings: Partial<HttpBindings>; Variables: GuardVariables }>();
+
+  app.onError((error, c) => {
+    if (isKlymError(error)) return c.json({ error: { code: error.code, message: error.message } }, STATUS_OF[error.code] ?? 500);
+    resolved.log(`klym: unexpected error serving ${c.req.method} ${c.req.path}: ${error instanceof Error ? error.message : String(error)}`);
+    return c.json({ error: { code: 'INTERNAL', message: `Klym failed serving ${c.req.method} ${c.req.path}` } }, 500);
+  });
+  app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route ${c.req.method} ${c.req.path}` } }, 404));
+
+  app.use('*', hostAndOriginGuard(resolved));
+  app.get('/healthz', async (c) => c.json(await service.health()));
+  const limit = bodyLimit({
+    maxSize: resolved.maxBodyBytes,
+    onError: (c) => c.json({ error: { code: 'PAYLOAD_TOO_LARGE', message: `The request body is larger than ${resolved.maxBodyBytes} bytes` } }, 413),
+  });
+  for (const path of ['/mcp', '/sse', '/messages', '/api/*']) {
+    app.use(path, bearerAuth(resolved));
+    app.use(path, limit);
+  }
+  mountMcpRoutes(app, service, sessions);
+  mountRestApi(app, service);
+
+  let closing: Promise<void> | undefined;
+  const klym: KlymApp = {
+    app,
+    service,
+    sessions,
+    close() {
+      closing ??= (async () => {
+        sessions.stopAccepting();
+        await service.tasks.close({ graceMs: resolved.shutdownGraceMs, reason: 'shutdown' });
+        await sessions.close();
+        await service.close();
+      })();
+      return closing;
+    },
+    [Symbol.asyncDispose]: () => klym.close(),
+  };
+  return klym;
+}

@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import type { HttpBindings } from '@hono/node-server';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Context, Hono } from 'hono';
+import type { GuardVariables } from './guards.ts';
+import type { KlymService } from './klym-service.ts';
+import { createKlymMcpServer } from './mcp-server.ts';
+import type { McpSessions } from './mcp-sessions.ts';
+
+type Env = { Bindings: Partial<HttpBindings>; Variables: GuardVariables };
+
+const rpcError = (c: Context, status: 400 | 404 | 503, code: number, message: string): Response =>
+  c.json({ jsonrpc: '2.0', error: { code, message }, id: null }, status);
+
+/** The request's JSON body, or a 400 JSON-RPC parse error. */
+async function readJson(c: Context): Promise<{ ok: true; body: unknown } | { ok: false; response: Response }> {
+  const text = await c.req.text();
+  try {
+    return { ok: true, body: JSON.parse(text) };
+  } catch {
+    return { ok: false, response: rpcError(c, 400, -32700, 'Parse error: the body is not valid JSON') };
+  }
+}
+
+/** What a tool handler sees as `authInfo`: the principal, never the token itself. */
+const authInfo = (principal: string) => ({ token: '', clientId: principal, scopes: [] });
+
+/**
+ * Mounts MCP over Streamable HTTP at `/mcp` (stateful: `initialize` without a session id opens one; any
+ * other request needs `Mcp-Session-Id`, 400 without it, 404 when unknown or another principal's) and
+ * legacy HTTP+SSE at `GET /sse` + `POST /messages?sessionId=` (the stream needs the Node response that
+ * `@hono/node-server` passes as `c.env.outgoing`).
+ */
+export function mountMcpRoutes(app: Hono<Env>, service: KlymService, sessions: McpSessions): void {
+  app.post('/mcp', async (c) => {
+    const principal = c.get('principal');
+    const parsed = await readJson(c);
+    if (!parsed.ok) return parsed.response;
+    const sessionId = c.req.header('mcp-session-id');
+    if (sessionId !== undefined) {
+      const session = sessions.use(sessionId, 'streamable-http', principal);
+      if (session === undefined) return rpcError(c, 404, -32001, 'Session not found');
+      const transport = session.transport as WebStandardStreamableHTTPServerTransport;
+      return transport.handleRequest(c.req.raw, { parsedBody: parsed.body, authInfo: authInfo(principal) });
+    }
+    const initializing = Array.isArray(parsed.body) ? parsed.body.some(isInitializeRequest) : isInitializeRequest(parsed.body);
+    if (!initializing) return rpcError(c, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+    if (sessions.closed) return rpcError(c, 503, -32000, 'Klym is shutting down');
+    const server = createKlymMcpServer(service);
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => sessions.add({ id, kind: 'streamable-http', transport, server, principal }),
+    });
+    await server.connect(transport);
+    return transport.handleRequest(c.req.raw, { parsedBody: parsed.body, authInfo: authInfo(principal) });
+  });
+
+  const withSession = async (c: Context<Env>): Promise<Response> => {
+    const sessionId = c.req.header('mcp-session-id');
+    if (sessionId === undefined) return rpcError(c, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+    const session = sessions.use(sessionId, 'streamable-http', c.get('principal'));
+    if (session === undefined) return rpcError(c, 404, -32001, 'Session not found');
+    return (session.transport as WebStandardStreamableHTTPServerTransport).handleRequest(c.req.raw, { authInfo: authInfo(c.get('principal')) });
+  };
+  app.get('/mcp', withSession);
+  app.delete('/mcp', withSession);
+
+  app.get('/sse', async (c) => {
+    const outgoing = c.env?.outgoing;
+    if (outgoing === undefined) return c.json({ error: { code: 'INTERNAL', message: 'Legacy SSE needs the Node server (@hono/node-server)' } }, 501);
+    if (sessions.closed) return c.json({ error: { code: 'SHUTTING_DOWN', message: 'Klym is shutting down' } }, 503);
+    const server = createKlymMcpServer(service);
+    const transport = new SSEServerTransport('/messages', outgoing);
+    await server.connect(transport);
+    sessions.add({ id: transport.sessionId, kind: 'sse', transport, server, principal: c.get('principal') });
+    return RESPONSE_ALREADY_SENT;
+  });
+
+  app.post('/messages', async (c) => {
+    const sessionId = c.req.query('sessionId') ?? c.req.query('session_id');
+    if (sessionId === undefined) return c.json({ error: { code: 'INVALID_ARGUMENT', message: 'The sessionId query parameter is required' } }, 400);
+    const session = sessions.use(sessionId, 'sse', c.get('principal'));
+    if (session === undefined) return c.json({ error: { code: 'SESSION_NOT_FOUND', message: 'Session not found' } }, 404);
+    const parsed = await readJson(c);
+    if (!parsed.ok) return parsed.response;
+    try {
+      await (session.transport as SSEServerTransport).handleMessage(parsed.body, {
+        authInfo: authInfo(c.get('principal')),
+        requestInfo: { headers: Object.fromEntries(c.req.raw.headers) },
+      });
+    } catch {
+      return rpcError(c, 400, -32600, 'Invalid Request: not a JSON-RPC message');
+    }
+    return c.text('Accepted', 202);
+  });
+}

@@ -1,0 +1,123 @@
+/** One numbered entry of a task's log: an agent event (`type` is the event's type) or a task note. */
+export interface TaskLogEntry {
+  /** Counts up from 1 per task; never reused, so it is a stable cursor. */
+  readonly seq: number;
+  /** ISO 8601. */
+  readonly time: string;
+  readonly type: string;
+  /** The event's other fields; long strings are cut (`…`) so one entry stays within `maxEntryBytes`. */
+  readonly data: Readonly<Record<string, unknown>>;
+}
+
+/** A page of a task's log. */
+export interface TaskLogPage {
+  readonly entries: readonly TaskLogEntry[];
+  /** Pass as `after` to read on; the `seq` of the last entry returned (or `after` when none). */
+  readonly nextCursor: number;
+  /** The `seq` of the newest entry written so far (0 when none). */
+  readonly lastSeq: number;
+  /** Entries dropped from the front to stay within the byte bound, over the task's life. */
+  readonly dropped: number;
+  /** Set when the page starts after a gap: entries between `after` and the first returned one were dropped. */
+  readonly droppedBefore?: { readonly fromSeq: number; readonly toSeq: number };
+  /** Whether newer entries remain after this page. */
+  readonly more: boolean;
+}
+
+/** Options of {@link BoundedLog}. */
+export interface BoundedLogOptions {
+  /** Bytes (of the entries' JSON) the log holds; older entries are dropped past it. @default 262_144 */
+  readonly maxBytes?: number;
+  /** Bytes one entry may take; longer strings inside it are cut. @default 4_096 */
+  readonly maxEntryBytes?: number;
+}
+
+/**
+ * A task's log: numbered entries in a buffer bounded in bytes. When a new entry would pass the bound,
+ * the oldest are dropped and counted, so a task that floods its log costs bounded memory.
+ */
+export class BoundedLog {
+  readonly #maxBytes: number;
+  readonly #maxEntryBytes: number;
+  readonly #entries: { entry: TaskLogEntry; bytes: number }[] = [];
+  #head = 0;
+  #bytes = 0;
+  #lastSeq = 0;
+  #dropped = 0;
+
+  constructor(options: BoundedLogOptions = {}) {
+    this.#maxBytes = options.maxBytes ?? 262_144;
+    this.#maxEntryBytes = options.maxEntryBytes ?? 4_096;
+  }
+
+  /** Appends an entry and returns it with its `seq`. */
+  append(type: string, data: Readonly<Record<string, unknown>>, time: Date = new Date()): TaskLogEntry {
+    const entry: TaskLogEntry = { seq: ++this.#lastSeq, time: time.toISOString(), type, data: shrink(data, this.#maxEntryBytes) };
+    const bytes = Buffer.byteLength(JSON.stringify(entry));
+    this.#entries.push({ entry, bytes });
+    this.#bytes += bytes;
+    while (this.#bytes > this.#maxBytes && this.#entries.length - this.#head > 1) {
+      const oldest = this.#entries[this.#head++] as { bytes: number };
+      this.#bytes -= oldest.bytes;
+      this.#dropped++;
+    }
+    // Compact the array once the dropped prefix is large, so memory follows the live entries.
+    if (this.#head > 1_024 && this.#head * 2 > this.#entries.length) {
+      this.#entries.splice(0, this.#head);
+      this.#head = 0;
+    }
+    return entry;
+  }
+
+  /** Entries with `seq > after` (oldest first), at most `limit`. */
+  read(after = 0, limit = 50): TaskLogPage {
+    const live = this.#entries.length - this.#head;
+    const firstSeq = live === 0 ? this.#lastSeq + 1 : (this.#entries[this.#head] as { entry: TaskLogEntry }).entry.seq;
+    const start = Math.max(after + 1, firstSeq);
+    const from = this.#head + (start - firstSeq);
+    const slice = this.#entries.slice(from, from + Math.max(0, limit)).map((item) => item.entry);
+    const last = slice.at(-1);
+    return {
+      entries: slice,
+      nextCursor: last === undefined ? Math.max(after, Math.min(this.#lastSeq, start - 1)) : last.seq,
+      lastSeq: this.#lastSeq,
+      dropped: this.#dropped,
+      ...(after + 1 < firstSeq && firstSeq > 1 ? { droppedBefore: { fromSeq: after + 1, toSeq: firstSeq - 1 } } : {}),
+      more: (last?.seq ?? start - 1) < this.#lastSeq,
+    };
+  }
+
+  /** The newest `count` entries, oldest first. */
+  tail(count: number): TaskLogPage {
+    return this.read(Math.max(0, this.#lastSeq - count), count);
+  }
+
+  /** Bytes held now. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+}
+
+/** Cuts strings (deeply) so the JSON of `data` fits in about `maxBytes`. */
+function shrink(data: Readonly<Record<string, unknown>>, maxBytes: number): Readonly<Record<string, unknown>> {
+  if (Buffer.byteLength(JSON.stringify(data) ?? '') <= maxBytes) return data;
+  let limit = Math.max(32, Math.floor(maxBytes / 2));
+  for (;;) {
+    const cut = cutStrings(data, limit) as Record<string, unknown>;
+    if (Buffer.byteLength(JSON.stringify(cut)) <= maxBytes || limit <= 32) return cut;
+    limit = Math.floor(limit / 2);
+  }
+}
+
+function cutStrings(value: unknown, limit: number, depth = 0): unknown {
+  if (typeof value === 'string') return value.length > limit ? `${value.slice(0, limit)}…` : value;
+  if (depth > 6) return '…';
+  if (Array.isArray(value)) {
+    const items = value.slice(0, 20).map((item) => cutStrings(item, limit, depth + 1));
+    return value.length > 20 ? [...items, `… ${value.length - 20} more`] : items;
+  }
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, cutStrings(item, limit, depth + 1)]));
+  }
+  return value;
+}

@@ -1,0 +1,316 @@
+import { randomBytes } from 'node:crypto';
+import type { AgentEvent, AgentRunResult, RunAgentOptions } from '../agent/types.ts';
+import { runAgent } from '../agent/run-agent.ts';
+import { KlymError, isKlymError } from '../errors.ts';
+import { raceAbort } from '../internal/abort.ts';
+import { createRedactor } from '../internal/redact.ts';
+import type { SessionPool } from '../pool/session-pool.ts';
+import { createMemoryTaskStore } from './memory-task-store.ts';
+import { applyAgentEvent, eventData } from './task-progress.ts';
+import type { BoundedLogOptions, TaskLogPage } from './task-log.ts';
+import { isTerminal, type TaskRecord, type TaskRequest, type TaskStatus, type TaskStore } from './task-types.ts';
+import { writeBackResult, type WriteBackOptions } from './write-back.ts';
+
+/** What runs a task's agent: `runAgent` of `@klym/core`, or a stand-in with its contract. */
+export type AgentRunner = (options: RunAgentOptions) => Promise<AgentRunResult>;
+
+/** Run options every task gets unless its request says otherwise (and the request may only narrow). */
+export type TaskRunDefaults = Omit<RunAgentOptions, 'pool' | 'prompt' | 'signal' | 'onEvent' | 'model'> & { readonly model?: string };
+
+/** Options of {@link createTaskManager}. */
+export interface TaskManagerOptions {
+  /** The upstream sessions tasks run on. Not closed by the manager. */
+  readonly pool: SessionPool;
+  /** Where tasks are kept. @default an in-memory store ({@link createMemoryTaskStore}) with `log` */
+  readonly store?: TaskStore;
+  /** Bounds of each task's log, for the default store. @default { maxBytes: 262_144, maxEntryBytes: 4_096 } */
+  readonly log?: BoundedLogOptions;
+  /** Runs one task's agent. @default `runAgent` from `@klym/core` */
+  readonly run?: AgentRunner;
+  /** Tasks running at once; more wait as `pending`. @default 4 */
+  readonly maxConcurrent?: number;
+  /** Wall-clock limit of one task once running; it also caps the run's `budget.timeoutMs`. Hitting it is `error` with `TASK_TIMEOUT`. @default 600_000 */
+  readonly taskTimeoutMs?: number;
+  /** How long a finished task stays visible before it is evicted. @default 3_600_000 */
+  readonly ttlMs?: number;
+  /** Run options for every task. @default {} (runAgent's own defaults) */
+  readonly defaults?: TaskRunDefaults;
+  /** Writing results into the graph. @default { upstream: 'grynya', byDefault: false } */
+  readonly writeBack?: WriteBackOptions;
+  /** Strings never to show in logs, errors or results (API keys, tokens). Provider keys in `defaults` are added. @default [] */
+  readonly secrets?: readonly string[];
+  /** Receives task lifecycle events. */
+  readonly onEvent?: (event: TaskEvent) => void;
+}
+
+/** A task's lifecycle, as {@link TaskManagerOptions.onEvent} receives it (noun-verb). */
+export type TaskEvent =
+  | { readonly type: 'task-create' | 'task-start' | 'task-end' | 'task-evict'; readonly task: TaskRecord }
+  | { readonly type: 'task-write-back'; readonly task: TaskRecord };
+
+/** Who is asking: tasks are visible only to the principal who started them. */
+export interface Caller {
+  readonly principal: string;
+}
+
+/** What `cancel` did. */
+export interface CancelOutcome {
+  /** Whether this call cancelled the task (false when it had already finished or another cancel won). */
+  readonly cancelled: boolean;
+  readonly task: TaskRecord;
+  readonly message: string;
+}
+
+/** Runs agent tasks in the background: a concurrency limit, a per-task time limit, bounded logs, TTL eviction. */
+export interface TaskManager extends AsyncDisposable {
+  /** Queues a task and returns it at once (`pending` or `running`). @throws {KlymError} `SHUTTING_DOWN` after `close()` */
+  start(request: TaskRequest, caller: Caller): Promise<TaskRecord>;
+  /** @throws {KlymError} `TASK_NOT_FOUND` when no task of that id is visible to `caller` */
+  get(id: string, caller: Caller): Promise<TaskRecord>;
+  /** Log entries with `seq > after`, at most `limit`. @throws {KlymError} `TASK_NOT_FOUND` */
+  logs(id: string, caller: Caller, page?: { readonly after?: number; readonly limit?: number }): Promise<TaskLogPage>;
+  /** The newest `count` log entries. @throws {KlymError} `TASK_NOT_FOUND` */
+  tail(id: string, caller: Caller, count: number): Promise<TaskLogPage>;
+  /** Cancels a pending or running task; a finished one is left as it is, and the outcome says so. @throws {KlymError} `TASK_NOT_FOUND` */
+  cancel(id: string, caller: Caller, reason?: string): Promise<CancelOutcome>;
+  /** The caller's tasks, newest first. */
+  list(caller: Caller, filter?: { readonly status?: TaskStatus }): Promise<readonly TaskRecord[]>;
+  /** How many tasks are in each status (all principals). */
+  summary(): Promise<Readonly<Record<TaskStatus, number>>>;
+  /** Refuses new tasks, cancels pending ones, gives running ones `graceMs`, then cancels them with `reason`. Idempotent. */
+  close(options?: { readonly graceMs?: number; readonly reason?: string }): Promise<void>;
+}
+
+/**
+ * Creates a task manager over a session pool.
+ *
+ * @throws {KlymError} `CONFIG_INVALID` when a limit is not a positive number.
+ * @example
+ * ```ts
+ * const tasks = createTaskManager({ pool, maxConcurrent: 2, writeBack: { byDefault: true } })
+ * const task = await tasks.start({ prompt: 'Check the graph' }, { principal: 'grynya' })
+ * const later = await tasks.get(task.id, { principal: 'grynya' })
+ * ```
+ */
+export function createTaskManager(options: TaskManagerOptions): TaskManager {
+  const maxConcurrent = positive('maxConcurrent', options.maxConcurrent ?? 4);
+  const taskTimeoutMs = positive('taskTimeoutMs', options.taskTimeoutMs ?? 600_000);
+  const ttlMs = positive('ttlMs', options.ttlMs ?? 3_600_000);
+  const store = options.store ?? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log });
+  const run = options.run ?? runAgent;
+  const defaults = options.defaults ?? {};
+  const providerKeys = [defaults.providers?.openai?.apiKey, defaults.providers?.google?.apiKey, defaults.providers?.compatible?.apiKey];
+  const secrets = [...(options.secrets ?? []), ...providerKeys.filter((key): key is string => typeof key === 'string')];
+  const redact = createRedactor(secrets);
+  const queue: string[] = [];
+  const live = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  let running = 0;
+  let closing: Promise<void> | undefined;
+
+  const emit = (event: TaskEvent): void => {
+    try {
+      options.onEvent?.(event);
+    } catch {
+      // A listener's failure must not break a task.
+    }
+  };
+  const log = (id: string, type: string, data: Readonly<Record<string, unknown>>): void => store.appendLog(id, type, redact.value(data));
+
+  const visible = async (id: string, caller: Caller): Promise<TaskRecord> => {
+    const task = typeof id === 'string' ? await store.get(id) : undefined;
+    if (task === undefined || task.principal !== caller.principal) {
+      throw new KlymError('TASK_NOT_FOUND', `No task "${String(id).slice(0, 80)}" is visible to you: the id is unknown, or the task finished and was evicted`);
+    }
+    return task;
+  };
+
+  const finish = async (id: string, from: readonly TaskStatus[], patch: Parameters<TaskStore['transition']>[2]): Promise<TaskRecord | undefined> => {
+    const task = await store.transition(id, from, { ...patch, finishedAt: new Date().toISOString() });
+    if (task !== undefined) {
+      log(id, 'task-end', { status: task.status, ...(task.error ? { error: task.error } : {}), ...(task.cancelReason ? { reason: task.cancelReason } : {}) });
+      emit({ type: 'task-end', task });
+    }
+    return task;
+  };
+
+  const execute = async (id: string, controller: AbortController): Promise<void> => {
+    const task = await store.transition(id, ['pending'], { status: 'running', startedAt: new Date().toISOString(), currentStep: 'starting' });
+    if (task === undefined) return; // cancelled while it waited
+    emit({ type: 'task-start', task });
+    log(id, 'task-start', { model: task.request.model ?? defaults.model ?? 'default' });
+    const timer = setTimeout(() => controller.abort(new KlymError('TASK_TIMEOUT', `Task ${id} ran past its wall-clock limit of ${taskTimeoutMs} ms`)), taskTimeoutMs);
+    let progress = task;
+    const onEvent = (event: AgentEvent): void => {
+      try {
+        log(id, event.type, eventData(event));
+        // Events after a cancel or timeout are logged, but the task's step and usage stay as they ended.
+        const patch = controller.signal.aborted ? undefined : applyAgentEvent(progress, event);
+        if (patch !== undefined) {
+          progress = { ...progress, ...patch };
+          void store.update(id, patch).catch(() => {});
+        }
+      } catch {
+        // A malformed event must not break the run.
+      }
+    };
+    const request = task.request;
+    const budget = { ...defaults.budget, ...request.budget };
+    const { timeoutMs: runTimeout, ...restBudget } = budget;
+    const runOptions: RunAgentOptions = {
+      ...defaults,
+      pool: options.pool,
+      prompt: request.prompt,
+      ...(request.systemPrompt === undefined ? {} : { systemPrompt: request.systemPrompt }),
+      ...(request.model ?? defaults.model) === undefined ? {} : { model: (request.model ?? defaults.model) as string },
+      ...(request.tools === undefined ? {} : { tools: request.tools }),
+      budget: runTimeout !== undefined && runTimeout < taskTimeoutMs ? { ...restBudget, timeoutMs: runTimeout } : restBudget,
+      secrets: [...(defaults.secrets ?? []), ...secrets],
+      signal: controller.signal,
+      onEvent,
+    };
+    try {
+      const result = await raceAbort(Promise.resolve().then(() => run(runOptions)), controller.signal);
+      if (result.finishReason === 'cancelled' || controller.signal.aborted) throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);
+      const done = await finish(id, ['running'], {
+        status: 'completed',
+        currentStep: 'done',
+        result: { text: redact.text(result.text), finishReason: result.finishReason, model: result.model, toolCalls: result.toolCalls.length },
+        usage: { steps: result.steps, ...pickUsage(result.usage), costUsd: result.costUsd },
+      });
+      if (done !== undefined && (request.recordResult ?? options.writeBack?.byDefault ?? false)) await recordResult(done, result.text);
+    } catch (error) {
+      const reason: unknown = controller.signal.aborted ? controller.signal.reason : error;
+      if (isKlymError(reason, 'TASK_TIMEOUT')) {
+        await finish(id, ['running'], { status: 'error', currentStep: 'timed out', error: { code: 'TASK_TIMEOUT', message: reason.message } });
+      } else if (!controller.signal.aborted) {
+        const code = isKlymError(error) ? error.code : 'INTERNAL';
+        const message = error instanceof Error ? error.message : String(error);
+        await finish(id, ['running'], { status: 'error', currentStep: 'failed', error: { code, message: redact.text(message) } });
+      }
+      // Aborted by cancel(): the cancel already made the task `cancelled`.
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const recordResult = async (task: TaskRecord, text: string): Promise<void> => {
+    const pending = await store.update(task.id, { writeBack: { status: 'pending', nodeId: `klym_${task.id}`, dayId: '' } });
+    const outcome = await writeBackResult(options.pool, { id: task.id, text: redact.text(text), time: new Date(task.finishedAt ?? Date.now()) }, options.writeBack);
+    const updated = (await store.update(task.id, { writeBack: outcome.error === undefined ? outcome : { ...outcome, error: redact.text(outcome.error) } })) ?? pending;
+    log(task.id, 'write-back', { ...outcome });
+    if (updated !== undefined) emit({ type: 'task-write-back', task: updated });
+  };
+
+  const pump = (): void => {
+    while (running < maxConcurrent && queue.length > 0) {
+      const id = queue.shift() as string;
+      const controller = live.get(id)?.controller;
+      if (controller === undefined) continue;
+      running++;
+      const done = execute(id, controller)
+        .catch(() => {})
+        .finally(() => {
+          running--;
+          live.delete(id);
+          pump();
+        });
+      live.set(id, { controller, done });
+    }
+  };
+
+  const sweep = async (): Promise<void> => {
+    const now = Date.now();
+    for (const task of await store.list()) {
+      if (isTerminal(task.status) && task.finishedAt !== undefined && Date.parse(task.finishedAt) + ttlMs <= now && !live.has(task.id)) {
+        await store.delete(task.id);
+        emit({ type: 'task-evict', task });
+      }
+    }
+  };
+  const sweeper = setInterval(() => void sweep().catch(() => {}), Math.min(ttlMs, 60_000));
+  sweeper.unref();
+
+  const cancelTask = async (id: string, reason: string): Promise<TaskRecord | undefined> => {
+    const task = await finish(id, ['pending', 'running'], { status: 'cancelled', currentStep: 'cancelled', cancelReason: reason });
+    if (task === undefined) return undefined;
+    const queued = queue.indexOf(id);
+    if (queued >= 0) {
+      queue.splice(queued, 1);
+      live.delete(id);
+    }
+    live.get(id)?.controller.abort(new KlymError('ABORTED', `Task ${id} was cancelled: ${reason}`));
+    return task;
+  };
+
+  const manager: TaskManager = {
+    async start(request, caller) {
+      if (closing) throw new KlymError('SHUTTING_DOWN', 'Klym is shutting down and takes no new tasks');
+      const id = randomBytes(16).toString('base64url');
+      const task: TaskRecord = {
+        id,
+        principal: caller.principal,
+        request,
+        status: 'pending',
+        createdAt: new Date().toISOString(),
+        currentStep: running < maxConcurrent ? 'starting' : 'queued',
+        usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: undefined },
+      };
+      await store.insert(task);
+      log(id, 'task-create', { model: request.model ?? defaults.model ?? 'default', recordResult: request.recordResult ?? options.writeBack?.byDefault ?? false });
+      emit({ type: 'task-create', task });
+      live.set(id, { controller: new AbortController(), done: Promise.resolve() });
+      queue.push(id);
+      pump();
+      return (await store.get(id)) ?? task;
+    },
+    get: visible,
+    async logs(id, caller, page = {}) {
+      await visible(id, caller);
+      return store.readLog(id, page.after ?? 0, page.limit ?? 50);
+    },
+    async tail(id, caller, count) {
+      await visible(id, caller);
+      return store.tailLog(id, count);
+    },
+    async cancel(id, caller, reason = 'cancelled by caller') {
+      const before = await visible(id, caller);
+      const task = isTerminal(before.status) ? undefined : await cancelTask(id, reason);
+      if (task !== undefined) return { cancelled: true, task, message: `Task ${id} is cancelled` };
+      const now = await visible(id, caller);
+      return { cancelled: false, task: now, message: `Task ${id} had already ended as ${now.status}; nothing changed` };
+    },
+    async list(caller, filter = {}) {
+      return store.list({ principal: caller.principal, ...(filter.status === undefined ? {} : { status: filter.status }) });
+    },
+    async summary() {
+      const counts: Record<TaskStatus, number> = { pending: 0, running: 0, completed: 0, error: 0, cancelled: 0 };
+      for (const task of await store.list()) counts[task.status]++;
+      return counts;
+    },
+    close({ graceMs = 10_000, reason = 'shutdown' } = {}) {
+      closing ??= (async () => {
+        clearInterval(sweeper);
+        for (const id of queue.splice(0)) await cancelTask(id, reason);
+        const runs = [...live.values()].map((entry) => entry.done);
+        let timer: NodeJS.Timeout | undefined;
+        const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+        await Promise.race([Promise.all(runs), grace]);
+        clearTimeout(timer);
+        await Promise.all([...live.keys()].map((id) => cancelTask(id, reason)));
+        await Promise.all([...live.values()].map((entry) => entry.done));
+      })();
+      return closing;
+    },
+    [Symbol.asyncDispose]: () => manager.close({ graceMs: 0 }),
+  };
+  return manager;
+}
+
+function positive(name: string, value: number): number {
+  if (!Number.isFinite(value) || value <= 0) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a positive number, got ${value}`);
+  return value;
+}
+
+function pickUsage(usage: AgentRunResult['usage']): { inputTokens: number; outputTokens: number; totalTokens: number } {
+  return { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, totalTokens: usage.totalTokens };
+}

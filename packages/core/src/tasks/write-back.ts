@@ -1,0 +1,58 @@
+import type { SessionPool } from '../pool/session-pool.ts';
+import type { WriteBackOutcome } from './task-types.ts';
+
+/** Where and how a task's result is written into the graph. */
+export interface WriteBackOptions {
+  /** The upstream that serves `add_node` (grynya-mcp-server). @default 'grynya' */
+  readonly upstream?: string;
+  /** Write results of tasks whose request does not say (`record_result`). @default false */
+  readonly byDefault?: boolean;
+  /** The time zone whose calendar date names the day node (`d_YYYY_MM_DD`). @default 'UTC' */
+  readonly timeZone?: string;
+  /** Time limit of the `add_node` call. @default 30_000 */
+  readonly timeoutMs?: number;
+}
+
+/** The day node's id for `time`: `d_YYYY_MM_DD` in `timeZone`. */
+export function dayIdOf(time: Date, timeZone = 'UTC'): string {
+  const parts = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(time);
+  const part = (type: string): string => parts.find((item) => item.type === type)?.value ?? '00';
+  return `d_${part('year')}_${part('month')}_${part('day')}`;
+}
+
+/**
+ * Writes a task's result as an `Analysis` node linked to its day, through grynya's `add_node`. The write
+ * succeeded only if the reply's JSON `status` is `success` (grynya never sets `isError`). Never throws:
+ * a failure is the outcome's `error`.
+ */
+export async function writeBackResult(
+  pool: SessionPool,
+  task: { readonly id: string; readonly text: string; readonly time: Date },
+  options: WriteBackOptions = {},
+): Promise<WriteBackOutcome> {
+  const nodeId = `klym_${task.id}`;
+  const time = task.time.toISOString();
+  const dayId = dayIdOf(task.time, options.timeZone);
+  const base = { nodeId, dayId };
+  try {
+    const reply = await pool.callTool(
+      options.upstream ?? 'grynya',
+      'add_node',
+      { node_type: 'Analysis', node_data: { id: nodeId, full_text: task.text, time }, day_id: dayId, time },
+      { timeoutMs: options.timeoutMs ?? 30_000 },
+    );
+    const text = reply.content.map((item) => (item.type === 'text' ? item.text : '')).join('');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return { ...base, status: 'failed', error: `add_node answered with no JSON: ${text.slice(0, 200)}` };
+    }
+    const status = (parsed as { status?: unknown } | null)?.status;
+    if (reply.isError !== true && status === 'success') return { ...base, status: 'written' };
+    const message = (parsed as { message?: unknown } | null)?.message;
+    return { ...base, status: 'failed', error: `add_node answered status "${String(status)}"${typeof message === 'string' ? `: ${message}` : ''}` };
+  } catch (error) {
+    return { ...base, status: 'failed', error: error instanceof Error ? error.message : String(error) };
+  }
+}
