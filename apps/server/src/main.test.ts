@@ -1,17 +1,58 @@
-import { execFile } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 
-const run = promisify(execFile);
+const main = path.join(import.meta.dirname, 'main.ts');
+const demo = path.join(import.meta.dirname, 'demo/demo.ts');
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
 
-describe('pnpm start (the embedded default)', () => {
-  it('starts the fake grynya, pools a session over SSE with the Host override, queries it and prints the status', async () => {
-    const { stdout } = await run(process.execPath, ['--conditions=klym-source', path.join(import.meta.dirname, 'main.ts')], { timeout: 15_000 });
-    expect(stdout).toContain('grynya: 5 tools');
-    expect(stdout).toContain('grynya__query_graph  (query_graph)');
-    expect(stdout).toMatch(/query_graph\("RETURN 1"\) → \{"status": ?"success", ?"results": ?\[\{"1": ?1\}\]\}/);
-    const status = JSON.parse(stdout.slice(stdout.indexOf('pool.status():') + 'pool.status():'.length)) as Record<string, { state: string; transport: string; calls: { succeeded: number } }>;
-    expect(status.grynya).toMatchObject({ state: 'ready', transport: 'sse', calls: { succeeded: 1 } });
+function start(args: string[]): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, ['--conditions=klym-source', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return { child, output: () => output };
+}
+
+async function waitFor(read: () => string, pattern: RegExp, child: ChildProcess, timeoutMs = 15_000): Promise<RegExpMatchArray> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const match = read().match(pattern);
+    if (match) return match;
+    if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode} before printing ${pattern}: ${read()}`);
+    if (Date.now() > deadline) throw new Error(`did not print ${pattern} within ${timeoutMs} ms: ${read()}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('pnpm start (the embedded default) and pnpm demo', () => {
+  it('serves Klym over the fake grynya with the scripted model; the demo plays Grynya end to end; SIGTERM shuts down cleanly', async () => {
+    const server = start([main]);
+    const [, demoArgs = ''] = await waitFor(server.output, /Play Grynya from another terminal: {2}pnpm demo(.*)\n/, server.child);
+    expect(server.output()).toMatch(/Klym is serving MCP at http:\/\/127\.0\.0\.1:\d+\/mcp/);
+    expect(server.output()).toMatch(/fake grynya-mcp-server: http:\/\/127\.0\.0\.1:\d+\/sse/);
+
+    // The printed command, run as printed (pnpm demo = node demo.ts).
+    const player = start([demo, ...demoArgs.trim().split(/\s+/).filter(Boolean)]);
+    const [code] = (await once(player.child, 'exit')) as [number | null];
+    const output = player.output();
+    expect({ code, output }).toMatchObject({ code: 0 });
+    expect(output).toMatch(/start_async_agent_task → task \S+ \(pending|running\)/);
+    expect(output).toMatch(/tool-call .*grynya__query_graph/);
+    expect(output).toContain('"status": "completed"');
+    expect(output).toContain('Бачу базу та інструменти, полет нормальний');
+    // The node Klym wrote, read back from the fake's graph, linked to its day.
+    const taskId = (output.match(/"task_id": "([^"]+)"/) as RegExpMatchArray)[1];
+    expect(output).toContain(`"id":"klym_${taskId}"`);
+    expect(output).toMatch(/"type\(r\)":"HAPPENED_AT","m\.id":"d_\d{4}_\d{2}_\d{2}"/);
+
+    server.child.kill('SIGTERM');
+    const [serverCode] = (await once(server.child, 'exit')) as [number | null];
+    expect(serverCode).toBe(0);
   });
 });

@@ -1,27 +1,32 @@
 #!/usr/bin/env node
-// `pnpm start` at this stage: the embedded default, no key and no outside server. It starts the fake
-// grynya-mcp-server on a loopback port, opens a pool to it over legacy SSE (the path the real
-// deployment uses, Host override included), lists the tools, runs one query_graph and prints the
-// pool's status. The MCP server that serves tasks to Grynya replaces this in a later stage.
-import { createSessionPool } from '@klym/core';
-import { createFakeGrynya } from '@klym/fake-grynya';
+// The `klym` command (`pnpm klym …`, the package's bin): `klym serve`, `klym run`, `klym config`, `--help`;
+// see cli/cli.ts. Without arguments (`pnpm start`) it runs the embedded default, which needs no key and
+// no outside server: `klym serve` with the fake grynya-mcp-server as its upstream (cli/embedded-default.ts).
+import module from 'node:module';
 
-await using grynya = await createFakeGrynya({ allowedHosts: ['localhost'] });
-console.log(`fake grynya-mcp-server: ${grynya.sseUrl} (allows Host: localhost only, like the real one in Docker)`);
+// V8's code cache on disk (in the OS temp folder): a second start skips compiling Klym and its
+// dependencies again, about 0.5 s of a 1.5 s cold start here. Enabled before anything else loads.
+module.enableCompileCache?.();
+// The AI SDK prints provider warnings (an unsupported JSON Schema keyword, a setting a model ignores) with
+// console.warn; stdout and stderr belong to the CLI's own output here.
+(globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
+const { runCli } = await import('./cli/cli.ts');
 
-await using pool = await createSessionPool({
-  upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', headers: { Host: 'localhost' } } },
-});
-const listing = await pool.listTools();
-for (const [name, report] of Object.entries(listing.upstreams)) {
-  console.log(report.ok ? `${name}: ${report.toolCount} tools` : `${name}: unavailable: ${report.error.message}`);
+const argv = process.argv.slice(2);
+if (argv.length === 0) {
+  const { runEmbeddedDefault } = await import('./cli/embedded-default.ts');
+  await runEmbeddedDefault({ stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() });
+} else {
+  // The first SIGINT/SIGTERM asks the command to stop (a run is cancelled, a server shuts down gracefully);
+  // a second one exits at once.
+  const interrupt = new AbortController();
+  const onSignal = (): void => {
+    if (interrupt.signal.aborted) process.exit(130);
+    interrupt.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.exitCode = await runCli(argv, { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd(), signal: interrupt.signal });
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
 }
-for (const tool of listing.tools) console.log(`  ${tool.name}  (${tool.originalName})`);
-
-const started = performance.now();
-const result = await pool.callTool('grynya', 'query_graph', { query: 'RETURN 1' }, { timeoutMs: 5_000 });
-const elapsed = (performance.now() - started).toFixed(1);
-const text = result.content.map((item) => (item.type === 'text' ? item.text : `[${item.type}]`)).join('');
-console.log(`query_graph("RETURN 1") → ${text}  (${elapsed} ms on a pooled session)`);
-console.log('pool.status():');
-console.log(JSON.stringify(pool.status(), null, 2));

@@ -1,0 +1,68 @@
+import { isKlymError } from '@klym/core';
+import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
+import { handleShutdownSignals, startKlymServer, type KlymServerOptions, type RunningKlymServer } from '../server/index.ts';
+import type { CliIo } from './cli.ts';
+
+/** The ports the embedded default prefers: Klym's default, and grynya-mcp-server's own. Busy ones fall back to free ports. */
+const KLYM_PORT = 8765;
+const GRYNYA_PORT = 8000;
+
+/**
+ * `pnpm start` with no arguments: the main job on an embedded default that needs no key and no outside
+ * server. It starts the fake grynya-mcp-server on a loopback port (answering 421 to any Host but
+ * `localhost`, like the real one inside Docker), then `klym serve` on 127.0.0.1 with it as the one
+ * upstream over legacy SSE (the path the real deployment uses, `Host: localhost` included) and the
+ * offline `scripted` model. It prints the MCP URL and the command that plays Grynya, then serves until
+ * SIGINT/SIGTERM.
+ */
+export async function runEmbeddedDefault(io: CliIo): Promise<void> {
+  const grynya = await withPortFallback((port) => createFakeGrynya({ port, allowedHosts: ['localhost'] }), GRYNYA_PORT);
+  const options: KlymServerOptions = {
+    upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', headers: { Host: 'localhost' } } },
+    models: ['scripted'],
+    writeBack: { upstream: 'grynya' },
+    log: (line) => void io.stderr.write(`${line}\n`),
+  };
+  let server: RunningKlymServer;
+  try {
+    server = await withPortFallback((port) => startKlymServer({ ...options, port }), KLYM_PORT);
+  } catch (error) {
+    await grynya.close();
+    throw error;
+  }
+  const demo = server.port === KLYM_PORT && grynya.port === GRYNYA_PORT ? 'pnpm demo' : `pnpm demo --url ${server.mcpUrl} --grynya ${grynya.sseUrl}`;
+  io.stdout.write(
+    [
+      `fake grynya-mcp-server: ${grynya.sseUrl} (in-memory graph; allows Host: localhost only, like the real one in Docker)`,
+      `Klym is serving MCP at ${server.mcpUrl} (Streamable HTTP) and ${server.sseUrl} (legacy SSE)`,
+      `  upstream: grynya over legacy SSE · model: scripted (offline, no key) · REST: ${server.url}/api/tasks · health: ${server.url}/healthz`,
+      '',
+      `Play Grynya from another terminal:  ${demo}`,
+      'Stop with Ctrl-C.',
+      '',
+    ].join('\n'),
+  );
+  await new Promise<void>((resolve) => {
+    handleShutdownSignals(
+      {
+        async close() {
+          await server.close();
+          await grynya.close();
+          resolve();
+        },
+      },
+      { exit: (code) => void (process.exitCode = code) },
+    );
+  });
+}
+
+/** Listens on `preferred`, or on a free port when that one is taken. */
+async function withPortFallback<T extends FakeGrynya | RunningKlymServer>(listen: (port: number) => Promise<T>, preferred: number): Promise<T> {
+  try {
+    return await listen(preferred);
+  } catch (error) {
+    const inUse = (isKlymError(error) ? error.cause : error) as { code?: string } | undefined;
+    if (inUse?.code !== 'EADDRINUSE') throw error;
+    return listen(0);
+  }
+}

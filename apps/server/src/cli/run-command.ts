@@ -1,0 +1,64 @@
+import { KlymError, createSessionPool, isKlymError, runAgent } from '@klym/core';
+import { configSecrets, modelProviders, poolUpstreams, upstreamToolRules } from '../config/core-options.ts';
+import { configFor, EXIT, exitCodeOf, type CliIo } from './cli.ts';
+import type { CommandLine } from './parse-command.ts';
+import { createScrubber, errorJson, progressWriter, resultJson, upstreamLogWriter } from './run-output.ts';
+
+/**
+ * `klym run "prompt"`: one agent run in the foreground over the configured upstreams, no server. The
+ * final JSON goes to stdout; progress (on a terminal, or with `--progress`) and upstream log messages
+ * go to stderr. Resolves with the exit status: 0 the run ended (done, budget, see `finishReason`),
+ * 1 a configuration error, 2 an internal, upstream or model failure, 130 interrupted.
+ */
+export async function runCommand(parsed: CommandLine, io: CliIo): Promise<number> {
+  const { config } = configFor(parsed, io);
+  const secrets = configSecrets(config);
+  const scrub = createScrubber(secrets);
+  const showProgress = parsed.progress ?? io.stderr.isTTY === true;
+
+  const controller = new AbortController();
+  const onInterrupt = (): void => controller.abort(new KlymError('ABORTED', 'klym run was interrupted'));
+  if (io.signal?.aborted) onInterrupt();
+  io.signal?.addEventListener('abort', onInterrupt, { once: true });
+  let pool: Awaited<ReturnType<typeof createSessionPool>> | undefined;
+  try {
+    pool = await createSessionPool({ upstreams: poolUpstreams(config), onLog: upstreamLogWriter(io.stderr, config.logging.level, scrub) });
+    const result = await runAgent({
+      pool,
+      prompt: parsed.prompt,
+      model: config.llm.model,
+      providers: modelProviders(config),
+      ...(config.systemPrompt === undefined ? {} : { systemPrompt: config.systemPrompt }),
+      ...(config.llm.temperature === undefined ? {} : { temperature: config.llm.temperature }),
+      tools: config.tools,
+      upstreamTools: upstreamToolRules(config),
+      policies: config.policies,
+      readOnlyTools: config.readOnlyTools,
+      budget: { ...config.budget.default },
+      prices: config.llm.prices,
+      maxRetries: config.llm.maxRetries,
+      secrets,
+      signal: controller.signal,
+      ...(showProgress ? { onEvent: progressWriter(io.stderr, scrub) } : {}),
+    });
+    io.stdout.write(scrub(resultJson(result)));
+    if (result.finishReason === 'cancelled') {
+      io.stderr.write('klym: the run was interrupted; its partial result is on stdout\n');
+      return EXIT.interrupted;
+    }
+    return EXIT.ok;
+  } catch (error) {
+    const known = isKlymError(error) ? error : new KlymError('INTERNAL', `klym run failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    if (controller.signal.aborted && known.code === 'ABORTED') {
+      io.stdout.write(scrub(errorJson(known)));
+      io.stderr.write('klym: the run was interrupted\n');
+      return EXIT.interrupted;
+    }
+    io.stdout.write(scrub(errorJson(known)));
+    io.stderr.write(scrub(`klym: ${known.code}: ${known.message.replace(/\s*\n\s*/g, ' ')}\n`));
+    return exitCodeOf(known);
+  } finally {
+    io.signal?.removeEventListener('abort', onInterrupt);
+    await pool?.close({ drainTimeoutMs: 1_000 }).catch(() => {});
+  }
+}

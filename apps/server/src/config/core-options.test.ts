@@ -1,0 +1,86 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { configSecrets, modelProviders, poolUpstreams, serverOptions, upstreamToolRules } from './core-options.ts';
+import { resolveConfig } from './resolve-config.ts';
+
+const cwd = mkdtempSync(path.join(tmpdir(), 'klym-core-options-'));
+afterAll(() => rmSync(cwd, { recursive: true, force: true }));
+
+const configWith = (env: Record<string, string>) => resolveConfig({ cwd, env }).config;
+
+describe('mapping the configuration onto core and the server', () => {
+  it('opens only enabled upstreams, and hands each one’s tool rules to the agent', () => {
+    const config = configWith({
+      KLYM_UPSTREAMS: JSON.stringify({
+        grynya: { url: 'http://127.0.0.1:8000/sse', transport: 'sse', tools: { deny: ['add_*'], probe: { tool: 'query_graph', args: { query: 'RETURN 1' } } } },
+        off: { command: 'node', disabled: true, tools: { allow: ['x'] } },
+      }),
+    });
+    expect(poolUpstreams(config)).toEqual({ grynya: { url: 'http://127.0.0.1:8000/sse', transport: 'sse' } });
+    expect(upstreamToolRules(config)).toEqual({ grynya: { deny: ['add_*'], probe: { tool: 'query_graph', args: { query: 'RETURN 1' } } } });
+  });
+
+  it('gives the server the run settings and every credential to redact', () => {
+    const options = serverOptions(
+      configWith({
+        KLYM_LLM_TEMPERATURE: '0.2',
+        KLYM_LLM_MAX_RETRIES: '5',
+        KLYM_UPSTREAMS: JSON.stringify({ kb: { url: 'http://127.0.0.1:9/mcp', headers: { Authorization: 'Bearer upstream-secret-123' }, tools: { readOnlyTools: ['search'] } } }),
+      }),
+    );
+    expect(options).toMatchObject({ temperature: 0.2, maxRetries: 5, upstreamTools: { kb: { readOnlyTools: ['search'] } } });
+    expect(options.secrets).toContain('upstream-secret-123');
+  });
+
+  it('gives llm.apiKey and llm.baseURL to the default model’s provider, and leaves a provider without its key out', () => {
+    expect(modelProviders(configWith({ KLYM_LLM_MODEL: 'compatible:llama3', KLYM_LLM_BASE_URL: 'http://127.0.0.1:11434/v1' }))).toEqual({ compatible: { baseURL: 'http://127.0.0.1:11434/v1' } });
+    expect(modelProviders(configWith({ KLYM_LLM_MODEL: 'gpt-4.1-mini', KLYM_LLM_API_KEY: 'sk-a', KLYM_LLM_API: 'chat', GOOGLE_GENERATIVE_AI_API_KEY: 'g-b' }))).toEqual({
+      openai: { apiKey: 'sk-a', api: 'chat' },
+      google: { apiKey: 'g-b' },
+    });
+    expect(modelProviders(configWith({ OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' }))).toEqual({});
+  });
+
+  it('refuses a model whose provider has no key or base URL, naming where to set it', () => {
+    expect(() => configWith({ KLYM_LLM_MODELS: 'gemini-2.5-flash' })).toThrow(
+      'llm.models[0] = "gemini-2.5-flash": needs an API key for the google provider: set GOOGLE_GENERATIVE_AI_API_KEY, `llm.apiKey` or `llm.providers.google.apiKey` (env KLYM_LLM_MODELS)',
+    );
+    expect(() => configWith({ KLYM_LLM_MODEL: 'compatible:llama3' })).toThrow('a `compatible:` model needs a base URL');
+  });
+
+  it('builds the server’s options: loopback always allowed, models with the default first, tokens as auth, task limits', () => {
+    const config = configWith({
+      KLYM_SERVER_ALLOWED_HOSTS: 'grynya-mcp-server',
+      KLYM_SERVER_TOKENS: '{"grynya":"0123456789abcdef"}',
+      KLYM_LLM_MODELS: 'scripted,compatible:llama3',
+      KLYM_LLM_PROVIDERS_COMPATIBLE_BASE_URL: 'http://127.0.0.1:11434/v1',
+      KLYM_TASKS_CONCURRENCY: '2',
+      KLYM_WRITE_BACK_ENABLED: 'true',
+    });
+    expect(serverOptions(config)).toMatchObject({
+      host: '127.0.0.1',
+      port: 8765,
+      auth: { tokens: { grynya: '0123456789abcdef' } },
+      allowedHosts: ['localhost', '127.0.0.1', '::1', 'grynya-mcp-server'],
+      allowedOrigins: ['localhost', '127.0.0.1', '::1'],
+      models: ['scripted', 'compatible:llama3'],
+      defaultBudget: { maxSteps: 25 },
+      maxBudget: { maxSteps: 100 },
+      maxConcurrentTasks: 2,
+      taskLog: { maxBytes: 262_144 },
+      writeBack: { upstream: 'grynya', byDefault: true },
+    });
+    expect(serverOptions(configWith({}))).not.toHaveProperty('auth');
+  });
+
+  it('collects every secret the configuration holds, to scrub from output', () => {
+    const config = configWith({
+      OPENAI_API_KEY: 'sk-openai-1',
+      KLYM_SERVER_TOKENS: '{"grynya":"0123456789abcdef"}',
+      KLYM_UPSTREAMS: JSON.stringify({ a: { url: 'http://127.0.0.1:1/mcp', headers: { Authorization: 'Bearer upstream-token', Host: 'localhost' } }, b: { command: 'node', env: { GITHUB_TOKEN: 'gh-token', HOME: '/home/x' } } }),
+    });
+    expect(configSecrets(config).toSorted()).toEqual(['0123456789abcdef', 'gh-token', 'sk-openai-1', 'upstream-token']);
+  });
+});

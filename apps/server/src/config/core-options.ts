@@ -1,0 +1,88 @@
+import type { AgentBudget, ModelProviders, UpstreamConfig, UpstreamToolRules } from '@klym/core';
+import type { KlymServerOptions } from '../server/server-options.ts';
+import { providerOf, type KlymConfig } from './schema.ts';
+
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];
+
+/** The upstreams the pool opens: every configured one but those marked `disabled`. */
+export function poolUpstreams(config: KlymConfig): Record<string, UpstreamConfig> {
+  return Object.fromEntries(
+    Object.entries(config.upstreams)
+      .filter(([, upstream]) => upstream.disabled !== true)
+      .map(([name, { disabled: _disabled, tools: _tools, ...upstream }]) => [name, upstream as UpstreamConfig]),
+  );
+}
+
+/** Each enabled upstream's tool rules (allow/deny over its own tool names, read-only tools, the self-check's probe). */
+export function upstreamToolRules(config: KlymConfig): Record<string, UpstreamToolRules> {
+  return Object.fromEntries(
+    Object.entries(config.upstreams).flatMap(([name, upstream]) => (upstream.disabled === true || upstream.tools === undefined ? [] : [[name, upstream.tools as UpstreamToolRules]])),
+  );
+}
+
+/**
+ * Provider keys and base URLs: `llm.providers`, with `llm.apiKey`, `llm.baseURL` and `llm.api` applied
+ * to the provider of the default model `llm.model`.
+ */
+export function modelProviders(config: KlymConfig): ModelProviders {
+  const { openai, google, compatible } = config.llm.providers;
+  const own = providerOf(config.llm.model);
+  const overlay = (provider: keyof ModelProviders) =>
+    own === provider ? { ...(config.llm.apiKey === undefined ? {} : { apiKey: config.llm.apiKey }), ...(config.llm.baseURL === undefined ? {} : { baseURL: config.llm.baseURL }) } : {};
+  const openaiOptions = { ...openai, ...overlay('openai'), ...(own === 'openai' && config.llm.api !== undefined ? { api: config.llm.api } : {}) };
+  const compatibleOptions = { ...compatible, ...overlay('compatible') };
+  const googleOptions = { ...google, ...overlay('google') };
+  // A provider without its key (or, for `compatible`, its base URL) is left out: a model needing it fails by name.
+  return {
+    ...(openaiOptions.apiKey === undefined ? {} : { openai: { ...openaiOptions, apiKey: openaiOptions.apiKey } }),
+    ...(googleOptions.apiKey === undefined ? {} : { google: { ...googleOptions, apiKey: googleOptions.apiKey } }),
+    ...(compatibleOptions.baseURL === undefined ? {} : { compatible: { ...compatibleOptions, baseURL: compatibleOptions.baseURL } }),
+  };
+}
+
+/** Every secret the configuration holds (provider keys, tokens, secret headers and env values), to scrub from output. */
+export function configSecrets(config: KlymConfig): string[] {
+  const providers = modelProviders(config);
+  const secrets = [providers.openai?.apiKey, providers.google?.apiKey, providers.compatible?.apiKey, config.llm.apiKey, ...Object.values(config.server.tokens)];
+  for (const upstream of Object.values(config.upstreams)) {
+    for (const [name, value] of [...Object.entries(upstream.headers ?? {}), ...Object.entries(upstream.env ?? {})]) {
+      if (/authorization|token|key|secret|passw|cookie/i.test(name)) secrets.push(value.replace(/^(Bearer|Basic)\s+/i, ''));
+    }
+  }
+  return [...new Set(secrets.filter((secret): secret is string => secret !== undefined && secret.length >= 4))];
+}
+
+const budget = (value: KlymConfig['budget']['default']): AgentBudget => ({ ...value });
+
+/** The options of Klym's server (`klym serve`), from the configuration. */
+export function serverOptions(config: KlymConfig): KlymServerOptions {
+  return {
+    upstreams: poolUpstreams(config),
+    host: config.server.host,
+    port: config.server.port,
+    ...(Object.keys(config.server.tokens).length > 0 ? { auth: { tokens: { ...config.server.tokens } } } : {}),
+    allowedHosts: [...new Set([...LOOPBACK_NAMES, ...config.server.allowedHosts])],
+    allowedOrigins: [...new Set([...LOOPBACK_NAMES, ...config.server.allowedOrigins])],
+    maxBodyBytes: config.server.bodyLimitBytes,
+    sessionIdleMs: config.server.sessionIdleMs,
+    models: [...new Set([config.llm.model, ...config.llm.models])],
+    providers: modelProviders(config),
+    prices: config.llm.prices,
+    maxRetries: config.llm.maxRetries,
+    ...(config.llm.temperature === undefined ? {} : { temperature: config.llm.temperature }),
+    upstreamTools: upstreamToolRules(config),
+    secrets: configSecrets(config),
+    tools: config.tools,
+    policies: config.policies,
+    readOnlyTools: config.readOnlyTools,
+    ...(config.systemPrompt === undefined ? {} : { systemPrompt: config.systemPrompt }),
+    defaultBudget: budget(config.budget.default),
+    maxBudget: budget(config.budget.max),
+    maxConcurrentTasks: config.tasks.concurrency,
+    taskTimeoutMs: config.tasks.timeoutMs,
+    taskTtlMs: config.tasks.ttlMs,
+    taskLog: { maxBytes: config.tasks.logMaxBytes },
+    writeBack: { upstream: config.writeBack.upstream, byDefault: config.writeBack.enabled },
+    shutdownGraceMs: config.tasks.shutdownGraceMs,
+  };
+}

@@ -1,0 +1,192 @@
+import { z } from 'zod';
+import { mcpServerSchema, upstreamNameSchema, upstreamSchema } from './upstream-schema.ts';
+
+const positiveInt = z.number().int().positive();
+const patterns = z.array(z.string().min(1));
+
+/** Limits of one run; what is left out is unlimited. */
+const budgetSchema = (defaults: { maxSteps: number }) =>
+  z
+    .strictObject({
+      /** LLM steps. */
+      maxSteps: positiveInt.default(defaults.maxSteps),
+      /** Input plus output tokens. */
+      maxTokens: positiveInt.optional(),
+      /** Cost in USD, from `llm.prices`. */
+      maxCostUsd: z.number().positive().optional(),
+      /** Wall-clock time of the run, in milliseconds. */
+      timeoutMs: positiveInt.optional(),
+    })
+    .prefault({});
+
+const providerSchema = z.strictObject({
+  apiKey: z.string().min(1).optional(),
+  baseURL: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }).optional(),
+});
+
+/**
+ * Klym's whole configuration: the one source of truth for what each key may hold and its default.
+ * Every object is strict: an unknown key is an error. See `resolveConfig` for where values come from.
+ */
+export const configObjectSchema = z.strictObject({
+  /** Upstream MCP servers by name. @default {} */
+  upstreams: z.record(upstreamNameSchema, upstreamSchema).default({}),
+  /** The same, in the shape MCP desktop clients use, so a server list can be pasted as is. Merged into `upstreams`. @default {} */
+  mcpServers: z.record(upstreamNameSchema, mcpServerSchema).default({}),
+  llm: z
+    .strictObject({
+      /** The default model: `scripted` (offline, no key), `openai:gpt-4.1-mini`, `google:gemini-2.5-flash`, `compatible:llama3`. @default 'scripted' */
+      model: z.string().min(1).default('scripted'),
+      /** Further models a caller may choose, besides `model`. @default [] */
+      models: z.array(z.string().min(1)).default([]),
+      /** Base URL for the default model's provider (an OpenAI-compatible server for `compatible:`). */
+      baseURL: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }).optional(),
+      /** API key for the default model's provider. Secret. */
+      apiKey: z.string().min(1).optional(),
+      /** Which OpenAI API to call: `responses` (`/v1/responses`) or `chat` (`/v1/chat/completions`). @default 'responses' */
+      api: z.enum(['responses', 'chat']).optional(),
+      /** Sampling temperature. @default the provider's */
+      temperature: z.number().min(0).max(2).optional(),
+      /** Per-provider keys and base URLs, for when callers may choose models of several providers. */
+      providers: z
+        .strictObject({
+          openai: providerSchema.extend({ api: z.enum(['responses', 'chat']).optional() }).prefault({}),
+          google: providerSchema.prefault({}),
+          compatible: providerSchema.prefault({}),
+        })
+        .prefault({}),
+      /** USD per million tokens by model (`openai:gpt-4.1-mini`); a model without a price has no cost budget. @default {} */
+      prices: z.record(z.string().min(1), z.strictObject({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })).default({}),
+      /** The provider's own retries of 408/409/429/5xx and network failures, with backoff. @default 2 */
+      maxRetries: z.number().int().nonnegative().default(2),
+    })
+    .prefault({}),
+  /** The system prompt template; `{{tools}}` is replaced by a description of the tools. @default core's built-in prompt */
+  systemPrompt: z.string().min(1).optional(),
+  budget: z
+    .strictObject({
+      /** What a run gets when the caller asks for nothing. @default { maxSteps: 25 } */
+      default: budgetSchema({ maxSteps: 25 }),
+      /** The most a caller may ask for. @default { maxSteps: 100 } */
+      max: budgetSchema({ maxSteps: 100 }),
+    })
+    .prefault({}),
+  tasks: z
+    .strictObject({
+      /** Tasks running at once; more wait as `pending`. @default 4 */
+      concurrency: positiveInt.default(4),
+      /** How long a finished task is kept, in milliseconds. @default 3_600_000 (1 h) */
+      ttlMs: positiveInt.default(3_600_000),
+      /** Bytes of log kept per task; older entries are dropped with a marker. @default 262_144 (256 KiB) */
+      logMaxBytes: z.number().int().min(1_024).default(262_144),
+      /** Wall-clock limit of one task, in milliseconds. @default 1_800_000 (30 min) */
+      timeoutMs: positiveInt.default(1_800_000),
+      /** On shutdown, how long running tasks may finish before they are cancelled. @default 10_000 */
+      shutdownGraceMs: z.number().int().nonnegative().default(10_000),
+    })
+    .prefault({}),
+  /** Which upstream tools tasks may call; a caller can only narrow this. `*` matches any run of characters. */
+  tools: z
+    .strictObject({
+      /** @default every tool */
+      allow: patterns.optional(),
+      /** @default [] */
+      deny: patterns.optional(),
+      /** A named policy (`read-only`, or one from `policies`). @default none */
+      policy: z.string().min(1).optional(),
+    })
+    .prefault({}),
+  /** Named policies beyond the built-in `read-only`. @default {} */
+  policies: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected a policy name of letters, digits, "-" and "_"'), z.strictObject({ allow: patterns.optional(), deny: patterns.optional(), readOnly: z.boolean().optional() })).default({}),
+  /** Tools (namespaced patterns) counted as read-only besides those annotated `readOnlyHint`. @default [] */
+  readOnlyTools: patterns.default([]),
+  /** Writing each task's result into the graph as an `Analysis` node linked to its day. */
+  writeBack: z
+    .strictObject({
+      /** Write back unless the caller says otherwise. @default false */
+      enabled: z.boolean().default(false),
+      /** The upstream with grynya's `add_node`. @default 'grynya' */
+      upstream: upstreamNameSchema.default('grynya'),
+    })
+    .prefault({}),
+  logging: z
+    .strictObject({
+      /** Least severe level logged (MCP levels). @default 'info' */
+      level: z.enum(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency']).default('info'),
+      /** `stderr`, or a file path to append to. @default 'stderr' */
+      destination: z.string().min(1).default('stderr'),
+    })
+    .prefault({}),
+  server: z
+    .strictObject({
+      /** Address to bind; anything but loopback requires `tokens`. @default '127.0.0.1' */
+      host: z.string().min(1).default('127.0.0.1'),
+      /** TCP port; 0 picks a free one. @default 8765 */
+      port: z.number().int().min(0).max(65_535).default(8765),
+      /** Bearer tokens by principal (`grynya: <token>`); without any, everyone is `anonymous`. Secret. @default {} */
+      tokens: z.record(z.string().regex(/^[A-Za-z0-9_.@-]+$/, 'expected a principal name of letters, digits and "_.@-"'), z.string().min(16, 'expected a token of at least 16 characters')).default({}),
+      /** Host names an `Origin` header may name besides loopback; requests with another Origin get 403, requests without one pass. @default [] */
+      allowedOrigins: z.array(z.string().min(1)).default([]),
+      /** Host names the `Host` header may name besides loopback (`localhost`, `127.0.0.1`, `::1`) and the bound host; others get 403. @default [] */
+      allowedHosts: z.array(z.string().min(1)).default([]),
+      /** Largest request body, in bytes; larger gets 413. @default 1_048_576 (1 MiB) */
+      bodyLimitBytes: z.number().int().min(1_024).default(1_048_576),
+      /** An MCP session idle this long is closed, in milliseconds. @default 1_800_000 (30 min) */
+      sessionIdleMs: positiveInt.default(1_800_000),
+    })
+    .prefault({}),
+});
+
+/** The configuration as validated, before `mcpServers` is merged into `upstreams`. */
+export type ParsedConfig = z.output<typeof configObjectSchema>;
+
+type DeepReadonly<T> = T extends (infer Item)[] ? readonly DeepReadonly<Item>[] : T extends object ? { readonly [Key in keyof T]: DeepReadonly<T[Key]> } : T;
+
+/** Klym's effective configuration: every default filled in, `mcpServers` merged into `upstreams`. */
+export type KlymConfig = DeepReadonly<Omit<ParsedConfig, 'mcpServers'>>;
+
+/** Which provider serves a model name, as core matches it (`openai:…`, a bare `gpt-…`, `google:…`, `gemini-…`, `compatible:…`). */
+export function providerOf(model: string): 'openai' | 'google' | 'compatible' | undefined {
+  const prefix = model.includes(':') ? model.slice(0, model.indexOf(':')) : undefined;
+  if (prefix === 'openai' || prefix === 'google' || prefix === 'compatible') return prefix;
+  if (prefix === undefined && /^(gpt|o\d|chatgpt)/i.test(model)) return 'openai';
+  if (prefix === undefined && /^gemini/i.test(model)) return 'google';
+  return undefined;
+}
+
+/** The budget keys, in the order they are checked. */
+export const BUDGET_KEYS = ['maxSteps', 'maxTokens', 'maxCostUsd', 'timeoutMs'] as const;
+
+/** Checks between keys that one key's schema cannot see. Paths are reported like zod's. */
+export function crossCheck(config: ParsedConfig): { path: (string | number)[]; message: string }[] {
+  const issues: { path: (string | number)[]; message: string }[] = [];
+  for (const key of BUDGET_KEYS) {
+    const value = config.budget.default[key];
+    const max = config.budget.max[key];
+    if (value !== undefined && max !== undefined && value > max) issues.push({ path: ['budget', 'default', key], message: `expected at most \`budget.max.${key}\` (${max})` });
+  }
+  for (const name of Object.keys(config.mcpServers)) {
+    if (name in config.upstreams) issues.push({ path: ['mcpServers', name], message: `an upstream named "${name}" is also in \`upstreams\`` });
+  }
+  const policy = config.tools.policy;
+  if (policy !== undefined && policy !== 'read-only' && !(policy in config.policies)) {
+    issues.push({ path: ['tools', 'policy'], message: `expected \`read-only\` or a policy from \`policies\` (${Object.keys(config.policies).join(', ') || 'none'})` });
+  }
+  const models: [(string | number)[], string][] = [[['llm', 'model'], config.llm.model], ...config.llm.models.map((model, index): [(string | number)[], string] => [['llm', 'models', index], model])];
+  for (const [path, model] of models) {
+    const provider = providerOf(model);
+    const own = providerOf(config.llm.model) === provider;
+    const settings = provider === undefined ? undefined : config.llm.providers[provider];
+    if (provider === 'compatible' && settings?.baseURL === undefined && !(own && config.llm.baseURL !== undefined)) {
+      issues.push({ path, message: 'a `compatible:` model needs a base URL: set `llm.baseURL` or `llm.providers.compatible.baseURL`' });
+    } else if ((provider === 'openai' || provider === 'google') && settings?.apiKey === undefined && !(own && config.llm.apiKey !== undefined)) {
+      const variable = provider === 'openai' ? 'OPENAI_API_KEY' : 'GOOGLE_GENERATIVE_AI_API_KEY';
+      issues.push({ path, message: `needs an API key for the ${provider} provider: set ${variable}, \`llm.apiKey\` or \`llm.providers.${provider}.apiKey\`` });
+    }
+  }
+  const loopback = ['127.0.0.1', 'localhost', '::1'].includes(config.server.host) || config.server.host.startsWith('127.');
+  if (!loopback && Object.keys(config.server.tokens).length === 0) {
+    issues.push({ path: ['server', 'host'], message: `binding "${config.server.host}" (not loopback) needs \`server.tokens\`` });
+  }
+  return issues;
+}

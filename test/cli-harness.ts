@@ -1,0 +1,101 @@
+// Spawns the real `klym` CLI the way `pnpm klym …` runs it: `node --conditions=klym-source apps/server/src/main.ts`.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+/** The `klym` entry point. */
+export const KLYM_MAIN = path.resolve(import.meta.dirname, '../apps/server/src/main.ts');
+
+/** What a finished `klym` process left behind. */
+export interface KlymExit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** A running `klym` process, with its output so far. */
+export interface KlymProcess {
+  readonly child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves when stdout or stderr (as chosen) has matched `pattern`; rejects after `timeoutMs`. */
+  waitFor(pattern: RegExp, stream?: 'stdout' | 'stderr', timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Resolves when the process has exited; kills it and rejects after `timeoutMs`. */
+  exited(timeoutMs?: number): Promise<KlymExit>;
+}
+
+/** A temporary working directory (so no `klym.config.*` of the repo is picked up), removed by `dispose`. */
+export function temporaryDirectory(): { path: string } & Disposable {
+  const directory = mkdtempSync(path.join(tmpdir(), 'klym-cli-test-'));
+  return { path: directory, [Symbol.dispose]: () => rmSync(directory, { recursive: true, force: true }) };
+}
+
+/**
+ * Starts `klym` with `args`, in `cwd`, with an environment of only `PATH`, `HOME` and `env`: no `KLYM_`
+ * variable or provider key of the machine leaks in.
+ */
+export function startKlym(args: readonly string[], options: { cwd: string; env?: Record<string, string> }): KlymProcess {
+  const child = spawn(process.execPath, ['--conditions=klym-source', KLYM_MAIN, ...args], {
+    cwd: options.cwd,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? options.cwd, ...options.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exit = new Promise<KlymExit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return {
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    waitFor(pattern, stream = 'stdout', timeoutMs = 15_000) {
+      return new Promise((resolve, reject) => {
+        const source = stream === 'stdout' ? child.stdout : child.stderr;
+        const check = (): void => {
+          const match = (stream === 'stdout' ? stdout : stderr).match(pattern);
+          if (match === null) return;
+          cleanup();
+          resolve(match);
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`klym did not print ${pattern} on ${stream} within ${timeoutMs} ms; stdout: ${stdout}\nstderr: ${stderr}`));
+        }, timeoutMs);
+        const onExit = (): void => {
+          cleanup();
+          reject(new Error(`klym exited before printing ${pattern} on ${stream}; stdout: ${stdout}\nstderr: ${stderr}`));
+        };
+        const cleanup = (): void => {
+          clearTimeout(timer);
+          source?.off('data', check);
+          child.off('close', onExit);
+        };
+        source?.on('data', check);
+        child.once('close', onExit);
+        queueMicrotask(check);
+      });
+    },
+    async exited(timeoutMs = 20_000) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          reject(new Error(`klym did not exit within ${timeoutMs} ms; stdout: ${stdout}\nstderr: ${stderr}`));
+        }, timeoutMs);
+      });
+      try {
+        return await Promise.race([exit, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** Runs `klym` with `args` to the end. */
+export function runKlym(args: readonly string[], options: { cwd: string; env?: Record<string, string> }): Promise<KlymExit> {
+  return startKlym(args, options).exited();
+}

@@ -1,0 +1,76 @@
+// `klym serve` and `klym serve --stdio`: the real CLI, its options taken from the configuration layers.
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KLYM_MAIN, runKlym, startKlym, temporaryDirectory } from './cli-harness.ts';
+
+let grynya: FakeGrynya;
+const cwd = temporaryDirectory();
+beforeAll(async () => {
+  grynya = await createFakeGrynya();
+});
+afterAll(async () => {
+  await grynya?.close();
+  cwd[Symbol.dispose]();
+});
+
+const textOf = (result: Awaited<ReturnType<Client['callTool']>>): string => (result.content as { type: string; text: string }[]).map((item) => item.text).join('');
+
+describe('klym serve', () => {
+  it('serves over HTTP with options from the config file, env and flags, and shuts down on SIGTERM with exit 0', async () => {
+    writeFileSync(path.join(cwd.path, 'klym.config.yaml'), `upstreams:\n  grynya:\n    url: ${grynya.sseUrl}\n    transport: sse\nserver:\n  bodyLimitBytes: 4096\n`);
+    const klym = startKlym(['serve', '--port', '0'], { cwd: cwd.path, env: { KLYM_LLM_MODELS: 'compatible:llama3', KLYM_LLM_PROVIDERS_COMPATIBLE_BASE_URL: 'http://127.0.0.1:9/v1' } });
+    try {
+      const [, url] = (await klym.waitFor(/Klym is serving MCP at (http:\/\/127\.0\.0\.1:\d+)\/mcp/)) as [string, string];
+      const health = await fetch(`${url}/healthz`);
+      expect(health.status).toBe(200);
+      // server.bodyLimitBytes from the file reached the server.
+      const large = await fetch(`${url}/api/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x'.repeat(5_000) }) });
+      expect(large.status).toBe(413);
+
+      const client = new Client({ name: 'cli-serve-test', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`)));
+      const capabilities = JSON.parse(textOf(await client.callTool({ name: 'describe_capabilities', arguments: {} }))) as Record<string, unknown>;
+      const described = JSON.stringify(capabilities);
+      expect(described).toContain('grynya__query_graph');
+      // The models a caller may choose: the default and llm.models from the environment.
+      expect(described).toContain('scripted');
+      expect(described).toContain('compatible:llama3');
+      await client.close();
+    } finally {
+      klym.child.kill('SIGTERM');
+    }
+    const { code } = await klym.exited();
+    expect(code).toBe(0);
+  });
+
+  it('--stdio serves one MCP client over stdin/stdout, its upstream given by --upstream', async () => {
+    using directory = temporaryDirectory();
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['--conditions=klym-source', KLYM_MAIN, 'serve', '--stdio', '--upstream', `grynya=${grynya.mcpUrl}`],
+      cwd: directory.path,
+      env: { PATH: process.env.PATH ?? '' },
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'cli-stdio-test', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['start_async_agent_task', 'check_task_status', 'cancel_agent_task', 'list_agent_tasks', 'describe_capabilities']));
+      expect(textOf(await client.callTool({ name: 'describe_capabilities', arguments: {} }))).toContain('grynya__query_graph');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('refuses a non-loopback host without tokens: exit 1, one line naming the key and the flag', async () => {
+    const { code, stdout, stderr } = await runKlym(['serve', '--host', '0.0.0.0', '--port', '0'], { cwd: cwd.path });
+    expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
+    expect(stderr).toBe('klym: Invalid configuration: server.host = "0.0.0.0": binding "0.0.0.0" (not loopback) needs `server.tokens` (flag --host)\n');
+  });
+});

@@ -1,0 +1,118 @@
+// There is no Docker engine on our machines: this checks what can be checked. docker-compose.yml parses
+// and wires Klym to grynya-mcp-server as the issue asks, and the two images' commands (their Dockerfiles'
+// CMD, with compose's environment) really run here: the fake grynya, and `klym serve` with
+// deploy/klym.docker.yaml reaching it over legacy SSE with its Host override, behind a bearer token.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { freePort } from './support/upstream-servers.ts';
+
+const root = path.resolve(import.meta.dirname, '..');
+const children: ChildProcess[] = [];
+afterEach(async () => {
+  for (const child of children.splice(0)) {
+    if (child.exitCode !== null || child.signalCode !== null) continue;
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    await exited;
+  }
+});
+
+interface Service {
+  build: { context: string; dockerfile: string };
+  environment?: Record<string, string>;
+  ports?: string[];
+  depends_on?: string[];
+}
+
+/** The JSON-array CMD of a Dockerfile, and its ENV lines. */
+function image(dockerfile: string): { cmd: string[]; env: Record<string, string> } {
+  const text = readFileSync(path.join(root, dockerfile), 'utf8');
+  const cmd = JSON.parse((text.match(/^CMD (\[.*\])$/m) as RegExpMatchArray)[1] as string) as string[];
+  const env = Object.fromEntries([...text.matchAll(/^ENV (\w+)=(\S+)$/gm)].map((match) => [match[1], match[2]]));
+  return { cmd, env };
+}
+
+/** Replaces `--flag value` in a command line. */
+function withFlag(cmd: string[], flag: string, value: string): string[] {
+  const at = cmd.indexOf(flag);
+  return at === -1 ? [...cmd, flag, value] : cmd.with(at + 1, value);
+}
+
+function run(cmd: string[], env: Record<string, string>): { child: ChildProcess; output: () => string } {
+  expect(cmd[0]).toBe('node');
+  const child = spawn(process.execPath, cmd.slice(1), { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return { child, output: () => output };
+}
+
+async function until<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('docker-compose.yml', () => {
+  const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8')) as { services: Record<string, Service> };
+
+  it('puts klym and grynya-mcp-server on one network, klym behind a token, published on loopback only', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['grynya-mcp-server', 'klym']);
+    const klym = compose.services.klym as Service;
+    expect(klym.depends_on).toEqual(['grynya-mcp-server']);
+    expect(klym.ports).toEqual(['127.0.0.1:8765:8765']);
+    expect(klym.environment?.KLYM_SERVER_TOKENS).toMatch(/\$\{KLYM_TOKEN:\?/);
+    const config = parse(readFileSync(path.join(root, klym.environment?.KLYM_CONFIG ?? 'missing'), 'utf8')) as {
+      upstreams: { grynya: { url: string; transport: string; headers: Record<string, string> } };
+      server: { host: string; allowedHosts: string[] };
+    };
+    expect(config.upstreams.grynya).toEqual({ url: 'http://grynya-mcp-server:8000/sse', transport: 'sse', headers: { Host: 'localhost' } });
+    expect(config.server.host).toBe('0.0.0.0');
+    expect(config.server.allowedHosts).toContain('klym');
+    expect(image((compose.services['grynya-mcp-server'] as Service).build.dockerfile).cmd).toEqual(
+      expect.arrayContaining(['packages/fake-grynya/src/cli.ts', '--host', '0.0.0.0', '--port', '8000', '--allowed-hosts', 'localhost']),
+    );
+  });
+
+  it("runs both images' commands: klym serve reaches the fake grynya over SSE with the Host override, and wants the token", async () => {
+    const grynyaImage = image((compose.services['grynya-mcp-server'] as Service).build.dockerfile);
+    const grynyaPort = await freePort();
+    const grynya = run(withFlag(grynyaImage.cmd, '--port', String(grynyaPort)), grynyaImage.env);
+    await until(async () => (grynya.output().includes('/sse') ? true : undefined), 'the fake grynya to listen');
+
+    const klymService = compose.services.klym as Service;
+    const klymImage = image(klymService.build.dockerfile);
+    const port = await freePort();
+    const token = 'compose-test-token-0123456789';
+    const env: Record<string, string> = {
+      ...klymImage.env,
+      ...Object.fromEntries(Object.entries(klymService.environment ?? {}).filter(([, value]) => !value.includes('${'))),
+      KLYM_SERVER_TOKENS: JSON.stringify({ grynya: token }),
+      KLYM_SERVER_PORT: String(port),
+      // Inside compose the name grynya-mcp-server resolves; here the fake listens on loopback.
+      KLYM_UPSTREAMS: JSON.stringify({ grynya: { url: `http://127.0.0.1:${grynyaPort}/sse` } }),
+    };
+    run(klymImage.cmd, env);
+    const health = await until(async () => {
+      const response = await fetch(`http://127.0.0.1:${port}/healthz`);
+      return response.status === 200 ? ((await response.json()) as { upstreams: Record<string, { state: string; transport: string }> }) : undefined;
+    }, 'klym serve to answer /healthz');
+    // Ready over SSE: the Host override passed the fake's allow-list (it answers 421 otherwise).
+    expect(health.upstreams.grynya).toMatchObject({ state: 'ready', transport: 'sse' });
+
+    const refused = await fetch(`http://127.0.0.1:${port}/api/tasks`);
+    expect(refused.status).toBe(401);
+    const listed = await fetch(`http://127.0.0.1:${port}/api/tasks`, { headers: { authorization: `Bearer ${token}` } });
+    expect(listed.status).toBe(200);
+    expect(await listed.text()).not.toContain(token);
+  });
+});

@@ -1,0 +1,33 @@
+// README.md is what a newcomer trusts first: its configuration example must be one Klym accepts, and
+// its two commands must be the ones CI runs.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../apps/server/src/config/resolve-config.ts';
+
+const root = path.resolve(import.meta.dirname, '..');
+const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+const work = mkdtempSync(path.join(tmpdir(), 'klym-readme-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('README.md', () => {
+  it('gives a complete configuration example that Klym accepts, every section of the schema in it', () => {
+    const example = (readme.match(/```yaml\n([\s\S]*?)```/) as RegExpMatchArray)[1] as string;
+    const file = path.join(work, 'klym.config.yaml');
+    writeFileSync(file, example);
+    const { config, sourceOf } = resolveConfig({ cwd: work, env: { OPENAI_API_KEY: 'sk-readme-example-key' }, configFile: file });
+    expect(Object.keys(config.upstreams).sort()).toEqual(['grynya', 'memory']);
+    expect(config.llm.model).toBe('openai:gpt-4.1-mini');
+    expect(config.writeBack.enabled).toBe(true);
+    for (const key of ['upstreams.grynya.url', 'llm.model', 'systemPrompt', 'budget.max.maxSteps', 'tasks.concurrency', 'tools.deny', 'writeBack.enabled', 'logging.level', 'server.port']) {
+      expect(sourceOf(key.split('.')), key).toMatch(/^file /);
+    }
+  });
+
+  it('names the two commands that CI runs', () => {
+    expect(readme).toContain('bash scripts/run.sh start');
+    expect(readme).toContain('bash scripts/run.sh test');
+    expect(readFileSync(path.join(root, '.ci/run'), 'utf8')).toContain('bash scripts/run.sh test');
+  });
+});
