@@ -4,6 +4,7 @@ import os from 'node:os';
 import { failureFigures } from './failure-figures.ts';
 import { freshVsPooled } from './fresh-vs-pooled.ts';
 import { poolOverhead } from './pool-overhead.ts';
+import { serverFigures } from './server-figures.ts';
 
 const quick = process.argv.includes('--quick');
 const scale = quick ? { rounds: 4, perRound: 50 } : { rounds: 10, perRound: 200 };
@@ -19,3 +20,6 @@ console.log((await freshVsPooled({ rounds: scale.rounds, perRound: Math.max(10, 
 
 console.log('\n## 3. The pool under failure: kill, restart, and a dead upstream\n');
 console.log((await failureFigures({ rounds: quick ? 2 : 5 })).join('\n'));
+
+console.log('\n## The Klym server\n');
+console.log((await serverFigures({ quick })).join('\n'));

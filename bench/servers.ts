@@ -14,8 +14,8 @@ export interface ChildServer {
 }
 
 /** Starts the fake grynya-mcp-server's CLI in a child process on an ephemeral port. */
-export function startFakeGrynyaProcess(): Promise<ChildServer> {
-  const child = spawn(process.execPath, ['--conditions=klym-source', path.join(root, 'packages/fake-grynya/src/cli.ts'), '--port', '0'], {
+export function startFakeGrynyaProcess(options: { delayMs?: number } = {}): Promise<ChildServer> {
+  const child = spawn(process.execPath, ['--conditions=klym-source', path.join(root, 'packages/fake-grynya/src/cli.ts'), '--port', '0', '--delay-ms', String(options.delayMs ?? 0)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   return new Promise((resolve, reject) => {

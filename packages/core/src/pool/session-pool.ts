@@ -1,7 +1,8 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { KlymError } from '../errors.ts';
 import { namespaceToolName } from './tool-name.ts';
-import { Upstream, type CallToolOptions, type UpstreamStatus } from './upstream.ts';
+import { Upstream } from './upstream.ts';
+import type { CallToolOptions, UpstreamStatus } from './upstream-status.ts';
 import { resolveUpstreamConfig, type UpstreamConfig } from './upstream-config.ts';
 import type { UpstreamLogEntry } from './upstream-session.ts';
 

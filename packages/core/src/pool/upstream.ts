@@ -1,50 +1,13 @@
-import type { CallToolResult, Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { createPool, type Pool } from 'generic-pool';
 import { KlymError, isKlymError } from '../errors.ts';
 import { anySignal, raceAbort } from '../internal/abort.ts';
 import { createUpstreamFetch, type UpstreamFetch } from '../internal/upstream-fetch.ts';
 import { callError, describe, leavesSessionSound, neverReachedUpstream } from './call-errors.ts';
-import { CircuitBreaker, type CircuitBreakerStatus } from './circuit-breaker.ts';
-import type { ResolvedUpstreamConfig, TransportKind } from './upstream-config.ts';
+import { CircuitBreaker } from './circuit-breaker.ts';
+import type { ResolvedUpstreamConfig } from './upstream-config.ts';
+import type { CallToolOptions, UpstreamStatus } from './upstream-status.ts';
 import { openSession, type SessionHooks, type UpstreamLogEntry, type UpstreamSession } from './upstream-session.ts';
-
-/** Options of one call through the pool. */
-export interface CallToolOptions {
-  /** Aborts the call; the upstream is sent `notifications/cancelled` and the session is replaced. */
-  readonly signal?: AbortSignal;
-  /** Time limit of the call once it has a session; progress restarts it, up to the upstream's `timeouts.maxTotalMs`. @default the upstream's `timeouts.requestMs` */
-  readonly timeoutMs?: number;
-  /** Receives the upstream's progress notifications for this call. */
-  readonly onProgress?: (progress: Progress) => void;
-  /** Receives what the upstream logs (notifications, stderr) while it serves this call. */
-  readonly onLog?: (entry: UpstreamLogEntry) => void;
-}
-
-/** One upstream as `status()` shows it. */
-export interface UpstreamStatus {
-  /**
-   * `connecting` before the first session opened; `ready` while sessions open; `down` while connects
-   * fail (see `breaker`); `closed` after close.
-   */
-  readonly state: 'connecting' | 'ready' | 'down' | 'closed';
-  /** The transport in use (`auto` until the probe has answered). */
-  readonly transport: TransportKind | 'auto';
-  readonly breaker: CircuitBreakerStatus;
-  readonly sessions: {
-    /** Sessions open now (idle + borrowed). */
-    readonly live: number;
-    readonly idle: number;
-    readonly borrowed: number;
-    /** Callers waiting for a session. */
-    readonly waiting: number;
-    /** Sessions opened since start-up (each ran `initialize`). */
-    readonly opened: number;
-    /** Connects tried since start-up, failed ones included. */
-    readonly connectAttempts: number;
-  };
-  readonly calls: { readonly started: number; readonly succeeded: number; readonly failed: number; readonly inFlight: number };
-  readonly lastError: { readonly code: string; readonly message: string; readonly at: string } | undefined;
-}
 
 interface UpstreamOptions {
   readonly clientInfo: SessionHooks['clientInfo'];
@@ -157,13 +120,13 @@ export class Upstream {
     try {
       const result = await this.#withSession(toolName, options, async (session, signal) => {
         // The SDK checks `maxTotalTimeout` only when progress arrives, and then sends no cancellation: a timer of our own does both.
-        const limit = new AbortController();
-        const timer = options.onProgress === undefined ? undefined : setTimeout(() => limit.abort(), maxTotalMs);
+        const limit = options.onProgress === undefined ? undefined : new AbortController();
+        const timer = limit === undefined ? undefined : setTimeout(() => limit.abort(), maxTotalMs);
         try {
           const progress = options.onProgress === undefined ? {} : { onprogress: options.onProgress, resetTimeoutOnProgress: true };
-          return await session.client.callTool({ name: toolName, arguments: args }, undefined, { signal: anySignal(signal, limit.signal), timeout, ...progress });
+          return await session.client.callTool({ name: toolName, arguments: args }, undefined, { signal: anySignal(signal, limit?.signal), timeout, ...progress });
         } catch (error) {
-          if (!limit.signal.aborted || signal.aborted) throw error;
+          if (limit === undefined || !limit.signal.aborted || signal.aborted) throw error;
           const message = `Upstream "${this.name}" did not finish ${toolName} within ${maxTotalMs} ms (timeouts.maxTotalMs), however much progress it reported; it was sent a cancellation`;
           throw new KlymError('UPSTREAM_TIMEOUT', message, { upstream: this.name, toolName, cause: error });
         } finally {
@@ -260,7 +223,7 @@ export class Upstream {
           throw callError(controller.signal.aborted ? controller.signal.reason : error, { ...context, broken: session.broken });
         } finally {
           // Stderr comes on its own pipe: lines the child wrote before answering may be read just after the answer.
-          if (session.transport === 'stdio') await new Promise(setImmediate);
+          if (session.transport === 'stdio' && options.onLog !== undefined) await new Promise(setImmediate);
           session.borrowerLog = undefined;
           await this.#giveBack(session, sound);
         }

@@ -1,0 +1,221 @@
+// Scenarios 4-6 (issue #6): the Klym server's figures. Klym runs in its own process (bench/klym-child.ts),
+// the fake grynya in another; this process is the client (the official SDK client over Streamable HTTP).
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { freePort } from '../test/support/upstream-servers.ts';
+import { startFakeGrynyaProcess, type ChildServer } from './servers.ts';
+import { ms, ratio, summarize } from './stats.ts';
+
+const root = path.resolve(import.meta.dirname, '..');
+const MiB = 2 ** 20;
+
+interface KlymChild {
+  readonly mcpUrl: string;
+  readonly url: string;
+  ask<T = Record<string, unknown>>(type: string): Promise<T>;
+  stop(): Promise<void>;
+}
+
+async function startKlymChild(options: Record<string, unknown>): Promise<KlymChild> {
+  const child = fork(path.join(import.meta.dirname, 'klym-child.ts'), [JSON.stringify(options)], {
+    execArgv: ['--conditions=klym-source', '--expose-gc', ...(process.env.KLYM_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : [])],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const [ready] = (await once(child, 'message')) as [{ mcpUrl: string; url: string }];
+  const ask = async <T>(type: string): Promise<T> => {
+    const answer = once(child, 'message') as Promise<[T]>;
+    child.send({ type });
+    return (await answer)[0];
+  };
+  return {
+    mcpUrl: ready.mcpUrl,
+    url: ready.url,
+    ask,
+    async stop() {
+      const exited = once(child, 'exit');
+      child.send({ type: 'close' });
+      await exited;
+    },
+  };
+}
+
+async function client(url: string): Promise<Client> {
+  const connected = new Client({ name: 'bench-grynya', version: '1.0.0' });
+  await connected.connect(new StreamableHTTPClientTransport(new URL(url)));
+  return connected;
+}
+
+/** Scenario 4: `start_async_agent_task` round trip while ~200 tasks run, against `ping` on the same server. */
+async function startUnderLoad(grynya: ChildServer, samples: number): Promise<string[]> {
+  const klym = await startKlymChild({
+    port: 0,
+    upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', pool: { min: 4, max: 20 } } },
+    maxConcurrentTasks: 1_000,
+    taskTtlMs: 60_000,
+    shutdownGraceMs: 0,
+  });
+  const grynyaClient = await client(klym.mcpUrl);
+  try {
+    const start = () => grynyaClient.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
+    // The load: 200 tasks whose upstream calls each take 2 s (the fake's delay), 20 at a time per session pool.
+    await Promise.all(Array.from({ length: 200 }, start));
+    const running = (await klym.ask<{ tasks: Record<string, number> }>('stats')).tasks;
+    const startTimes: number[] = [];
+    const pingTimes: number[] = [];
+    for (let index = 0; index < samples; index++) {
+      for (const [run, times] of (index % 2 === 0 ? [[start, startTimes], [() => grynyaClient.ping(), pingTimes]] : [[() => grynyaClient.ping(), pingTimes], [start, startTimes]]) as [() => Promise<unknown>, number[]][]) {
+        const began = performance.now();
+        await run();
+        times.push(performance.now() - began);
+      }
+    }
+    const [a, b] = [summarize(startTimes), summarize(pingTimes)];
+    return [
+      '| request, while 200 tasks run | p50 | p99 |',
+      '| --- | --- | --- |',
+      `| start_async_agent_task | ${ms(a.median)} | ${ms(a.p99)} |`,
+      `| ping (no-op, same server) | ${ms(b.median)} | ${ms(b.p99)} |`,
+      '',
+      `start ÷ no-op: ${ratio(a.median / b.median)} at p50, ${ratio(a.p99 / b.p99)} at p99 (${samples} of each, alternating; tasks when measuring began: ${JSON.stringify(running)}).`,
+    ];
+  } finally {
+    await grynyaClient.close();
+    await klym.stop();
+  }
+}
+
+/** Scenario 5: 1,000 tasks × 5 upstream calls through Klym against the raw SDK client making the same 5,000 calls. */
+async function throughput(grynya: ChildServer, tasks: number, concurrency: number): Promise<string[]> {
+  const upstreams = Object.fromEntries(Array.from({ length: 5 }, (_, index) => [`grynya${index + 1}`, { url: grynya.sseUrl, transport: 'sse', pool: { min: 1, max: concurrency / 5 } }]));
+  const klym = await startKlymChild({ port: 0, upstreams, maxConcurrentTasks: concurrency, taskTtlMs: 3_000, shutdownGraceMs: 0 });
+  const grynyaClient = await client(klym.mcpUrl);
+  try {
+    // Warm-up: tool lists cached, sessions open, code paths compiled.
+    await Promise.all(Array.from({ length: concurrency }, () => grynyaClient.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'warm-up' } })));
+    await waitUntilIdle(klym);
+    await klym.ask('gc');
+    const before = await klym.ask<{ rss: number; heapUsed: number; cpuMs: number }>('stats');
+    await klym.ask('reset');
+
+    const began = performance.now();
+    let started = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (started < tasks) {
+          started++;
+          await grynyaClient.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
+        }
+      }),
+    );
+    await waitUntilIdle(klym);
+    const klymSeconds = (performance.now() - began) / 1000;
+    const during = await klym.ask<{ delayP99Ms: number; delayMaxMs: number; cpuMs: number; tasks: Record<string, number> }>('stats');
+    await klym.ask('gc');
+    const after = await klym.ask<{ rss: number; heapUsed: number }>('stats');
+    await new Promise((resolve) => setTimeout(resolve, 6_000)); // past the 3 s TTL and its sweep
+    await klym.ask('gc');
+    const evicted = await klym.ask<{ rss: number; heapUsed: number; tasks: Record<string, number> }>('stats');
+
+    const rawSeconds = await rawThroughput(grynya, tasks, concurrency);
+    const klymRate = (tasks * 5) / klymSeconds;
+    const rawRate = (tasks * 5) / rawSeconds;
+    const mb = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;
+    return [
+      `| ${tasks} tasks × 5 upstream calls, ${concurrency} at a time | time | upstream calls/s |`,
+      '| --- | --- | --- |',
+      `| through Klym (scripted model, 5 upstreams → one fake grynya) | ${klymSeconds.toFixed(2)} s | ${klymRate.toFixed(0)} |`,
+      `| raw SDK clients, same calls, same concurrency | ${rawSeconds.toFixed(2)} s | ${rawRate.toFixed(0)} |`,
+      '',
+      `Klym ÷ raw throughput: ${((klymRate / rawRate) * 100).toFixed(0)}%. Klym's process used ${((during.cpuMs - before.cpuMs) / tasks).toFixed(2)} ms of CPU per task (${(((during.cpuMs - before.cpuMs) / 1000 / klymSeconds) * 100).toFixed(0)}% of one core). Its event-loop delay during the run: p99 ${ms(during.delayP99Ms)}, max ${ms(during.delayMaxMs)}. Tasks: ${JSON.stringify(during.tasks)}.`,
+      `Klym's memory after GC: before ${mb(before.rss)} RSS / ${mb(before.heapUsed)} heap; after ${tasks} finished tasks ${mb(after.rss)} / ${mb(after.heapUsed)}` +
+        ` (heap retained: ${mb(after.heapUsed - before.heapUsed)} per ${tasks} tasks); after the TTL evicted them ${mb(evicted.rss)} / ${mb(evicted.heapUsed)}.`,
+    ];
+  } finally {
+    await grynyaClient.close();
+    await klym.stop();
+  }
+}
+
+async function waitUntilIdle(klym: KlymChild): Promise<void> {
+  for (;;) {
+    const { tasks } = await klym.ask<{ tasks: Record<string, number> }>('stats');
+    if ((tasks.pending ?? 0) + (tasks.running ?? 0) === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function rawThroughput(grynya: ChildServer, tasks: number, concurrency: number): Promise<number> {
+  const clients = await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      const raw = new Client({ name: 'bench-raw', version: '1.0.0' });
+      await raw.connect(new SSEClientTransport(new URL(grynya.sseUrl)));
+      return raw;
+    }),
+  );
+  try {
+    let done = 0;
+    const began = performance.now();
+    await Promise.all(
+      clients.map(async (raw) => {
+        while (done < tasks) {
+          done++;
+          for (let call = 0; call < 5; call++) await raw.callTool({ name: 'query_graph', arguments: { query: 'RETURN 1' } });
+        }
+      }),
+    );
+    return (performance.now() - began) / 1000;
+  } finally {
+    await Promise.all(clients.map((raw) => raw.close()));
+  }
+}
+
+/** Scenario 6: `klym serve` from process start to `GET /healthz` answering 200, with the fake grynya as its upstream. */
+async function coldStart(grynya: ChildServer, rounds: number): Promise<string[]> {
+  const times: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const port = await freePort();
+    const began = performance.now();
+    const child: ChildProcess = spawn(
+      process.execPath,
+      ['--conditions=klym-source', path.join(root, 'apps/server/src/main.ts'), 'serve', '--port', String(port), '--upstream', `grynya=${grynya.sseUrl}`],
+      { stdio: 'ignore' },
+    );
+    try {
+      for (;;) {
+        const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((response) => response.status === 200, () => false);
+        if (ok) break;
+        if (child.exitCode !== null) throw new Error(`klym serve exited with ${child.exitCode}`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      times.push(performance.now() - began);
+    } finally {
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    }
+  }
+  const summary = summarize(times);
+  return [`\`klym serve\` from process start to \`GET /healthz\` 200: median ${ms(summary.median)}, max ${ms(Math.max(...times))} (${rounds} starts).`];
+}
+
+export async function serverFigures(options: { quick: boolean }): Promise<string[]> {
+  const slow = await startFakeGrynyaProcess({ delayMs: 2_000 });
+  const fast = await startFakeGrynyaProcess();
+  try {
+    return [
+      '### 4. start_async_agent_task under load\n',
+      ...(await startUnderLoad(slow, options.quick ? 100 : 300)),
+      '\n### 5. Throughput, event-loop delay and memory\n',
+      ...(await throughput(fast, options.quick ? 200 : 1_000, 50)),
+      '\n### 6. Cold start\n',
+      ...(await coldStart(fast, options.quick ? 3 : 5)),
+    ];
+  } finally {
+    await slow.stop();
+    await fast.stop();
+  }
+}

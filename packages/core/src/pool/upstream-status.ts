@@ -1,0 +1,42 @@
+import type { Progress } from '@modelcontextprotocol/sdk/types.js';
+import type { CircuitBreakerStatus } from './circuit-breaker.ts';
+import type { TransportKind } from './upstream-config.ts';
+import type { UpstreamLogEntry } from './upstream-session.ts';
+
+/** Options of one call through the pool. */
+export interface CallToolOptions {
+  /** Aborts the call; the upstream is sent `notifications/cancelled` and the session is replaced. */
+  readonly signal?: AbortSignal;
+  /** Time limit of the call once it has a session; progress restarts it, up to the upstream's `timeouts.maxTotalMs`. @default the upstream's `timeouts.requestMs` */
+  readonly timeoutMs?: number;
+  /** Receives the upstream's progress notifications for this call. */
+  readonly onProgress?: (progress: Progress) => void;
+  /** Receives what the upstream logs (notifications, stderr) while it serves this call. */
+  readonly onLog?: (entry: UpstreamLogEntry) => void;
+}
+
+/** One upstream as `status()` shows it. */
+export interface UpstreamStatus {
+  /**
+   * `connecting` before the first session opened; `ready` while sessions open; `down` while connects
+   * fail (see `breaker`); `closed` after close.
+   */
+  readonly state: 'connecting' | 'ready' | 'down' | 'closed';
+  /** The transport in use (`auto` until the probe has answered). */
+  readonly transport: TransportKind | 'auto';
+  readonly breaker: CircuitBreakerStatus;
+  readonly sessions: {
+    /** Sessions open now (idle + borrowed). */
+    readonly live: number;
+    readonly idle: number;
+    readonly borrowed: number;
+    /** Callers waiting for a session. */
+    readonly waiting: number;
+    /** Sessions opened since start-up (each ran `initialize`). */
+    readonly opened: number;
+    /** Connects tried since start-up, failed ones included. */
+    readonly connectAttempts: number;
+  };
+  readonly calls: { readonly started: number; readonly succeeded: number; readonly failed: number; readonly inFlight: number };
+  readonly lastError: { readonly code: string; readonly message: string; readonly at: string } | undefined;
+}
