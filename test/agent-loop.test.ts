@@ -4,15 +4,16 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createMockModel as mockModel, textUntilAborted } from '@klym/core/testing';
 import { toolCallIdsIn, toolResultsIn } from './support/mock-model.ts';
 
-const grynyas: FakeGrynya[] = [];
+const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
-  await Promise.all(grynyas.splice(0).map((grynya) => grynya.close()));
+  for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
 });
 
 async function grynyaPool(): Promise<{ grynya: FakeGrynya; pool: SessionPool }> {
   const grynya = await createFakeGrynya({ allowedHosts: ['localhost'] });
-  grynyas.push(grynya);
+  cleanups.push(() => grynya.close());
   const pool = await createSessionPool({ upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', headers: { Host: 'localhost' } } } });
+  cleanups.push(() => pool.close());
   return { grynya, pool };
 }
 
@@ -21,7 +22,6 @@ const count = { name: 'grynya__query_graph', args: { query: 'MATCH (n) RETURN co
 describe('runAgent: the tool loop against the fake grynya', () => {
   it('multi-step tool use: calls a tool, reads its result, answers; every step reaches onEvent', async () => {
     const { grynya, pool } = await grynyaPool();
-    await using _pool = pool;
     grynya.graph.mergeNode('Person', { id: 'p1', name: 'Ada' });
     const model = mockModel([{ text: 'Counting.', toolCalls: [{ id: 'c1', ...count }] }, { text: 'There is 1 node.', usage: { input: 300, output: 10 } }]);
     const events: AgentEvent[] = [];
@@ -36,7 +36,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
 
     // The first call offered the tools with their MCP schemas and described them in the system prompt.
     const first = model.doStreamCalls[0];
-    expect(first?.tools?.map((tool) => tool.name).sort()).toEqual(['grynya__add_node', 'grynya__create_session', 'grynya__link_nodes', 'grynya__query_graph', 'grynya__update_last_event']);
+    expect(first?.tools?.map((tool) => tool.name).toSorted()).toEqual(['grynya__add_node', 'grynya__create_session', 'grynya__link_nodes', 'grynya__query_graph', 'grynya__update_last_event']);
     const system = first?.prompt[0];
     expect(system?.role).toBe('system');
     expect(system?.content).toContain('- grynya__query_graph (query_graph)');
@@ -68,7 +68,6 @@ describe('runAgent: the tool loop against the fake grynya', () => {
 
   it('a tool that fails does not end the run: a timeout becomes a tool error the model reads, and the upstream is told to cancel', async () => {
     const { grynya, pool } = await grynyaPool();
-    await using _pool = pool;
     grynya.faults.delayMs = 5_000;
     const model = mockModel([{ toolCalls: [{ id: 'slow', ...count }] }, { text: 'The graph did not answer in time.' }]);
     const events: AgentEvent[] = [];
@@ -84,7 +83,6 @@ describe('runAgent: the tool loop against the fake grynya', () => {
 
   it("grynya's {\"status\":\"error\"} is a result the model reads, not an exception", async () => {
     const { grynya, pool } = await grynyaPool();
-    await using _pool = pool;
     grynya.faults.error = 'Missing node id';
     const model = mockModel([{ toolCalls: [{ id: 'bad', ...count }] }, { text: 'The database said no.' }]);
 
@@ -96,7 +94,6 @@ describe('runAgent: the tool loop against the fake grynya', () => {
 
   it('a denied tool is hidden from the model; a call to it anyway is a tool error naming the policy, logged, and never reaches the upstream', async () => {
     const { grynya, pool } = await grynyaPool();
-    await using _pool = pool;
     const model = mockModel([
       { toolCalls: [{ id: 'write', name: 'grynya__add_node', args: { node_type: 'Note', node_data: { id: 'n1' } } }, { id: 'read', ...count }] },
       { text: 'I may only read.' },
@@ -125,7 +122,6 @@ describe('runAgent: the tool loop against the fake grynya', () => {
 
   it('allow and deny patterns per run and per upstream', async () => {
     const { grynya, pool } = await grynyaPool();
-    await using _pool = pool;
     const model = mockModel([{ toolCalls: [{ id: 'link', name: 'grynya__link_nodes', args: { source_id: 'a', target_id: 'b', rel_type: 'KNOWS' } }] }, { text: 'Denied.' }]);
     const events: AgentEvent[] = [];
 
@@ -138,7 +134,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
       onEvent: (event) => events.push(event),
     });
 
-    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name).sort()).toEqual(['grynya__add_node', 'grynya__query_graph']);
+    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name).toSorted()).toEqual(['grynya__add_node', 'grynya__query_graph']);
     const start = events.find((event) => event.type === 'run-start');
     expect(start?.type === 'run-start' && start.denied).toEqual(
       expect.arrayContaining([
@@ -152,7 +148,6 @@ describe('runAgent: the tool loop against the fake grynya', () => {
 
   it('an unknown tool and invalid arguments are tool errors the model reads; the upstream is not called', async () => {
     const { grynya, pool } = await grynyaPool();
-    await using _pool = pool;
     const model = mockModel([
       {
         toolCalls: [
@@ -204,7 +199,6 @@ describe('runAgent: the tool loop against the fake grynya', () => {
 
   it('keeps a custom system prompt, with the tools placed at {{tools}}', async () => {
     const { pool } = await grynyaPool();
-    await using _pool = pool;
     const model = mockModel([{ text: 'ok' }]);
 
     await runAgent({ pool, prompt: 'Hi', model, systemPrompt: 'You are a test.\nTOOLS:\n{{tools}}\nEND', temperature: 0.2 });
@@ -219,7 +213,6 @@ describe('runAgent: the tool loop against the fake grynya', () => {
 describe('runAgent: cancellation and orphaned tool calls', () => {
   it('aborting mid-LLM stops the model request; the run ends cancelled with the partial text', async () => {
     const { pool } = await grynyaPool();
-    await using _pool = pool;
     const controller = new AbortController();
     const model = mockModel([textUntilAborted('The answer is', () => setTimeout(() => controller.abort(), 20))]);
 
@@ -232,7 +225,6 @@ describe('runAgent: cancellation and orphaned tool calls', () => {
 
   it('aborting mid-tool cancels the upstream call (it receives notifications/cancelled); the next run removes the orphaned call', async () => {
     const { grynya, pool } = await grynyaPool();
-    await using _pool = pool;
     grynya.faults.hang = true;
     const controller = new AbortController();
     const first = mockModel([{ text: 'Looking.', toolCalls: [{ id: 'stuck', ...count }] }]);
@@ -270,7 +262,6 @@ describe('runAgent: cancellation and orphaned tool calls', () => {
 
   it('a signal aborted before the start ends the run at once, cancelled', async () => {
     const { pool } = await grynyaPool();
-    await using _pool = pool;
     const model = mockModel([]);
 
     const run = await runAgent({ pool, prompt: 'Never', model, signal: AbortSignal.abort() });

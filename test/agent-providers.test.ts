@@ -64,7 +64,7 @@ describe('the real @ai-sdk/openai provider against a local fake of the OpenAI AP
     expect(run).toMatchObject({ text: 'There is one node.', finishReason: 'stop', steps: 2 });
     expect(fake.requests.map((request) => request.path)).toEqual(['/v1/chat/completions', '/v1/chat/completions', '/v1/chat/completions']);
     expect(fake.requests[1]?.json).toMatchObject({ stream: true, stream_options: { include_usage: true } });
-    const messages = (fake.requests[2]?.json as { messages: { role: string; content: string }[] }).messages;
+    const messages = (fake.requests[2]?.json as { messages: { role: string; content: string }[] } | undefined)?.messages ?? [];
     expect(messages.find((message) => message.role === 'tool')?.content).toBe(countResult);
     expect(run.usage).toMatchObject({ totalTokens: 330, estimated: false });
   });
@@ -120,9 +120,9 @@ describe('the real @ai-sdk/google provider against a local fake of streamGenerat
       '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
     ]);
     expect(fake.requests[0]?.headers['x-goog-api-key']).toBe('google-test-key-123');
-    const declarations = (fake.requests[0]?.json as { tools: { functionDeclarations: { name: string }[] }[] }).tools[0]?.functionDeclarations;
+    const declarations = (fake.requests[0]?.json as { tools: { functionDeclarations: { name: string }[] }[] } | undefined)?.tools[0]?.functionDeclarations;
     expect(declarations?.map((declaration) => declaration.name)).toContain('grynya__query_graph');
-    const contents = (fake.requests[1]?.json as { contents: { role: string; parts: { functionResponse?: { name: string; response: unknown } }[] }[] }).contents;
+    const contents = (fake.requests[1]?.json as { contents: { role: string; parts: { functionResponse?: { name: string; response: unknown } }[] }[] } | undefined)?.contents ?? [];
     const response = contents.flatMap((content) => content.parts).find((part) => part.functionResponse !== undefined)?.functionResponse;
     expect(response?.name).toBe('grynya__query_graph');
     expect(JSON.stringify(response?.response)).toContain('count(n)');

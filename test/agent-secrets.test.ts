@@ -81,7 +81,7 @@ describe('a sentinel secret never shows', () => {
     expect(isKlymError(error, 'MODEL_ERROR')).toBe(true);
     expect((error as Error).message).toContain('Incorrect API key provided: [redacted]');
     const codes = events.flatMap((event) => (event.type === 'tool-error' ? [event.code] : event.type === 'tool-result' && event.isError ? ['isError'] : []));
-    expect(codes.sort()).toEqual(['INVALID_TOOL_INPUT', 'NO_SUCH_TOOL', 'TOOL_DENIED', 'isError']);
+    expect(codes.toSorted()).toEqual(['INVALID_TOOL_INPUT', 'NO_SUCH_TOOL', 'TOOL_DENIED', 'isError']);
     // The key from the options went to the provider, and only there; the environment's base URL was never used.
     expect(fake.requests.map((request) => request.headers.authorization)).toEqual([`Bearer ${MARKER}`, `Bearer ${MARKER}`]);
     // The stdio child ran get-env, and its environment (as the model read it) holds none of Klym's.

@@ -72,7 +72,7 @@ describe('the scripted model: the default self-check', () => {
     expect(run.text.startsWith(`${SELF_CHECK_OK}.`)).toBe(true);
     expect(run.text).toMatch(/- memory: 9 tools listed, 9 available to this run; probe memory__read_graph \{\} → ok: /);
     expect(run.text).toContain('- grynya: 5 tools listed');
-    expect(run.toolCalls.map((call) => call.toolName).sort()).toEqual(['grynya__query_graph', 'memory__read_graph']);
+    expect(run.toolCalls.map((call) => call.toolName).toSorted()).toEqual(['grynya__query_graph', 'memory__read_graph']);
   });
 
   it('with the database disconnected, does not claim all is well, and names the failed probe', async () => {

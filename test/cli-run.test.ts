@@ -1,10 +1,10 @@
 // `klym run "prompt"`: the real CLI against the fake grynya started here, with the offline `scripted` model.
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runKlym, startKlym, temporaryDirectory } from './cli-harness.ts';
+import { freePort } from './support/upstream-servers.ts';
 
 const OK = 'Бачу базу та інструменти, полет нормальний';
 const FIXTURE = path.resolve(import.meta.dirname, 'support/stdio-fixture-server.ts');
@@ -99,12 +99,7 @@ describe('klym run', () => {
   });
 
   it('exits 2 with the error as JSON and one line on stderr when the model fails, never showing the key', async () => {
-    const closedPort = await new Promise<number>((resolve) => {
-      const server = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = server.address() as { port: number };
-        server.close(() => resolve(port));
-      });
-    });
+    const closedPort = await freePort(); // free a moment ago: nothing listens, connections are refused
     const secret = 'sk-sentinel-5d1e0c';
     const { code, stdout, stderr } = await runKlym(['run', 'hello', '--model', 'compatible:llama3', '--set', `llm.baseURL=http://127.0.0.1:${closedPort}/v1`, '--set', 'llm.maxRetries=0'], {
       cwd: cwd.path,

@@ -66,7 +66,7 @@ describe('docker-compose.yml', () => {
   const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8')) as { services: Record<string, Service> };
 
   it('puts klym and grynya-mcp-server on one network, klym behind a token, published on loopback only', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['grynya-mcp-server', 'klym']);
+    expect(Object.keys(compose.services).toSorted()).toEqual(['grynya-mcp-server', 'klym']);
     const klym = compose.services.klym as Service;
     expect(klym.depends_on).toEqual(['grynya-mcp-server']);
     expect(klym.ports).toEqual(['127.0.0.1:8765:8765']);

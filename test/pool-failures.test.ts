@@ -10,7 +10,7 @@ import { startServerEverything, type RunningServer } from './support/upstream-se
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
 });
 
 function textOf(result: { content?: unknown }): string {

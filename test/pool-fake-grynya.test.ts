@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
 });
 
 async function fake(options: Parameters<typeof createFakeGrynya>[0] = {}): Promise<FakeGrynya> {
@@ -55,7 +55,7 @@ describe('the pool against the fake grynya-mcp-server', () => {
         const pool = await pooled({ url: urlOf(grynya), transport });
         const { tools, upstreams } = await pool.listTools();
         expect(upstreams.grynya).toEqual({ ok: true, toolCount: 5 });
-        expect(tools.map((tool) => tool.name).sort()).toEqual([
+        expect(tools.map((tool) => tool.name).toSorted()).toEqual([
           'grynya__add_node',
           'grynya__create_session',
           'grynya__link_nodes',

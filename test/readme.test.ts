@@ -17,11 +17,11 @@ describe('README.md', () => {
     const file = path.join(work, 'klym.config.yaml');
     writeFileSync(file, example);
     const { config, sourceOf } = resolveConfig({ cwd: work, env: { OPENAI_API_KEY: 'sk-readme-example-key' }, configFile: file });
-    expect(Object.keys(config.upstreams).sort()).toEqual(['grynya', 'memory']);
+    expect(Object.keys(config.upstreams).toSorted()).toEqual(['grynya', 'memory']);
     expect(config.llm.model).toBe('openai:gpt-4.1-mini');
     expect(config.writeBack.enabled).toBe(true);
     for (const key of ['upstreams.grynya.url', 'llm.model', 'systemPrompt', 'budget.max.maxSteps', 'tasks.concurrency', 'tools.deny', 'writeBack.enabled', 'logging.level', 'server.port']) {
-      expect(sourceOf(key.split('.')), key).toMatch(/^file /);
+      expect({ key, source: sourceOf(key.split('.')) }).toMatchObject({ source: expect.stringMatching(/^file /) });
     }
   });
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { payload, startHarness, waitForEnd, type ServerHarness } from './support/server-harness.ts';
-import { closedPort } from './support/server-harness.ts';
+import { freePort } from './support/upstream-servers.ts';
 
 /** What the scripted model's self-check reports when every upstream works. */
 const ALL_WELL = 'Бачу базу та інструменти, полет нормальний';
@@ -59,7 +59,8 @@ for (const kind of ['streamable-http', 'sse'] as const) {
 
     it('keeps serving other tasks while one fails', async () => {
       // A configured model whose provider is down: the task fails with MODEL_ERROR.
-      const down = `http://127.0.0.1:${await closedPort()}/v1`;
+      // Free a moment ago, so nothing listens: connections are refused.
+      const down = `http://127.0.0.1:${await freePort()}/v1`;
       harness = await startHarness({ models: ['scripted', 'compatible:down'], providers: { compatible: { baseURL: down } }, maxRetries: 0 });
       const client = await harness.connect(kind);
       const failing = payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'hello', model: 'compatible:down' } }));

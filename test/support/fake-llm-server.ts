@@ -135,8 +135,9 @@ function responsesEvents(turn: Turn): unknown[] {
   return events;
 }
 
+const chunk = (choice: unknown): unknown => ({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'fake', choices: [choice] });
+
 function chatEvents(turn: Turn): unknown[] {
-  const chunk = (choice: unknown): unknown => ({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'fake', choices: [choice] });
   const events: unknown[] = [chunk({ index: 0, delta: { role: 'assistant', content: turn.text ?? '' }, finish_reason: null })];
   for (const [number, call] of (turn.toolCalls ?? []).entries()) {
     const toolCall = { index: number, id: `call_${number}_${Date.now()}`, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.args) } };

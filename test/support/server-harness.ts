@@ -1,5 +1,3 @@
-import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
@@ -66,14 +64,4 @@ export async function waitForEnd(client: Client, taskId: string, timeoutMs = 15_
     if (Date.now() > deadline) throw new Error(`Task ${taskId} still ${String(status.status)} after ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
-}
-
-/** A loopback port nothing listens on (it was free a moment ago): connections to it are refused. */
-export async function closedPort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
 }
