@@ -131,6 +131,11 @@ describe('runAgent budgets: each ends the run with its partial text, visible in 
     const { pool } = await grynyaPool();
     await expect(runAgent({ pool, prompt: 'x', budget: { maxSteps: -1 } })).rejects.toThrow('Expected `maxSteps` to be a positive integer, got -1');
     await expect(runAgent({ pool, prompt: 'x', budget: { maxCostUsd: Number.NaN } })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
+    // Beyond what a timer can hold (2^31 - 1 ms), Node would fire it at once: the run would end before it began.
+    await expect(runAgent({ pool, prompt: 'x', budget: { timeoutMs: 3_000_000_000 } })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringContaining('`timeoutMs`'),
+    });
   });
 });
 
@@ -171,5 +176,28 @@ describe('runAgent when the model fails', () => {
       },
     });
     expect(run.text).toBe('still here');
+  });
+
+  it('an async listener that rejects does not stop the run, nor leave an unhandled rejection behind', async () => {
+    const { pool } = await grynyaPool();
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const run = await runAgent({
+        pool,
+        prompt: 'Hi',
+        model: createMockModel([{ text: 'still here' }]),
+        onEvent: async () => {
+          await Promise.resolve();
+          throw new Error('async listener bug');
+        },
+      });
+      expect(run.text).toBe('still here');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });

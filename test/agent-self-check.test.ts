@@ -88,6 +88,20 @@ describe('the scripted model: the default self-check', () => {
     expect(run.text).toMatch(/- memory: .* → ok: /);
   });
 
+  it('continuing an earlier conversation probes again instead of reusing the old probe results', async () => {
+    const grynya = await startGrynya();
+    await using pool = await createSessionPool({ upstreams: { grynya: grynyaUpstream(grynya) } });
+    const first = await runAgent({ pool, prompt: 'Check yourself' });
+    expect(first.text).toContain(SELF_CHECK_OK);
+    grynya.faults.dbDisconnected = true;
+
+    const again = await runAgent({ pool, prompt: 'Check yourself again', messages: first.messages });
+
+    expect(grynya.stats.calls.query_graph).toBe(2);
+    expect(again.text).not.toContain(SELF_CHECK_OK);
+    expect(again.text).toMatch(/^Self-check failed: grynya's probe failed: FalkorDB is not connected\./);
+  });
+
   it('names an upstream that is down as unavailable instead of leaving it out', async () => {
     const grynya = await startGrynya();
     const url = grynya.sseUrl;

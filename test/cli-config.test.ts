@@ -1,6 +1,8 @@
 // `klym config` and `klym --help` as a person runs them: the real process, its real environment and files.
+import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { runKlym, temporaryDirectory } from './cli-harness.ts';
 
@@ -39,5 +41,12 @@ describe('klym config (real process)', () => {
     const serve = await runKlym(['serve', '--help'], { cwd: cwd.path });
     expect(serve).toMatchObject({ code: 0, stderr: '' });
     expect(serve.stdout).toMatch(/^Usage: klym serve \[--stdio\]/);
+  });
+
+  it("runs as the package's bin: the file itself is executable and finds Klym's sources from any directory", async () => {
+    using cwd = temporaryDirectory();
+    const bin = path.resolve(import.meta.dirname, '../apps/server/src/main.ts');
+    const { stdout } = await promisify(execFile)(bin, ['config', '--json'], { cwd: cwd.path, env: { PATH: process.env.PATH ?? '' } });
+    expect(JSON.parse(stdout)).toMatchObject({ config: { server: { port: 8765 } } });
   });
 });

@@ -4,6 +4,8 @@ import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/type
 import { createSessionPool, type SessionPool } from '@klym/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createKlymApp, startKlymServer, type KlymApp, type KlymServerOptions } from '../apps/server/src/server/index.ts';
+import { resolveServerOptions } from '../apps/server/src/server/server-options.ts';
+import { toTaskRequest } from '../apps/server/src/server/task-request.ts';
 import { floodingRunner, quickRunner } from './support/server-runners.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -76,6 +78,14 @@ describe('the HTTP guards', () => {
     expect(health).not.toContain(TOKENS.grynya);
   });
 
+  it('keeps configured secrets out of describe_capabilities when an upstream fails with one in its error', async () => {
+    const klym = await createKlymApp({ upstreams: { grynya: { url: 'http://klym:upstream-secret-4242@127.0.0.1:1/mcp' } }, secrets: ['upstream-secret-4242'], log: () => {}, shutdownGraceMs: 0 });
+    cleanups.push(() => klym.close());
+    const described = await (await client(klym)).callTool({ name: 'describe_capabilities', arguments: {} });
+    expect(described.structuredContent).toMatchObject({ upstreams: { grynya: { state: 'down', error: expect.stringMatching(/unavailable/) } } });
+    expect(JSON.stringify(described)).not.toContain('upstream-secret-4242');
+  });
+
   it('refuses options out of range, naming them', async () => {
     await expect(app({ maxBodyBytes: 0 })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: 'Expected `maxBodyBytes` to be a positive number, got 0' });
     await expect(app({ port: 70_000 })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringMatching(/`port`/) });
@@ -123,6 +133,26 @@ describe('MCP sessions over Streamable HTTP', () => {
     expect((await klym.app.request('/messages', post(list, auth))).status).toBe(400);
     expect((await klym.app.request('/messages?sessionId=nope', post(list, auth))).status).toBe(404);
     expect((await klym.app.request('/sse', { headers: auth })).status).toBe(501);
+  });
+
+  it('leaves nothing behind when an initialize request fails (406, a batch with two initializes)', async () => {
+    const klym = await app();
+    let subscribed = 0;
+    const subscribe = klym.service.onTaskEvent;
+    klym.service.onTaskEvent = (listener) => {
+      subscribed++;
+      const unsubscribe = subscribe(listener);
+      return () => {
+        subscribed--;
+        return unsubscribe();
+      };
+    };
+    for (let index = 0; index < 20; index++) {
+      expect((await klym.app.request('/mcp', post(JSON.stringify(initialize), { accept: 'application/json' }))).status).toBe(406);
+      expect((await klym.app.request('/mcp', post(JSON.stringify([initialize, { ...initialize, id: 2 }])))).status).toBe(400);
+    }
+    expect(klym.sessions.size).toBe(0);
+    expect(subscribed).toBe(0);
   });
 
   it('closes idle sessions, after which their id is unknown (404)', async () => {
@@ -181,6 +211,16 @@ describe('bad input to the tools', () => {
     expect(negative).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/budget\.max_steps/) }] });
     const policy = await mcp.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'x', tools: { policy: 'everything' } } });
     expect(policy).toMatchObject({ isError: true, structuredContent: { error: { message: expect.stringMatching(/^`tools.policy`/) } } });
+  });
+
+  it('matches hostile tool patterns full of `*` without freezing the server (a RegExp of `.*`s would backtrack for minutes)', async () => {
+    const options = resolveServerOptions({ tools: { allow: ['grynya__*'] }, log: () => {} });
+    const hostile = `${'*a'.repeat(60)}Z`;
+    const request = await toTaskRequest({ prompt: 'x', tools: { allow: [hostile, 'grynya__get_*'], deny: [hostile] } }, options, async () => [
+      'grynya__search_nodes_by_text',
+      'grynya__get_node',
+    ]);
+    expect(request.tools).toEqual({ allow: ['grynya__get_node'], deny: [hostile] });
   });
 
   it("hides another principal's task: it cannot see, read or cancel it", async () => {

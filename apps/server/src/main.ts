@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --conditions=klym-source
 // The `klym` command (`pnpm klym …`, the package's bin): `klym serve`, `klym run`, `klym config`, `--help`;
 // see cli/cli.ts. Without arguments (`pnpm start`) it runs the embedded default, which needs no key and
 // no outside server: `klym serve` with the fake grynya-mcp-server as its upstream (cli/embedded-default.ts).

@@ -56,6 +56,15 @@ export async function createKlymService(input: KlymServerOptions): Promise<KlymS
     },
     onEvent: (event) => listeners.forEach((listener) => listener(event)),
   });
+  // Upstream errors may quote a configured credential (a URL's userinfo, a header); the task manager redacts its own.
+  const secrets = [
+    ...Object.values(options.auth?.tokens ?? {}),
+    ...(options.secrets ?? []),
+    options.providers?.openai?.apiKey,
+    options.providers?.google?.apiKey,
+    options.providers?.compatible?.apiKey,
+  ].filter((secret): secret is string => typeof secret === 'string' && secret.length > 0);
+  const hideSecrets = (text: string): string => secrets.reduce((shown, secret) => shown.split(secret).join('[redacted]'), text);
   const toolNames = async (): Promise<readonly string[]> => (await pool.listTools()).tools.map((tool) => tool.name);
   let closing: Promise<void> | undefined;
 
@@ -107,7 +116,7 @@ export async function createKlymService(input: KlymServerOptions): Promise<KlymS
         upstreams: Object.fromEntries(
           Object.entries(listing.upstreams).map(([name, report]) => [
             name,
-            { state: status[name]?.state, ...(report.ok ? { tools: report.toolCount } : { error: report.error.message }) },
+            { state: status[name]?.state, ...(report.ok ? { tools: report.toolCount } : { error: hideSecrets(report.error.message) }) },
           ]),
         ),
         tools: allowed.map((tool) => ({ name: tool.name, ...(tool.annotations?.readOnlyHint ? { read_only: true } : {}), description: (tool.description ?? '').slice(0, 160) })),

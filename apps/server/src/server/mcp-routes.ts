@@ -55,7 +55,10 @@ export function mountMcpRoutes(app: Hono<Env>, service: KlymService, sessions: M
       onsessioninitialized: (id) => sessions.add({ id, kind: 'streamable-http', transport, server, principal }),
     });
     await server.connect(transport);
-    return transport.handleRequest(c.req.raw, { parsedBody: parsed.body, authInfo: authInfo(principal) });
+    const response = await transport.handleRequest(c.req.raw, { parsedBody: parsed.body, authInfo: authInfo(principal) });
+    // Refused before a session began (bad Accept, a second initialize in a batch): nothing will ever close this server, and it listens to task events.
+    if (transport.sessionId === undefined) await server.close();
+    return response;
   });
 
   const withSession = async (c: Context<Env>): Promise<Response> => {

@@ -1,4 +1,4 @@
-import { KlymError, type AgentBudget, type TaskRequest, type TaskStatus } from '@klym/core';
+import { KlymError, matchesPattern, type AgentBudget, type TaskRequest, type TaskStatus } from '@klym/core';
 import { z } from 'zod';
 import type { ResolvedServerOptions } from './server-options.ts';
 
@@ -104,18 +104,17 @@ async function narrowTools(options: ResolvedServerOptions, asked: ToolSelection 
     }
   }
   const policy = server.policy ?? asked?.policy;
+  const askedAllow = asked?.allow;
   const deny = [...(server.deny ?? []), ...(asked?.deny ?? [])];
-  let allow = server.allow ?? asked?.allow;
-  if (server.allow !== undefined && asked?.allow !== undefined) {
+  let allow = server.allow ?? askedAllow;
+  if (server.allow !== undefined && askedAllow !== undefined) {
     const names = await toolNames();
-    allow = names.filter((name) => matchesAny(name, server.allow ?? []) && matchesAny(name, asked.allow ?? []));
+    allow = names.filter((name) => matchesAny(name, server.allow ?? []) && matchesAny(name, askedAllow));
   }
   return { ...(allow === undefined ? {} : { allow }), ...(deny.length > 0 ? { deny } : {}), ...(policy === undefined ? {} : { policy }) };
 }
 
 /** Whether `name` matches one of `patterns`, where `*` matches any run of characters. */
 export function matchesAny(name: string, patterns: readonly string[]): boolean {
-  return patterns.some((pattern) => new RegExp(`^${pattern.split('*').map(escape).join('.*')}$`).test(name));
+  return patterns.some((pattern) => matchesPattern(name, pattern));
 }
-
-const escape = (text: string): string => text.replace(/[.+?^${}()|[\]\\]/g, '\\$&');

@@ -11,6 +11,9 @@ export interface BudgetHit {
   readonly used: number;
 }
 
+/** The longest time budget a timer can hold: 2^31 - 1 ms. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
 /** Steps of a run when the caller sets none. */
 export const DEFAULT_MAX_STEPS = 25;
 
@@ -29,6 +32,10 @@ export function resolveBudget(budget: AgentBudget = {}): ResolvedBudget {
   positive('maxTokens', budget.maxTokens, true);
   positive('maxCostUsd', budget.maxCostUsd, false);
   positive('timeoutMs', budget.timeoutMs, true);
+  // A timer longer than this fires at once (Node clamps it to 1 ms): the run would end as it starts.
+  if (budget.timeoutMs !== undefined && budget.timeoutMs > MAX_TIMEOUT_MS) {
+    throw new KlymError('CONFIG_INVALID', `Expected \`timeoutMs\` to be at most ${MAX_TIMEOUT_MS} (about 24.8 days), got ${budget.timeoutMs}`);
+  }
   return {
     maxSteps: budget.maxSteps ?? DEFAULT_MAX_STEPS,
     ...(budget.maxTokens === undefined ? {} : { maxTokens: budget.maxTokens }),

@@ -36,6 +36,12 @@ describe('resolveModel', () => {
     expect(resolveModel('compatible:qwen2.5', providers).model.provider).toBe('compatible.chat');
   });
 
+  it('takes a bare name with a tag (Ollama\'s llama3.1:8b) as a bare name, not as a provider prefix', () => {
+    expect(resolveModel('llama3.1:8b', providers)).toMatchObject({ name: 'compatible:llama3.1:8b', model: { provider: 'compatible.chat', modelId: 'llama3.1:8b' } });
+    expect(resolveModel('compatible:qwen2.5:7b', providers).name).toBe('compatible:qwen2.5:7b');
+    expect(failure(() => resolveModel('llama3.1:8b'))).toMatchObject({ code: 'MODEL_ERROR', message: expect.stringContaining('No provider matches model "llama3.1:8b"') });
+  });
+
   it('uses the Responses API by default and Chat Completions on request', () => {
     expect(resolveModel('openai:gpt-4.1', providers).model.provider).toBe('openai.responses');
     expect(resolveModel('openai:gpt-4.1', { openai: { apiKey: 'k', api: 'chat' } }).model.provider).toBe('openai.chat');

@@ -12,6 +12,8 @@ export interface ResolvedModel {
   readonly name: string;
 }
 
+/** The prefixes of `provider:model` names. */
+const PROVIDERS = new Set(['openai', 'google', 'compatible', 'scripted']);
 const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 const GOOGLE_BASE_URL = 'https://generativelanguage.googleapis.com/v1beta';
 
@@ -37,7 +39,9 @@ export function resolveModel(model: string | LanguageModel | undefined, provider
   }
 
   const colon = model.indexOf(':');
-  const [provider, id] = colon > 0 ? [model.slice(0, colon), model.slice(colon + 1)] : [providerOf(model, providers), model];
+  // Only a known provider is a prefix: a bare name may hold a colon itself (Ollama's `llama3.1:8b`).
+  const prefixed = colon > 0 && PROVIDERS.has(model.slice(0, colon));
+  const [provider, id] = prefixed ? [model.slice(0, colon), model.slice(colon + 1)] : [providerOf(model, providers), model];
   if (id.trim() === '') throw new KlymError('CONFIG_INVALID', `Expected a model id after "${provider}:", got ${JSON.stringify(model)}`);
   const missing = (option: string): never => {
     throw new KlymError('CONFIG_INVALID', `Model "${provider}:${id}" needs \`providers.${option}\`; none was given`);

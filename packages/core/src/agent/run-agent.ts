@@ -39,7 +39,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     if (ended) return;
     if (event.type === 'run-end') ended = true;
     try {
-      options.onEvent?.(redactor.value(event));
+      // An async listener's rejection is its failure too: caught, it cannot crash the process as unhandled.
+      const returned: unknown = options.onEvent?.(redactor.value(event));
+      if (returned instanceof Promise) returned.catch(() => {});
     } catch {
       // A listener's failure is its own; the run goes on.
     }

@@ -76,10 +76,11 @@ interface ProbeOutcome {
   readonly failure: string | undefined;
 }
 
-/** The probes' results in the prompt, by upstream. */
+/** The probes' results in the prompt since the last user message (an earlier check's are stale), by upstream. */
 function probeResults(prompt: readonly LanguageModelPromptMessage[]): Map<string, ProbeOutcome> {
   const outcomes = new Map<string, ProbeOutcome>();
   for (const message of prompt) {
+    if (message.role === 'user') outcomes.clear();
     if (message.role !== 'tool') continue;
     for (const part of message.content) {
       if (part.type !== 'tool-result' || !part.toolCallId.startsWith(PROBE_ID)) continue;

@@ -13,6 +13,7 @@ describe('createRedactor', () => {
     const redactor = createRedactor();
     expect(redactor.text('Authorization: Bearer eyJhbGciOi.payload.sig')).not.toContain('eyJhbGciOi');
     expect(redactor.text('http://user:pa55word@host:8080/v1')).toBe('http://[redacted]@host:8080/v1');
+    expect(redactor.text('fetch https://ghp_abcdef1234567890@mcp.example.com/sse failed')).toBe('fetch https://[redacted]@mcp.example.com/sse failed');
     expect(redactor.text('GET /v1?api_key=12345678&x=1')).toBe('GET /v1?api_key=[redacted]&x=1');
     expect(redactor.text('key sk-proj-abcdefghijklmnopqrstuv')).toBe('key [redacted]');
     expect(redactor.text('{"inputTokens":10,"totalTokens":12}')).toBe('{"inputTokens":10,"totalTokens":12}');

@@ -6,14 +6,14 @@ const MIN_SECRET_LENGTH = 6;
 
 /**
  * Shapes of secrets that are removed even when nobody named them: bearer tokens, `x-…-key` style header
- * values, OpenAI/Google key formats, credentials in URLs (`user:pass@`) and token-like query parameters.
+ * values, OpenAI/Google key formats, credentials in URLs (`user:pass@`, `token@`) and token-like query parameters.
  */
 const PATTERNS: readonly [RegExp, string][] = [
   [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}/gi, `$1 ${REDACTED}`],
   [/\b((?:x-[a-z-]*)?(?:api[-_]?key|authorization|token|secret|password)["']?\s*[:=]\s*["']?)[^\s"',&}]{6,}/gi, `$1${REDACTED}`],
   [/\bsk-[A-Za-z0-9_-]{16,}/g, REDACTED],
   [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],
-  [/(\b[a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+:[^\s/@]+@/gi, `$1${REDACTED}@`],
+  [/(\b[a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, `$1${REDACTED}@`],
   [/([?&](?:key|api[-_]?key|token|access_token|auth|secret|sig|signature|password)=)[^&#\s"']+/gi, `$1${REDACTED}`],
 ];
 

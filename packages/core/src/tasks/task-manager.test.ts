@@ -2,7 +2,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AgentRunResult, RunAgentOptions } from '../agent/types.ts';
 import { KlymError } from '../errors.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
+import { createMemoryTaskStore } from './memory-task-store.ts';
 import { createTaskManager, type AgentRunner, type TaskManager } from './task-manager.ts';
+import type { TaskStore } from './task-types.ts';
 
 const pool = { upstreams: [] } as unknown as SessionPool;
 const me = { principal: 'grynya' };
@@ -160,6 +162,20 @@ describe('createTaskManager', () => {
     await manager.close({ graceMs: 20 });
     for (const id of [running.id, queued.id]) expect(await manager.get(id, me)).toMatchObject({ status: 'cancelled', cancelReason: 'shutdown' });
     await expect(manager.start({ prompt: 'c' }, me)).rejects.toMatchObject({ code: 'SHUTTING_DOWN' });
+  });
+
+  it('leaves no task running when close() begins while start() is storing it', async () => {
+    const runner = gatedRunner();
+    // A store that takes a moment to write, as a durable one would.
+    const memory = createMemoryTaskStore();
+    const store: TaskStore = { ...memory, insert: async (task) => void (await new Promise((resolve) => setTimeout(resolve, 20)), await memory.insert(task)) };
+    const tasks = (manager = createTaskManager({ pool, run: runner.run, store }));
+    const starting = tasks.start({ prompt: 'late' }, me);
+    await tasks.close({ graceMs: 0 });
+    const late = await starting;
+    expect((await tasks.get(late.id, me)).status).toBe('cancelled');
+    expect(runner.calls).toHaveLength(0);
+    expect((await tasks.list(me)).filter((task) => task.status === 'running' || task.status === 'pending')).toEqual([]);
   });
 
   it('keeps secrets out of errors and logs', async () => {

@@ -106,6 +106,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const live = new Map<string, { controller: AbortController; done: Promise<void> }>();
   let running = 0;
   let closing: Promise<void> | undefined;
+  let closeReason = 'shutdown';
 
   const emit = (event: TaskEvent): void => {
     try {
@@ -256,6 +257,8 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: undefined },
       };
       await store.insert(task);
+      // close() began while the store wrote: it has already swept the queue, so this task must not run.
+      if (closing) return (await finish(id, ['pending'], { status: 'cancelled', currentStep: 'cancelled', cancelReason: closeReason })) ?? task;
       log(id, 'task-create', { model: request.model ?? defaults.model ?? 'default', recordResult: request.recordResult ?? options.writeBack?.byDefault ?? false });
       emit({ type: 'task-create', task });
       live.set(id, { controller: new AbortController(), done: Promise.resolve() });
@@ -288,6 +291,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       return counts;
     },
     close({ graceMs = 10_000, reason = 'shutdown' } = {}) {
+      if (closing === undefined) closeReason = reason;
       closing ??= (async () => {
         clearInterval(sweeper);
         for (const id of queue.splice(0)) await cancelTask(id, reason);

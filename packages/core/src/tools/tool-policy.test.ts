@@ -23,6 +23,18 @@ describe('matchesPattern', () => {
     expect(matchesPattern('a.b', 'a?b')).toBe(false);
     expect(matchesPattern('axb', 'a.b')).toBe(false);
     expect(matchesPattern('a.b', 'a.b')).toBe(true);
+    expect(matchesPattern('abc', '***')).toBe(true);
+    expect(matchesPattern('', '*')).toBe(true);
+    expect(matchesPattern('ab', 'a*b*')).toBe(true);
+    expect(matchesPattern('aab', '*ab')).toBe(true);
+    expect(matchesPattern('abab', '*ab*ab')).toBe(true);
+    expect(matchesPattern('aba', '*ab')).toBe(false);
+  });
+
+  it('answers patterns built to make a RegExp backtrack without freezing (these would take minutes as `.*`s)', () => {
+    const name = `grynya__${'a'.repeat(56)}`;
+    expect(matchesPattern(name, `${'*a'.repeat(100)}Z`)).toBe(false);
+    expect(matchesPattern(name, `${'*'.repeat(150)}a`)).toBe(true);
   });
 });
 

@@ -57,11 +57,28 @@ export interface AccessRules {
 
 /** Whether `name` matches a glob `pattern` in which `*` stands for any run of characters (and nothing else is special). */
 export function matchesPattern(name: string, pattern: string): boolean {
-  const source = pattern
-    .split('*')
-    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-    .join('.*');
-  return new RegExp(`^${source}$`).test(name);
+  // A glob matcher that goes back only to the last `*`: O(name × pattern) at worst. A RegExp of `.*`s
+  // backtracks for minutes on a pattern like `*a*a*a*a*a*a*a*a*b`, and callers choose patterns.
+  let at = 0;
+  let next = 0;
+  let star = -1;
+  let resume = 0;
+  while (at < name.length) {
+    if (next < pattern.length && pattern[next] === '*') {
+      star = next++;
+      resume = at;
+    } else if (next < pattern.length && pattern[next] === name[at]) {
+      next++;
+      at++;
+    } else if (star !== -1) {
+      next = star + 1;
+      at = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (pattern[next] === '*') next++;
+  return next === pattern.length;
 }
 
 const deny = (policy: string, reason: string): ToolAccess => ({ allowed: false, policy, reason });

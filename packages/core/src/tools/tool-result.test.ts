@@ -42,6 +42,10 @@ describe('tool results as the model reads them', () => {
     expect(failureOf('{"status":"success","results":[]}', false)).toBeUndefined();
     expect(failureOf('plain text', false)).toBeUndefined();
     expect(failureOf('broken', true)).toBe('broken');
+    // The status may be in structuredContent, beside a text that is not that JSON.
+    const result = { content: [{ type: 'text' as const, text: 'Query failed' }], structuredContent: { status: 'error', message: 'FalkorDB is not connected' } };
+    expect(failureOf(resultText(result), false)).toBe('FalkorDB is not connected');
+    expect(failureOf(resultText({ content: [{ type: 'text', text: 'Fine' }], structuredContent: { status: 'success' } }), false)).toBeUndefined();
   });
 
   it('cuts long previews', () => {

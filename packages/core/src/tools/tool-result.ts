@@ -7,6 +7,9 @@ export type ToolResultOutput = ToolResultPart['output'];
 type ContentItem = CallToolResult['content'][number];
 type ContentOutput = Extract<ToolResultOutput, { type: 'content' }>['value'][number];
 
+/** What introduces a result's `structuredContent` in its text. */
+const STRUCTURED_PREFIX = 'structuredContent: ';
+
 /** Longest `preview` of a result in events. */
 const PREVIEW_LENGTH = 500;
 
@@ -41,7 +44,7 @@ export function resultText(result: CallToolResult): string {
   if (result.structuredContent !== undefined) {
     const json = JSON.stringify(result.structuredContent);
     const alreadyThere = content.some((item) => item.type === 'text' && sameJson(item.text, result.structuredContent));
-    if (!alreadyThere) parts.push(`structuredContent: ${json}`);
+    if (!alreadyThere) parts.push(`${STRUCTURED_PREFIX}${json}`);
   }
   return parts.join('\n');
 }
@@ -86,8 +89,11 @@ export function previewOf(text: string): string {
  */
 export function failureOf(text: string, isError: boolean): string | undefined {
   if (isError) return text || 'isError';
+  // The JSON is the whole text, or the `structuredContent` that {@link resultText} added after other text.
+  const structured = text.lastIndexOf(STRUCTURED_PREFIX);
+  const json = structured === 0 || (structured > 0 && text[structured - 1] === '\n') ? text.slice(structured + STRUCTURED_PREFIX.length) : text;
   try {
-    const parsed: unknown = JSON.parse(text);
+    const parsed: unknown = JSON.parse(json);
     if (parsed !== null && typeof parsed === 'object' && (parsed as { status?: unknown }).status === 'error') {
       const message = (parsed as { message?: unknown }).message;
       return typeof message === 'string' ? message : text;
