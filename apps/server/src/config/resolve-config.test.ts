@@ -71,6 +71,13 @@ describe('config file', () => {
 });
 
 describe('environment', () => {
+  it('refuses a time limit past what a Node timer can wait (it would fire at once)', () => {
+    expect(failure({ cwd: workspace(), env: { KLYM_TASKS_TIMEOUT_MS: '3000000000' } })).toContain(
+      'tasks.timeoutMs = 3000000000: expected at most 2147483647 ms (about 24.8 days; Node timers fire at once past that) (env KLYM_TASKS_TIMEOUT_MS)',
+    );
+    expect(failure({ cwd: workspace({ 'klym.config.yaml': 'upstreams:\n  a:\n    url: http://127.0.0.1:1/mcp\n    timeouts: { requestMs: 2147483648 }\n' }) })).toContain('upstreams.a.timeouts.requestMs');
+  });
+
   it('sets any key by KLYM_<PATH>: numbers, booleans, comma or JSON lists, JSON maps', () => {
     const { config, sourceOf } = resolveConfig({
       cwd: workspace({ 'klym.config.yaml': 'server: { port: 1, host: 127.0.0.2 }' }),

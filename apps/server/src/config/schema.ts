@@ -2,6 +2,10 @@ import { z } from 'zod';
 import { mcpServerSchema, upstreamNameSchema, upstreamSchema } from './upstream-schema.ts';
 
 const positiveInt = z.number().int().positive();
+/** Node's timers fire at once past 2^31-1 ms (about 24.8 days), so longer time limits are refused. */
+const MAX_TIMER_MS = 2_147_483_647;
+const milliseconds = z.number().int().nonnegative().max(MAX_TIMER_MS, 'expected at most 2147483647 ms (about 24.8 days; Node timers fire at once past that)');
+const positiveMs = milliseconds.positive();
 const patterns = z.array(z.string().min(1));
 
 /** Limits of one run; what is left out is unlimited. */
@@ -15,7 +19,7 @@ const budgetSchema = (defaults: { maxSteps: number }) =>
       /** Cost in USD, from `llm.prices`. */
       maxCostUsd: z.number().positive().optional(),
       /** Wall-clock time of the run, in milliseconds. */
-      timeoutMs: positiveInt.optional(),
+      timeoutMs: positiveMs.optional(),
     })
     .prefault({});
 
@@ -76,13 +80,13 @@ export const configObjectSchema = z.strictObject({
       /** Tasks running at once; more wait as `pending`. @default 4 */
       concurrency: positiveInt.default(4),
       /** How long a finished task is kept, in milliseconds. @default 3_600_000 (1 h) */
-      ttlMs: positiveInt.default(3_600_000),
+      ttlMs: positiveMs.default(3_600_000),
       /** Bytes of log kept per task; older entries are dropped with a marker. @default 262_144 (256 KiB) */
       logMaxBytes: z.number().int().min(1_024).default(262_144),
       /** Wall-clock limit of one task, in milliseconds. @default 1_800_000 (30 min) */
-      timeoutMs: positiveInt.default(1_800_000),
+      timeoutMs: positiveMs.default(1_800_000),
       /** On shutdown, how long running tasks may finish before they are cancelled. @default 10_000 */
-      shutdownGraceMs: z.number().int().nonnegative().default(10_000),
+      shutdownGraceMs: milliseconds.default(10_000),
     })
     .prefault({}),
   /** Which upstream tools tasks may call; a caller can only narrow this. `*` matches any run of characters. */
@@ -132,7 +136,7 @@ export const configObjectSchema = z.strictObject({
       /** Largest request body, in bytes; larger gets 413. @default 1_048_576 (1 MiB) */
       bodyLimitBytes: z.number().int().min(1_024).default(1_048_576),
       /** An MCP session idle this long is closed, in milliseconds. @default 1_800_000 (30 min) */
-      sessionIdleMs: positiveInt.default(1_800_000),
+      sessionIdleMs: positiveMs.default(1_800_000),
     })
     .prefault({}),
 });

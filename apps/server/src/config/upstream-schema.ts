@@ -8,7 +8,8 @@ export const upstreamNameSchema = z
   .max(32, 'expected an upstream name of at most 32 characters')
   .regex(UPSTREAM_NAME, 'expected an upstream name of letters and digits joined by single "-" or "_"');
 
-const positiveMs = z.number().int().positive();
+/** Node's timers fire at once past 2^31-1 ms (about 24.8 days), so longer time limits are refused. */
+const positiveMs = z.number().int().positive().max(2_147_483_647, 'expected at most 2147483647 ms (about 24.8 days; Node timers fire at once past that)');
 
 /** Fields shared by Klym's own upstream entries and the `mcpServers` entries of MCP desktop clients. */
 const upstreamFields = {
@@ -48,7 +49,7 @@ const upstreamFields = {
       requestMs: positiveMs.optional(),
       maxTotalMs: positiveMs.optional(),
       acquireMs: positiveMs.optional(),
-      idlePingMs: z.number().int().nonnegative().optional(),
+      idlePingMs: z.number().int().nonnegative().max(2_147_483_647, 'expected at most 2147483647 ms').optional(),
     })
     .optional(),
   /** Sessions kept per upstream. @default { min: 1, max: 4 } (max 1 for stdio) */

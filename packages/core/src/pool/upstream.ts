@@ -284,6 +284,8 @@ export class Upstream {
   async #create(): Promise<Pooled> {
     if (this.#closing) return fail(new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name }));
     if (!this.#breaker.tryAttempt()) {
+      // A probe timer may fire a millisecond before the breaker's clock allows it: keep the chain going.
+      this.#scheduleProbe();
       const { consecutiveFailures } = this.#breaker.status();
       return fail(
         new KlymError(
