@@ -26,6 +26,26 @@ async function klymOverGrynya(): Promise<{ klym: KlymApp; grynya: FakeGrynya }> 
 const json = async (response: Response): Promise<Record<string, unknown>> => (await response.json()) as Record<string, unknown>;
 
 describe('the REST API, through app.request()', () => {
+  it('answers 429 with TASK_QUEUE_FULL when the queue of waiting tasks is full', async () => {
+    const grynya = await createFakeGrynya();
+    grynya.faults.hang = true;
+    const klym = await createKlymApp({
+      upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } },
+      maxConcurrentTasks: 1,
+      maxQueuedTasks: 1,
+      shutdownGraceMs: 0,
+      log: () => {},
+    });
+    cleanups.push(() => grynya.close(), () => klym.close());
+    const start = () => klym.app.request('/api/tasks', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'Self-check' }) });
+    expect((await start()).status).toBe(202);
+    await expect.poll(() => grynya.stats.toolCalls, { timeout: 10_000 }).toBe(1);
+    expect((await start()).status).toBe(202);
+    const refused = await start();
+    expect(refused.status).toBe(429);
+    expect(await json(refused)).toMatchObject({ error: { code: 'TASK_QUEUE_FULL', message: expect.stringContaining('tasks.maxQueued 1') } });
+  });
+
   it('starts a task, reads it, pages its log, lists and cancels, with the same JSON as the tools', async () => {
     const { klym, grynya } = await klymOverGrynya();
     const started = await klym.app.request('/api/tasks', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'Self-check', record_result: true }) });

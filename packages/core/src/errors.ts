@@ -15,6 +15,7 @@
  * - `BUDGET_EXCEEDED`: a run's budget (steps, tokens, cost, time) ran out.
  * - `TASK_NOT_FOUND`: no task of that id is visible to the caller.
  * - `TASK_TIMEOUT`: a task ran past its wall-clock limit.
+ * - `TASK_QUEUE_FULL`: too many tasks are waiting to start; try again later.
  * - `INVALID_ARGUMENT`: a request's arguments are not usable (the message names the field).
  * - `SHUTTING_DOWN`: Klym is shutting down and takes no new work.
  * - `INTERNAL`: a bug in Klym; the message says what was being done.
@@ -34,6 +35,7 @@ export type KlymErrorCode =
   | 'BUDGET_EXCEEDED'
   | 'TASK_NOT_FOUND'
   | 'TASK_TIMEOUT'
+  | 'TASK_QUEUE_FULL'
   | 'INVALID_ARGUMENT'
   | 'SHUTTING_DOWN'
   | 'INTERNAL';

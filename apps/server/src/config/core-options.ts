@@ -79,6 +79,7 @@ export function serverOptions(config: KlymConfig): KlymServerOptions {
     defaultBudget: budget(config.budget.default),
     maxBudget: budget(config.budget.max),
     maxConcurrentTasks: config.tasks.concurrency,
+    maxQueuedTasks: config.tasks.maxQueued,
     taskTimeoutMs: config.tasks.timeoutMs,
     taskTtlMs: config.tasks.ttlMs,
     taskLog: { maxBytes: config.tasks.logMaxBytes },

@@ -79,6 +79,8 @@ export const configObjectSchema = z.strictObject({
     .strictObject({
       /** Tasks running at once; more wait as `pending`. @default 4 */
       concurrency: positiveInt.default(4),
+      /** Tasks waiting as `pending` at most; one more is refused (`TASK_QUEUE_FULL`). @default 1_000 */
+      maxQueued: positiveInt.default(1_000),
       /** How long a finished task is kept, in milliseconds. @default 3_600_000 (1 h) */
       ttlMs: positiveMs.default(3_600_000),
       /** Bytes of log kept per task; older entries are dropped with a marker. @default 262_144 (256 KiB) */

@@ -25,6 +25,7 @@ const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = {
   TASK_NOT_FOUND: 404,
   INVALID_ARGUMENT: 400,
   SHUTTING_DOWN: 503,
+  TASK_QUEUE_FULL: 429,
   CONFIG_INVALID: 500,
 };
 

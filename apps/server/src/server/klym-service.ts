@@ -41,6 +41,7 @@ export async function createKlymService(input: KlymServerOptions): Promise<KlymS
     ...(options.taskLog === undefined ? {} : { log: options.taskLog }),
     ...(options.run === undefined ? {} : { run: options.run }),
     ...(options.maxConcurrentTasks === undefined ? {} : { maxConcurrent: options.maxConcurrentTasks }),
+    ...(options.maxQueuedTasks === undefined ? {} : { maxQueued: options.maxQueuedTasks }),
     taskTimeoutMs: options.taskTimeoutMs ?? 1_800_000,
     ...(options.taskTtlMs === undefined ? {} : { ttlMs: options.taskTtlMs }),
     ...(options.writeBack === undefined ? {} : { writeBack: options.writeBack }),

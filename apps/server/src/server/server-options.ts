@@ -69,6 +69,8 @@ export interface KlymServerOptions {
   readonly maxBudget?: AgentBudget;
   /** Tasks running at once; more wait as `pending`. @default 4 */
   readonly maxConcurrentTasks?: number;
+  /** Tasks waiting as `pending` at most; one more is refused with `TASK_QUEUE_FULL` (HTTP 429 on REST). @default 1_000 */
+  readonly maxQueuedTasks?: number;
   /** Wall-clock limit of one task (`TASK_TIMEOUT`). @default 1_800_000 */
   readonly taskTimeoutMs?: number;
   /** How long a finished task stays visible. @default 3_600_000 */

@@ -99,6 +99,23 @@ describe('createTaskManager', () => {
     expect((await manager.get(second.id, me)).status).toBe('running');
   });
 
+  it('refuses a task past maxQueued waiting ones with TASK_QUEUE_FULL, and takes tasks again once the queue moves', async () => {
+    const runner = gatedRunner();
+    manager = createTaskManager({ pool, run: runner.run, maxConcurrent: 1, maxQueued: 2 });
+    await manager.start({ prompt: 'running' }, me);
+    await vi.waitFor(() => expect(runner.calls).toHaveLength(1));
+    await manager.start({ prompt: 'queued 1' }, me);
+    await manager.start({ prompt: 'queued 2' }, me);
+    await expect(manager.start({ prompt: 'one too many' }, me)).rejects.toMatchObject({
+      code: 'TASK_QUEUE_FULL',
+      message: expect.stringContaining('2 tasks waiting (tasks.maxQueued 2)'),
+    });
+    expect(await manager.summary()).toMatchObject({ pending: 2, running: 1 });
+    runner.release();
+    await vi.waitFor(() => expect(runner.calls).toHaveLength(2));
+    expect((await manager.start({ prompt: 'fits again' }, me)).status).toBe('pending');
+  });
+
   it('lets exactly one of 100 concurrent cancels win, and never changes a terminal state', async () => {
     const runner = gatedRunner();
     manager = createTaskManager({ pool, run: runner.run });

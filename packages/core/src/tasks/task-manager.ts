@@ -29,6 +29,8 @@ export interface TaskManagerOptions {
   readonly run?: AgentRunner;
   /** Tasks running at once; more wait as `pending`. @default 4 */
   readonly maxConcurrent?: number;
+  /** Tasks waiting as `pending` at most; one more is refused with `TASK_QUEUE_FULL`, so a caller cannot grow the queue without bound. @default 1_000 */
+  readonly maxQueued?: number;
   /** Wall-clock limit of one task once running; it also caps the run's `budget.timeoutMs`. Hitting it is `error` with `TASK_TIMEOUT`. @default 600_000 */
   readonly taskTimeoutMs?: number;
   /** How long a finished task stays visible before it is evicted. @default 3_600_000 */
@@ -94,6 +96,7 @@ export interface TaskManager extends AsyncDisposable {
  */
 export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const maxConcurrent = positive('maxConcurrent', options.maxConcurrent ?? 4);
+  const maxQueued = positive('maxQueued', options.maxQueued ?? 1_000);
   const taskTimeoutMs = positive('taskTimeoutMs', options.taskTimeoutMs ?? 600_000);
   const ttlMs = positive('ttlMs', options.ttlMs ?? 3_600_000);
   const store = options.store ?? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log });
@@ -246,6 +249,9 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const manager: TaskManager = {
     async start(request, caller) {
       if (closing) throw new KlymError('SHUTTING_DOWN', 'Klym is shutting down and takes no new tasks');
+      if (queue.length >= maxQueued) {
+        throw new KlymError('TASK_QUEUE_FULL', `Klym has ${queue.length} tasks waiting (tasks.maxQueued ${maxQueued}); try again when some have started`);
+      }
       const id = randomBytes(16).toString('base64url');
       const task: TaskRecord = {
         id,
