@@ -12,6 +12,8 @@ describe('createRedactor', () => {
   it('removes secret-shaped text nobody named', () => {
     const redactor = createRedactor();
     expect(redactor.text('Authorization: Bearer eyJhbGciOi.payload.sig')).not.toContain('eyJhbGciOi');
+    expect(redactor.text('authorization: token ghp_abcdef1234567890')).toBe('authorization: token [redacted]');
+    expect(redactor.text('the authorization step failed')).toBe('the authorization step failed');
     expect(redactor.text('http://user:pa55word@host:8080/v1')).toBe('http://[redacted]@host:8080/v1');
     expect(redactor.text('fetch https://ghp_abcdef1234567890@mcp.example.com/sse failed')).toBe('fetch https://[redacted]@mcp.example.com/sse failed');
     expect(redactor.text('GET /v1?api_key=12345678&x=1')).toBe('GET /v1?api_key=[redacted]&x=1');

@@ -10,6 +10,8 @@ const MIN_SECRET_LENGTH = 6;
  */
 const PATTERNS: readonly [RegExp, string][] = [
   [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}/gi, `$1 ${REDACTED}`],
+  // An Authorization header with any scheme word before its credential (GitHub's `token <value>`, `Digest …`).
+  [/\b(authorization["']?\s*[:=]\s*["']?[A-Za-z]+\s+)[^\s"',&}]{6,}/gi, `$1${REDACTED}`],
   [/\b((?:x-[a-z-]*)?(?:api[-_]?key|authorization|token|secret|password)["']?\s*[:=]\s*["']?)[^\s"',&}]{6,}/gi, `$1${REDACTED}`],
   [/\bsk-[A-Za-z0-9_-]{16,}/g, REDACTED],
   [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],
