@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
 import { freePort } from './support/upstream-servers.ts';
 
@@ -52,16 +52,6 @@ function run(cmd: string[], env: Record<string, string>): { child: ChildProcess;
   return { child, output: () => output };
 }
 
-async function until<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 describe('docker-compose.yml', () => {
   const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8')) as { services: Record<string, Service> };
 
@@ -87,7 +77,7 @@ describe('docker-compose.yml', () => {
     const grynyaImage = image((compose.services['grynya-mcp-server'] as Service).build.dockerfile);
     const grynyaPort = await freePort();
     const grynya = run(withFlag(grynyaImage.cmd, '--port', String(grynyaPort)), grynyaImage.env);
-    await until(async () => (grynya.output().includes('/sse') ? true : undefined), 'the fake grynya to listen');
+    await vi.waitFor(() => expect(grynya.output()).toContain('/sse'), { timeout: 15_000, interval: 50 });
 
     const klymService = compose.services.klym as Service;
     const klymImage = image(klymService.build.dockerfile);
@@ -102,10 +92,14 @@ describe('docker-compose.yml', () => {
       KLYM_UPSTREAMS: JSON.stringify({ grynya: { url: `http://127.0.0.1:${grynyaPort}/sse` } }),
     };
     run(klymImage.cmd, env);
-    const health = await until(async () => {
-      const response = await fetch(`http://127.0.0.1:${port}/healthz`);
-      return response.status === 200 ? ((await response.json()) as { upstreams: Record<string, { state: string; transport: string }> }) : undefined;
-    }, 'klym serve to answer /healthz');
+    const health = await vi.waitFor(
+      async () => {
+        const response = await fetch(`http://127.0.0.1:${port}/healthz`);
+        expect(response.status).toBe(200);
+        return (await response.json()) as { upstreams: Record<string, { state: string; transport: string }> };
+      },
+      { timeout: 15_000, interval: 50 },
+    );
     // Ready over SSE: the Host override passed the fake's allow-list (it answers 421 otherwise).
     expect(health.upstreams.grynya).toMatchObject({ state: 'ready', transport: 'sse' });
 

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 
 const main = path.join(import.meta.dirname, 'main.ts');
 const demo = path.join(import.meta.dirname, 'demo/demo.ts');
@@ -19,21 +19,18 @@ function start(args: string[]): { child: ChildProcess; output: () => string } {
   return { child, output: () => output };
 }
 
-async function waitFor(read: () => string, pattern: RegExp, child: ChildProcess, timeoutMs = 15_000): Promise<RegExpMatchArray> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const match = read().match(pattern);
-    if (match) return match;
-    if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode} before printing ${pattern}: ${read()}`);
-    if (Date.now() > deadline) throw new Error(`did not print ${pattern} within ${timeoutMs} ms: ${read()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 describe('pnpm start (the embedded default) and pnpm demo', () => {
   it('serves Klym over the fake grynya with the scripted model; the demo plays Grynya end to end; SIGTERM shuts down cleanly', async () => {
     const server = start([main]);
-    const [, demoArgs = ''] = await waitFor(server.output, /Play Grynya from another terminal: {2}pnpm demo(.*)\n/, server.child);
+    const printed = /Play Grynya from another terminal: {2}pnpm demo(.*)\n/;
+    await vi.waitFor(
+      () => {
+        if (server.child.exitCode !== null) throw new Error(`pnpm start exited with ${server.child.exitCode}: ${server.output()}`);
+        expect(server.output()).toMatch(printed);
+      },
+      { timeout: 15_000, interval: 20 },
+    );
+    const [, demoArgs = ''] = server.output().match(printed) as RegExpMatchArray;
     expect(server.output()).toMatch(/Klym is serving MCP at http:\/\/127\.0\.0\.1:\d+\/mcp/);
     expect(server.output()).toMatch(/fake grynya-mcp-server: http:\/\/127\.0\.0\.1:\d+\/sse/);
 

@@ -3,6 +3,7 @@
  * @module
  */
 export { KlymError, isKlymError, type KlymErrorCode, type KlymErrorOptions } from './errors.ts';
+export { REDACTED, createRedactor, type Redactor } from './redact.ts';
 export {
   createSessionPool,
   type CloseOptions,

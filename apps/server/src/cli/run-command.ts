@@ -1,8 +1,8 @@
-import { KlymError, createSessionPool, isKlymError, runAgent } from '@klym/core';
+import { KlymError, createRedactor, createSessionPool, isKlymError, runAgent } from '@klym/core';
 import { configSecrets, modelProviders, poolUpstreams, upstreamToolRules } from '../config/core-options.ts';
 import { configFor, EXIT, exitCodeOf, type CliIo } from './cli.ts';
 import type { CommandLine } from './parse-command.ts';
-import { createScrubber, errorJson, progressWriter, resultJson, upstreamLogWriter } from './run-output.ts';
+import { errorJson, progressWriter, resultJson, upstreamLogWriter } from './run-output.ts';
 
 /**
  * `klym run "prompt"`: one agent run in the foreground over the configured upstreams, no server. The
@@ -13,7 +13,7 @@ import { createScrubber, errorJson, progressWriter, resultJson, upstreamLogWrite
 export async function runCommand(parsed: CommandLine, io: CliIo): Promise<number> {
   const { config } = configFor(parsed, io);
   const secrets = configSecrets(config);
-  const scrub = createScrubber(secrets);
+  const scrub = createRedactor(secrets).text;
   const showProgress = parsed.progress ?? io.stderr.isTTY === true;
 
   const controller = new AbortController();

@@ -3,12 +3,6 @@ import type { TextSink } from './cli.ts';
 
 const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
 
-/** Replaces every given secret in a text with `<redacted>`. */
-export function createScrubber(secrets: readonly string[]): (text: string) => string {
-  const sorted = secrets.toSorted((left, right) => right.length - left.length);
-  return (text) => sorted.reduce((result, secret) => result.replaceAll(secret, '<redacted>'), text);
-}
-
 /** Writes an upstream's log message to `sink` as `[upstream level] message`, when it is at least `least` severe. */
 export function upstreamLogWriter(sink: TextSink, least: (typeof LEVELS)[number], scrub: (text: string) => string): (entry: UpstreamLogEntry) => void {
   const threshold = LEVELS.indexOf(least);

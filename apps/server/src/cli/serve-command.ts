@@ -1,15 +1,15 @@
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
+import { createRedactor } from '@klym/core';
 import { configSecrets, serverOptions } from '../config/core-options.ts';
 import type { KlymConfig } from '../config/schema.ts';
 import { serveStdio, startKlymServer } from '../server/index.ts';
 import { configFor, EXIT, type CliIo } from './cli.ts';
 import type { CommandLine } from './parse-command.ts';
-import { createScrubber } from './run-output.ts';
 
 /** Where the server's log lines go: stderr, or appended to the file `logging.destination` names. */
 function logSink(config: KlymConfig, io: CliIo): { log: (line: string) => void; close: () => Promise<void> } {
-  const scrub = createScrubber(configSecrets(config));
+  const scrub = createRedactor(configSecrets(config)).text;
   if (config.logging.destination === 'stderr') return { log: (line) => void io.stderr.write(`${scrub(line)}\n`), close: async () => {} };
   const stream = createWriteStream(path.resolve(io.cwd, config.logging.destination), { flags: 'a' });
   return {

@@ -2,7 +2,6 @@ import type { AgentBudget, ModelProviders, UpstreamConfig, UpstreamToolRules } f
 import type { KlymServerOptions } from '../server/server-options.ts';
 import { providerOf, type KlymConfig } from './schema.ts';
 
-const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];
 
 /** The upstreams the pool opens: every configured one but those marked `disabled`. */
 export function poolUpstreams(config: KlymConfig): Record<string, UpstreamConfig> {
@@ -61,8 +60,8 @@ export function serverOptions(config: KlymConfig): KlymServerOptions {
     host: config.server.host,
     port: config.server.port,
     ...(Object.keys(config.server.tokens).length > 0 ? { auth: { tokens: { ...config.server.tokens } } } : {}),
-    allowedHosts: [...new Set([...LOOPBACK_NAMES, ...config.server.allowedHosts])],
-    allowedOrigins: [...new Set([...LOOPBACK_NAMES, ...config.server.allowedOrigins])],
+    allowedHosts: config.server.allowedHosts,
+    allowedOrigins: config.server.allowedOrigins,
     maxBodyBytes: config.server.bodyLimitBytes,
     sessionIdleMs: config.server.sessionIdleMs,
     models: [...new Set([config.llm.model, ...config.llm.models])],

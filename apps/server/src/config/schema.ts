@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isLoopback } from '../server/server-options.ts';
 import { mcpServerSchema, upstreamNameSchema, upstreamSchema } from './upstream-schema.ts';
 
 const positiveInt = z.number().int().positive();
@@ -190,8 +191,7 @@ export function crossCheck(config: ParsedConfig): { path: (string | number)[]; m
       issues.push({ path, message: `needs an API key for the ${provider} provider: set ${variable}, \`llm.apiKey\` or \`llm.providers.${provider}.apiKey\`` });
     }
   }
-  const loopback = ['127.0.0.1', 'localhost', '::1'].includes(config.server.host) || config.server.host.startsWith('127.');
-  if (!loopback && Object.keys(config.server.tokens).length === 0) {
+  if (!isLoopback(config.server.host) && Object.keys(config.server.tokens).length === 0) {
     issues.push({ path: ['server', 'host'], message: `binding "${config.server.host}" (not loopback) needs \`server.tokens\`` });
   }
   return issues;

@@ -33,9 +33,9 @@ export interface KlymServerOptions {
   readonly port?: number;
   /** Bearer tokens, by principal: `{ grynya: '<token>' }`. Without it every caller is `anonymous`. @default undefined (no auth) */
   readonly auth?: { readonly tokens: Readonly<Record<string, string>> };
-  /** Host names (no port) the `Host` header may name; others get 403. The bound host is added. @default ['localhost', '127.0.0.1', '::1'] */
+  /** Host names (no port) the `Host` header may name besides loopback (`localhost`, `127.0.0.1`, `::1`, always allowed) and the bound host; others get 403. @default [] */
   readonly allowedHosts?: readonly string[];
-  /** Host names an `Origin` header may name; requests with another Origin get 403, requests without one pass. @default ['localhost', '127.0.0.1', '::1'] */
+  /** Host names an `Origin` header may name besides loopback (always allowed); requests with another Origin get 403, requests without one pass. @default [] */
   readonly allowedOrigins?: readonly string[];
   /** Largest request body, in bytes; larger ones get 413. @default 1_048_576 */
   readonly maxBodyBytes?: number;
@@ -134,8 +134,8 @@ export function resolveServerOptions(options: KlymServerOptions): ResolvedServer
     ...options,
     host,
     port: options.port ?? 8765,
-    allowedHosts: [...new Set([...(options.allowedHosts ?? LOOPBACK), ...extra].map((name) => name.toLowerCase()))],
-    allowedOrigins: (options.allowedOrigins ?? LOOPBACK).map((name) => name.toLowerCase()),
+    allowedHosts: [...new Set([...LOOPBACK, ...(options.allowedHosts ?? []), ...extra].map((name) => name.toLowerCase()))],
+    allowedOrigins: [...new Set([...LOOPBACK, ...(options.allowedOrigins ?? [])].map((name) => name.toLowerCase()))],
     maxBodyBytes: options.maxBodyBytes ?? 1_048_576,
     sessionIdleMs: options.sessionIdleMs ?? 1_800_000,
     models: options.models !== undefined && options.models.length > 0 ? options.models : ['scripted'],

@@ -1,6 +1,6 @@
 import { APICallError, type ModelMessage } from 'ai';
 import { KlymError } from '../errors.ts';
-import { createRedactor } from '../internal/redact.ts';
+import { createRedactor } from '../redact.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
 import { removeOrphanedToolCalls } from './history.ts';

@@ -3,7 +3,7 @@ import type { AgentEvent, AgentRunResult, RunAgentOptions } from '../agent/types
 import { runAgent } from '../agent/run-agent.ts';
 import { KlymError, isKlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
-import { createRedactor } from '../internal/redact.ts';
+import { createRedactor } from '../redact.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
 import { applyAgentEvent, eventData } from './task-progress.ts';
