@@ -19,7 +19,7 @@ process.on('message', async (message: { type: string }) => {
     send({ type: 'reset-done' });
   } else if (message.type === 'stats') {
     const memory = process.memoryUsage();
-    const health = (await server.klym.service.health()) as { tasks?: unknown };
+    const health = await server.klym.service.health();
     const cpu = process.cpuUsage();
     send({ type: 'stats', cpuMs: (cpu.user + cpu.system) / 1e3, rss: memory.rss, heapUsed: memory.heapUsed, delayP99Ms: delay.percentile(99) / 1e6, delayMaxMs: delay.max / 1e6, tasks: health.tasks });
   } else if (message.type === 'close') {

@@ -5,6 +5,7 @@ import { failureFigures } from './failure-figures.ts';
 import { freshVsPooled } from './fresh-vs-pooled.ts';
 import { poolOverhead } from './pool-overhead.ts';
 import { serverFigures } from './server-figures.ts';
+import { storeFigures } from './store-figures.ts';
 
 const quick = process.argv.includes('--quick');
 const scale = quick ? { rounds: 4, perRound: 50 } : { rounds: 10, perRound: 200 };
@@ -20,6 +21,9 @@ console.log((await freshVsPooled({ rounds: scale.rounds, perRound: Math.max(10, 
 
 console.log('\n## 3. The pool under failure: kill, restart, and a dead upstream\n');
 console.log((await failureFigures({ rounds: quick ? 2 : 5 })).join('\n'));
+
+console.log('\n## 7. The task store alone: SQLite against memory, in one process\n');
+console.log((await storeFigures({ quick })).join('\n'));
 
 console.log('\n## The Klym server\n');
 console.log((await serverFigures({ quick })).join('\n'));

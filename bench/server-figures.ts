@@ -2,6 +2,8 @@
 // the fake grynya in another; this process is the client (the official SDK client over Streamable HTTP).
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
@@ -202,6 +204,60 @@ async function coldStart(grynya: ChildServer, rounds: number): Promise<string[]>
   return [`\`klym serve\` from process start to \`GET /healthz\` 200: median ${ms(summary.median)}, max ${ms(Math.max(...times))} (${rounds} starts).`];
 }
 
+/**
+ * Scenario 7 (issue #10): two Klym servers side by side, one keeping tasks in memory and one in SQLite:
+ * `start_async_agent_task` round trips (alternating between the two), the CPU each spends per task (a
+ * self-check: two model steps and one upstream call, every step logged and checkpointed), and each one's
+ * event-loop delay while it works.
+ */
+async function storeThroughServer(grynya: ChildServer, samples: number): Promise<string[]> {
+  const directory = mkdtempSync(path.join(tmpdir(), 'klym-bench-server-store-'));
+  const common = { port: 0, upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', pool: { min: 2, max: 8 } } }, maxConcurrentTasks: 8, taskTtlMs: 600_000, shutdownGraceMs: 0 };
+  const servers = { memory: await startKlymChild({ ...common, taskStore: 'memory' }), sqlite: await startKlymChild({ ...common, taskStore: `sqlite:${path.join(directory, 'tasks.db')}` }) };
+  const clients = { memory: await client(servers.memory.mcpUrl), sqlite: await client(servers.sqlite.mcpUrl) };
+  try {
+    const start = (name: 'memory' | 'sqlite') => clients[name].callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
+    // Warm-up: code paths compiled, sessions open, tool lists cached.
+    for (const name of ['memory', 'sqlite'] as const) {
+      await Promise.all(Array.from({ length: 20 }, () => start(name)));
+      await waitUntilIdle(servers[name]);
+      await servers[name].ask('reset');
+    }
+    const cpuBefore = { memory: (await servers.memory.ask<{ cpuMs: number }>('stats')).cpuMs, sqlite: (await servers.sqlite.ask<{ cpuMs: number }>('stats')).cpuMs };
+    const times = { memory: [] as number[], sqlite: [] as number[] };
+    for (let index = 0; index < samples; index++) {
+      for (const name of index % 2 === 0 ? (['memory', 'sqlite'] as const) : (['sqlite', 'memory'] as const)) {
+        const began = performance.now();
+        await start(name);
+        times[name].push(performance.now() - began);
+      }
+    }
+    const figures = { memory: summarize(times.memory), sqlite: summarize(times.sqlite) };
+    const after: Record<string, { cpuMs: number; delayP99Ms: number; delayMaxMs: number }> = {};
+    for (const name of ['memory', 'sqlite'] as const) {
+      await waitUntilIdle(servers[name]);
+      after[name] = await servers[name].ask('stats');
+    }
+    const cpu = (name: 'memory' | 'sqlite'): number => ((after[name]?.cpuMs ?? 0) - cpuBefore[name]) / samples;
+    const row = (name: 'memory' | 'sqlite') =>
+      `| ${name} | ${ms(figures[name].median)} | ${ms(figures[name].p99)} | ${cpu(name).toFixed(2)} ms | ${ms(after[name]?.delayP99Ms ?? 0)} / ${ms(after[name]?.delayMaxMs ?? 0)} |`;
+    return [
+      `| task store | start p50 | start p99 | CPU per task | event-loop delay p99 / max |`,
+      '| --- | --- | --- | --- | --- |',
+      row('memory'),
+      row('sqlite'),
+      '',
+      `sqlite ÷ memory: start ${ratio(figures.sqlite.median / figures.memory.median)} at p50, ${ratio(figures.sqlite.p99 / figures.memory.p99)} at p99; CPU per task ${ratio(cpu('sqlite') / cpu('memory'))} (${samples} starts on each, alternating, each task a self-check run to the end).`,
+      `figure store_server_start_p99_ratio ${(figures.sqlite.p99 / figures.memory.p99).toFixed(2)}`,
+      `figure store_server_cpu_ratio ${(cpu('sqlite') / cpu('memory')).toFixed(2)}`,
+    ];
+  } finally {
+    await Promise.all([clients.memory.close(), clients.sqlite.close()]);
+    await Promise.all([servers.memory.stop(), servers.sqlite.stop()]);
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
 export async function serverFigures(options: { quick: boolean }): Promise<string[]> {
   const slow = await startFakeGrynyaProcess({ delayMs: 2_000 });
   const fast = await startFakeGrynyaProcess();
@@ -213,6 +269,8 @@ export async function serverFigures(options: { quick: boolean }): Promise<string
       ...(await throughput(fast, options.quick ? 200 : 1_000, 50)),
       '\n### 6. Cold start\n',
       ...(await coldStart(fast, options.quick ? 3 : 5)),
+      '\n### 7. The task store: SQLite against memory, through the server\n',
+      ...(await storeThroughServer(fast, options.quick ? 100 : 400)),
     ];
   } finally {
     await slow.stop();

@@ -1,5 +1,5 @@
 // `klym serve` and `klym serve --stdio`: the real CLI, its options taken from the configuration layers.
-import { writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -46,6 +46,8 @@ describe('klym serve', () => {
     }
     const { code } = await klym.exited();
     expect(code).toBe(0);
+    // Its tasks are kept in .klym/tasks.db under the working directory, the default of `tasks.store`.
+    expect(existsSync(path.join(cwd.path, '.klym', 'tasks.db'))).toBe(true);
   });
 
   it('--stdio serves one MCP client over stdin/stdout, its upstream given by --upstream', async () => {
@@ -66,6 +68,14 @@ describe('klym serve', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('stops at start-up when the task store cannot be opened: exit 1, one line naming the file and why', async () => {
+    using directory = temporaryDirectory();
+    mkdirSync(path.join(directory.path, 'tasks.db'));
+    const { code, stdout, stderr } = await runKlym(['serve', '--port', '0'], { cwd: directory.path, env: { KLYM_TASKS_STORE: 'sqlite:tasks.db' } });
+    expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
+    expect(stderr).toBe(`klym: Cannot open the task store ${path.join(directory.path, 'tasks.db')}: it is a directory, not a file\n`);
   });
 
   it('refuses a non-loopback host without tokens: exit 1, one line naming the key and the flag', async () => {

@@ -4,13 +4,17 @@
 // deploy/klym.docker.yaml reaching it over legacy SSE with its Host override, behind a bearer token.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
+import { temporaryDirectory } from './cli-harness.ts';
 import { freePort } from './support/upstream-servers.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
+// Klym's working directory in these runs: it writes its task store there (.klym/), which must not be the repository.
+const workdir = temporaryDirectory();
+afterAll(() => workdir[Symbol.dispose]());
 const children: ChildProcess[] = [];
 afterEach(async () => {
   for (const child of children.splice(0)) {
@@ -26,6 +30,7 @@ interface Service {
   environment?: Record<string, string>;
   ports?: string[];
   depends_on?: string[];
+  volumes?: string[];
 }
 
 /** The JSON-array CMD of a Dockerfile, and its ENV lines. */
@@ -42,9 +47,16 @@ function withFlag(cmd: string[], flag: string, value: string): string[] {
   return at === -1 ? [...cmd, flag, value] : cmd.with(at + 1, value);
 }
 
-function run(cmd: string[], env: Record<string, string>): { child: ChildProcess; output: () => string } {
+/**
+ * Runs an image's command as its WORKDIR (the repository root) would, but in `cwd` when given: paths the
+ * command and `KLYM_CONFIG` name are taken against the root, and what Klym writes under its working
+ * directory (`.klym/`) lands in `cwd`, never in the repository.
+ */
+function run(cmd: string[], env: Record<string, string>, cwd = root): { child: ChildProcess; output: () => string } {
   expect(cmd[0]).toBe('node');
-  const child = spawn(process.execPath, cmd.slice(1), { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const fromRoot = (arg: string): string => (cwd !== root && /^[\w.-]+\/.*\.\w+$/.test(arg) && existsSync(path.join(root, arg)) ? path.join(root, arg) : arg);
+  const environment = { PATH: process.env.PATH ?? '', ...env, ...(env.KLYM_CONFIG === undefined ? {} : { KLYM_CONFIG: fromRoot(env.KLYM_CONFIG) }) };
+  const child = spawn(process.execPath, cmd.slice(1).map(fromRoot), { cwd, env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -91,7 +103,7 @@ describe('docker-compose.yml', () => {
       // Inside compose the name grynya-mcp-server resolves; here the fake listens on loopback.
       KLYM_UPSTREAMS: JSON.stringify({ grynya: { url: `http://127.0.0.1:${grynyaPort}/sse` } }),
     };
-    run(klymImage.cmd, env);
+    run(klymImage.cmd, env, workdir.path);
     const health = await vi.waitFor(
       async () => {
         const response = await fetch(`http://127.0.0.1:${port}/healthz`);
@@ -108,5 +120,8 @@ describe('docker-compose.yml', () => {
     const listed = await fetch(`http://127.0.0.1:${port}/api/tasks`, { headers: { authorization: `Bearer ${token}` } });
     expect(listed.status).toBe(200);
     expect(await listed.text()).not.toContain(token);
+    // Tasks are kept under the working directory, which compose mounts as a volume (/klym/.klym).
+    expect(existsSync(path.join(workdir.path, '.klym', 'tasks.db'))).toBe(true);
+    expect(compose.services.klym).toMatchObject({ volumes: [expect.stringMatching(/:\/klym\/\.klym$/)] });
   });
 });

@@ -1,3 +1,4 @@
+import { KlymError, createMemoryTaskStore, createSessionPool } from '@klym/core';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createKlymApp, type KlymApp } from '../apps/server/src/server/index.ts';
@@ -70,6 +71,23 @@ describe('the REST API, through app.request()', () => {
     expect(cancel).toMatchObject({ cancelled: false, status: 'completed' });
   });
 
+  it('answers a start with an idempotency key used before with the same task, and pages the list with a cursor', async () => {
+    const { klym } = await klymOverGrynya();
+    const start = (body: Record<string, unknown>) => klym.app.request('/api/tasks', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const first = (await json(await start({ prompt: 'Self-check', idempotency_key: 'retry-me' }))) as { task_id: string };
+    const again = await start({ prompt: 'Self-check', idempotency_key: 'retry-me' });
+    expect(again.status).toBe(202);
+    expect(await json(again)).toMatchObject({ task_id: first.task_id });
+    const second = (await json(await start({ prompt: 'Self-check' }))) as { task_id: string };
+
+    const newest = await json(await klym.app.request('/api/tasks?limit=1', { headers: auth }));
+    expect(newest).toMatchObject({ total: 2, tasks: [{ task_id: second.task_id }], next_cursor: expect.any(String) });
+    const older = await json(await klym.app.request(`/api/tasks?limit=1&cursor=${encodeURIComponent(String(newest.next_cursor))}`, { headers: auth }));
+    expect(older).toMatchObject({ total: 2, tasks: [{ task_id: first.task_id }] });
+    expect(older.next_cursor).toBeUndefined();
+    expect((await klym.app.request('/api/tasks?cursor=nonsense', { headers: auth })).status).toBe(400);
+  });
+
   it('answers bad input with 400 naming the field, and an unknown task with 404', async () => {
     const { klym } = await klymOverGrynya();
     const post = (body: string) => klym.app.request('/api/tasks', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body });
@@ -83,6 +101,17 @@ describe('the REST API, through app.request()', () => {
     const unknown = await klym.app.request('/api/tasks/nope', { headers: auth });
     expect(unknown.status).toBe(404);
     expect(await json(unknown)).toMatchObject({ error: { code: 'TASK_NOT_FOUND' } });
+  });
+
+  it('answers 503 with STORE_UNAVAILABLE when the task store fails', async () => {
+    const pool = await createSessionPool({ upstreams: {} });
+    const store = createMemoryTaskStore();
+    const broken = { ...store, list: async () => Promise.reject(new KlymError('STORE_UNAVAILABLE', 'The task store /var/lib/klym/tasks.db failed: disk I/O error')) };
+    const klym = await createKlymApp({ pool, taskStore: broken, shutdownGraceMs: 0, log: () => {} });
+    cleanups.push(() => pool.close(), () => klym.close());
+    const response = await klym.app.request('/api/tasks');
+    expect(response.status).toBe(503);
+    expect(await json(response)).toEqual({ error: { code: 'STORE_UNAVAILABLE', message: 'The task store /var/lib/klym/tasks.db failed: disk I/O error' } });
   });
 
   it('reports pool and tasks on /healthz without secrets', async () => {

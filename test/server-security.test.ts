@@ -4,8 +4,6 @@ import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/type
 import { createSessionPool, type SessionPool } from '@klym/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createKlymApp, startKlymServer, type KlymApp, type KlymServerOptions } from '../apps/server/src/server/index.ts';
-import { resolveServerOptions } from '../apps/server/src/server/server-options.ts';
-import { toTaskRequest } from '../apps/server/src/server/task-request.ts';
 import { floodingRunner, quickRunner } from './support/server-runners.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -138,8 +136,8 @@ describe('MCP sessions over Streamable HTTP', () => {
   it('leaves nothing behind when an initialize request fails (406, a batch with two initializes)', async () => {
     const klym = await app();
     let subscribed = 0;
-    const subscribe = klym.service.onTaskEvent;
-    klym.service.onTaskEvent = (listener) => {
+    const subscribe = klym.service.onEvent;
+    klym.service.onEvent = (listener) => {
       subscribed++;
       const unsubscribe = subscribe(listener);
       return () => {
@@ -211,16 +209,6 @@ describe('bad input to the tools', () => {
     expect(negative).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/budget\.max_steps/) }] });
     const policy = await mcp.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'x', tools: { policy: 'everything' } } });
     expect(policy).toMatchObject({ isError: true, structuredContent: { error: { message: expect.stringMatching(/^`tools.policy`/) } } });
-  });
-
-  it('matches hostile tool patterns full of `*` without freezing the server (a RegExp of `.*`s would backtrack for minutes)', async () => {
-    const options = resolveServerOptions({ tools: { allow: ['grynya__*'] }, log: () => {} });
-    const hostile = `${'*a'.repeat(60)}Z`;
-    const request = await toTaskRequest({ prompt: 'x', tools: { allow: [hostile, 'grynya__get_*'], deny: [hostile] } }, options, async () => [
-      'grynya__search_nodes_by_text',
-      'grynya__get_node',
-    ]);
-    expect(request.tools).toEqual({ allow: ['grynya__get_node'], deny: [hostile] });
   });
 
   it("hides another principal's task: it cannot see, read or cancel it", async () => {

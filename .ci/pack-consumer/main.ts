@@ -1,6 +1,9 @@
-// An agent that installed @klym/core from its tarball: both entry points, typed, and working.
-import { createSessionPool, createTaskManager, isTerminal, KlymError, runAgent, SELF_CHECK_OK, type SessionPool } from '@klym/core';
+// An agent that installed @klym/core from its tarball: its entry points, typed, and working.
+import { createSessionPool, createTaskManager, createTaskService, isTerminal, KlymError, runAgent, SELF_CHECK_OK, type SessionPool } from '@klym/core';
+import { registerTaskTools, TASK_TOOLS_INSTRUCTIONS } from '@klym/core/mcp';
 import { createInMemoryUpstream } from '@klym/core/testing';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 
@@ -23,13 +26,26 @@ while (!isTerminal(task.status)) {
   task = await tasks.get(started.id, { principal: 'consumer' });
 }
 await tasks.close();
+// The five task tools on this agent's own MCP server, called by the SDK's client.
+const service = createTaskService({ pool, shutdownGraceMs: 0 });
+const server = new McpServer({ name: 'consumer', version: '1.0.0' }, { capabilities: { logging: {} }, instructions: TASK_TOOLS_INSTRUCTIONS });
+registerTaskTools(server, service);
+const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+await server.connect(serverSide);
+const client = new Client({ name: 'consumer-client', version: '1.0.0' });
+await client.connect(clientSide);
+const served = (await client.listTools()).tools.map((tool) => tool.name);
+const described = (await client.callTool({ name: 'describe_capabilities', arguments: {} })).structuredContent as { tools?: { name: string }[] } | undefined;
+await client.close();
+await service.close();
 await pool.close();
 const closed = await pool.callTool('demo', 'echo', { text: 'late' }).catch((error: unknown) => error);
 
 const text = (result.content as { text: string }[])[0]?.text;
 const ran = run.text.startsWith(SELF_CHECK_OK) && task.status === 'completed';
-if (listing.tools[0]?.name !== 'demo__echo' || text !== 'from the tarball' || !(closed instanceof KlymError) || closed.code !== 'POOL_CLOSED' || !ran) {
-  console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed, run: run.text, task: task.status });
+const mcp = served.length === 5 && described?.tools?.[0]?.name === 'demo__echo';
+if (listing.tools[0]?.name !== 'demo__echo' || text !== 'from the tarball' || !(closed instanceof KlymError) || closed.code !== 'POOL_CLOSED' || !ran || !mcp) {
+  console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed, run: run.text, task: task.status, served, described });
   process.exit(1);
 }
-console.log(`consumer check passed: ${listing.tools[0].name} answered ${JSON.stringify(text)}; runAgent (scripted): ${run.finishReason}, ${run.steps} steps; task ${task.status}; after close: ${closed.code}`);
+console.log(`consumer check passed: ${listing.tools[0].name} answered ${JSON.stringify(text)}; runAgent (scripted): ${run.finishReason}, ${run.steps} steps; task ${task.status}; after close: ${closed.code}; @klym/core/mcp served ${served.length} tools`);

@@ -24,18 +24,20 @@ export interface FakeLlmServer extends AsyncDisposable {
   readonly googleBaseUrl: string;
   /** Every request, in order. */
   readonly requests: FakeRequest[];
-  /** Replies still to give, in order; a request with none left gets a 500. */
+  /** Replies still to give, in order; a request with none left gets a 500. (Empty when a function decides.) */
   readonly replies: FakeReply[];
   close(): Promise<void>;
 }
 
 /**
- * Starts the fake on a loopback port. Every request takes the next reply of `replies`; a turn is streamed
- * as server-sent events in the format of the endpoint that was called, with its tool calls and usage.
+ * Starts the fake on a loopback port. Every request takes the next reply of `replies` (or, given a
+ * function, the reply it decides from the request); a turn is streamed as server-sent events in the format
+ * of the endpoint that was called, with its tool calls and usage.
  */
-export async function startFakeLlmServer(replies: readonly FakeReply[] = []): Promise<FakeLlmServer> {
+export async function startFakeLlmServer(replies: readonly FakeReply[] | ((request: FakeRequest) => FakeReply) = []): Promise<FakeLlmServer> {
   const requests: FakeRequest[] = [];
-  const queue: FakeReply[] = [...replies];
+  const queue: FakeReply[] = typeof replies === 'function' ? [] : [...replies];
+  const decide = typeof replies === 'function' ? replies : (): FakeReply | undefined => queue.shift();
   const hanging = new Set<ServerResponse>();
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -49,8 +51,9 @@ export async function startFakeLlmServer(replies: readonly FakeReply[] = []): Pr
         json = undefined;
       }
       const path = request.url ?? '/';
-      requests.push({ path, headers: request.headers, body, json });
-      answer(path, queue.shift(), response, hanging);
+      const received = { path, headers: request.headers, body, json };
+      requests.push(received);
+      answer(path, decide(received), response, hanging);
     });
   });
   server.listen(0, '127.0.0.1');

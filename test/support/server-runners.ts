@@ -1,22 +1,10 @@
 import { KlymError, type AgentRunner } from '@klym/core';
+import { runResult as finishedRun } from '@klym/core/testing';
 
 type RunResult = Awaited<ReturnType<AgentRunner>>;
 
 /** A run result with the fields every stand-in fills the same way. */
-export function runResult(text: string, finishReason: string): RunResult {
-  return {
-    text,
-    finishReason,
-    steps: 1,
-    usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0, estimated: true },
-    costUsd: undefined,
-    toolCalls: [],
-    model: 'scripted',
-    elapsedMs: 1,
-    budget: { maxSteps: 25 },
-    messages: [],
-  };
-}
+export const runResult = (text: string, finishReason: string): RunResult => finishedRun(text, { finishReason });
 
 /**
  * A stand-in for runAgent for tests of the server's own behaviour (no upstream needed): it answers

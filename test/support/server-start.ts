@@ -5,6 +5,7 @@
 // the shutdown grace period. On SIGINT/SIGTERM it shuts down gracefully and, before exiting, prints one
 // stderr line `klym-test-exit {"tasks":[…],"grynyaCancelled":n}` so a test can see what shutdown did.
 import { parseArgs } from 'node:util';
+import type { TaskManager } from '@klym/core';
 import { createFakeGrynya } from '@klym/fake-grynya';
 import { handleShutdownSignals, serveStdio, startKlymServer, type KlymServerOptions } from '../../apps/server/src/server/index.ts';
 
@@ -18,8 +19,8 @@ const options: KlymServerOptions = {
   log: (line) => process.stderr.write(`${line}\n`),
 };
 
-const report = async (tasks: { list(caller: { principal: string }): Promise<readonly { id: string; status: string; cancelReason?: string }[]> }) => {
-  const list = (await tasks.list({ principal: 'anonymous' })).map((task) => ({ id: task.id, status: task.status, cancelReason: task.cancelReason }));
+const report = async (tasks: TaskManager) => {
+  const list = (await tasks.list({ principal: 'anonymous' })).tasks.map((task) => ({ id: task.id, status: task.status, cancelReason: task.cancelReason }));
   process.stderr.write(`klym-test-exit ${JSON.stringify({ tasks: list, grynyaCancelled: grynya.stats.cancelled })}\n`);
 };
 

@@ -1,17 +1,22 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 
 const main = path.join(import.meta.dirname, 'main.ts');
 const demo = path.join(import.meta.dirname, 'demo/demo.ts');
+// pnpm start keeps its tasks under the working directory: a temporary one, never the repository.
+const cwd = mkdtempSync(path.join(tmpdir(), 'klym-start-'));
+afterAll(() => rmSync(cwd, { recursive: true, force: true }));
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
 });
 
 function start(args: string[]): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, ['--conditions=klym-source', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--conditions=klym-source', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -51,5 +56,7 @@ describe('pnpm start (the embedded default) and pnpm demo', () => {
     server.child.kill('SIGTERM');
     const [serverCode] = (await once(server.child, 'exit')) as [number | null];
     expect(serverCode).toBe(0);
+    // The task outlives the process: it is in the store under the working directory.
+    expect(existsSync(path.join(cwd, '.klym', 'tasks.db'))).toBe(true);
   });
 });

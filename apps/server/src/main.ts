@@ -10,12 +10,17 @@ module.enableCompileCache?.();
 // The AI SDK prints provider warnings (an unsupported JSON Schema keyword, a setting a model ignores) with
 // console.warn; stdout and stderr belong to the CLI's own output here.
 (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
-const { runCli } = await import('./cli/cli.ts');
+const { exitCodeOf, reportError, runCli } = await import('./cli/cli.ts');
 
 const argv = process.argv.slice(2);
 if (argv.length === 0) {
   const { runEmbeddedDefault } = await import('./cli/embedded-default.ts');
-  await runEmbeddedDefault({ stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() });
+  const io = { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() };
+  // A start-up failure (a busy task store, say) is one line, as for `klym serve`, not a stack trace.
+  await runEmbeddedDefault(io).catch((error: unknown) => {
+    reportError(io, error);
+    process.exitCode = exitCodeOf(error);
+  });
 } else {
   // The first SIGINT/SIGTERM asks the command to stop (a run is cancelled, a server shuts down gracefully);
   // a second one exits at once.

@@ -16,6 +16,8 @@
  * - `TASK_NOT_FOUND`: no task of that id is visible to the caller.
  * - `TASK_TIMEOUT`: a task ran past its wall-clock limit.
  * - `TASK_QUEUE_FULL`: too many tasks are waiting to start; try again later.
+ * - `TASK_INTERRUPTED`: the process running the task died, and it was not resumed (`resumeOnRestart: false`).
+ * - `STORE_UNAVAILABLE`: the task store cannot be opened or used (the message names the file or server and why).
  * - `INVALID_ARGUMENT`: a request's arguments are not usable (the message names the field).
  * - `SHUTTING_DOWN`: Klym is shutting down and takes no new work.
  * - `INTERNAL`: a bug in Klym; the message says what was being done.
@@ -36,6 +38,8 @@ export type KlymErrorCode =
   | 'TASK_NOT_FOUND'
   | 'TASK_TIMEOUT'
   | 'TASK_QUEUE_FULL'
+  | 'TASK_INTERRUPTED'
+  | 'STORE_UNAVAILABLE'
   | 'INVALID_ARGUMENT'
   | 'SHUTTING_DOWN'
   | 'INTERNAL';

@@ -4,6 +4,7 @@
  */
 export { KlymError, isKlymError, type KlymErrorCode, type KlymErrorOptions } from './errors.ts';
 export { REDACTED, createRedactor, type Redactor } from './redact.ts';
+export { DEFAULT_MAX_STEPS, MAX_TIMER_MS, TASK_DEFAULTS } from './defaults.ts';
 export {
   createSessionPool,
   type CloseOptions,
@@ -41,7 +42,6 @@ export type { ResolvedProbe } from './tools/tool-probe.ts';
 export { resultText, toModelOutput, type ToolResultOutput } from './tools/tool-result.ts';
 export { describeTools } from './tools/tools-prompt.ts';
 export { runAgent } from './agent/run-agent.ts';
-export { DEFAULT_MAX_STEPS } from './agent/budget.ts';
 export { removeOrphanedToolCalls } from './agent/history.ts';
 export type { LanguageModelV4, ScriptedStep } from './agent/language-model.ts';
 export { resolveModel, type ResolvedModel } from './agent/model-resolver.ts';
@@ -51,6 +51,7 @@ export { DEFAULT_SYSTEM_PROMPT, TOOLS_PLACEHOLDER } from './agent/system-prompt.
 export { DEFAULT_MODEL_PRICES } from './agent/usage.ts';
 export type {
   AgentBudget,
+  AgentCheckpoint,
   AgentEvent,
   AgentFinishReason,
   AgentRunResult,
@@ -58,6 +59,7 @@ export type {
   AgentUsage,
   BudgetName,
   ModelPrice,
+  InFlightToolCall,
   ModelProviders,
   RunAgentOptions,
   ToolErrorCode,
@@ -79,6 +81,8 @@ export {
   TERMINAL_STATUSES,
   isTerminal,
   type TaskFilter,
+  type TaskListPage,
+  type TaskPageRequest,
   type TaskPatch,
   type TaskRecord,
   type TaskRequest,
@@ -88,5 +92,32 @@ export {
   type TaskUsage,
   type WriteBackOutcome,
 } from './tasks/task-types.ts';
-export { viewLogPage, viewTask, type TaskViewOptions } from './tasks/task-view.ts';
+export {
+  MAX_GLANCE_CHARS,
+  viewBudgetLimits,
+  viewLogPage,
+  viewTaskList,
+  viewTaskStatus,
+  viewTaskSummary,
+  type BudgetLimitsView,
+  type TaskBudgetView,
+  type TaskCancelView,
+  type TaskListView,
+  type TaskLogEntryView,
+  type TaskLogLineView,
+  type TaskLogPageView,
+  type TaskLogView,
+  type TaskStartView,
+  type TaskStatusView,
+  type TaskStatusViewOptions,
+  type TaskSummaryView,
+} from './tasks/task-views.ts';
+export { createTaskService, type TaskService, type TaskServiceOptions } from './tasks/task-service.ts';
+export {
+  type CapabilitiesView,
+  type HealthView,
+  type ToolCapabilityView,
+  type UpstreamCapabilityView,
+  type UpstreamHealthView,
+} from './tasks/capabilities.ts';
 export { dayIdOf, writeBackResult, type WriteBackOptions } from './tasks/write-back.ts';

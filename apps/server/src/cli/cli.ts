@@ -25,9 +25,13 @@ export interface CliIo {
 /** Exit statuses of `klym`. */
 export const EXIT = { ok: 0, usage: 1, failure: 2, interrupted: 130 } as const;
 
-/** Errors that are the user's to fix (exit 1); everything else is a failure of Klym, an upstream or the model (exit 2). */
+/**
+ * Errors that are the user's to fix (exit 1): configuration, arguments, a task store that cannot be
+ * opened (a path, a permission, another Klym holding it); everything else is a failure of Klym, an
+ * upstream or the model (exit 2).
+ */
 export function exitCodeOf(error: unknown): number {
-  return isKlymError(error, 'CONFIG_INVALID', 'INVALID_ARGUMENT') ? EXIT.usage : EXIT.failure;
+  return isKlymError(error, 'CONFIG_INVALID', 'INVALID_ARGUMENT', 'STORE_UNAVAILABLE') ? EXIT.usage : EXIT.failure;
 }
 
 /** One line on stderr: `klym: <why>`, never a stack trace for a known error. */

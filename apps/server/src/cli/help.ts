@@ -28,7 +28,9 @@ Run \`klym <command> --help\` for a command's options.`,
 
 Serves start_async_agent_task, check_task_status, cancel_agent_task, list_agent_tasks and
 describe_capabilities over MCP (Streamable HTTP /mcp, legacy HTTP+SSE /sse), the REST API
-(/api/tasks) and GET /healthz. Shuts down gracefully on SIGINT/SIGTERM.
+(/api/tasks) and GET /healthz. Keeps tasks in .klym/tasks.db under the working directory
+(tasks.store: memory, or sqlite:<path>), so they survive a restart. Shuts down gracefully on
+SIGINT/SIGTERM.
 
 Options:
   --stdio                  serve one MCP client over stdin/stdout instead of HTTP

@@ -35,7 +35,7 @@ const aborted = (signal: AbortSignal | undefined): Promise<void> =>
 export async function serveCommand(parsed: CommandLine, io: CliIo): Promise<number> {
   const { config, file } = configFor(parsed, io);
   const sink = logSink(config, io);
-  const options = { ...serverOptions(config), log: sink.log };
+  const options = { ...serverOptions(config, io.cwd), log: sink.log };
   try {
     if (parsed.stdio) {
       // stdout carries MCP messages only; everything else goes to the log.

@@ -29,6 +29,7 @@ describe('mapping the configuration onto core and the server', () => {
         KLYM_LLM_MAX_RETRIES: '5',
         KLYM_UPSTREAMS: JSON.stringify({ kb: { url: 'http://127.0.0.1:9/mcp', headers: { Authorization: 'Bearer upstream-secret-123' }, tools: { readOnlyTools: ['search'] } } }),
       }),
+      cwd,
     );
     expect(options).toMatchObject({ temperature: 0.2, maxRetries: 5, upstreamTools: { kb: { readOnlyTools: ['search'] } } });
     expect(options.secrets).toContain('upstream-secret-123');
@@ -59,7 +60,7 @@ describe('mapping the configuration onto core and the server', () => {
       KLYM_TASKS_CONCURRENCY: '2',
       KLYM_WRITE_BACK_ENABLED: 'true',
     });
-    expect(serverOptions(config)).toMatchObject({
+    expect(serverOptions(config, cwd)).toMatchObject({
       host: '127.0.0.1',
       port: 8765,
       auth: { tokens: { grynya: '0123456789abcdef' } },
@@ -67,12 +68,24 @@ describe('mapping the configuration onto core and the server', () => {
       allowedOrigins: [],
       models: ['scripted', 'compatible:llama3'],
       defaultBudget: { maxSteps: 25 },
-      maxBudget: { maxSteps: 100 },
+      maxBudget: { maxSteps: 100, timeoutMs: 1_800_000 },
       maxConcurrentTasks: 2,
       taskLog: { maxBytes: 262_144 },
+      taskTimeoutMs: 1_800_000,
       writeBack: { upstream: 'grynya', byDefault: true },
+      resumeOnRestart: true,
     });
-    expect(serverOptions(configWith({}))).not.toHaveProperty('auth');
+    expect(serverOptions(configWith({}), cwd)).not.toHaveProperty('auth');
+  });
+
+  it('keeps tasks in .klym/tasks.db under the working directory by default; a relative store path is taken against it', () => {
+    expect(serverOptions(configWith({}), cwd).taskStore).toBe(`sqlite:${path.join(cwd, '.klym', 'tasks.db')}`);
+    expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'sqlite:data/klym.db' }), '/srv/klym').taskStore).toBe('sqlite:/srv/klym/data/klym.db');
+    expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'sqlite:/var/lib/klym/tasks.db' }), cwd).taskStore).toBe('sqlite:/var/lib/klym/tasks.db');
+    expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'memory', KLYM_TASKS_RESUME_ON_RESTART: 'false' }), cwd)).toMatchObject({ taskStore: 'memory', resumeOnRestart: false });
+    expect(() => configWith({ KLYM_TASKS_STORE: 'postgres://db/klym' })).toThrow(
+      'tasks.store = "postgres://db/klym": expected "memory" or "sqlite:<path>" (e.g. sqlite:.klym/tasks.db) (env KLYM_TASKS_STORE)',
+    );
   });
 
   it('collects every secret the configuration holds, to scrub from output', () => {

@@ -1,7 +1,7 @@
+import path from 'node:path';
 import type { AgentBudget, ModelProviders, UpstreamConfig, UpstreamToolRules } from '@klym/core';
 import type { KlymServerOptions } from '../server/server-options.ts';
 import { providerOf, type KlymConfig } from './schema.ts';
-
 
 /** The upstreams the pool opens: every configured one but those marked `disabled`. */
 export function poolUpstreams(config: KlymConfig): Record<string, UpstreamConfig> {
@@ -53,8 +53,13 @@ export function configSecrets(config: KlymConfig): string[] {
 
 const budget = (value: KlymConfig['budget']['default']): AgentBudget => ({ ...value });
 
-/** The options of Klym's server (`klym serve`), from the configuration. */
-export function serverOptions(config: KlymConfig): KlymServerOptions {
+/** A `tasks.store` value with a SQLite file's path made absolute against `cwd` (the process's working directory). */
+export function taskStoreIn(store: string, cwd: string): string {
+  return store.startsWith('sqlite:') ? `sqlite:${path.resolve(cwd, store.slice('sqlite:'.length))}` : store;
+}
+
+/** The options of Klym's server (`klym serve`), from the configuration; a relative store path is taken against `cwd`. */
+export function serverOptions(config: KlymConfig, cwd: string): KlymServerOptions {
   return {
     upstreams: poolUpstreams(config),
     host: config.server.host,
@@ -82,6 +87,8 @@ export function serverOptions(config: KlymConfig): KlymServerOptions {
     taskTimeoutMs: config.tasks.timeoutMs,
     taskTtlMs: config.tasks.ttlMs,
     taskLog: { maxBytes: config.tasks.logMaxBytes },
+    taskStore: taskStoreIn(config.tasks.store, cwd),
+    resumeOnRestart: config.tasks.resumeOnRestart,
     writeBack: { upstream: config.writeBack.upstream, byDefault: config.writeBack.enabled },
     shutdownGraceMs: config.tasks.shutdownGraceMs,
   };

@@ -1,16 +1,19 @@
+import { TASK_DEFAULTS } from '@klym/core';
 import { z } from 'zod';
-import { isLoopback } from '../server/server-options.ts';
-import { mcpServerSchema, upstreamNameSchema, upstreamSchema } from './upstream-schema.ts';
+import { SERVER_DEFAULTS, isLoopback } from '../server/server-options.ts';
+import { milliseconds, mcpServerSchema, upstreamNameSchema, upstreamSchema } from './upstream-schema.ts';
 
+// Every default of a task setting is core's (TASK_DEFAULTS), and of a server setting the server's (SERVER_DEFAULTS):
+// defined once, so the config file, the server's options and the library cannot drift apart.
 const positiveInt = z.number().int().positive();
-/** Node's timers fire at once past 2^31-1 ms (about 24.8 days), so longer time limits are refused. */
-const MAX_TIMER_MS = 2_147_483_647;
-const milliseconds = z.number().int().nonnegative().max(MAX_TIMER_MS, 'expected at most 2147483647 ms (about 24.8 days; Node timers fire at once past that)');
 const positiveMs = milliseconds.positive();
 const patterns = z.array(z.string().min(1));
 
+/** What the CLI keeps tasks in unless told otherwise: a file under the working directory (the library's default is `memory`). */
+export const CLI_TASK_STORE = 'sqlite:.klym/tasks.db';
+
 /** Limits of one run; what is left out is unlimited. */
-const budgetSchema = (defaults: { maxSteps: number }) =>
+const budgetSchema = (defaults: { readonly maxSteps: number; readonly timeoutMs?: number }) =>
   z
     .strictObject({
       /** LLM steps. */
@@ -20,9 +23,12 @@ const budgetSchema = (defaults: { maxSteps: number }) =>
       /** Cost in USD, from `llm.prices`. */
       maxCostUsd: z.number().positive().optional(),
       /** Wall-clock time of the run, in milliseconds. */
-      timeoutMs: positiveMs.optional(),
+      timeoutMs: defaults.timeoutMs === undefined ? positiveMs.optional() : positiveMs.default(defaults.timeoutMs),
     })
     .prefault({});
+
+/** Where tasks are kept: `memory`, or `sqlite:<path>` (relative to the working directory). */
+const taskStoreSchema = z.string().regex(/^(?:memory|sqlite:.+)$/s, 'expected "memory" or "sqlite:<path>" (e.g. sqlite:.klym/tasks.db)');
 
 const providerSchema = z.strictObject({
   apiKey: z.string().min(1).optional(),
@@ -41,7 +47,7 @@ export const configObjectSchema = z.strictObject({
   llm: z
     .strictObject({
       /** The default model: `scripted` (offline, no key), `openai:gpt-4.1-mini`, `google:gemini-2.5-flash`, `compatible:llama3`. @default 'scripted' */
-      model: z.string().min(1).default('scripted'),
+      model: z.string().min(1).default(TASK_DEFAULTS.models[0]),
       /** Further models a caller may choose, besides `model`. @default [] */
       models: z.array(z.string().min(1)).default([]),
       /** Base URL for the default model's provider (an OpenAI-compatible server for `compatible:`). */
@@ -71,25 +77,29 @@ export const configObjectSchema = z.strictObject({
   budget: z
     .strictObject({
       /** What a run gets when the caller asks for nothing. @default { maxSteps: 25 } */
-      default: budgetSchema({ maxSteps: 25 }),
-      /** The most a caller may ask for. @default { maxSteps: 100 } */
-      max: budgetSchema({ maxSteps: 100 }),
+      default: budgetSchema(TASK_DEFAULTS.defaultBudget),
+      /** The most a caller may ask for. @default { maxSteps: 100, timeoutMs: 1_800_000 } */
+      max: budgetSchema(TASK_DEFAULTS.maxBudget),
     })
     .prefault({}),
   tasks: z
     .strictObject({
       /** Tasks running at once; more wait as `pending`. @default 4 */
-      concurrency: positiveInt.default(4),
+      concurrency: positiveInt.default(TASK_DEFAULTS.concurrency),
       /** Tasks waiting as `pending` at most; one more is refused (`TASK_QUEUE_FULL`). @default 1_000 */
-      maxQueued: positiveInt.default(1_000),
+      maxQueued: positiveInt.default(TASK_DEFAULTS.maxQueued),
       /** How long a finished task is kept, in milliseconds. @default 3_600_000 (1 h) */
-      ttlMs: positiveMs.default(3_600_000),
+      ttlMs: positiveMs.default(TASK_DEFAULTS.ttlMs),
       /** Bytes of log kept per task; older entries are dropped with a marker. @default 262_144 (256 KiB) */
-      logMaxBytes: z.number().int().min(1_024).default(262_144),
-      /** Wall-clock limit of one task, in milliseconds. @default 1_800_000 (30 min) */
-      timeoutMs: positiveMs.default(1_800_000),
+      logMaxBytes: z.number().int().min(1_024).default(TASK_DEFAULTS.logMaxBytes),
+      /** Run-time limit of one task, in milliseconds, across restarts. @default 1_800_000 (30 min) */
+      timeoutMs: positiveMs.default(TASK_DEFAULTS.timeoutMs),
       /** On shutdown, how long running tasks may finish before they are cancelled. @default 10_000 */
-      shutdownGraceMs: milliseconds.default(10_000),
+      shutdownGraceMs: milliseconds.default(TASK_DEFAULTS.shutdownGraceMs),
+      /** Where tasks are kept: `memory` (lost on restart), or `sqlite:<path>`, a file relative to the working directory. @default 'sqlite:.klym/tasks.db' */
+      store: taskStoreSchema.default(CLI_TASK_STORE),
+      /** Whether a task that was running when Klym stopped resumes from its last step on restart; `false` ends it as `error` (`TASK_INTERRUPTED`). @default true */
+      resumeOnRestart: z.boolean().default(TASK_DEFAULTS.resumeOnRestart),
     })
     .prefault({}),
   /** Which upstream tools tasks may call; a caller can only narrow this. `*` matches any run of characters. */
@@ -127,9 +137,9 @@ export const configObjectSchema = z.strictObject({
   server: z
     .strictObject({
       /** Address to bind; anything but loopback requires `tokens`. @default '127.0.0.1' */
-      host: z.string().min(1).default('127.0.0.1'),
+      host: z.string().min(1).default(SERVER_DEFAULTS.host),
       /** TCP port; 0 picks a free one. @default 8765 */
-      port: z.number().int().min(0).max(65_535).default(8765),
+      port: z.number().int().min(0).max(65_535).default(SERVER_DEFAULTS.port),
       /** Bearer tokens by principal (`grynya: <token>`); without any, everyone is `anonymous`. Secret. @default {} */
       tokens: z.record(z.string().regex(/^[A-Za-z0-9_.@-]+$/, 'expected a principal name of letters, digits and "_.@-"'), z.string().min(16, 'expected a token of at least 16 characters')).default({}),
       /** Host names an `Origin` header may name besides loopback; requests with another Origin get 403, requests without one pass. @default [] */
@@ -137,9 +147,9 @@ export const configObjectSchema = z.strictObject({
       /** Host names the `Host` header may name besides loopback (`localhost`, `127.0.0.1`, `::1`) and the bound host; others get 403. @default [] */
       allowedHosts: z.array(z.string().min(1)).default([]),
       /** Largest request body, in bytes; larger gets 413. @default 1_048_576 (1 MiB) */
-      bodyLimitBytes: z.number().int().min(1_024).default(1_048_576),
+      bodyLimitBytes: z.number().int().min(1_024).default(SERVER_DEFAULTS.maxBodyBytes),
       /** An MCP session idle this long is closed, in milliseconds. @default 1_800_000 (30 min) */
-      sessionIdleMs: positiveMs.default(1_800_000),
+      sessionIdleMs: positiveMs.default(SERVER_DEFAULTS.sessionIdleMs),
     })
     .prefault({}),
 });

@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from '@klym/core';
 import { z } from 'zod';
 
 const UPSTREAM_NAME = /^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$/;
@@ -8,8 +9,13 @@ export const upstreamNameSchema = z
   .max(32, 'expected an upstream name of at most 32 characters')
   .regex(UPSTREAM_NAME, 'expected an upstream name of letters and digits joined by single "-" or "_"');
 
-/** Node's timers fire at once past 2^31-1 ms (about 24.8 days), so longer time limits are refused. */
-const positiveMs = z.number().int().positive().max(2_147_483_647, 'expected at most 2147483647 ms (about 24.8 days; Node timers fire at once past that)');
+/** A time limit in milliseconds: Node's timers fire at once past core's `MAX_TIMER_MS` (about 24.8 days), so longer ones are refused. */
+export const milliseconds = z
+  .number()
+  .int()
+  .nonnegative()
+  .max(MAX_TIMER_MS, `expected at most ${MAX_TIMER_MS} ms (about 24.8 days; Node timers fire at once past that)`);
+const positiveMs = milliseconds.positive();
 
 /** Fields shared by Klym's own upstream entries and the `mcpServers` entries of MCP desktop clients. */
 const upstreamFields = {
@@ -49,7 +55,7 @@ const upstreamFields = {
       requestMs: positiveMs.optional(),
       maxTotalMs: positiveMs.optional(),
       acquireMs: positiveMs.optional(),
-      idlePingMs: z.number().int().nonnegative().max(2_147_483_647, 'expected at most 2147483647 ms').optional(),
+      idlePingMs: milliseconds.optional(),
     })
     .optional(),
   /** Sessions kept per upstream. @default { min: 1, max: 4 } (max 1 for stdio) */

@@ -1,23 +1,29 @@
 import type { HttpBindings } from '@hono/node-server';
-import { isKlymError, type KlymErrorCode } from '@klym/core';
+import { isKlymError, type KlymErrorCode, type TaskService } from '@klym/core';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { bearerAuth, hostAndOriginGuard, type GuardVariables } from './guards.ts';
-import { createKlymService, type KlymService } from './klym-service.ts';
 import { mountMcpRoutes } from './mcp-routes.ts';
 import { McpSessions } from './mcp-sessions.ts';
+import { openTasks } from './open-tasks.ts';
 import { mountRestApi } from './rest-api.ts';
-import type { KlymServerOptions } from './server-options.ts';
+import { resolveServerOptions, type KlymServerOptions, type ResolvedServerOptions } from './server-options.ts';
 
 /** Klym's Hono app with what it serves. */
 export interface KlymApp extends AsyncDisposable {
   /** The app: mount it on `@hono/node-server`, or call `app.request()` in tests (all but legacy SSE work there). */
   readonly app: Hono<{ Bindings: Partial<HttpBindings>; Variables: GuardVariables }>;
-  readonly service: KlymService;
+  /** Core's task service, which the MCP tools and the REST API serve. */
+  readonly service: TaskService;
+  /** The options with the server's defaults applied. */
+  readonly options: ResolvedServerOptions;
   /** Open MCP sessions (both transports). */
   readonly sessions: McpSessions;
-  /** Cancels tasks after the grace period, closes MCP sessions, then the pool if the app opened it. Idempotent. */
+  /**
+   * Refuses new sessions, gives running tasks the grace period then cancels them, closes MCP sessions,
+   * then the pool and the task store if the app opened them. Idempotent.
+   */
   close(): Promise<void>;
 }
 
@@ -26,15 +32,17 @@ const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = {
   INVALID_ARGUMENT: 400,
   SHUTTING_DOWN: 503,
   TASK_QUEUE_FULL: 429,
+  STORE_UNAVAILABLE: 503,
   CONFIG_INVALID: 500,
 };
 
 /**
  * Builds Klym's HTTP surface from typed options: MCP over Streamable HTTP (`/mcp`) and legacy SSE
  * (`/sse`, `/messages`), the REST API (`/api/tasks…`) and `GET /healthz`, behind the Host/Origin
- * allow-lists (403), bearer auth (401) and a body limit (413). Opens the pool unless `options.pool` is given.
+ * allow-lists (403), bearer auth (401) and a body limit (413). Opens the task store (`taskStore`) and the
+ * pool (unless `options.pool` is given), and core's task service over them.
  *
- * @throws {KlymError} `CONFIG_INVALID` when an upstream's options are wrong.
+ * @throws {KlymError} `CONFIG_INVALID` when an option is wrong; `STORE_UNAVAILABLE` when the task store cannot be opened.
  * @example
  * ```ts
  * await using klym = await createKlymApp({ upstreams: { grynya: { url: 'http://127.0.0.1:8000/sse' } } })
@@ -42,8 +50,9 @@ const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = {
  * ```
  */
 export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp> {
-  const service = await createKlymService(options);
-  const resolved = service.options;
+  const resolved = resolveServerOptions(options);
+  const tasks = await openTasks(resolved);
+  const { service } = tasks;
   const sessions = new McpSessions(resolved.sessionIdleMs);
   const app = new Hono<{ Bindings: Partial<HttpBindings>; Variables: GuardVariables }>();
 
@@ -71,13 +80,15 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
   const klym: KlymApp = {
     app,
     service,
+    options: resolved,
     sessions,
     close() {
       closing ??= (async () => {
         sessions.stopAccepting();
-        await service.tasks.close({ graceMs: resolved.shutdownGraceMs, reason: 'shutdown' });
-        await sessions.close();
-        await service.close();
+        // Tasks first (their grace period needs open sessions to poll), then sessions, then what tasks ran on.
+        const failures: unknown[] = [];
+        for (const step of [() => service.close(), () => sessions.close(), () => tasks.close()]) await step().catch((error: unknown) => void failures.push(error));
+        if (failures.length > 0) throw new AggregateError(failures, 'Klym could not shut down cleanly');
       })();
       return closing;
     },

@@ -5,8 +5,8 @@
  */
 export { createKlymApp, type KlymApp } from './app.ts';
 export { type GuardVariables } from './guards.ts';
-export { createKlymService, type KlymService } from './klym-service.ts';
 export { SERVER_INFO, createKlymMcpServer } from './mcp-server.ts';
-export { isLoopback, resolveServerOptions, type KlymServerOptions, type ResolvedServerOptions } from './server-options.ts';
+export { openTaskStore, openTasks, type OpenedTasks } from './open-tasks.ts';
+export { SERVER_DEFAULTS, isLoopback, resolveServerOptions, type KlymServerOptions, type ResolvedServerOptions } from './server-options.ts';
 export { handleShutdownSignals, startKlymServer, type RunningKlymServer, type ShutdownSignalOptions } from './start-server.ts';
 export { serveStdio, type StdioKlym } from './stdio.ts';

@@ -4,9 +4,9 @@ import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { TaskService } from '@klym/core';
 import type { Context, Hono } from 'hono';
 import type { GuardVariables } from './guards.ts';
-import type { KlymService } from './klym-service.ts';
 import { createKlymMcpServer } from './mcp-server.ts';
 import type { McpSessions } from './mcp-sessions.ts';
 
@@ -34,7 +34,7 @@ const authInfo = (principal: string) => ({ token: '', clientId: principal, scope
  * legacy HTTP+SSE at `GET /sse` + `POST /messages?sessionId=` (the stream needs the Node response that
  * `@hono/node-server` passes as `c.env.outgoing`).
  */
-export function mountMcpRoutes(app: Hono<Env>, service: KlymService, sessions: McpSessions): void {
+export function mountMcpRoutes(app: Hono<Env>, service: TaskService, sessions: McpSessions): void {
   app.post('/mcp', async (c) => {
     const principal = c.get('principal');
     const parsed = await readJson(c);

@@ -1,23 +1,22 @@
 import type { HttpBindings } from '@hono/node-server';
-import { KlymError } from '@klym/core';
+import { KlymError, type TaskService } from '@klym/core';
 import type { Hono } from 'hono';
 import type { GuardVariables } from './guards.ts';
-import type { KlymService } from './klym-service.ts';
 
 type Env = { Bindings: Partial<HttpBindings>; Variables: GuardVariables };
 
-/** A query parameter as a number when it looks like one (zod then checks it), else as given. */
+/** A query parameter as a number when it looks like one (the service's schema then checks it), else as given. */
 const numeric = (value: string | undefined): number | string | undefined => (value === undefined ? undefined : /^\d+$/.test(value) ? Number(value) : value);
 const flag = (value: string | undefined): boolean | string | undefined => (value === undefined ? undefined : value === 'true' ? true : value === 'false' ? false : value);
 const defined = (record: Record<string, unknown>): Record<string, unknown> => Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined));
 
 /**
  * The task operations as a small REST API under `/api`, with the same auth and ownership as the MCP
- * tools and the same JSON: `POST /api/tasks`, `GET /api/tasks?status=`, `GET /api/tasks/:id`
+ * tools and the same JSON: `POST /api/tasks`, `GET /api/tasks?status=&cursor=&limit=`, `GET /api/tasks/:id`
  * (`?full_result=true&log_after=&max_log_entries=`), `GET /api/tasks/:id/logs?after=&limit=`,
  * `POST /api/tasks/:id/cancel`. Errors answer `{ error: { code, message } }` through the app's `onError`.
  */
-export function mountRestApi(app: Hono<Env>, service: KlymService): void {
+export function mountRestApi(app: Hono<Env>, service: TaskService): void {
   app.post('/api/tasks', async (c) => {
     let body: unknown;
     try {
@@ -25,12 +24,14 @@ export function mountRestApi(app: Hono<Env>, service: KlymService): void {
     } catch {
       throw new KlymError('INVALID_ARGUMENT', '`body`: not valid JSON');
     }
-    return c.json(await service.startTask(body, c.get('principal')), 202);
+    return c.json(await service.start(body, c.get('principal')), 202);
   });
-  app.get('/api/tasks', async (c) => c.json(await service.listTasks(defined({ status: c.req.query('status') }), c.get('principal'))));
+  app.get('/api/tasks', async (c) =>
+    c.json(await service.list(defined({ status: c.req.query('status'), cursor: c.req.query('cursor'), limit: numeric(c.req.query('limit')) }), c.get('principal'))),
+  );
   app.get('/api/tasks/:id', async (c) =>
     c.json(
-      await service.checkTask(
+      await service.status(
         defined({
           task_id: c.req.param('id'),
           full_result: flag(c.req.query('full_result')),
@@ -41,12 +42,8 @@ export function mountRestApi(app: Hono<Env>, service: KlymService): void {
       ),
     ),
   );
-  app.get('/api/tasks/:id/logs', async (c) => {
-    const after = numeric(c.req.query('after') ?? '0');
-    const limit = numeric(c.req.query('limit') ?? '100');
-    if (typeof after !== 'number') throw new KlymError('INVALID_ARGUMENT', '`after`: expected a non-negative integer cursor');
-    if (typeof limit !== 'number' || limit < 1) throw new KlymError('INVALID_ARGUMENT', '`limit`: expected a positive integer');
-    return c.json(await service.taskLogs({ task_id: c.req.param('id'), after, limit }, c.get('principal')));
-  });
-  app.post('/api/tasks/:id/cancel', async (c) => c.json(await service.cancelTask({ task_id: c.req.param('id') }, c.get('principal'))));
+  app.get('/api/tasks/:id/logs', async (c) =>
+    c.json(await service.logs(defined({ task_id: c.req.param('id'), after: numeric(c.req.query('after')), limit: numeric(c.req.query('limit')) }), c.get('principal'))),
+  );
+  app.post('/api/tasks/:id/cancel', async (c) => c.json(await service.cancel({ task_id: c.req.param('id') }, c.get('principal'))));
 }

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { KlymError } from '@klym/core';
 import { createKlymApp, type KlymApp } from './app.ts';
-import { isLoopback, type KlymServerOptions } from './server-options.ts';
+import { SERVER_DEFAULTS, isLoopback, type KlymServerOptions } from './server-options.ts';
 
 /** A listening Klym server. */
 export interface RunningKlymServer extends AsyncDisposable {
@@ -33,17 +33,17 @@ export interface RunningKlymServer extends AsyncDisposable {
  * ```
  */
 export async function startKlymServer(options: KlymServerOptions): Promise<RunningKlymServer> {
-  const host = options.host ?? '127.0.0.1';
+  const host = options.host ?? SERVER_DEFAULTS.host;
   if (!isLoopback(host) && Object.keys(options.auth?.tokens ?? {}).length === 0) {
     throw new KlymError('CONFIG_INVALID', `Klym refuses to bind the non-loopback address "${host}" without bearer tokens (auth.tokens)`);
   }
   const klym = await createKlymApp(options);
-  const server = serve({ fetch: klym.app.fetch, hostname: host, port: options.port ?? 8765 });
+  const server = serve({ fetch: klym.app.fetch, hostname: host, port: options.port ?? SERVER_DEFAULTS.port });
   try {
     if (!server.listening) await once(server, 'listening');
   } catch (error) {
     await klym.close();
-    throw new KlymError('CONFIG_INVALID', `Klym could not listen on ${host}:${options.port ?? 8765}`, { cause: error });
+    throw new KlymError('CONFIG_INVALID', `Klym could not listen on ${host}:${options.port ?? SERVER_DEFAULTS.port}`, { cause: error });
   }
   const port = (server.address() as AddressInfo).port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;

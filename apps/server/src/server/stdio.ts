@@ -1,23 +1,27 @@
+import type { TaskService } from '@klym/core';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createKlymService, type KlymService } from './klym-service.ts';
 import { createKlymMcpServer } from './mcp-server.ts';
-import type { KlymServerOptions } from './server-options.ts';
+import { openTasks } from './open-tasks.ts';
+import { resolveServerOptions, type KlymServerOptions } from './server-options.ts';
 
 /** Klym served over stdio (`klym serve --stdio`). */
 export interface StdioKlym extends AsyncDisposable {
-  readonly service: KlymService;
+  readonly service: TaskService;
   /** Resolves when the client closes stdin (or `close()` ran). */
   readonly closed: Promise<void>;
-  /** Cancels tasks after the grace period, closes the session and the pool. Idempotent. */
+  /** Cancels tasks after the grace period, closes the session, then the pool and the task store. Idempotent. */
   close(): Promise<void>;
 }
 
 /**
  * Serves the task tools to one client over stdin/stdout. Every caller is `anonymous` (the client owns
  * the process). Nothing but MCP messages goes to stdout; logs go to stderr.
+ *
+ * @throws {KlymError} `CONFIG_INVALID` when an option is wrong; `STORE_UNAVAILABLE` when the task store cannot be opened.
  */
 export async function serveStdio(options: KlymServerOptions, streams: { stdin?: NodeJS.ReadableStream; stdout?: NodeJS.WritableStream } = {}): Promise<StdioKlym> {
-  const service = await createKlymService(options);
+  const tasks = await openTasks(resolveServerOptions(options));
+  const { service } = tasks;
   const server = createKlymMcpServer(service);
   const transport = new StdioServerTransport(streams.stdin as never, streams.stdout as never);
   let closing: Promise<void> | undefined;
@@ -25,10 +29,12 @@ export async function serveStdio(options: KlymServerOptions, streams: { stdin?: 
   const close = (): Promise<void> => {
     closing ??= (async () => {
       try {
-        await service.tasks.close({ graceMs: service.options.shutdownGraceMs, reason: 'shutdown' });
-        await server.close().catch(() => {});
         await service.close();
+        await server.close().catch(() => {
+          // The client may be gone already: there is no session left to close.
+        });
       } finally {
+        await tasks.close();
         ended();
       }
     })();

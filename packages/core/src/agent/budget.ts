@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_STEPS, MAX_TIMER_MS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import type { AgentBudget, AgentRunResult, AgentUsage, BudgetName } from './types.ts';
 
@@ -11,11 +12,11 @@ export interface BudgetHit {
   readonly used: number;
 }
 
-/** The longest time budget a timer can hold: 2^31 - 1 ms. */
-const MAX_TIMEOUT_MS = 2_147_483_647;
+/** The longest time budget a timer can hold: 2^31 - 1 ms (defined once, in `defaults.ts`). */
+const MAX_TIMEOUT_MS = MAX_TIMER_MS;
 
-/** Steps of a run when the caller sets none. */
-export const DEFAULT_MAX_STEPS = 25;
+/** Steps of a run when the caller sets none (defined once, in `defaults.ts`). */
+export { DEFAULT_MAX_STEPS };
 
 function positive(name: keyof AgentBudget, value: number | undefined, integer: boolean): void {
   if (value === undefined) return;

@@ -3,6 +3,7 @@ import { KlymError } from '../errors.ts';
 import { createRedactor } from '../redact.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
+import { assertCheckpoint, createCheckpointer, resumeFrom } from './checkpoint.ts';
 import { removeOrphanedToolCalls } from './history.ts';
 import { withVisibleTools } from './language-model.ts';
 import { resolveModel } from './model-resolver.ts';
@@ -16,7 +17,8 @@ import { addUsage, costOf, priceOf, ZERO_USAGE } from './usage.ts';
  * Runs an LLM over the pool's tools until the task is done: each step is one streamed model call plus the
  * tool calls it makes, through the pool, under the run's policies. Ends when the model stops calling
  * tools, a budget runs out (`budget:<name>`), or `signal` aborts (`cancelled`) — always with the text and
- * usage so far. Every step reaches `onEvent`, with secrets removed.
+ * usage so far. Every step reaches `onEvent`, with secrets removed. With `onCheckpoint` the run can be
+ * saved as it goes and, after the process died, continued with `resume`, no tool call sent twice.
  *
  * @throws {KlymError} `CONFIG_INVALID` for unusable options; `MODEL_ERROR` when the model fails after the
  * provider's retries (a `run-end` event with the usage so far comes first).
@@ -47,8 +49,11 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     }
   };
   const price = priceOf(name, options.prices);
+  const resume = options.resume;
+  const resumed = resume === undefined ? undefined : resumeFrom(resume);
   const started = performance.now();
-  const elapsed = (): number => Math.round(performance.now() - started);
+  // Run time counts what a resumed checkpoint had used, so the time budget spans the restart.
+  const elapsed = (): number => Math.round((resume?.elapsedMs ?? 0) + performance.now() - started);
 
   const controller = new AbortController();
   const cancelled = new KlymError('ABORTED', 'The run was cancelled');
@@ -56,18 +61,36 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
   const onAbort = (): void => controller.abort(cancelled);
   if (options.signal?.aborted) onAbort();
   options.signal?.addEventListener('abort', onAbort, { once: true });
-  const timer = budget.timeoutMs === undefined ? undefined : setTimeout(() => controller.abort(timedOut), budget.timeoutMs);
+  const timeLeft = budget.timeoutMs === undefined ? undefined : budget.timeoutMs - (resume?.elapsedMs ?? 0);
+  if (timeLeft !== undefined && timeLeft <= 0) controller.abort(timedOut);
+  const timer = timeLeft === undefined || timeLeft <= 0 ? undefined : setTimeout(() => controller.abort(timedOut), timeLeft);
 
-  let steps = 0;
-  let usage: AgentUsage = ZERO_USAGE;
-  const texts: string[] = [];
+  let steps = resume?.steps ?? 0;
+  let usage: AgentUsage = resume?.usage ?? ZERO_USAGE;
+  const texts: string[] = resumed?.texts ?? [];
   const toolCalls: AgentToolCall[] = [];
-  let messages: ModelMessage[] = [...(options.messages ?? []), { role: 'user', content: options.prompt }];
+  // Calls of the steps completed, a resumed checkpoint's included (its calls are not in `toolCalls`).
+  let callCount = resumed?.toolCalls ?? 0;
+  let messages: ModelMessage[] = resumed?.messages ?? [...(options.messages ?? []), { role: 'user', content: options.prompt }];
+  const checkpoints = createCheckpointer(options.onCheckpoint, elapsed);
   const finish = (finishReason: string): AgentRunResult => {
     const costUsd = costOf(usage, price);
     emit({ type: 'run-end', finishReason, steps, usage, costUsd, elapsedMs: elapsed() });
     // Tool calls are redacted like events; text and messages stay as the model and tools wrote them.
-    return { text: texts.join('\n\n'), finishReason, steps, usage, costUsd, toolCalls: redactor.value(toolCalls), model: name, elapsedMs: elapsed(), budget, messages };
+    return {
+      text: texts.join('\n\n'),
+      finalText: texts.at(-1) ?? '',
+      finishReason,
+      steps,
+      usage,
+      costUsd,
+      toolCalls: redactor.value(toolCalls),
+      model: name,
+      elapsedMs: elapsed(),
+      budget,
+      messages,
+      ...(resume === undefined ? {} : { resumedFrom: resume.steps }),
+    };
   };
   const stopped = (): AgentRunResult => {
     if (controller.signal.reason !== timedOut) return finish('cancelled');
@@ -102,13 +125,20 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       denied: catalog.tools.flatMap((tool) => (tool.access.allowed ? [] : [{ toolName: tool.name, policy: tool.access.policy }])),
       unavailable: Object.entries(catalog.upstreams).flatMap(([upstream, report]) => (report.ok ? [] : [{ upstream, error: report.error }])),
       budget,
+      ...(resume === undefined ? {} : { resumed: { fromStep: resume.steps, interruptedCalls: resumed?.interruptedCalls ?? [] } }),
     });
+    if (resume !== undefined) {
+      // The checkpoint may already have used up a budget the resumed run is given.
+      const hit = spentBudget(budget, usage, costOf(usage, price));
+      if (hit !== undefined) return spent(hit);
+    }
     const durations = new Map<string, number>();
     let currentStep = 0;
     const tools = catalog.toolSet({
       ...(options.toolTimeoutMs === undefined ? {} : { timeoutMs: options.toolTimeoutMs }),
       onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
       onDuration: (toolCallId, durationMs) => durations.set(toolCallId, durationMs),
+      onRequest: (call) => checkpoints.sent(call),
     });
     const visibleModel = withVisibleTools(model, new Set(catalog.allowed.map((tool) => tool.name)));
     const system = renderSystemPrompt(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, catalog.describe());
@@ -122,6 +152,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       const cleaned = removeOrphanedToolCalls(messages);
       if (cleaned.removed.length > 0) emit({ type: 'orphan-removed', step: currentStep, toolCallIds: cleaned.removed });
       messages = cleaned.messages;
+      checkpoints.beginStep(currentStep, { steps: currentStep - 1, messages, texts: [...texts], usage, toolCalls: callCount });
 
       emit({ type: 'step-start', step: currentStep });
       const outcome = await runStep({
@@ -139,13 +170,16 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
         durations,
         accessOf: (toolName) => access.get(toolName),
         emit,
+        progress: checkpoints,
       });
       messages = [...messages, ...outcome.messages];
       if (outcome.text !== '') texts.push(outcome.text);
       toolCalls.push(...outcome.toolCalls);
+      callCount += outcome.toolCalls.length;
       usage = addUsage(usage, outcome.usage);
       const costUsd = costOf(usage, price);
       emit({ type: 'step-end', step: currentStep, usage: outcome.usage, costUsd, elapsedMs: elapsed() });
+      checkpoints.endStep({ steps, messages, texts: [...texts], usage, toolCalls: callCount });
 
       if (outcome.aborted) return stopped();
       if (outcome.error !== undefined) throw failed(outcome.error);
@@ -188,4 +222,6 @@ function checkOptions(options: RunAgentOptions): void {
     invalid(`Expected \`toolTimeoutMs\` to be a positive integer, got ${String(options.toolTimeoutMs)}`);
   }
   if (options.messages?.some((message) => message.role === 'system')) invalid('Expected `messages` without system messages; pass `systemPrompt` instead');
+  if (options.onCheckpoint !== undefined && typeof options.onCheckpoint !== 'function') invalid(`Expected \`onCheckpoint\` to be a function, got ${typeof options.onCheckpoint}`);
+  if (options.resume !== undefined) assertCheckpoint(options.resume);
 }

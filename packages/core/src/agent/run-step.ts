@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { streamText, type ModelMessage, type ToolSet } from 'ai';
 import { isKlymError } from '../errors.ts';
 import type { ToolAccess } from '../tools/tool-policy.ts';
-import { previewOf, resultText, toModelOutput } from '../tools/tool-result.ts';
+import { previewOf, resultText, toModelOutput, type ToolResultOutput } from '../tools/tool-result.ts';
 import { interruptedStepMessages, type StreamedToolCall } from './history.ts';
 import type { LanguageModelV4 } from './language-model.ts';
 import type { AgentEvent, AgentToolCall, AgentUsage, ToolErrorCode } from './types.ts';
@@ -29,6 +29,14 @@ export interface StepInput {
   readonly durations: ReadonlyMap<string, number>;
   readonly accessOf: (toolName: string) => ToolAccess | undefined;
   readonly emit: (event: AgentEvent) => void;
+  /** Told of the step's progress as it streams, for the run's checkpoints. */
+  readonly progress?: StepProgress;
+}
+
+/** What a step reports while it runs: the text streamed, and each call's result as the model will read it. */
+export interface StepProgress {
+  text(delta: string): void;
+  answered(toolCallId: string, output: ToolResultOutput): void;
 }
 
 /** How one step went. */
@@ -86,6 +94,7 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
       switch (part.type) {
         case 'text-delta':
           text += part.text;
+          input.progress?.text(part.text);
           break;
         case 'reasoning-delta':
           reasoningChars += part.text.length;
@@ -99,8 +108,10 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
           const preview = previewOf(resultText(output));
           const isError = output.isError === true;
           const durationMs = durationOf(part.toolCallId);
+          const modelOutput = toModelOutput(output);
           const call = streamed.get(part.toolCallId);
-          if (call !== undefined) call.output = toModelOutput(output);
+          if (call !== undefined) call.output = modelOutput;
+          input.progress?.answered(part.toolCallId, modelOutput);
           emit({ type: 'tool-result', step, toolCallId: part.toolCallId, toolName: part.toolName, durationMs, isError, preview });
           toolCalls.push({ step, toolCallId: part.toolCallId, toolName: part.toolName, args: part.input, ok: !isError, durationMs, ...(isError ? { error: preview } : {}) });
           break;
@@ -108,8 +119,10 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
         case 'tool-error': {
           const { code, message } = classifyToolError(part.error);
           const durationMs = durationOf(part.toolCallId);
+          const modelOutput: ToolResultOutput = { type: 'error-text', value: message };
           const call = streamed.get(part.toolCallId);
-          if (call !== undefined) call.output = { type: 'error-text', value: message };
+          if (call !== undefined) call.output = modelOutput;
+          input.progress?.answered(part.toolCallId, modelOutput);
           const access = input.accessOf(part.toolName);
           if (code === 'TOOL_DENIED' && access !== undefined && !access.allowed) {
             emit({ type: 'tool-denied', step, toolCallId: part.toolCallId, toolName: part.toolName, policy: access.policy, reason: access.reason });

@@ -1,4 +1,4 @@
-import type { LanguageModel, ModelMessage } from 'ai';
+import type { LanguageModel, ModelMessage, ToolResultPart } from 'ai';
 import type { KlymErrorCode } from '../errors.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
@@ -67,17 +67,23 @@ export type AgentFinishReason = string;
 
 /** What {@link runAgent} resolves with. A run that hit a budget or was cancelled still resolves, with its partial text. */
 export interface AgentRunResult {
-  /** Everything the model wrote, step by step, separated by blank lines; partial text of an interrupted step included. */
+  /**
+   * Everything the model wrote, step by step, separated by blank lines; partial text of an interrupted step
+   * included, and a resumed checkpoint's texts first.
+   */
   readonly text: string;
   readonly finishReason: AgentFinishReason;
-  /** LLM steps started. */
+  /** LLM steps started, a resumed checkpoint's included. */
   readonly steps: number;
+  /** A resumed checkpoint's included. */
   readonly usage: AgentUsage;
   /** `undefined` when the model has no price in the table. */
   readonly costUsd: number | undefined;
+  /** The calls made by this `runAgent` call; those of a resumed checkpoint are only counted there (its `toolCalls`). */
   readonly toolCalls: readonly AgentToolCall[];
   /** The resolved model, `provider:model`. */
   readonly model: string;
+  /** Run time, a resumed checkpoint's included (not the time the process was down). */
   readonly elapsedMs: number;
   /** The limits the run ran under. */
   readonly budget: Readonly<Required<Pick<AgentBudget, 'maxSteps'>> & Omit<AgentBudget, 'maxSteps'>>;
@@ -86,6 +92,52 @@ export interface AgentRunResult {
    * interrupted without a result is still in it; the next run removes it before calling the model.
    */
   readonly messages: readonly ModelMessage[];
+  /** What the last step that wrote any text wrote (a resumed checkpoint's steps included): the run's final answer; `text` holds every step's. */
+  readonly finalText: string;
+  /** The checkpoint's `steps`, when the run continued one (`resume`). */
+  readonly resumedFrom?: number;
+}
+
+/** A tool call of the step under way, recorded right before its request went to the upstream (a call refused before that is not recorded). */
+export interface InFlightToolCall {
+  readonly toolCallId: string;
+  /** Namespaced name, as the model called it. */
+  readonly toolName: string;
+  readonly input: unknown;
+  /**
+   * The result as the model reads it, once the call answered (`toModelOutput` of the result) or failed
+   * (`error-text` with the error's message). Absent: the outcome is unknown.
+   */
+  readonly output?: ToolResultPart['output'];
+}
+
+/**
+ * Where a run stands, saved after every step and around every tool call (`onCheckpoint`), so that it can
+ * go on after the process died (`resume`). Plain JSON data: it survives `JSON.stringify` and `JSON.parse`.
+ */
+export interface AgentCheckpoint {
+  /** Steps completed (model calls whose step ended). */
+  readonly steps: number;
+  /**
+   * The conversation of the completed steps, prompt (and earlier `messages`) included, without the system
+   * prompt; after a resume, the interrupted step's calls with their results too. Between two checkpoints
+   * of one run, and from a `resume` checkpoint to the resumed run's, it only grows: a checkpoint's
+   * `messages` starts with the previous one's (the same objects, within one process).
+   */
+  readonly messages: readonly ModelMessage[];
+  /** Each completed step's text that was not empty, in order (and an interrupted step's, once resumed). */
+  readonly texts: readonly string[];
+  /** Summed over the completed steps. */
+  readonly usage: AgentUsage;
+  /** Run time so far (not counting time the process was down), in milliseconds: the time budget counts it. */
+  readonly elapsedMs: number;
+  /** Tool calls made by the completed steps (and an interrupted step's, once resumed). */
+  readonly toolCalls: number;
+  /**
+   * In a checkpoint taken during a step (around a tool call): the step's number, the text it streamed so
+   * far, and every call it sent so far, in order, each with its result once recorded.
+   */
+  readonly current?: { readonly step: number; readonly text: string; readonly calls: readonly InFlightToolCall[] };
 }
 
 /** The `code` of a `tool-error` event: a {@link KlymErrorCode}, or a call the model made wrong. */
@@ -103,6 +155,8 @@ export type AgentEvent =
       /** Upstreams that could not list their tools, with why. */
       readonly unavailable: readonly { readonly upstream: string; readonly error: string }[];
       readonly budget: AgentRunResult['budget'];
+      /** When the run continues a checkpoint (`resume`): its `steps`, and the ids of the calls handed to the model as interrupted, outcome unknown. */
+      readonly resumed?: { readonly fromStep: number; readonly interruptedCalls: readonly string[] };
     }
   | { readonly type: 'step-start'; readonly step: number }
   | { readonly type: 'llm-request'; readonly step: number; readonly messages: number; readonly tools: number }
@@ -151,7 +205,7 @@ export interface RunAgentOptions {
   readonly prompt: string;
   /**
    * Earlier conversation to continue (a run's `messages`). Tool calls in it that never got a result are
-   * removed before the model is called. @default []
+   * removed before the model is called. Not used with `resume`, whose conversation holds it. @default []
    */
   readonly messages?: readonly ModelMessage[];
   /** May hold `{{tools}}`, replaced by a description of the available tools. @default {@link DEFAULT_SYSTEM_PROMPT} */
@@ -185,4 +239,22 @@ export interface RunAgentOptions {
   readonly signal?: AbortSignal;
   /** Receives every step of the run. A listener that throws does not stop the run. */
   readonly onEvent?: (event: AgentEvent) => void;
+  /**
+   * Receives the run's checkpoint after every step (after `step-end`), right before each tool call's
+   * request goes to the upstream, and again when that call answers or fails — synchronously: a store that
+   * returns has recorded the call, so a call whose result was never recorded is known, and never replayed
+   * after a restart. A listener that throws (a store that failed) does not stop the run.
+   */
+  readonly onCheckpoint?: (checkpoint: AgentCheckpoint) => void;
+  /**
+   * Continues a run from its checkpoint instead of starting with `prompt` (which is then not added
+   * again): steps, usage, texts and run time carry over, so every budget counts what the checkpoint used
+   * (a time budget already spent ends the run at once, `budget:time`). The calls of the step under way
+   * are closed first: each reaches the model with its recorded result, or, without one, as a tool error
+   * saying the call was interrupted by a restart and its outcome is unknown; none is ever sent again.
+   * Then the run goes on with step `steps + 1` (the interrupted step's model call is not counted: its
+   * usage was never recorded).
+   * @throws {KlymError} `CONFIG_INVALID` for a checkpoint that is not one, naming the field.
+   */
+  readonly resume?: AgentCheckpoint;
 }

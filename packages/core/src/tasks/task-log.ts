@@ -1,3 +1,5 @@
+import { TASK_DEFAULTS } from '../defaults.ts';
+
 /** One numbered entry of a task's log: an agent event (`type` is the event's type) or a task note. */
 export interface TaskLogEntry {
   /** Counts up from 1 per task; never reused, so it is a stable cursor. */
@@ -46,14 +48,15 @@ export class BoundedLog {
   #dropped = 0;
 
   constructor(options: BoundedLogOptions = {}) {
-    this.#maxBytes = options.maxBytes ?? 262_144;
-    this.#maxEntryBytes = options.maxEntryBytes ?? 4_096;
+    this.#maxBytes = options.maxBytes ?? TASK_DEFAULTS.logMaxBytes;
+    this.#maxEntryBytes = options.maxEntryBytes ?? TASK_DEFAULTS.logMaxEntryBytes;
   }
 
   /** Appends an entry and returns it with its `seq`. */
   append(type: string, data: Readonly<Record<string, unknown>>, time: Date = new Date()): TaskLogEntry {
-    const entry: TaskLogEntry = { seq: ++this.#lastSeq, time: time.toISOString(), type, data: shrink(data, this.#maxEntryBytes) };
-    const bytes = Buffer.byteLength(JSON.stringify(entry));
+    const shrunk = shrinkLogData(data, this.#maxEntryBytes);
+    const entry: TaskLogEntry = { seq: ++this.#lastSeq, time: time.toISOString(), type, data: shrunk.data };
+    const bytes = Buffer.byteLength(logEntryJson(entry.seq, entry.time, type, shrunk.json));
     this.#entries.push({ entry, bytes });
     this.#bytes += bytes;
     while (this.#bytes > this.#maxBytes && this.#entries.length - this.#head > 1) {
@@ -73,18 +76,9 @@ export class BoundedLog {
   read(after = 0, limit = 50): TaskLogPage {
     const live = this.#entries.length - this.#head;
     const firstSeq = live === 0 ? this.#lastSeq + 1 : (this.#entries[this.#head] as { entry: TaskLogEntry }).entry.seq;
-    const start = Math.max(after + 1, firstSeq);
-    const from = this.#head + (start - firstSeq);
-    const slice = this.#entries.slice(from, from + Math.max(0, limit)).map((item) => item.entry);
-    const last = slice.at(-1);
-    return {
-      entries: slice,
-      nextCursor: last === undefined ? Math.max(after, Math.min(this.#lastSeq, start - 1)) : last.seq,
-      lastSeq: this.#lastSeq,
-      dropped: this.#dropped,
-      ...(after + 1 < firstSeq && firstSeq > 1 ? { droppedBefore: { fromSeq: after + 1, toSeq: firstSeq - 1 } } : {}),
-      more: (last?.seq ?? start - 1) < this.#lastSeq,
-    };
+    const from = this.#head + (Math.max(after + 1, firstSeq) - firstSeq);
+    const entries = this.#entries.slice(from, from + Math.max(0, limit)).map((item) => item.entry);
+    return logPage(after, limit, entries, { firstSeq, lastSeq: this.#lastSeq, dropped: this.#dropped });
   }
 
   /** The newest `count` entries, oldest first. */
@@ -98,13 +92,54 @@ export class BoundedLog {
   }
 }
 
-/** Cuts strings (deeply) so the JSON of `data` fits in about `maxBytes`. */
-function shrink(data: Readonly<Record<string, unknown>>, maxBytes: number): Readonly<Record<string, unknown>> {
-  if (Buffer.byteLength(JSON.stringify(data) ?? '') <= maxBytes) return data;
+/** Where a log stands when a page of it is read: what {@link logPage} needs besides the entries. */
+export interface LogWindow {
+  /** The `seq` of the oldest entry kept (`lastSeq + 1` when the log has none). */
+  readonly firstSeq: number;
+  /** The `seq` of the newest entry written (0 when none). */
+  readonly lastSeq: number;
+  /** Entries dropped over the log's life. */
+  readonly dropped: number;
+}
+
+/**
+ * The page of a log that starts after `after` and holds at most `limit` entries. `entries` are the kept
+ * entries with `seq > after`, oldest first (those past `limit` are ignored). Every task store pages its
+ * logs through this, so cursors, gaps and `more` mean the same whatever holds the entries.
+ */
+export function logPage(after: number, limit: number, entries: readonly TaskLogEntry[], window: LogWindow): TaskLogPage {
+  const { firstSeq, lastSeq, dropped } = window;
+  const start = Math.max(after + 1, firstSeq);
+  const page = entries.slice(0, Math.max(0, limit));
+  const last = page.at(-1);
+  return {
+    entries: page,
+    nextCursor: last === undefined ? Math.max(after, Math.min(lastSeq, start - 1)) : last.seq,
+    lastSeq,
+    dropped,
+    ...(after + 1 < firstSeq && firstSeq > 1 ? { droppedBefore: { fromSeq: after + 1, toSeq: firstSeq - 1 } } : {}),
+    more: (last?.seq ?? start - 1) < lastSeq,
+  };
+}
+
+/**
+ * The JSON of a log entry, built from its data's JSON: exactly `JSON.stringify(entry)`, whose UTF-8 length
+ * is what an entry counts against a log's byte bound.
+ */
+export function logEntryJson(seq: number, time: string, type: string, dataJson: string): string {
+  return `{"seq":${seq},"time":${JSON.stringify(time)},"type":${JSON.stringify(type)},"data":${dataJson}}`;
+}
+
+/** Cuts strings (deeply) so the JSON of `data` fits in about `maxBytes`; resolves the data kept and its JSON. */
+export function shrinkLogData(data: Readonly<Record<string, unknown>>, maxBytes: number): { readonly data: Readonly<Record<string, unknown>>; readonly json: string } {
+  // `?? '{}'`: an object whose toJSON answers undefined still takes the place of an object.
+  const json = JSON.stringify(data) ?? '{}';
+  if (Buffer.byteLength(json) <= maxBytes) return { data, json };
   let limit = Math.max(32, Math.floor(maxBytes / 2));
   for (;;) {
     const cut = cutStrings(data, limit) as Record<string, unknown>;
-    if (Buffer.byteLength(JSON.stringify(cut)) <= maxBytes || limit <= 32) return cut;
+    const cutJson = JSON.stringify(cut);
+    if (Buffer.byteLength(cutJson) <= maxBytes || limit <= 32) return { data: cut, json: cutJson };
     limit = Math.floor(limit / 2);
   }
 }

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AgentRunResult, RunAgentOptions } from '../agent/types.ts';
 import { KlymError } from '../errors.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
+import { runResult } from '../testing/run-result.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
 import { createTaskManager, type AgentRunner, type TaskManager } from './task-manager.ts';
 import type { TaskStore } from './task-types.ts';
@@ -9,18 +10,7 @@ import type { TaskStore } from './task-types.ts';
 const pool = { upstreams: [] } as unknown as SessionPool;
 const me = { principal: 'grynya' };
 const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15, estimated: false };
-const result = (text: string, finishReason = 'stop'): AgentRunResult => ({
-  text,
-  finishReason,
-  steps: 1,
-  usage,
-  costUsd: undefined,
-  toolCalls: [],
-  model: 'test:model',
-  elapsedMs: 1,
-  budget: { maxSteps: 25 },
-  messages: [],
-});
+const result = (text: string, finishReason = 'stop'): AgentRunResult => runResult(text, { finishReason, usage });
 
 /** A runner that waits until released or aborted, like runAgent: resolves `cancelled` on abort. */
 function gatedRunner(): { run: AgentRunner; release: (text?: string) => void; calls: RunAgentOptions[] } {
@@ -81,8 +71,8 @@ describe('createTaskManager', () => {
     await expect(manager.get(task.id, other)).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
     await expect(manager.cancel(task.id, other)).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
     await expect(manager.logs(task.id, other)).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
-    expect(await manager.list(other)).toEqual([]);
-    expect((await manager.list(me)).map((item) => item.id)).toEqual([task.id]);
+    expect((await manager.list(other)).tasks).toEqual([]);
+    expect((await manager.list(me)).tasks.map((item) => item.id)).toEqual([task.id]);
   });
 
   it('queues tasks past the concurrency limit as pending', async () => {
@@ -185,14 +175,14 @@ describe('createTaskManager', () => {
     const runner = gatedRunner();
     // A store that takes a moment to write, as a durable one would.
     const memory = createMemoryTaskStore();
-    const store: TaskStore = { ...memory, insert: async (task) => void (await new Promise((resolve) => setTimeout(resolve, 20)), await memory.insert(task)) };
+    const store: TaskStore = { ...memory, insert: async (task) => (await new Promise((resolve) => setTimeout(resolve, 20)), await memory.insert(task)) };
     const tasks = (manager = createTaskManager({ pool, run: runner.run, store }));
     const starting = tasks.start({ prompt: 'late' }, me);
     await tasks.close({ graceMs: 0 });
     const late = await starting;
     expect((await tasks.get(late.id, me)).status).toBe('cancelled');
     expect(runner.calls).toHaveLength(0);
-    expect((await tasks.list(me)).filter((task) => task.status === 'running' || task.status === 'pending')).toEqual([]);
+    expect((await tasks.list(me)).tasks.filter((task) => task.status === 'running' || task.status === 'pending')).toEqual([]);
   });
 
   it('keeps secrets out of errors and logs', async () => {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { AgentEvent, AgentRunResult, RunAgentOptions } from '../agent/types.ts';
+import type { AgentCheckpoint, AgentEvent, AgentRunResult, RunAgentOptions } from '../agent/types.ts';
+import { TASK_DEFAULTS } from '../defaults.ts';
 import { runAgent } from '../agent/run-agent.ts';
 import { KlymError, isKlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
@@ -8,7 +9,7 @@ import type { SessionPool } from '../pool/session-pool.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
 import { applyAgentEvent, eventData } from './task-progress.ts';
 import type { BoundedLogOptions, TaskLogPage } from './task-log.ts';
-import { isTerminal, type TaskRecord, type TaskRequest, type TaskStatus, type TaskStore } from './task-types.ts';
+import { isTerminal, type TaskListPage, type TaskPageRequest, type TaskRecord, type TaskRequest, type TaskStatus, type TaskStore } from './task-types.ts';
 import { writeBackResult, type WriteBackOptions } from './write-back.ts';
 
 /** What runs a task's agent: `runAgent` of `@klym/core`, or a stand-in with its contract. */
@@ -21,7 +22,10 @@ export type TaskRunDefaults = Omit<RunAgentOptions, 'pool' | 'prompt' | 'signal'
 export interface TaskManagerOptions {
   /** The upstream sessions tasks run on. Not closed by the manager. */
   readonly pool: SessionPool;
-  /** Where tasks are kept. @default an in-memory store ({@link createMemoryTaskStore}) with `log` */
+  /**
+   * Where tasks are kept. Not closed by the manager. Tasks it holds `pending` or `running` (a process that
+   * died) are taken up at once: see `resumeOnRestart`. @default an in-memory store with `log`
+   */
   readonly store?: TaskStore;
   /** Bounds of each task's log, for the default store. @default { maxBytes: 262_144, maxEntryBytes: 4_096 } */
   readonly log?: BoundedLogOptions;
@@ -31,10 +35,15 @@ export interface TaskManagerOptions {
   readonly maxConcurrent?: number;
   /** Tasks waiting as `pending` at most; one more is refused with `TASK_QUEUE_FULL`, so a caller cannot grow the queue without bound. @default 1_000 */
   readonly maxQueued?: number;
-  /** Wall-clock limit of one task once running; it also caps the run's `budget.timeoutMs`. Hitting it is `error` with `TASK_TIMEOUT`. @default 600_000 */
+  /** Run time limit of one task, across restarts; it also caps the run's `budget.timeoutMs`. Hitting it is `error` with `TASK_TIMEOUT`. @default 1_800_000 */
   readonly taskTimeoutMs?: number;
   /** How long a finished task stays visible before it is evicted. @default 3_600_000 */
   readonly ttlMs?: number;
+  /**
+   * What happens to a task the store holds as `running` when the manager starts (its process died): resume
+   * it from its last checkpoint (`true`), or end it as `error` with `TASK_INTERRUPTED`, its log intact. @default true
+   */
+  readonly resumeOnRestart?: boolean;
   /** Run options for every task. @default {} (runAgent's own defaults) */
   readonly defaults?: TaskRunDefaults;
   /** Writing results into the graph. @default { upstream: 'grynya', byDefault: false } */
@@ -47,7 +56,7 @@ export interface TaskManagerOptions {
 
 /** A task's lifecycle, as {@link TaskManagerOptions.onEvent} receives it (noun-verb). */
 export type TaskEvent =
-  | { readonly type: 'task-create' | 'task-start' | 'task-end' | 'task-evict'; readonly task: TaskRecord }
+  | { readonly type: 'task-create' | 'task-start' | 'task-resume' | 'task-end' | 'task-evict'; readonly task: TaskRecord }
   | { readonly type: 'task-write-back'; readonly task: TaskRecord };
 
 /** Who is asking: tasks are visible only to the principal who started them. */
@@ -63,9 +72,13 @@ export interface CancelOutcome {
   readonly message: string;
 }
 
-/** Runs agent tasks in the background: a concurrency limit, a per-task time limit, bounded logs, TTL eviction. */
+/** Runs agent tasks in the background: a concurrency limit, a per-task time limit, bounded logs, checkpoints, TTL eviction. */
 export interface TaskManager extends AsyncDisposable {
-  /** Queues a task and returns it at once (`pending` or `running`). @throws {KlymError} `SHUTTING_DOWN` after `close()` */
+  /**
+   * Queues a task and returns it at once (`pending` or `running`). With an `idempotencyKey` the caller used
+   * before, returns that task instead, whatever its status.
+   * @throws {KlymError} `SHUTTING_DOWN` after `close()`; `TASK_QUEUE_FULL` past `maxQueued`
+   */
   start(request: TaskRequest, caller: Caller): Promise<TaskRecord>;
   /** @throws {KlymError} `TASK_NOT_FOUND` when no task of that id is visible to `caller` */
   get(id: string, caller: Caller): Promise<TaskRecord>;
@@ -75,8 +88,8 @@ export interface TaskManager extends AsyncDisposable {
   tail(id: string, caller: Caller, count: number): Promise<TaskLogPage>;
   /** Cancels a pending or running task; a finished one is left as it is, and the outcome says so. @throws {KlymError} `TASK_NOT_FOUND` */
   cancel(id: string, caller: Caller, reason?: string): Promise<CancelOutcome>;
-  /** The caller's tasks, newest first. */
-  list(caller: Caller, filter?: { readonly status?: TaskStatus }): Promise<readonly TaskRecord[]>;
+  /** A page of the caller's tasks, newest first. */
+  list(caller: Caller, filter?: { readonly status?: TaskStatus }, page?: TaskPageRequest): Promise<TaskListPage>;
   /** How many tasks are in each status (all principals). */
   summary(): Promise<Readonly<Record<TaskStatus, number>>>;
   /** Refuses new tasks, cancels pending ones, gives running ones `graceMs`, then cancels them with `reason`. Idempotent. */
@@ -95,10 +108,11 @@ export interface TaskManager extends AsyncDisposable {
  * ```
  */
 export function createTaskManager(options: TaskManagerOptions): TaskManager {
-  const maxConcurrent = positive('maxConcurrent', options.maxConcurrent ?? 4);
-  const maxQueued = positive('maxQueued', options.maxQueued ?? 1_000);
-  const taskTimeoutMs = positive('taskTimeoutMs', options.taskTimeoutMs ?? 600_000);
-  const ttlMs = positive('ttlMs', options.ttlMs ?? 3_600_000);
+  const maxConcurrent = positive('maxConcurrent', options.maxConcurrent ?? TASK_DEFAULTS.concurrency);
+  const maxQueued = positive('maxQueued', options.maxQueued ?? TASK_DEFAULTS.maxQueued);
+  const taskTimeoutMs = positive('taskTimeoutMs', options.taskTimeoutMs ?? TASK_DEFAULTS.timeoutMs);
+  const ttlMs = positive('ttlMs', options.ttlMs ?? TASK_DEFAULTS.ttlMs);
+  const resumeOnRestart = options.resumeOnRestart ?? TASK_DEFAULTS.resumeOnRestart;
   const store = options.store ?? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log });
   const run = options.run ?? runAgent;
   const defaults = options.defaults ?? {};
@@ -107,6 +121,8 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const redact = createRedactor(secrets);
   const queue: string[] = [];
   const live = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  /** Tasks the store held as `running` at start-up: their run continues from its checkpoint. */
+  const resuming = new Set<string>();
   let running = 0;
   let closing: Promise<void> | undefined;
   let closeReason = 'shutdown';
@@ -138,11 +154,26 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   };
 
   const execute = async (id: string, controller: AbortController): Promise<void> => {
-    const task = await store.transition(id, ['pending'], { status: 'running', startedAt: new Date().toISOString(), currentStep: 'starting' });
+    const resumed = resuming.delete(id);
+    // A resumed task keeps the time it first started.
+    const task = resumed
+      ? await store.transition(id, ['running'], { currentStep: 'resuming' })
+      : await store.transition(id, ['pending'], { status: 'running', startedAt: new Date().toISOString(), currentStep: 'starting' });
     if (task === undefined) return; // cancelled while it waited
-    emit({ type: 'task-start', task });
-    log(id, 'task-start', { model: task.request.model ?? defaults.model ?? 'default' });
-    const timer = setTimeout(() => controller.abort(new KlymError('TASK_TIMEOUT', `Task ${id} ran past its wall-clock limit of ${taskTimeoutMs} ms`)), taskTimeoutMs);
+    const checkpoint = resumed ? await store.loadCheckpoint(id) : undefined;
+    const spentMs = checkpoint?.elapsedMs ?? 0;
+    if (resumed) {
+      const fromStep = checkpoint?.steps ?? 0;
+      await store.update(id, { resumes: [...(task.resumes ?? []), fromStep] });
+      log(id, 'task-resume', { fromStep, interruptedCalls: checkpoint?.current?.calls.filter((call) => call.output === undefined).map((call) => call.toolName) ?? [] });
+      emit({ type: 'task-resume', task });
+    } else {
+      emit({ type: 'task-start', task });
+      log(id, 'task-start', { model: task.request.model ?? defaults.model ?? 'default' });
+    }
+    // The limit counts run time across restarts, as the run's own budgets do.
+    const leftMs = Math.max(0, taskTimeoutMs - spentMs);
+    const timer = setTimeout(() => controller.abort(new KlymError('TASK_TIMEOUT', `Task ${id} ran past its run-time limit of ${taskTimeoutMs} ms`)), leftMs);
     let progress = task;
     const onEvent = (event: AgentEvent): void => {
       try {
@@ -157,31 +188,49 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         // A malformed event must not break the run.
       }
     };
+    const onCheckpoint = (saved: AgentCheckpoint): void => {
+      store.saveCheckpoint(id, saved);
+      if (saved.current === undefined) void store.update(id, { elapsedMs: saved.elapsedMs }).catch(() => {});
+    };
     const request = task.request;
     const budget = { ...defaults.budget, ...request.budget };
     const { timeoutMs: runTimeout, ...restBudget } = budget;
+    const model = request.model ?? defaults.model;
     const runOptions: RunAgentOptions = {
       ...defaults,
       pool: options.pool,
       prompt: request.prompt,
       ...(request.systemPrompt === undefined ? {} : { systemPrompt: request.systemPrompt }),
-      ...(request.model ?? defaults.model) === undefined ? {} : { model: (request.model ?? defaults.model) as string },
+      ...(model === undefined ? {} : { model }),
       ...(request.tools === undefined ? {} : { tools: request.tools }),
       budget: runTimeout !== undefined && runTimeout < taskTimeoutMs ? { ...restBudget, timeoutMs: runTimeout } : restBudget,
       secrets: [...(defaults.secrets ?? []), ...secrets],
       signal: controller.signal,
       onEvent,
+      onCheckpoint,
+      ...(checkpoint === undefined ? {} : { resume: checkpoint }),
     };
     try {
       const result = await raceAbort(Promise.resolve().then(() => run(runOptions)), controller.signal);
       if (result.finishReason === 'cancelled' || controller.signal.aborted) throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);
+      const record = request.recordResult ?? options.writeBack?.byDefault ?? false;
       const done = await finish(id, ['running'], {
         status: 'completed',
         currentStep: 'done',
-        result: { text: redact.text(result.text), finishReason: result.finishReason, model: result.model, toolCalls: result.toolCalls.length },
+        result: {
+          text: redact.text(result.text),
+          finalText: redact.text(result.finalText),
+          finishReason: result.finishReason,
+          model: result.model,
+          // The run lists its own calls; those before a restart are counted in its checkpoint.
+          toolCalls: result.toolCalls.length + (checkpoint?.toolCalls ?? 0) + (checkpoint?.current?.calls.length ?? 0),
+        },
         usage: { steps: result.steps, ...pickUsage(result.usage), costUsd: result.costUsd },
+        elapsedMs: result.elapsedMs,
+        // Marked in the same write as the status: a restart that finds it `pending` knows a write may have begun.
+        ...(record ? { writeBack: { status: 'pending', nodeId: `klym_${id}`, dayId: '' } } : {}),
       });
-      if (done !== undefined && (request.recordResult ?? options.writeBack?.byDefault ?? false)) await recordResult(done, result.text);
+      if (done !== undefined && record) await recordResult(done);
     } catch (error) {
       const reason: unknown = controller.signal.aborted ? controller.signal.reason : error;
       if (isKlymError(reason, 'TASK_TIMEOUT')) {
@@ -197,12 +246,17 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     }
   };
 
-  const recordResult = async (task: TaskRecord, text: string): Promise<void> => {
-    const pending = await store.update(task.id, { writeBack: { status: 'pending', nodeId: `klym_${task.id}`, dayId: '' } });
-    const outcome = await writeBackResult(options.pool, { id: task.id, text: redact.text(text), time: new Date(task.finishedAt ?? Date.now()) }, options.writeBack);
-    const updated = (await store.update(task.id, { writeBack: outcome.error === undefined ? outcome : { ...outcome, error: redact.text(outcome.error) } })) ?? pending;
+  const recordResult = async (task: TaskRecord): Promise<void> => {
+    const text = task.result?.finalText ?? '';
+    const outcome = await writeBackResult(options.pool, { id: task.id, text, time: new Date(task.finishedAt ?? Date.now()) }, options.writeBack);
+    const updated = await store.update(task.id, { writeBack: outcome.error === undefined ? outcome : { ...outcome, error: redact.text(outcome.error) } });
     log(task.id, 'write-back', { ...outcome });
     if (updated !== undefined) emit({ type: 'task-write-back', task: updated });
+  };
+
+  const enqueue = (id: string): void => {
+    live.set(id, { controller: new AbortController(), done: Promise.resolve() });
+    queue.push(id);
   };
 
   const pump = (): void => {
@@ -222,14 +276,39 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     }
   };
 
-  const sweep = async (): Promise<void> => {
-    const now = Date.now();
-    for (const task of await store.list()) {
-      if (isTerminal(task.status) && task.finishedAt !== undefined && Date.parse(task.finishedAt) + ttlMs <= now && !live.has(task.id)) {
-        await store.delete(task.id);
-        emit({ type: 'task-evict', task });
+  /**
+   * Takes up what a process that died left in the store: running tasks resume from their checkpoint (or
+   * end as `TASK_INTERRUPTED`), pending ones queue oldest first behind them, and a write-back that was under
+   * way is reported as of unknown outcome, never made twice.
+   */
+  const recover = async (): Promise<void> => {
+    const found = await store.unfinished();
+    for (const task of found) {
+      if (task.status === 'running' && resumeOnRestart) {
+        resuming.add(task.id);
+        enqueue(task.id);
+      } else if (task.status === 'running') {
+        const step = (await store.loadCheckpoint(task.id))?.steps ?? 0;
+        await finish(task.id, ['running'], {
+          status: 'error',
+          currentStep: 'interrupted',
+          error: { code: 'TASK_INTERRUPTED', message: `Klym stopped while this task was running (after step ${step}); tasks.resumeOnRestart is off, so it was not resumed` },
+        });
+      } else if (task.writeBack?.status === 'pending') {
+        const error = `Klym stopped while writing the result: the node ${task.writeBack.nodeId} may or may not have been written; it was not written again`;
+        await store.update(task.id, { writeBack: { ...task.writeBack, status: 'failed', error } });
+        log(task.id, 'write-back', { status: 'failed', nodeId: task.writeBack.nodeId, error });
       }
     }
+    // Resumed runs first (they were running), then pending tasks, oldest first.
+    queue.sort((a, b) => Number(resuming.has(b)) - Number(resuming.has(a)));
+    for (const task of found) if (task.status === 'pending') enqueue(task.id);
+    pump();
+  };
+  const recovered = recover().catch(() => {});
+
+  const sweep = async (): Promise<void> => {
+    for (const task of await store.evict(new Date(Date.now() - ttlMs))) emit({ type: 'task-evict', task });
   };
   const sweeper = setInterval(() => void sweep().catch(() => {}), Math.min(ttlMs, 60_000));
   sweeper.unref();
@@ -249,6 +328,11 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const manager: TaskManager = {
     async start(request, caller) {
       if (closing) throw new KlymError('SHUTTING_DOWN', 'Klym is shutting down and takes no new tasks');
+      await recovered;
+      if (request.idempotencyKey !== undefined) {
+        const existing = await store.findByIdempotencyKey(caller.principal, request.idempotencyKey);
+        if (existing !== undefined) return existing;
+      }
       if (queue.length >= maxQueued) {
         throw new KlymError('TASK_QUEUE_FULL', `Klym has ${queue.length} tasks waiting (tasks.maxQueued ${maxQueued}); try again when some have started`);
       }
@@ -262,13 +346,13 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         currentStep: running < maxConcurrent ? 'starting' : 'queued',
         usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: undefined },
       };
-      await store.insert(task);
+      const stored = await store.insert(task);
+      if (stored.id !== id) return stored; // another start with the same key won
       // close() began while the store wrote: it has already swept the queue, so this task must not run.
       if (closing) return (await finish(id, ['pending'], { status: 'cancelled', currentStep: 'cancelled', cancelReason: closeReason })) ?? task;
       log(id, 'task-create', { model: request.model ?? defaults.model ?? 'default', recordResult: request.recordResult ?? options.writeBack?.byDefault ?? false });
       emit({ type: 'task-create', task });
-      live.set(id, { controller: new AbortController(), done: Promise.resolve() });
-      queue.push(id);
+      enqueue(id);
       pump();
       return (await store.get(id)) ?? task;
     },
@@ -288,18 +372,15 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       const now = await visible(id, caller);
       return { cancelled: false, task: now, message: `Task ${id} had already ended as ${now.status}; nothing changed` };
     },
-    async list(caller, filter = {}) {
-      return store.list({ principal: caller.principal, ...(filter.status === undefined ? {} : { status: filter.status }) });
+    async list(caller, filter = {}, page = {}) {
+      return store.list({ principal: caller.principal, ...(filter.status === undefined ? {} : { status: filter.status }) }, page);
     },
-    async summary() {
-      const counts: Record<TaskStatus, number> = { pending: 0, running: 0, completed: 0, error: 0, cancelled: 0 };
-      for (const task of await store.list()) counts[task.status]++;
-      return counts;
-    },
-    close({ graceMs = 10_000, reason = 'shutdown' } = {}) {
+    summary: () => store.counts(),
+    close({ graceMs = TASK_DEFAULTS.shutdownGraceMs, reason = 'shutdown' } = {}) {
       if (closing === undefined) closeReason = reason;
       closing ??= (async () => {
         clearInterval(sweeper);
+        await recovered;
         for (const id of queue.splice(0)) await cancelTask(id, reason);
         const runs = [...live.values()].map((entry) => entry.done);
         let timer: NodeJS.Timeout | undefined;
@@ -308,6 +389,8 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         clearTimeout(timer);
         await Promise.all([...live.keys()].map((id) => cancelTask(id, reason)));
         await Promise.all([...live.values()].map((entry) => entry.done));
+        // Whoever creates a resource closes it: the default store is the manager's own.
+        if (options.store === undefined) await store.close();
       })();
       return closing;
     },

@@ -1,4 +1,4 @@
-import type { AgentBudget, ToolSelection } from '../agent/types.ts';
+import type { AgentBudget, AgentCheckpoint, ToolSelection } from '../agent/types.ts';
 import type { KlymErrorCode } from '../errors.ts';
 import type { TaskLogPage } from './task-log.ts';
 
@@ -24,6 +24,11 @@ export interface TaskRequest {
   readonly budget?: AgentBudget;
   /** Write the result into the graph at the end. @default the manager's `writeBack.byDefault` */
   readonly recordResult?: boolean;
+  /**
+   * The caller's key for this start: another start by the same principal with the same key answers the
+   * existing task (whatever its status, across restarts, until it is evicted) instead of starting one.
+   */
+  readonly idempotencyKey?: string;
 }
 
 /** Budget use of a task so far. */
@@ -49,7 +54,10 @@ export interface WriteBackOutcome {
 
 /** What a task ended with when it completed. */
 export interface TaskResult {
+  /** Everything the model wrote, step by step, separated by blank lines. */
   readonly text: string;
+  /** The final answer: the text of the last step that wrote any. */
+  readonly finalText: string;
   /** `stop`, …, or `budget:<steps|tokens|cost|time>`. */
   readonly finishReason: string;
   readonly model: string;
@@ -75,6 +83,10 @@ export interface TaskRecord {
   /** Why it was cancelled (`cancelled by caller`, `shutdown`). */
   readonly cancelReason?: string;
   readonly writeBack?: WriteBackOutcome;
+  /** Run time so far, in milliseconds, across restarts (time the process was down not counted). */
+  readonly elapsedMs?: number;
+  /** When the task was resumed after a restart: the step it continued after, each time. */
+  readonly resumes?: readonly number[];
 }
 
 /** A change to a task's fields other than its identity. */
@@ -86,23 +98,67 @@ export interface TaskFilter {
   readonly status?: TaskStatus;
 }
 
+/** Which page of a list. */
+export interface TaskPageRequest {
+  /** A `nextCursor` from the page before; absent for the newest tasks. */
+  readonly cursor?: string;
+  /** @default 50 */
+  readonly limit?: number;
+}
+
+/** A page of tasks, newest first. */
+export interface TaskListPage {
+  readonly tasks: readonly TaskRecord[];
+  /** Pass as `cursor` for the next (older) page; absent on the last page. Opaque. */
+  readonly nextCursor?: string;
+  /** How many tasks match the filter in all. */
+  readonly total: number;
+}
+
 /**
- * Where tasks are kept. The in-memory store is the default; a durable or shared store implements the
+ * Where tasks are kept: records, bounded logs, and run checkpoints. In memory (`createMemoryTaskStore`,
+ * the library's default) or in SQLite (`createSqliteTaskStore`, durable); a shared store implements the
  * same interface. Status changes go through `transition`, which must be atomic: of many concurrent
- * transitions out of one status, exactly one applies.
+ * transitions out of one status, exactly one applies. Whoever creates a store closes it.
  */
-export interface TaskStore {
-  insert(task: TaskRecord): Promise<void>;
+export interface TaskStore extends AsyncDisposable {
+  /**
+   * Stores a new task and resolves it. When the task has an `idempotencyKey` that the same principal
+   * already used, nothing is stored and the existing task is resolved instead (atomically: of two
+   * concurrent inserts with one key, one stores).
+   */
+  insert(task: TaskRecord): Promise<TaskRecord>;
   get(id: string): Promise<TaskRecord | undefined>;
+  /** The task `principal` started with `idempotencyKey`, if it is still kept. */
+  findByIdempotencyKey(principal: string, idempotencyKey: string): Promise<TaskRecord | undefined>;
   /** Applies `patch` only if the task's status is one of `from`; resolves the updated task, or `undefined` when it did not apply. */
   transition(id: string, from: readonly TaskStatus[], patch: TaskPatch): Promise<TaskRecord | undefined>;
   /** Applies `patch` to a task whatever its status, but never changes `status`. */
   update(id: string, patch: Omit<TaskPatch, 'status'>): Promise<TaskRecord | undefined>;
-  /** Newest first. */
-  list(filter?: TaskFilter): Promise<readonly TaskRecord[]>;
-  delete(id: string): Promise<void>;
-  /** Appends to the task's log (fire and forget: a store that writes elsewhere buffers). */
+  /** A page of the tasks that match `filter`, newest first (by creation; ties by insertion order). */
+  list(filter?: TaskFilter, page?: TaskPageRequest): Promise<TaskListPage>;
+  /** How many tasks are in each status (all principals). */
+  counts(): Promise<Readonly<Record<TaskStatus, number>>>;
+  /**
+   * What a restarted manager takes up again, oldest first: tasks `pending` or `running`, and finished tasks
+   * whose `writeBack.status` is still `pending` (the process died while writing their result).
+   */
+  unfinished(): Promise<readonly TaskRecord[]>;
+  /** Deletes terminal tasks that finished before `before`, with their logs and checkpoints; resolves them. */
+  evict(before: Date): Promise<readonly TaskRecord[]>;
+  /** Appends to the task's log. Fire and forget: a store that writes to disk batches (a read sees every append made before it). */
   appendLog(id: string, type: string, data: Readonly<Record<string, unknown>>): void;
+  /** Entries with `seq > after`, at most `limit`, oldest first. */
   readLog(id: string, after?: number, limit?: number): Promise<TaskLogPage>;
+  /** The newest `count` entries, oldest first. */
   tailLog(id: string, count: number): Promise<TaskLogPage>;
+  /**
+   * Records the task's run checkpoint, replacing the one before. Synchronous and durable on return (a
+   * durable store writes it, with the log entries buffered so far, before returning): the agent saves one
+   * before each tool call's request goes out, so an unrecorded call is never replayed.
+   */
+  saveCheckpoint(id: string, checkpoint: AgentCheckpoint): void;
+  loadCheckpoint(id: string): Promise<AgentCheckpoint | undefined>;
+  /** Writes what is buffered and releases the store (for SQLite, its file lock). Idempotent. */
+  close(): Promise<void>;
 }

@@ -4,3 +4,4 @@
  */
 export { createInMemoryUpstream, type ConnectableServer } from './in-memory-upstream.ts';
 export { createMockModel, mockTurnParts, textUntilAborted, type MockStep, type MockTurn } from './mock-model.ts';
+export { runResult } from './run-result.ts';

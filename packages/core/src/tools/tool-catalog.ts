@@ -34,6 +34,12 @@ export interface ToolCallHooks {
   readonly onLog?: (entry: UpstreamLogEntry, toolCallId: string) => void;
   /** How long the upstream took, measured around the call itself. */
   readonly onDuration?: (toolCallId: string, durationMs: number) => void;
+  /**
+   * Called synchronously right before a call's request goes to the upstream, once its access and
+   * arguments were checked (a refused call never gets this far): the moment to record that it was sent.
+   * A hook that throws fails the call, unsent.
+   */
+  readonly onRequest?: (call: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown }) => void;
 }
 
 /** The pool's tools for one run, with the run's policies applied. */
@@ -144,6 +150,7 @@ function toAiTool(tool: CatalogTool, pool: SessionPool, validators: Validators, 
       if (!access.allowed) {
         throw new KlymError('TOOL_DENIED', `Tool ${tool.name} is denied by ${access.policy}: ${access.reason}`, { upstream: tool.upstream, toolName: tool.originalName });
       }
+      hooks.onRequest?.({ toolCallId, toolName: tool.name, input });
       const started = performance.now();
       try {
         return await pool.callTool(tool.upstream, tool.originalName, input as Record<string, unknown>, {

@@ -1,0 +1,113 @@
+import path from 'node:path';
+import { KlymError, createSessionPool, createTaskService, isKlymError, type BoundedLogOptions, type SessionPool, type TaskService, type TaskServiceOptions, type TaskStore } from '@klym/core';
+import type { ResolvedServerOptions } from './server-options.ts';
+
+/** The task service the server mounts, with what it opened for it. */
+export interface OpenedTasks {
+  readonly service: TaskService;
+  /** Closes the task service (grace period, then `shutdown`), then the pool and the store if they were opened here. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** A store spec: `memory`, or `sqlite:<path>`. */
+const STORE_SPEC = /^(?:memory|sqlite:(.+))$/s;
+
+/**
+ * Opens what the server's tasks need, in this order: the task store (`options.taskStore`), the pool
+ * (unless `options.pool` is given), then core's task service over them. Whatever it opened is closed in
+ * reverse order by `close()`, or at once if a later step fails.
+ *
+ * @throws {KlymError} `CONFIG_INVALID` for an options error; `STORE_UNAVAILABLE` naming the store's file and why it cannot be opened.
+ */
+export async function openTasks(options: ResolvedServerOptions): Promise<OpenedTasks> {
+  const opened: (() => Promise<void>)[] = [];
+  const closeOpened = async (): Promise<void> => {
+    const failures: unknown[] = [];
+    for (const close of opened.splice(0).toReversed()) await close().catch((error: unknown) => void failures.push(error));
+    if (failures.length > 0) throw new AggregateError(failures, 'Klym could not close everything its tasks used');
+  };
+  try {
+    const store = await openTaskStore(options.taskStore, options.taskLog);
+    if (store !== undefined && typeof options.taskStore === 'string') opened.push(() => store.close());
+    let pool: SessionPool | undefined = options.pool;
+    if (pool === undefined) {
+      const own = await createSessionPool({ upstreams: options.upstreams ?? {} });
+      opened.push(() => own.close());
+      pool = own;
+    }
+    const service = createTaskService({
+      ...serviceOptions(options),
+      pool,
+      ...(store === undefined ? {} : { store }),
+      ...(options.taskLog === undefined ? {} : { log: options.taskLog }),
+      ...(options.maxConcurrentTasks === undefined ? {} : { maxConcurrent: options.maxConcurrentTasks }),
+      ...(options.maxQueuedTasks === undefined ? {} : { maxQueued: options.maxQueuedTasks }),
+      ...(options.taskTtlMs === undefined ? {} : { ttlMs: options.taskTtlMs }),
+      // Tokens name principals; a log, an error or a result must never quote one.
+      secrets: [...Object.values(options.auth?.tokens ?? {}), ...(options.secrets ?? [])],
+    });
+    let closing: Promise<void> | undefined;
+    return {
+      service,
+      close() {
+        closing ??= (async () => {
+          try {
+            await service.close();
+          } finally {
+            await closeOpened();
+          }
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    await closeOpened().catch(() => {});
+    throw error;
+  }
+}
+
+/** The options that are the task service's own (the rest are the server's, or renamed below). */
+function serviceOptions(options: ResolvedServerOptions): Omit<TaskServiceOptions, 'pool'> {
+  const {
+    upstreams: _upstreams,
+    pool: _pool,
+    host: _host,
+    port: _port,
+    auth: _auth,
+    allowedHosts: _allowedHosts,
+    allowedOrigins: _allowedOrigins,
+    maxBodyBytes: _maxBodyBytes,
+    sessionIdleMs: _sessionIdleMs,
+    maxConcurrentTasks: _maxConcurrentTasks,
+    maxQueuedTasks: _maxQueuedTasks,
+    taskTtlMs: _taskTtlMs,
+    taskLog: _taskLog,
+    taskStore: _taskStore,
+    log: _log,
+    ...own
+  } = options;
+  return own;
+}
+
+/**
+ * The store `spec` names: a given store as it is, `undefined` for `memory` (the task manager's own), or
+ * the SQLite store at `sqlite:<path>` (relative to the working directory), opened here.
+ * @throws {KlymError} `CONFIG_INVALID` for a spec of another shape; `STORE_UNAVAILABLE` when the file cannot be opened.
+ */
+export async function openTaskStore(spec: TaskStore | string | undefined, log: BoundedLogOptions | undefined): Promise<TaskStore | undefined> {
+  if (spec === undefined || typeof spec !== 'string') return spec;
+  const match = STORE_SPEC.exec(spec);
+  if (match === null) throw new KlymError('CONFIG_INVALID', `Expected \`taskStore\` to be "memory" or "sqlite:<path>", got "${spec.slice(0, 200)}"`);
+  const file = match[1];
+  if (file === undefined) return undefined;
+  const resolved = path.resolve(file);
+  try {
+    // Loaded only when asked for: a server on the memory store never loads node:sqlite.
+    const { createSqliteTaskStore } = await import('@klym/core/sqlite');
+    return await createSqliteTaskStore({ path: resolved, ...(log === undefined ? {} : { log }) });
+  } catch (error) {
+    if (isKlymError(error, 'STORE_UNAVAILABLE')) throw error;
+    const reason = isKlymError(error) || error instanceof Error ? error.message : String(error);
+    throw new KlymError('STORE_UNAVAILABLE', `Cannot open the task store ${resolved}: ${reason}`, { cause: error });
+  }
+}

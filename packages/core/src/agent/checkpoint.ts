@@ -1,0 +1,185 @@
+import type { ModelMessage } from 'ai';
+import { KlymError } from '../errors.ts';
+import type { ToolResultOutput } from '../tools/tool-result.ts';
+import type { StepProgress } from './run-step.ts';
+import type { AgentCheckpoint, InFlightToolCall } from './types.ts';
+
+/** What a model reads for a call that was sent but whose result was never recorded. */
+export const INTERRUPTED_CALL_MESSAGE =
+  'This tool call was interrupted by a restart of Klym before its result was recorded. Its outcome is unknown: it may or may not have taken effect. Klym did not retry it; check before calling it again.';
+
+/** A run's state at the end of its last completed step: a checkpoint without `current` and `elapsedMs`. */
+export type CompletedRun = Omit<AgentCheckpoint, 'current' | 'elapsedMs'>;
+
+/**
+ * Hands a run's checkpoints to `onCheckpoint`: after each step, and around each tool call of the step under
+ * way. Also what the step reports its progress to (text streamed, calls answered).
+ */
+export interface Checkpointer extends StepProgress {
+  /** A step starts after `done`. */
+  beginStep(step: number, done: CompletedRun): void;
+  /** A call's request is about to go to the upstream: recorded before it is sent. */
+  sent(call: Omit<InFlightToolCall, 'output'>): void;
+  /** A step ended: `done` now includes it. */
+  endStep(done: CompletedRun): void;
+}
+
+/**
+ * The checkpointer of one run. `elapsedMs` reads the run's time (a resumed checkpoint's included). A
+ * listener that throws has failed to store the checkpoint: before a call's request, the call then fails
+ * unsent (`STORE_UNAVAILABLE`); any other time, the run goes on.
+ */
+export function createCheckpointer(onCheckpoint: ((checkpoint: AgentCheckpoint) => void) | undefined, elapsedMs: () => number): Checkpointer {
+  let done: CompletedRun | undefined;
+  let current: { step: number; text: string; calls: InFlightToolCall[] } | undefined;
+  /** `strict`: a listener that fails is rethrown, so that a call whose record could not be stored is not sent. */
+  const save = (strict = false): void => {
+    if (onCheckpoint === undefined || done === undefined) return;
+    // Fresh arrays each time: a listener may keep a checkpoint, and the run goes on changing its own.
+    const checkpoint: AgentCheckpoint = {
+      ...done,
+      elapsedMs: elapsedMs(),
+      ...(current === undefined ? {} : { current: { step: current.step, text: current.text, calls: [...current.calls] } }),
+    };
+    try {
+      const returned: unknown = onCheckpoint(checkpoint);
+      if (returned instanceof Promise) returned.catch(() => {});
+    } catch (error) {
+      // A call sent without its record could be replayed after a restart: it fails instead, and the model reads why.
+      if (strict) {
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new KlymError('STORE_UNAVAILABLE', `The call was not sent: its record could not be stored (${reason})`, { cause: error });
+      }
+      // Any other checkpoint that failed to store only costs how far a restart can resume from.
+    }
+  };
+  return {
+    beginStep(step, completed) {
+      done = completed;
+      current = { step, text: '', calls: [] };
+    },
+    text(delta) {
+      if (current !== undefined) current.text += delta;
+    },
+    sent(call) {
+      if (current === undefined) return;
+      current.calls.push({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input });
+      try {
+        save(true);
+      } catch (error) {
+        current.calls.pop();
+        throw error;
+      }
+    },
+    answered(toolCallId, output) {
+      const index = current?.calls.findIndex((call) => call.toolCallId === toolCallId) ?? -1;
+      // A call refused before it was sent (denied, invalid) was never recorded, and needs no record.
+      if (current === undefined || index < 0) return;
+      current.calls[index] = { ...(current.calls[index] as InFlightToolCall), output };
+      save();
+    },
+    endStep(completed) {
+      done = completed;
+      current = undefined;
+      save();
+    },
+  };
+}
+
+/** A checkpoint made ready to go on from: the conversation to continue, and the calls whose outcome is unknown. */
+export interface ResumedRun {
+  /** The checkpoint's messages, then the interrupted step's calls with their results (recorded or unknown). */
+  readonly messages: ModelMessage[];
+  /** Each completed step's text, and the interrupted step's. */
+  readonly texts: string[];
+  /** Tool calls of the completed steps and of the interrupted one. */
+  readonly toolCalls: number;
+  /** Ids of the calls that were sent but have no recorded result. */
+  readonly interruptedCalls: string[];
+}
+
+/**
+ * Turns a checkpoint into the conversation a resumed run continues: each call of the step under way gets
+ * a result, its recorded one or an `error-text` saying its outcome is unknown ({@link INTERRUPTED_CALL_MESSAGE}).
+ * A call the checkpoint's last step left without a result (a step cut off by an abort) is treated the
+ * same way rather than dropped, so the model knows it was sent. Nothing is ever sent again; the
+ * checkpoint's messages stay a prefix of the result, unchanged.
+ */
+export function resumeFrom(checkpoint: AgentCheckpoint): ResumedRun {
+  const messages: ModelMessage[] = [...checkpoint.messages];
+  const texts = [...checkpoint.texts];
+  const interruptedCalls: string[] = [];
+  const unknown = (toolCallId: string): ToolResultOutput => {
+    interruptedCalls.push(toolCallId);
+    return { type: 'error-text', value: INTERRUPTED_CALL_MESSAGE };
+  };
+
+  const tail = unansweredTailCalls(messages);
+  if (tail.length > 0) {
+    messages.push({
+      role: 'tool',
+      content: tail.map((call) => ({ type: 'tool-result' as const, toolCallId: call.toolCallId, toolName: call.toolName, output: unknown(call.toolCallId) })),
+    });
+  }
+
+  const calls = checkpoint.current?.calls ?? [];
+  const text = checkpoint.current?.text ?? '';
+  if (calls.length > 0) {
+    const assistant: Extract<ModelMessage, { role: 'assistant' }>['content'] = [];
+    if (text !== '') assistant.push({ type: 'text', text });
+    for (const call of calls) assistant.push({ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input: call.input });
+    messages.push(
+      { role: 'assistant', content: assistant },
+      {
+        role: 'tool',
+        content: calls.map((call) => ({ type: 'tool-result' as const, toolCallId: call.toolCallId, toolName: call.toolName, output: call.output ?? unknown(call.toolCallId) })),
+      },
+    );
+    if (text !== '') texts.push(text);
+  }
+  return { messages, texts, toolCalls: checkpoint.toolCalls + calls.length, interruptedCalls };
+}
+
+/**
+ * Tool calls of the last assistant message that have no result, when only tool messages follow it: the
+ * calls of a step cut off mid-call. A result can be appended after them; orphans elsewhere cannot, and
+ * are left to `removeOrphanedToolCalls`.
+ */
+function unansweredTailCalls(messages: readonly ModelMessage[]): { toolCallId: string; toolName: string }[] {
+  let index = messages.length - 1;
+  while (index >= 0 && messages[index]?.role === 'tool') index--;
+  const assistant = messages[index];
+  if (assistant?.role !== 'assistant' || typeof assistant.content === 'string') return [];
+  const answered = new Set<string>();
+  for (const message of messages.slice(index + 1)) {
+    if (typeof message.content === 'string') continue;
+    for (const part of message.content) if (part.type === 'tool-result') answered.add(part.toolCallId);
+  }
+  return assistant.content.flatMap((part) =>
+    part.type === 'tool-call' && part.providerExecuted !== true && !answered.has(part.toolCallId) ? [{ toolCallId: part.toolCallId, toolName: part.toolName }] : [],
+  );
+}
+
+/**
+ * Cheap checks of a checkpoint passed as `resume` (it may come from a store).
+ * @throws {KlymError} `CONFIG_INVALID` naming the field, e.g. ``Expected `resume.steps` to be an integer ≥ 0, got -1``.
+ */
+export function assertCheckpoint(checkpoint: AgentCheckpoint): void {
+  if (typeof checkpoint !== 'object' || checkpoint === null) fail('', 'a checkpoint', checkpoint);
+  const { steps, messages, texts, usage, elapsedMs, toolCalls, current } = checkpoint;
+  if (!Number.isInteger(steps) || steps < 0) fail('steps', 'an integer ≥ 0', steps);
+  if (!Array.isArray(messages)) fail('messages', 'an array', typeof messages);
+  if (messages.some((message) => message?.role === 'system')) fail('messages', 'without system messages', 'a system message');
+  if (!Array.isArray(texts) || texts.some((text) => typeof text !== 'string')) fail('texts', 'an array of strings', texts);
+  if (typeof usage !== 'object' || usage === null || !Number.isFinite(usage.totalTokens)) fail('usage', 'a usage with `totalTokens`', usage);
+  if (!Number.isFinite(elapsedMs) || elapsedMs < 0) fail('elapsedMs', 'a number ≥ 0', elapsedMs);
+  if (!Number.isInteger(toolCalls) || toolCalls < 0) fail('toolCalls', 'an integer ≥ 0', toolCalls);
+  if (current !== undefined && (typeof current !== 'object' || current === null || !Array.isArray(current.calls) || typeof current.text !== 'string')) {
+    fail('current', 'a step with `text` and `calls`', current);
+  }
+}
+
+function fail(field: string, expected: string, value: unknown): never {
+  const name = field === '' ? 'resume' : `resume.${field}`;
+  throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be ${expected}, got ${JSON.stringify(value) ?? String(value)}`);
+}

@@ -1,0 +1,41 @@
+/**
+ * Every default of Klym's tasks, defined once. The task manager, the task service and the server's
+ * configuration schema all take their defaults from here, so no layer can drift from another.
+ * @module
+ */
+
+/** Node's timers fire at once past 2^31 - 1 ms (about 24.8 days): no time limit may be longer. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** Steps of a run when nobody sets `maxSteps`. */
+export const DEFAULT_MAX_STEPS = 25;
+
+/** Defaults of tasks: the task manager's and the task service's. */
+export const TASK_DEFAULTS = {
+  /** Tasks running at once; more wait as `pending`. */
+  concurrency: 4,
+  /** Tasks waiting as `pending` at most; one more is refused with `TASK_QUEUE_FULL`. */
+  maxQueued: 1_000,
+  /** Wall-clock limit of one task's run, in milliseconds (30 min); `TASK_TIMEOUT` past it. */
+  timeoutMs: 1_800_000,
+  /** How long a finished task is kept before it is evicted, in milliseconds (1 h). */
+  ttlMs: 3_600_000,
+  /** Bytes of log entries kept per task (256 KiB); older entries are dropped and counted. */
+  logMaxBytes: 262_144,
+  /** Bytes one log entry may take (4 KiB); longer strings inside it are cut. */
+  logMaxEntryBytes: 4_096,
+  /** On close, how long running tasks may finish before they are cancelled, in milliseconds. */
+  shutdownGraceMs: 10_000,
+  /** Whether a task that was running when the process died resumes from its last step on restart. */
+  resumeOnRestart: true,
+  /** The budget of a task whose request asks for none. */
+  defaultBudget: { maxSteps: DEFAULT_MAX_STEPS },
+  /** The most a caller may ask for; larger asks are capped. */
+  maxBudget: { maxSteps: 100, timeoutMs: 1_800_000 },
+  /** The models a caller may choose when none are configured (the first is the default). */
+  models: ['scripted'],
+  /** Characters of a task's final answer the default status shows. */
+  resultPreviewChars: 400,
+  /** Tasks one page of a task list holds when the caller does not say. */
+  listPageSize: 50,
+} as const;

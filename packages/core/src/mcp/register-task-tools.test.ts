@@ -1,0 +1,125 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { LoggingMessageNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createSessionPool, type SessionPool } from '../pool/session-pool.ts';
+import type { AgentRunner } from '../tasks/task-manager.ts';
+import { createTaskService, type TaskService } from '../tasks/task-service.ts';
+import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
+import { runResult } from '../testing/run-result.ts';
+import { TASK_TOOLS_INSTRUCTIONS, registerTaskTools, type RegisterTaskToolsOptions } from './register-task-tools.ts';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
+});
+
+/** Answers `fine`, or fails with MODEL_ERROR when the prompt is `fail`, as soon as it is released. */
+const quick: AgentRunner = async (options) => {
+  if (options.prompt === 'fail') throw Object.assign(new Error('The stand-in model was told to fail'), { code: 'MODEL_ERROR' });
+  return runResult('fine');
+};
+
+function echo(): McpServer {
+  const server = new McpServer({ name: 'echo', version: '1.0.0' });
+  server.registerTool('echo', { inputSchema: { text: z.string() }, annotations: { readOnlyHint: true } }, ({ text }) => ({ content: [{ type: 'text', text }] }));
+  return server;
+}
+
+async function taskService(): Promise<TaskService> {
+  const pool: SessionPool = await createSessionPool({ upstreams: { demo: createInMemoryUpstream(echo) } });
+  const service = createTaskService({ pool, run: quick, shutdownGraceMs: 0 });
+  cleanups.push(() => pool.close(), () => service.close());
+  return service;
+}
+
+/** A plain McpServer of another agent with the task tools, and the SDK client connected to it in memory. */
+async function connect(service: TaskService, options?: RegisterTaskToolsOptions): Promise<Client> {
+  const server = new McpServer({ name: 'another-agent', version: '1.0.0' }, { capabilities: { logging: {} }, instructions: TASK_TOOLS_INSTRUCTIONS });
+  registerTaskTools(server, service, options);
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: 'grynya', version: '1.0.0' });
+  await client.connect(clientSide);
+  cleanups.push(() => client.close());
+  return client;
+}
+
+/** The JSON a tool answered, checked to be the same as text and as structuredContent. */
+function payload(result: unknown): Record<string, unknown> {
+  const { content, structuredContent } = result as CallToolResult;
+  const [item] = content;
+  if (item?.type !== 'text') throw new Error(`Expected one text item, got ${JSON.stringify(content)}`);
+  expect(JSON.parse(item.text)).toEqual(structuredContent);
+  return structuredContent as Record<string, unknown>;
+}
+
+describe('registerTaskTools', () => {
+  it('serves the five task tools on any McpServer, with their annotations and input schemas', async () => {
+    const client = await connect(await taskService());
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name)).toEqual(['start_async_agent_task', 'check_task_status', 'cancel_agent_task', 'list_agent_tasks', 'describe_capabilities']);
+    const start = tools.find((tool) => tool.name === 'start_async_agent_task');
+    expect(start).toMatchObject({ annotations: { readOnlyHint: false, openWorldHint: true }, inputSchema: { required: ['prompt'] } });
+    expect(Object.keys(start?.inputSchema.properties ?? {})).toContain('idempotency_key');
+    expect(Object.keys(tools.find((tool) => tool.name === 'list_agent_tasks')?.inputSchema.properties ?? {})).toEqual(['status', 'cursor', 'limit']);
+    expect(client.getInstructions()).toBe(TASK_TOOLS_INSTRUCTIONS);
+  });
+
+  it('starts, checks, lists and cancels tasks for the anonymous principal, answering JSON as text and structuredContent', async () => {
+    const service = await taskService();
+    const client = await connect(service);
+    const started = payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'work', idempotency_key: 'k1' } }));
+    expect(started).toMatchObject({ task_id: expect.any(String), model: 'scripted', budget: { max_steps: 25 } });
+    const taskId = String(started.task_id);
+    expect((await service.tasks.get(taskId, { principal: 'anonymous' })).principal).toBe('anonymous');
+    expect(payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'work', idempotency_key: 'k1' } })).task_id).toBe(taskId);
+
+    await expect.poll(async () => payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).status).toBe('completed');
+    expect(payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))).toMatchObject({ result: 'fine', budget: { steps: 1, max_steps: 25 } });
+    expect(payload(await client.callTool({ name: 'list_agent_tasks', arguments: { limit: 1 } }))).toMatchObject({ total: 1, tasks: [{ task_id: taskId, status: 'completed', prompt: 'work' }] });
+    expect(payload(await client.callTool({ name: 'cancel_agent_task', arguments: { task_id: taskId } }))).toMatchObject({ cancelled: false, status: 'completed' });
+    expect(payload(await client.callTool({ name: 'describe_capabilities', arguments: {} }))).toMatchObject({ tools: [{ name: 'demo__echo', read_only: true }], models: ['scripted'] });
+  });
+
+  it('answers failures as isError results with a code and a message naming what is wrong', async () => {
+    const client = await connect(await taskService());
+    const unknown = await client.callTool({ name: 'check_task_status', arguments: { task_id: 'does-not-exist' } });
+    expect(unknown).toMatchObject({ isError: true, structuredContent: { error: { code: 'TASK_NOT_FOUND', message: expect.stringMatching(/No task "does-not-exist"/) } } });
+    const model = await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'x', model: 'gpt-4o' } });
+    expect(model).toMatchObject({ isError: true, structuredContent: { error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`model`:.*scripted/) } } });
+    const cursor = await client.callTool({ name: 'list_agent_tasks', arguments: { cursor: 'bogus' } });
+    expect(cursor).toMatchObject({ isError: true, structuredContent: { error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`cursor`/) } } });
+  });
+
+  it("takes the principal from the request's auth info, or from the option given", async () => {
+    const service = await taskService();
+    const client = await connect(service, { principal: () => 'grynya' });
+    const { task_id: taskId } = payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'mine' } }));
+    expect((await service.tasks.get(String(taskId), { principal: 'grynya' })).principal).toBe('grynya');
+    const stranger = await connect(service);
+    expect(await stranger.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).toMatchObject({ isError: true, structuredContent: { error: { code: 'TASK_NOT_FOUND' } } });
+  });
+
+  it('logs the end of a task to the session that started it, at or above the level it set, and to no other', async () => {
+    const service = await taskService();
+    const starter = await connect(service);
+    const bystander = await connect(service);
+    const seen = { starter: [] as { level: string; data?: unknown }[], bystander: [] as unknown[] };
+    starter.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => void seen.starter.push(notification.params));
+    bystander.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => void seen.bystander.push(notification.params));
+
+    const first = String(payload(await starter.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'work' } })).task_id);
+    await expect.poll(() => seen.starter).toContainEqual({ level: 'info', logger: 'klym', data: `task ${first} ended: completed` });
+
+    await starter.setLoggingLevel('error');
+    const ok = String(payload(await starter.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'work' } })).task_id);
+    const failing = String(payload(await starter.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'fail' } })).task_id);
+    await expect.poll(() => seen.starter.map((message) => message.data)).toContainEqual(`task ${failing} ended: error`);
+    await expect.poll(async () => (await service.tasks.get(ok, { principal: 'anonymous' })).status).toBe('completed');
+    expect(seen.starter.map((message) => message.data)).not.toContainEqual(`task ${ok} ended: completed`);
+    expect(seen.bystander).toEqual([]);
+  });
+});

@@ -1,0 +1,154 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { isKlymError } from '../errors.ts';
+import { cancelTaskShape, checkTaskShape, listTasksShape, startTaskShape } from '../tasks/task-request.ts';
+import type { TaskService } from '../tasks/task-service.ts';
+
+/** The `instructions` an MCP server serving the task tools can give in `initialize`. */
+export const TASK_TOOLS_INSTRUCTIONS =
+  'Klym runs heavy work for you in the background with its own LLM and the graph tools. Start a task with ' +
+  'start_async_agent_task (it answers at once with a task_id), keep talking with your person, and look in ' +
+  'with check_task_status when you like. describe_capabilities says which tools, models and budgets a task may use.';
+
+/** What a tool handler is given besides its arguments (the part of the SDK's `RequestHandlerExtra` used here). */
+export interface TaskToolExtra {
+  readonly authInfo?: { readonly clientId?: string } | undefined;
+}
+
+/** Options of {@link registerTaskTools}. */
+export interface RegisterTaskToolsOptions {
+  /** Who is calling: tasks belong to this principal. @default `extra.authInfo?.clientId ?? 'anonymous'` */
+  readonly principal?: (extra: TaskToolExtra) => string;
+}
+
+/** The names of the five task tools. */
+export const TASK_TOOL_NAMES = ['start_async_agent_task', 'check_task_status', 'cancel_agent_task', 'list_agent_tasks', 'describe_capabilities'] as const;
+
+const defaultPrincipal = (extra: TaskToolExtra): string => extra.authInfo?.clientId ?? 'anonymous';
+
+/** A view as a tool result: its JSON as text and as `structuredContent`; a failure as an `isError` result with its code. */
+async function answer(produce: () => Promise<object>): Promise<CallToolResult> {
+  try {
+    const result = (await produce()) as Record<string, unknown>;
+    return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+  } catch (error) {
+    const failure = isKlymError(error)
+      ? { code: error.code, message: error.message }
+      : { code: 'INTERNAL', message: `Klym failed: ${error instanceof Error ? error.message : String(error)}` };
+    return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: failure }) }], structuredContent: { error: failure } };
+  }
+}
+
+/**
+ * Registers Klym's five task tools on `server` over `service`: `start_async_agent_task`,
+ * `check_task_status`, `cancel_agent_task`, `list_agent_tasks`, `describe_capabilities`. Results are JSON
+ * (text and `structuredContent`); failures are `isError` results with `{ error: { code, message } }`.
+ * The caller's principal comes from the request (`authInfo.clientId`), never from the session, so tasks
+ * survive reconnects. When `server` was created with the `logging` capability, the end of each task
+ * started through it is logged to its client (`notifications/message`, `info`, or `error` for a failed
+ * task), at the level the client set with `logging/setLevel`. Call it before `server.connect()`.
+ *
+ * @example
+ * ```ts
+ * const server = new McpServer({ name: 'my-agent', version: '1.0.0' }, { capabilities: { logging: {} }, instructions: TASK_TOOLS_INSTRUCTIONS })
+ * registerTaskTools(server, service)
+ * await server.connect(transport)
+ * ```
+ */
+export function registerTaskTools(server: McpServer, service: TaskService, options: RegisterTaskToolsOptions = {}): void {
+  const principalOf = options.principal ?? defaultPrincipal;
+  const started = new Set<string>();
+
+  server.registerTool(
+    'start_async_agent_task',
+    {
+      title: 'Start a background task',
+      description:
+        'Hands a piece of heavy work (research in the graph, analysis, many tool calls) to Klym, which runs it in the ' +
+        'background with its own LLM and tools. Answers at once with {task_id, status}; the work goes on after. ' +
+        'Write `prompt` as a complete brief: Klym sees nothing else of your conversation. Poll with check_task_status. ' +
+        'Optional: `model` (a name from describe_capabilities), `tools` (narrow the allowed tools), `budget` (capped by ' +
+        "the server's maximums), `record_result: true` to save the result in the graph as an Analysis node linked to today, " +
+        '`idempotency_key` to retry safely: a start with a key you used before answers that task instead of starting another.',
+      inputSchema: startTaskShape,
+      annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+    },
+    (args, extra) =>
+      answer(async () => {
+        const view = await service.start(args, principalOf(extra));
+        started.add(view.task_id);
+        return view;
+      }),
+  );
+
+  server.registerTool(
+    'check_task_status',
+    {
+      title: 'Check a background task',
+      description:
+        'Where a task is: status (pending, running, completed, error, cancelled), current step, budget use beside its ' +
+        'limits, elapsed time, the last few log lines with a `next_cursor`, and the final answer when done (cut at 400 ' +
+        'characters with result_truncated: true). Small by default so your context stays clean; pass `full_result: true` ' +
+        'for the whole answer and every step’s text, or `log_after: <cursor>` to page through the full log.',
+      inputSchema: checkTaskShape,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args, extra) => answer(() => service.status(args, principalOf(extra))),
+  );
+
+  server.registerTool(
+    'cancel_agent_task',
+    {
+      title: 'Cancel a background task',
+      description:
+        'Stops a pending or running task (its tool calls in flight are cancelled upstream). A task that already ended ' +
+        'stays as it was; the reply says so.',
+      inputSchema: cancelTaskShape,
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    (args, extra) => answer(() => service.cancel(args, principalOf(extra))),
+  );
+
+  server.registerTool(
+    'list_agent_tasks',
+    {
+      title: 'List your background tasks',
+      description:
+        'Your tasks, newest first, with status and step, a page at a time (50 unless `limit`); filter with `status`. ' +
+        'When there are older ones the reply has a `next_cursor`: pass it as `cursor` for the next page.',
+      inputSchema: listTasksShape,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args, extra) => answer(() => service.list(args, principalOf(extra))),
+  );
+
+  server.registerTool(
+    'describe_capabilities',
+    {
+      title: "What Klym's tasks may use",
+      description:
+        'The upstream servers and their state, the namespaced tool names a task may call (for `tools.allow`), the ' +
+        'models (for `model`), the tool policies (for `tools.policy`), and the default and maximum budgets.',
+      inputSchema: {},
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    () => answer(() => service.capabilities()),
+  );
+
+  const unsubscribe = service.onEvent((event) => {
+    if (event.type !== 'task-end' || !started.has(event.task.id)) return;
+    started.delete(event.task.id);
+    if (!server.isConnected()) return;
+    const level = event.task.status === 'error' ? 'error' : 'info';
+    // The level set by logging/setLevel is kept per session id, so the message must name it.
+    const sessionId = server.server.transport?.sessionId;
+    server.server.sendLoggingMessage({ level, logger: 'klym', data: `task ${event.task.id} ended: ${event.task.status}` }, sessionId).catch(() => {
+      // The client went away as the task ended: there is nobody left to tell.
+    });
+  });
+  const previous = server.server.onclose;
+  server.server.onclose = () => {
+    unsubscribe();
+    previous?.();
+  };
+}

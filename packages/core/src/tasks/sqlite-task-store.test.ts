@@ -1,0 +1,551 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import type { ModelMessage } from 'ai';
+import * as fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { AgentCheckpoint } from '../agent/types.ts';
+import { KlymError } from '../errors.ts';
+import { migrateSchema, TASK_STORE_SCHEMA_VERSION } from './sqlite/schema.ts';
+import { createSqliteTaskStore } from './sqlite-task-store.ts';
+import { BoundedLog, logEntryJson, type TaskLogPage } from './task-log.ts';
+import type { TaskRecord, TaskStore } from './task-types.ts';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'klym-sqlite-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const task = (id: string, fields: Partial<TaskRecord> = {}): TaskRecord => ({
+  id,
+  principal: 'alice',
+  request: { prompt: `do ${id}` },
+  status: 'pending',
+  createdAt: '2026-01-01T00:00:00.000Z',
+  currentStep: 'queued',
+  usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: undefined },
+  ...fields,
+});
+
+const checkpoint = (messages: readonly ModelMessage[], steps = messages.length): AgentCheckpoint => ({
+  steps,
+  messages,
+  texts: [`after ${steps} steps`],
+  usage: { inputTokens: 10 * steps, outputTokens: steps, totalTokens: 11 * steps, estimated: false },
+  elapsedMs: 100 * steps,
+  toolCalls: steps,
+});
+
+const userMessage = (text: string): ModelMessage => ({ role: 'user', content: text });
+
+/** A page without entry times, which differ between two logs fed at different moments. */
+const timeless = (page: TaskLogPage) => ({ ...page, entries: page.entries.map(({ time: _time, ...entry }) => entry) });
+
+const storeModule = new URL('./sqlite-task-store.ts', import.meta.url).href;
+
+/** Runs `script` (an ES module that may use `createSqliteTaskStore`) in a child `node` process. */
+function spawnNode(script: string): ChildProcess & { stderrText: () => string } {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', `import { createSqliteTaskStore } from ${JSON.stringify(storeModule)};\n${script}`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return Object.assign(child, { stderrText: () => stderr });
+}
+
+/** Resolves once the child printed `line`; rejects if it exits first. */
+function printed(child: ChildProcess & { stderrText: () => string }, line: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let stdout = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (stdout.includes(line)) resolve();
+    });
+    child.once('exit', (code, signal) => reject(new Error(`the child exited (${code ?? signal}) before printing ${line}: ${child.stderrText()}`)));
+  });
+}
+
+async function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
+  return { code: child.exitCode, signal: child.signalCode };
+}
+
+async function openFails(path: string): Promise<KlymError> {
+  const error = await createSqliteTaskStore({ path }).then(
+    async (store) => {
+      await store.close();
+      throw new Error(`expected ${path} to be refused`);
+    },
+    (failure: unknown) => failure,
+  );
+  expect(error).toBeInstanceOf(KlymError);
+  expect(error).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+  const { message } = error as KlymError;
+  expect(message).toContain(path);
+  expect(message).not.toContain('\n');
+  return error as KlymError;
+}
+
+describe('createSqliteTaskStore: the TaskStore contract', () => {
+  it('keeps every field of a task across close and reopen', async () => {
+    const path = join(dir, 'tasks.db');
+    const done = task('t1', {
+      status: 'completed',
+      startedAt: '2026-01-01T00:00:01.000Z',
+      finishedAt: '2026-01-01T00:00:09.000Z',
+      currentStep: 'done',
+      usage: { steps: 3, inputTokens: 120, outputTokens: 40, totalTokens: 160, costUsd: 0.0012 },
+      result: { text: 'one\n\ntwo', finalText: 'two', finishReason: 'stop', model: 'scripted', toolCalls: 2 },
+      writeBack: { status: 'written', nodeId: 'klym_t1', dayId: 'day_2026-01-01' },
+      elapsedMs: 8_000,
+      resumes: [2],
+    });
+    {
+      await using store = await createSqliteTaskStore({ path });
+      expect(await store.insert(done)).toEqual(done);
+      expect(await store.get('t1')).toEqual(done);
+      expect(await store.get('missing')).toBeUndefined();
+    }
+    await using reopened = await createSqliteTaskStore({ path });
+    expect(await reopened.get('t1')).toEqual(done);
+  });
+
+  it('applies a transition only from the given statuses, once among concurrent ones', async () => {
+    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
+    await store.insert(task('t1'));
+    const results = await Promise.all(Array.from({ length: 5 }, (_, index) => store.transition('t1', ['pending'], { status: 'running', currentStep: `runner ${index}` })));
+    expect(results.filter((result) => result !== undefined)).toHaveLength(1);
+    expect(await store.transition('t1', ['pending'], { status: 'cancelled' })).toBeUndefined();
+    expect(await store.transition('missing', ['pending'], { status: 'running' })).toBeUndefined();
+    const finished = await store.transition('t1', ['running'], { status: 'completed', finishedAt: '2026-01-01T00:01:00.000Z' });
+    expect(finished).toMatchObject({ id: 't1', status: 'completed', finishedAt: '2026-01-01T00:01:00.000Z' });
+    expect(await store.get('t1')).toEqual(finished);
+  });
+
+  it('updates any field but the status, whatever the status', async () => {
+    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
+    await store.insert(task('t1', { status: 'completed' }));
+    const patch = { status: 'running', writeBack: { status: 'pending', nodeId: 'klym_t1', dayId: 'd' } } as const;
+    const updated = await store.update('t1', patch);
+    expect(updated).toMatchObject({ status: 'completed', writeBack: { status: 'pending' } });
+    expect(await store.get('t1')).toEqual(updated);
+    expect(await store.counts()).toMatchObject({ completed: 1, running: 0 });
+    expect(await store.update('missing', { currentStep: 'x' })).toBeUndefined();
+  });
+
+  it('lists newest first in pages with a cursor, filtered, with the total', async () => {
+    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
+    for (let index = 0; index < 7; index++) {
+      await store.insert(task(`t${index}`, { principal: index % 2 === 0 ? 'alice' : 'bob', createdAt: `2026-01-01T00:00:0${index}.000Z` }));
+    }
+    // Two tasks created in the same millisecond: the one inserted later is newer.
+    await store.insert(task('t7', { createdAt: '2026-01-01T00:00:06.000Z' }));
+    const first = await store.list({}, { limit: 3 });
+    expect(first.tasks.map((item) => item.id)).toEqual(['t7', 't6', 't5']);
+    expect(first.total).toBe(8);
+    const second = await store.list({}, { limit: 3, ...(first.nextCursor === undefined ? {} : { cursor: first.nextCursor }) });
+    expect(second.tasks.map((item) => item.id)).toEqual(['t4', 't3', 't2']);
+    const third = await store.list({}, { limit: 3, ...(second.nextCursor === undefined ? {} : { cursor: second.nextCursor }) });
+    expect(third.tasks.map((item) => item.id)).toEqual(['t1', 't0']);
+    expect(third.nextCursor).toBeUndefined();
+
+    const alice = await store.list({ principal: 'alice' });
+    expect(alice).toEqual({ tasks: expect.any(Array), total: 5 });
+    expect(alice.tasks.map((item) => item.id)).toEqual(['t7', 't6', 't4', 't2', 't0']);
+    await store.transition('t3', ['pending'], { status: 'running' });
+    expect((await store.list({ principal: 'bob', status: 'running' })).tasks.map((item) => item.id)).toEqual(['t3']);
+    expect((await store.list({ status: 'pending' }, { limit: 1 })).total).toBe(7);
+    await expect(store.list({}, { cursor: 'not-a-cursor' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(store.list({}, { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+
+  it('counts tasks by status, and gives the unfinished ones oldest first', async () => {
+    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
+    await store.insert(task('old', { status: 'running', createdAt: '2026-01-01T00:00:01.000Z' }));
+    await store.insert(task('new', { createdAt: '2026-01-01T00:00:03.000Z' }));
+    await store.insert(task('writing', { status: 'completed', createdAt: '2026-01-01T00:00:02.000Z', writeBack: { status: 'pending', nodeId: 'klym_writing', dayId: 'd' } }));
+    await store.insert(task('done', { status: 'error', createdAt: '2026-01-01T00:00:00.000Z' }));
+    expect(await store.counts()).toEqual({ pending: 1, running: 1, completed: 1, error: 1, cancelled: 0 });
+    // A write-back under way when the process died is unfinished business too.
+    expect((await store.unfinished()).map((item) => item.id)).toEqual(['old', 'writing', 'new']);
+  });
+
+  it('evicts finished tasks older than the cutoff with their logs and checkpoints', async () => {
+    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
+    await store.insert(task('old', { status: 'completed', finishedAt: '2026-01-01T00:00:00.000Z', request: { prompt: 'x', idempotencyKey: 'k' } }));
+    await store.insert(task('recent', { status: 'cancelled', finishedAt: '2026-01-01T02:00:00.000Z' }));
+    await store.insert(task('running', { status: 'running' }));
+    store.appendLog('old', 'note', { text: 'hello' });
+    store.saveCheckpoint('old', checkpoint([userMessage('hi')]));
+    const evicted = await store.evict(new Date('2026-01-01T01:00:00.000Z'));
+    expect(evicted.map((item) => item.id)).toEqual(['old']);
+    expect(await store.get('old')).toBeUndefined();
+    expect(await store.readLog('old')).toMatchObject({ entries: [], lastSeq: 0 });
+    expect(await store.loadCheckpoint('old')).toBeUndefined();
+    expect(await store.findByIdempotencyKey('alice', 'k')).toBeUndefined();
+    expect((await store.list()).tasks.map((item) => item.id)).toEqual(['running', 'recent']);
+  });
+
+  it('answers a repeated idempotency key of one principal with the task it started', async () => {
+    const path = join(dir, 'tasks.db');
+    {
+      await using store = await createSqliteTaskStore({ path });
+      const first = await store.insert(task('t1', { request: { prompt: 'a', idempotencyKey: 'k1' } }));
+      const [again, other] = await Promise.all([
+        store.insert(task('t2', { request: { prompt: 'b', idempotencyKey: 'k1' } })),
+        store.insert(task('t3', { principal: 'bob', request: { prompt: 'c', idempotencyKey: 'k1' } })),
+      ]);
+      expect(again).toEqual(first);
+      expect(other.id).toBe('t3');
+      expect(await store.get('t2')).toBeUndefined();
+      expect((await store.list()).total).toBe(2);
+    }
+    await using reopened = await createSqliteTaskStore({ path });
+    expect((await reopened.findByIdempotencyKey('alice', 'k1'))?.id).toBe('t1');
+    expect((await reopened.findByIdempotencyKey('bob', 'k1'))?.id).toBe('t3');
+    expect(await reopened.findByIdempotencyKey('alice', 'k2')).toBeUndefined();
+    expect((await reopened.insert(task('t4', { request: { prompt: 'd', idempotencyKey: 'k1' } }))).id).toBe('t1');
+  });
+
+  it('refuses a second task with an id already stored', async () => {
+    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
+    await store.insert(task('t1'));
+    await expect(store.insert(task('t1', { principal: 'bob' }))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect((await store.get('t1'))?.principal).toBe('alice');
+  });
+});
+
+describe('createSqliteTaskStore: logs', () => {
+  it('bounds a log exactly as BoundedLog does', async () => {
+    const data = fc.oneof(
+      fc.record({ text: fc.string({ unit: 'binary', maxLength: 12 }), times: fc.nat(60) }).map(({ text, times }) => ({ text: text.repeat(times) })),
+      fc.record({ nested: fc.record({ list: fc.array(fc.string({ maxLength: 80 }), { maxLength: 25 }) }), n: fc.integer() }),
+    );
+    const operation = fc.oneof(
+      { weight: 6, arbitrary: fc.record({ append: data, type: fc.constantFrom('note', 'tool-call', 'llm-response') }) },
+      { weight: 2, arbitrary: fc.record({ read: fc.tuple(fc.integer({ min: 0, max: 80 }), fc.integer({ min: 0, max: 30 })) }) },
+      { weight: 1, arbitrary: fc.record({ tail: fc.integer({ min: 0, max: 30 }) }) },
+      { weight: 1, arbitrary: fc.constant({ tick: true }) },
+    );
+    const bounds = fc.record({ maxBytes: fc.integer({ min: 150, max: 3_000 }), maxEntryBytes: fc.integer({ min: 40, max: 600 }), batchEntries: fc.integer({ min: 1, max: 8 }) });
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(bounds, fc.array(operation, { maxLength: 80 }), async ({ batchEntries, ...log }, operations) => {
+        await using store = await createSqliteTaskStore({ path: join(dir, `log-${run++}.db`), log, batchEntries });
+        const reference = new BoundedLog(log);
+        await store.insert(task('t1'));
+        const pages: { sqlite: TaskLogPage; bounded: TaskLogPage }[] = [];
+        for (const op of operations) {
+          if ('append' in op) {
+            store.appendLog('t1', op.type, op.append);
+            reference.append(op.type, op.append);
+          } else if ('read' in op) {
+            pages.push({ sqlite: await store.readLog('t1', ...op.read), bounded: reference.read(...op.read) });
+          } else if ('tail' in op) {
+            pages.push({ sqlite: await store.tailLog('t1', op.tail), bounded: reference.tail(op.tail) });
+          } else {
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+        }
+        pages.push({ sqlite: await store.readLog('t1', 0, 1_000), bounded: reference.read(0, 1_000) });
+        expect(pages.map((page) => timeless(page.sqlite))).toEqual(pages.map((page) => timeless(page.bounded)));
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('keeps entries that fill the bound exactly, whether they were written in one batch or one by one', async () => {
+    // Entries 1 to 9 with data { n: 1 } to { n: 9 } all take the same bytes.
+    const size = Buffer.byteLength(logEntryJson(1, new Date().toISOString(), 'note', '{"n":1}'));
+    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db'), log: { maxBytes: 3 * size } });
+    await store.insert(task('batched'));
+    await store.insert(task('ticked'));
+    for (let n = 1; n <= 6; n++) store.appendLog('batched', 'note', { n });
+    for (let n = 1; n <= 6; n++) {
+      store.appendLog('ticked', 'note', { n });
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    for (const id of ['batched', 'ticked']) {
+      expect(await store.readLog(id)).toMatchObject({ entries: [{ seq: 4 }, { seq: 5 }, { seq: 6 }], dropped: 3, droppedBefore: { fromSeq: 1, toSeq: 3 } });
+    }
+  });
+
+  it('keeps the newest entries of a flood within the bound, counts the dropped ones and marks the gap', async () => {
+    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db'), log: { maxBytes: 2_000, maxEntryBytes: 200 } });
+    await store.insert(task('t1'));
+    for (let index = 1; index <= 5_000; index++) store.appendLog('t1', 'flood', { line: `line ${index} ${'x'.repeat(50)}` });
+    const page = await store.readLog('t1', 0, 5);
+    const first = page.entries[0]?.seq ?? 0;
+    expect(page).toMatchObject({ lastSeq: 5_000, dropped: first - 1, droppedBefore: { fromSeq: 1, toSeq: first - 1 }, more: true });
+    expect(first).toBeGreaterThan(4_950);
+    const kept = await store.readLog('t1', 0, 1_000);
+    const bytes = kept.entries.reduce((sum, entry) => sum + Buffer.byteLength(JSON.stringify(entry)), 0);
+    expect(bytes).toBeLessThanOrEqual(2_000);
+    expect((await store.tailLog('t1', 1)).entries[0]?.data).toEqual({ line: `line 5000 ${'x'.repeat(50)}` });
+  });
+
+  it('shows every append to the next read, without waiting for a tick', async () => {
+    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
+    await store.insert(task('t1'));
+    store.appendLog('t1', 'a', { n: 1 });
+    store.appendLog('t1', 'b', { n: 2 });
+    expect((await store.readLog('t1')).entries.map((entry) => entry.type)).toEqual(['a', 'b']);
+    store.appendLog('t1', 'c', { n: 3 });
+    expect((await store.get('t1'))?.id).toBe('t1');
+    expect((await store.tailLog('t1', 1)).entries).toMatchObject([{ seq: 3, type: 'c', data: { n: 3 } }]);
+    // An entry of a task that is not stored goes nowhere, as in the in-memory store.
+    store.appendLog('missing', 'x', {});
+    expect(await store.readLog('missing')).toEqual({ entries: [], nextCursor: 0, lastSeq: 0, dropped: 0, more: false });
+  });
+});
+
+describe('createSqliteTaskStore: checkpoints', () => {
+  it('round-trips a checkpoint through close and reopen', async () => {
+    const path = join(dir, 'tasks.db');
+    const saved: AgentCheckpoint = {
+      ...checkpoint([userMessage('hi'), { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'grynya__query', input: { q: 1 } }] }], 1),
+      current: { step: 2, text: 'thinking', calls: [{ toolCallId: 'c2', toolName: 'grynya__query', input: { q: 2 } }] },
+    };
+    {
+      await using store = await createSqliteTaskStore({ path });
+      await store.insert(task('t1', { status: 'running' }));
+      expect(await store.loadCheckpoint('t1')).toBeUndefined();
+      store.saveCheckpoint('t1', saved);
+      expect(await store.loadCheckpoint('t1')).toEqual(saved);
+    }
+    await using reopened = await createSqliteTaskStore({ path });
+    expect(await reopened.loadCheckpoint('t1')).toEqual(saved);
+  });
+
+  it('writes only the messages a save adds, and rewrites from the first one that changed', async () => {
+    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
+    await store.insert(task('t1', { status: 'running' }));
+    const serialized = new Map<string, number>();
+    // A message that counts how often it is written.
+    const counted = (text: string): ModelMessage =>
+      ({ role: 'user', content: text, toJSON: () => (serialized.set(text, (serialized.get(text) ?? 0) + 1), { role: 'user', content: text }) }) as ModelMessage;
+    const [m1, m2, m3] = [counted('m1'), counted('m2'), counted('m3')];
+    store.saveCheckpoint('t1', checkpoint([m1, m2]));
+    store.saveCheckpoint('t1', checkpoint([m1, m2, m3]));
+    store.saveCheckpoint('t1', checkpoint([m1, m2, m3], 4));
+    expect(Object.fromEntries(serialized)).toEqual({ m1: 1, m2: 1, m3: 1 });
+    expect(await store.loadCheckpoint('t1')).toEqual(checkpoint([userMessage('m1'), userMessage('m2'), userMessage('m3')], 4));
+
+    // Shorter: what is stored past it goes.
+    store.saveCheckpoint('t1', checkpoint([m1]));
+    expect((await store.loadCheckpoint('t1'))?.messages).toEqual([userMessage('m1')]);
+    // An earlier message replaced (a resumed run drops an interrupted call): rewritten from there.
+    store.saveCheckpoint('t1', checkpoint([m1, m2, m3]));
+    store.saveCheckpoint('t1', checkpoint([m1, userMessage('m2 again'), m3]));
+    expect((await store.loadCheckpoint('t1'))?.messages).toEqual([userMessage('m1'), userMessage('m2 again'), userMessage('m3')]);
+    expect(serialized.get('m1')).toBe(1);
+  });
+
+  it('continues a checkpoint loaded after a restart', async () => {
+    const path = join(dir, 'tasks.db');
+    {
+      await using store = await createSqliteTaskStore({ path });
+      await store.insert(task('t1', { status: 'running' }));
+      store.saveCheckpoint('t1', checkpoint([userMessage('m1'), userMessage('m2')]));
+    }
+    await using store = await createSqliteTaskStore({ path });
+    const loaded = await store.loadCheckpoint('t1');
+    const next = checkpoint([...(loaded?.messages ?? []), userMessage('m3')]);
+    store.saveCheckpoint('t1', next);
+    expect(await store.loadCheckpoint('t1')).toEqual(next);
+  });
+
+  it('refuses a checkpoint of a task it does not keep, and keeps the buffered log', async () => {
+    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
+    await store.insert(task('t1'));
+    store.appendLog('t1', 'note', { n: 1 });
+    expect(() => store.saveCheckpoint('missing', checkpoint([]))).toThrow(expect.objectContaining({ code: 'TASK_NOT_FOUND' }));
+    expect((await store.readLog('t1')).entries.map((entry) => entry.data)).toEqual([{ n: 1 }]);
+  });
+});
+
+describe('createSqliteTaskStore: the file', () => {
+  it('creates the missing directories of its path', async () => {
+    const path = join(dir, 'a', 'b', 'tasks.db');
+    await using store = await createSqliteTaskStore({ path });
+    await store.insert(task('t1'));
+    expect((await readFile(path)).subarray(0, 15).toString()).toBe('SQLite format 3');
+  });
+
+  it('migrates a version 1 file, keeping its tasks and logs, and then has idempotency and checkpoints', async () => {
+    const path = join(dir, 'v1.db');
+    const old = task('t1', { status: 'completed', finishedAt: '2026-01-01T00:00:05.000Z', result: { text: 'ok', finalText: 'ok', finishReason: 'stop', model: 'scripted', toolCalls: 0 } });
+    const v1 = new DatabaseSync(path);
+    migrateSchema(v1, 1);
+    v1.prepare(
+      'INSERT INTO tasks (id, principal, status, created_at, finished_at, record, log_first_seq, log_last_seq, log_bytes) VALUES (?, ?, ?, ?, ?, ?, 3, 4, ?)',
+    ).run(old.id, old.principal, old.status, old.createdAt, old.finishedAt ?? null, JSON.stringify(old), 0);
+    let bytes = 0;
+    for (const seq of [3, 4]) {
+      const json = JSON.stringify({ n: seq });
+      const size = Buffer.byteLength(logEntryJson(seq, '2026-01-01T00:00:0.000Z', 'note', json));
+      bytes += size;
+      v1.prepare('INSERT INTO task_logs (task_id, seq, time, type, data, bytes) VALUES (?, ?, ?, ?, ?, ?)').run('t1', seq, '2026-01-01T00:00:0.000Z', 'note', json, size);
+    }
+    v1.prepare('UPDATE tasks SET log_bytes = ?').run(bytes);
+    expect(v1.prepare('PRAGMA user_version').get()).toEqual({ user_version: 1 });
+    v1.close();
+
+    {
+      await using store = await createSqliteTaskStore({ path });
+      expect(await store.get('t1')).toEqual(old);
+      expect(await store.counts()).toMatchObject({ completed: 1 });
+      expect(await store.readLog('t1')).toMatchObject({ entries: [{ seq: 3, data: { n: 3 } }, { seq: 4, data: { n: 4 } }], dropped: 2, droppedBefore: { fromSeq: 1, toSeq: 2 }, lastSeq: 4 });
+      store.appendLog('t1', 'note', { n: 5 });
+      expect((await store.tailLog('t1', 1)).entries[0]?.seq).toBe(5);
+      const keyed = await store.insert(task('t2', { status: 'running', request: { prompt: 'b', idempotencyKey: 'k' } }));
+      expect(await store.insert(task('t3', { request: { prompt: 'c', idempotencyKey: 'k' } }))).toEqual(keyed);
+      store.saveCheckpoint('t2', checkpoint([userMessage('m1')]));
+      expect(await store.loadCheckpoint('t2')).toEqual(checkpoint([userMessage('m1')]));
+    }
+    const migrated = new DatabaseSync(path);
+    expect(migrated.prepare('PRAGMA user_version').get()).toEqual({ user_version: TASK_STORE_SCHEMA_VERSION });
+    migrated.close();
+  });
+
+  it('refuses a file written by a newer Klym', async () => {
+    const path = join(dir, 'tasks.db');
+    await (await createSqliteTaskStore({ path })).close();
+    const db = new DatabaseSync(path);
+    db.exec(`PRAGMA user_version = ${TASK_STORE_SCHEMA_VERSION + 1}`);
+    db.close();
+    const error = await openFails(path);
+    expect(error.message).toContain(`written by a newer Klym, schema version ${TASK_STORE_SCHEMA_VERSION + 1}; this Klym knows up to ${TASK_STORE_SCHEMA_VERSION}`);
+  });
+
+  it('refuses, in one line and without changing it, a file that is not a Klym database', async () => {
+    const text = join(dir, 'notes.txt');
+    await writeFile(text, 'These are my notes, not a database.\n'.repeat(20));
+    expect((await openFails(text)).message).toMatch(/not a Klym database \(not a SQLite file/);
+    expect(await readFile(text, 'utf8')).toBe('These are my notes, not a database.\n'.repeat(20));
+
+    const random = join(dir, 'random.bin');
+    await writeFile(random, Buffer.from(Array.from({ length: 8_192 }, (_, index) => (index * 7919 + 13) % 251)));
+    expect((await openFails(random)).message).toMatch(/not a Klym database/);
+
+    const other = join(dir, 'other.db');
+    const foreign = new DatabaseSync(other);
+    foreign.exec("CREATE TABLE tasks (id TEXT); INSERT INTO tasks VALUES ('theirs')");
+    foreign.close();
+    const before = await readFile(other);
+    expect((await openFails(other)).message).toMatch(/not a Klym database \(a SQLite database of another application/);
+    expect(await readFile(other)).toEqual(before);
+
+    const marked = join(dir, 'marked.db');
+    const withId = new DatabaseSync(marked);
+    withId.exec('PRAGMA application_id = 1234');
+    withId.close();
+    expect((await openFails(marked)).message).toMatch(/another application, application_id 0x4d2/);
+  });
+
+  it('refuses a path that cannot hold a database', async () => {
+    const directory = join(dir, 'a-directory');
+    await mkdir(directory);
+    expect((await openFails(directory)).message).toMatch(/is a directory/);
+    const file = join(dir, 'a-file');
+    await writeFile(file, '');
+    expect((await openFails(join(file, 'tasks.db'))).message).toMatch(/directory .*a-file cannot be created/);
+  });
+
+  it('serves one store at a time in a process, until it is closed', async () => {
+    const path = join(dir, 'tasks.db');
+    const first = await createSqliteTaskStore({ path });
+    expect((await openFails(path)).message).toMatch(/locked by another Klym process/);
+    await first.close();
+    await using second = await createSqliteTaskStore({ path });
+    expect(await second.counts()).toMatchObject({ pending: 0 });
+  });
+
+  it('is locked while another process has it open, and free once that process is killed', async () => {
+    const path = join(dir, 'tasks.db');
+    const child = spawnNode(`
+      const store = await createSqliteTaskStore({ path: ${JSON.stringify(path)} });
+      await store.insert({ id: 'theirs', principal: 'p', request: { prompt: 'x' }, status: 'running', createdAt: new Date().toISOString(), currentStep: 's', usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0 } });
+      console.log('ready');
+      setInterval(() => {}, 60_000);
+    `);
+    try {
+      await printed(child, 'ready');
+      expect((await openFails(path)).message).toMatch(/locked by another Klym process/);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(await exited(child)).toEqual({ code: null, signal: 'SIGKILL' });
+    await using store = await createSqliteTaskStore({ path });
+    expect((await store.get('theirs'))?.status).toBe('running');
+  });
+
+  it('keeps what was written before the process was SIGKILLed: ticks, full batches and checkpoints', async () => {
+    const path = join(dir, 'tasks.db');
+    const child = spawnNode(`
+      const store = await createSqliteTaskStore({ path: ${JSON.stringify(path)}, batchEntries: 3 });
+      await store.insert({ id: 't1', principal: 'p', request: { prompt: 'x' }, status: 'running', createdAt: new Date().toISOString(), currentStep: 's', usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0 } });
+      store.appendLog('t1', 'ticked', { n: 1 });
+      await new Promise((resolve) => setImmediate(resolve));
+      store.saveCheckpoint('t1', { steps: 1, messages: [{ role: 'user', content: 'x' }], texts: [], usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2, estimated: false }, elapsedMs: 5, toolCalls: 0 });
+      store.appendLog('t1', 'batched', { n: 2 });
+      store.appendLog('t1', 'batched', { n: 3 });
+      store.appendLog('t1', 'batched', { n: 4 });
+      store.appendLog('t1', 'buffered', { n: 5 });
+      process.kill(process.pid, 'SIGKILL');
+    `);
+    expect(await exited(child)).toEqual({ code: null, signal: 'SIGKILL' });
+    await using store = await createSqliteTaskStore({ path });
+    expect((await store.get('t1'))?.status).toBe('running');
+    // The last entry was only buffered when the process died: appendLog never waits for the disk.
+    expect((await store.readLog('t1')).entries.map((entry) => [entry.type, entry.data.n])).toEqual([
+      ['ticked', 1],
+      ['batched', 2],
+      ['batched', 3],
+      ['batched', 4],
+    ]);
+    expect(await store.loadCheckpoint('t1')).toMatchObject({ steps: 1, messages: [{ role: 'user', content: 'x' }], elapsedMs: 5 });
+  });
+});
+
+describe('createSqliteTaskStore: closing', () => {
+  it('writes what is buffered, and is idempotent', async () => {
+    const path = join(dir, 'tasks.db');
+    const store = await createSqliteTaskStore({ path });
+    await store.insert(task('t1'));
+    store.appendLog('t1', 'last words', {});
+    const closing = store.close();
+    expect(store.close()).toBe(closing);
+    await closing;
+    await store[Symbol.asyncDispose]();
+    await using reopened = await createSqliteTaskStore({ path });
+    expect((await reopened.readLog('t1')).entries.map((entry) => entry.type)).toEqual(['last words']);
+  });
+
+  it('refuses every call after close but a late log entry, which it ignores', async () => {
+    const store: TaskStore = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
+    await store.insert(task('t1'));
+    await store.close();
+    const closed = { code: 'STORE_UNAVAILABLE', message: expect.stringMatching(/tasks\.db is closed/) };
+    await expect(store.get('t1')).rejects.toMatchObject(closed);
+    await expect(store.list()).rejects.toMatchObject(closed);
+    await expect(store.readLog('t1')).rejects.toMatchObject(closed);
+    await expect(store.transition('t1', ['pending'], { status: 'running' })).rejects.toMatchObject(closed);
+    expect(() => store.saveCheckpoint('t1', checkpoint([]))).toThrow(expect.objectContaining(closed));
+    expect(() => store.appendLog('t1', 'late', {})).not.toThrow();
+  });
+
+  it('checks its options', async () => {
+    await expect(createSqliteTaskStore({ path: join(dir, 'tasks.db'), batchEntries: 0 })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: 'Expected `batchEntries` to be a positive integer, got 0',
+    });
+    await expect(createSqliteTaskStore({ path: '' })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
+  });
+});

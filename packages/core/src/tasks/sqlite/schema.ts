@@ -1,0 +1,85 @@
+import type { DatabaseSync } from 'node:sqlite';
+import { inTransaction } from './transaction.ts';
+
+/** `PRAGMA application_id` of a Klym task store: "Klym" in ASCII, so a file says whose it is. */
+export const KLYM_APPLICATION_ID = 0x4b_6c_79_6d;
+
+/**
+ * The task store's schema, one migration per version: `MIGRATIONS[n]` takes a database from version `n`
+ * (`PRAGMA user_version`) to `n + 1`. Append to it, never edit an entry: files written by every Klym that
+ * shipped one are migrated through it.
+ */
+export const MIGRATIONS: readonly string[] = [
+  // 1: tasks and their bounded logs.
+  `
+  CREATE TABLE tasks (
+    -- Insertion order: ties of created_at, and list cursors. AUTOINCREMENT: never reused after evict.
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    principal TEXT NOT NULL,
+    status TEXT NOT NULL,
+    -- ISO 8601 in UTC (toISOString), so text order is time order.
+    created_at TEXT NOT NULL,
+    finished_at TEXT,
+    -- The whole TaskRecord as JSON; the columns above repeat what is queried.
+    record TEXT NOT NULL,
+    -- The log's window: seq of the oldest kept entry, of the newest written, and bytes kept.
+    log_first_seq INTEGER NOT NULL DEFAULT 1,
+    log_last_seq INTEGER NOT NULL DEFAULT 0,
+    log_bytes INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE INDEX tasks_by_created ON tasks (created_at, seq);
+  CREATE INDEX tasks_by_principal ON tasks (principal, created_at, seq);
+  CREATE INDEX tasks_by_status ON tasks (status, created_at, seq);
+  CREATE TABLE task_logs (
+    task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    time TEXT NOT NULL,
+    type TEXT NOT NULL,
+    data TEXT NOT NULL,
+    -- Bytes of the entry's JSON, as the log's bound counts them.
+    bytes INTEGER NOT NULL,
+    PRIMARY KEY (task_id, seq)
+  ) WITHOUT ROWID;
+  `,
+  // 2: idempotency keys and run checkpoints.
+  `
+  ALTER TABLE tasks ADD COLUMN idempotency_key TEXT;
+  CREATE UNIQUE INDEX tasks_by_idempotency_key ON tasks (principal, idempotency_key) WHERE idempotency_key IS NOT NULL;
+  CREATE TABLE checkpoints (
+    task_id TEXT PRIMARY KEY REFERENCES tasks (id) ON DELETE CASCADE,
+    -- The checkpoint without its messages, as JSON.
+    state TEXT NOT NULL,
+    message_count INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  -- A checkpoint's messages, one row each: a run's conversation only grows, so a save appends.
+  CREATE TABLE checkpoint_messages (
+    task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (task_id, idx)
+  ) WITHOUT ROWID;
+  `,
+];
+
+/** The schema version this Klym writes: a file of a higher version was written by a newer Klym. */
+export const TASK_STORE_SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Reads `PRAGMA user_version`. */
+export function schemaVersion(db: DatabaseSync): number {
+  return Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version);
+}
+
+/**
+ * Migrates `db` from its version up to `target` in one transaction, and marks it as Klym's. The caller
+ * has checked that the file is Klym's (or empty) and not newer than `target`.
+ */
+export function migrateSchema(db: DatabaseSync, target: number = TASK_STORE_SCHEMA_VERSION): void {
+  inTransaction(db, () => {
+    const from = schemaVersion(db);
+    for (let version = from; version < target; version++) db.exec(MIGRATIONS[version] as string);
+    // PRAGMA takes no parameters; both values are integers of ours.
+    if (from < target) db.exec(`PRAGMA user_version = ${target}`);
+    db.exec(`PRAGMA application_id = ${KLYM_APPLICATION_ID}`);
+  });
+}

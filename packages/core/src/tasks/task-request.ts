@@ -1,0 +1,157 @@
+import { z } from 'zod';
+import type { AgentBudget } from '../agent/types.ts';
+import { KlymError } from '../errors.ts';
+import type { PoolTool } from '../pool/session-pool.ts';
+import { READ_ONLY_POLICY, toolAccess, type AccessRules, type ToolSelection } from '../tools/tool-policy.ts';
+import type { TaskRequest, TaskStatus } from './task-types.ts';
+
+const STATUSES = ['pending', 'running', 'completed', 'error', 'cancelled'] as const satisfies readonly TaskStatus[];
+const taskId = z.string().min(1).max(200);
+
+/** Arguments of `start_async_agent_task` (also the body of `POST /api/tasks`), as a zod shape (what `McpServer.registerTool` takes). */
+export const startTaskShape = {
+  prompt: z.string().min(1).max(200_000).describe('What Klym should do, in full: it sees nothing of your conversation but this.'),
+  system_prompt: z.string().max(50_000).optional().describe('Replaces the default system prompt; `{{tools}}` in it lists the tools.'),
+  model: z.string().max(200).optional().describe('One of the model names describe_capabilities lists. Default: the first of them.'),
+  tools: z
+    .strictObject({
+      allow: z.array(z.string().max(200)).max(200).optional().describe('Only these namespaced tools (`*` is a wildcard).'),
+      deny: z.array(z.string().max(200)).max(200).optional().describe('Never these tools.'),
+      policy: z.string().max(100).optional().describe('A policy name from describe_capabilities, e.g. `read-only`.'),
+    })
+    .optional()
+    .describe('Narrows the tools the task may call; it can never widen what the server allows.'),
+  budget: z
+    .strictObject({
+      max_steps: z.number().int().positive().optional(),
+      max_tokens: z.number().int().positive().optional(),
+      max_cost_usd: z.number().positive().optional(),
+      timeout_ms: z.number().int().positive().optional(),
+    })
+    .optional()
+    .describe("Limits of the run; capped by the server's maximums (describe_capabilities shows them)."),
+  record_result: z.boolean().optional().describe('Write the result into the graph as an Analysis node `klym_<task_id>` linked to today.'),
+  idempotency_key: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('Your key for this start: starting again with the same key answers the task it started (whatever its status) instead of a new one. Use it to retry safely.'),
+};
+
+/** Arguments of `check_task_status` (also `GET /api/tasks/:id`). */
+export const checkTaskShape = {
+  task_id: taskId.describe('The id start_async_agent_task returned.'),
+  log_after: z.number().int().min(0).optional().describe('Give log entries after this cursor (a `next_cursor` from an earlier reply), in full.'),
+  max_log_entries: z.number().int().min(1).max(200).optional().describe('How many log entries to give: default 3 (a glance), or 20 with `log_after`.'),
+  full_result: z.boolean().optional().describe('Give the whole final answer (and every step’s text as `transcript`) instead of its first 400 characters.'),
+};
+
+/** Arguments of a log page (`GET /api/tasks/:id/logs`). */
+export const taskLogsShape = {
+  task_id: taskId.describe('The id start_async_agent_task returned.'),
+  after: z.number().int().min(0).optional().describe('Entries after this cursor. Default 0: from the oldest kept.'),
+  limit: z.number().int().positive().optional().describe('Entries at most (up to 500). Default 100.'),
+};
+
+/** Arguments of `cancel_agent_task`. */
+export const cancelTaskShape = { task_id: taskId.describe('The id of the task to cancel.') };
+
+/** Arguments of `list_agent_tasks` (also `GET /api/tasks`). */
+export const listTasksShape = {
+  status: z.enum(STATUSES).optional().describe('Only tasks in this status.'),
+  cursor: z.string().min(1).max(500).optional().describe('The `next_cursor` of the page before, for older tasks.'),
+  limit: z.number().int().min(1).max(200).optional().describe('Tasks per page (at most 200). Default 50.'),
+};
+
+// Built once: a schema per call would cost a compile of the shape on every request.
+export const startTaskSchema = z.strictObject(startTaskShape);
+export const checkTaskSchema = z.strictObject(checkTaskShape);
+export const taskLogsSchema = z.strictObject(taskLogsShape);
+export const cancelTaskSchema = z.strictObject(cancelTaskShape);
+export const listTasksSchema = z.strictObject(listTasksShape);
+
+/** Parsed arguments of `start_async_agent_task`. */
+export type StartTaskArgs = z.output<typeof startTaskSchema>;
+
+/**
+ * Parses wire input against one of the schemas above.
+ * @throws {KlymError} `INVALID_ARGUMENT` naming the first bad field (`` `budget.max_steps`: … ``).
+ */
+export function parseArgs<Schema extends z.ZodType>(schema: Schema, input: unknown): z.output<Schema> {
+  const parsed = schema.safeParse(input ?? {});
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = issue?.path.length ? issue.path.join('.') : issue?.code === 'unrecognized_keys' ? issue.keys.join(', ') : 'arguments';
+  throw new KlymError('INVALID_ARGUMENT', `\`${field}\`: ${issue?.message ?? 'invalid'}`);
+}
+
+/** What a request is narrowed to: the server's models, budgets and tool rules (the same rules the runs apply). */
+export interface RequestLimits extends AccessRules {
+  /** The models a caller may name; the first is the default. Never empty. */
+  readonly models: readonly string[];
+  readonly defaultBudget: AgentBudget;
+  readonly maxBudget: AgentBudget;
+  readonly systemPrompt?: string;
+}
+
+const BUDGET_KEYS = [
+  ['max_steps', 'maxSteps'],
+  ['max_tokens', 'maxTokens'],
+  ['max_cost_usd', 'maxCostUsd'],
+  ['timeout_ms', 'timeoutMs'],
+] as const;
+
+/**
+ * Turns a caller's arguments into a task request that stays inside what the server allows: `model` must
+ * be a configured name, each `budget` field is capped by the server's maximum, and `tools` can only narrow
+ * the server's selection. `listTools` gives the pool's real tools, over which two allow lists are
+ * intersected (by {@link toolAccess}, the rule the runs apply).
+ * @throws {KlymError} `INVALID_ARGUMENT` naming the field and what it may be.
+ */
+export async function narrowTaskRequest(args: StartTaskArgs, limits: RequestLimits, listTools: () => Promise<readonly PoolTool[]>): Promise<TaskRequest> {
+  if (args.model !== undefined && !limits.models.includes(args.model)) {
+    throw new KlymError('INVALID_ARGUMENT', `\`model\`: "${args.model.slice(0, 80)}" is not offered here; choose one of: ${limits.models.join(', ')}`);
+  }
+  const budget: { -readonly [Key in keyof AgentBudget]: number } = {};
+  for (const [wire, key] of BUDGET_KEYS) {
+    const asked = args.budget?.[wire] ?? limits.defaultBudget[key];
+    const max = limits.maxBudget[key];
+    const value = asked === undefined ? max : max === undefined ? asked : Math.min(asked, max);
+    if (value !== undefined) budget[key] = value;
+  }
+  const systemPrompt = args.system_prompt ?? limits.systemPrompt;
+  return {
+    prompt: args.prompt,
+    model: args.model ?? (limits.models[0] as string),
+    budget,
+    tools: await narrowTools(args.tools, limits, listTools),
+    ...(systemPrompt === undefined ? {} : { systemPrompt }),
+    ...(args.record_result === undefined ? {} : { recordResult: args.record_result }),
+    ...(args.idempotency_key === undefined ? {} : { idempotencyKey: args.idempotency_key }),
+  };
+}
+
+async function narrowTools(asked: ToolSelection | undefined, limits: RequestLimits, listTools: () => Promise<readonly PoolTool[]>): Promise<ToolSelection> {
+  const server = limits.selection ?? {};
+  if (asked?.policy !== undefined) {
+    const known = [READ_ONLY_POLICY, ...Object.keys(limits.policies ?? {})];
+    if (!known.includes(asked.policy)) throw new KlymError('INVALID_ARGUMENT', `\`tools.policy\`: "${asked.policy.slice(0, 80)}" is not a policy here; choose one of: ${known.join(', ')}`);
+    if (server.policy !== undefined && server.policy !== asked.policy) {
+      throw new KlymError('INVALID_ARGUMENT', `\`tools.policy\`: tasks here always run under the policy "${server.policy}"`);
+    }
+  }
+  const policy = server.policy ?? asked?.policy;
+  const deny = [...(server.deny ?? []), ...(asked?.deny ?? [])];
+  let allow = server.allow ?? asked?.allow;
+  if (server.allow !== undefined && asked?.allow !== undefined) {
+    // Two lists of patterns have no pattern for their intersection: it is taken over the tools there are,
+    // each decided as a run would decide it (upstream rules, the server's selection, read-only tools).
+    const callerRules: AccessRules = { ...limits, selection: { allow: asked.allow } };
+    allow = (await listTools()).filter((tool) => toolAccess(tool, limits).allowed && toolAccess(tool, callerRules).allowed).map((tool) => tool.name);
+    if (allow.length === 0) {
+      throw new KlymError('INVALID_ARGUMENT', '`tools.allow`: matches none of the tools tasks here may use; describe_capabilities lists them');
+    }
+  }
+  return { ...(allow === undefined ? {} : { allow }), ...(deny.length > 0 ? { deny } : {}), ...(policy === undefined ? {} : { policy }) };
+}

@@ -1,0 +1,289 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { runAgent } from '../agent/run-agent.ts';
+import { createSessionPool, type SessionPool } from '../pool/session-pool.ts';
+import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
+import { createMockModel, type MockStep } from '../testing/mock-model.ts';
+import { runResult } from '../testing/run-result.ts';
+import { createMemoryTaskStore } from './memory-task-store.ts';
+import type { AgentRunner } from './task-manager.ts';
+import { createTaskService, type TaskService, type TaskServiceOptions } from './task-service.ts';
+import type { TaskRecord } from './task-types.ts';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
+});
+
+const ok = (text: string) => ({ content: [{ type: 'text' as const, text }] });
+
+/** A small graph server: one read-only tool by annotation, one read-only by configuration only, two that write. */
+function graphServer(): McpServer {
+  const server = new McpServer({ name: 'graph', version: '1.0.0' });
+  server.registerTool('get_node', { description: 'A node by id', inputSchema: { id: z.string() }, annotations: { readOnlyHint: true } }, ({ id }) => ok(`node ${id}`));
+  server.registerTool('query_graph', { description: 'Runs a Cypher query', inputSchema: { query: z.string() } }, () => ok('{"status":"success","result":[[3]]}'));
+  server.registerTool('add_node', { description: 'Adds a node', inputSchema: { id: z.string() } }, () => ok('{"status":"success"}'));
+  server.registerTool('delete_node', { description: 'Deletes a node', inputSchema: { id: z.string() } }, () => ok('{"status":"success"}'));
+  return server;
+}
+
+async function graphPool(): Promise<SessionPool> {
+  const pool = await createSessionPool({ upstreams: { grynya: createInMemoryUpstream(graphServer) } });
+  cleanups.push(() => pool.close());
+  return pool;
+}
+
+function service(pool: SessionPool, options: Partial<TaskServiceOptions> = {}): TaskService {
+  const created = createTaskService({ pool, shutdownGraceMs: 0, ...options });
+  cleanups.push(() => created.close());
+  return created;
+}
+
+/** runAgent itself, on a mock model scripted step by step (each task gets a fresh script). */
+const scripted =
+  (steps: () => readonly MockStep[]): AgentRunner =>
+  (options) =>
+    runAgent({ ...options, model: createMockModel(steps()) });
+
+const finishesAtOnce: AgentRunner = async () =>
+  runResult('done', { usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2, estimated: false } });
+
+/** A text of `length` characters that JSON escapes the most: quotes, backslashes, newlines, control characters. */
+const longest = (length: number, unit = '"\\\n\u0001é'): string => unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
+
+const ended = async (klym: TaskService, taskId: string, principal = 'grynya'): Promise<void> => {
+  await vi.waitFor(async () => expect((await klym.status({ task_id: taskId }, principal)).status).toMatch(/completed|error|cancelled/), { timeout: 5_000 });
+};
+
+describe('createTaskService: narrowing a request', () => {
+  it('refuses a model outside the allow-list, naming the field and the choices', async () => {
+    const klym = service(await graphPool(), { models: ['scripted', 'openai:gpt-4.1-mini'], run: finishesAtOnce });
+    await expect(klym.start({ prompt: 'x', model: 'http://attacker.example/v1' }, 'grynya')).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: '`model`: "http://attacker.example/v1" is not offered here; choose one of: scripted, openai:gpt-4.1-mini',
+    });
+    await expect(klym.start({ prompt: 'x', budget: { max_steps: -1 } }, 'grynya')).rejects.toMatchObject({ message: expect.stringMatching(/^`budget\.max_steps`/) });
+    await expect(klym.start({ prompt: 'x', surprise: 1 }, 'grynya')).rejects.toMatchObject({ message: expect.stringMatching(/^`surprise`/) });
+  });
+
+  it("caps each budget field at the server's maximum and fills in the default", async () => {
+    const klym = service(await graphPool(), { run: finishesAtOnce, defaultBudget: { maxSteps: 5 }, maxBudget: { maxSteps: 10, timeoutMs: 60_000 } });
+    expect(await klym.start({ prompt: 'x', budget: { max_steps: 1_000, timeout_ms: 10_000_000, max_tokens: 500 } }, 'grynya')).toMatchObject({
+      model: 'scripted',
+      budget: { max_steps: 10, timeout_ms: 60_000, max_tokens: 500 },
+    });
+    expect((await klym.start({ prompt: 'x' }, 'grynya')).budget).toEqual({ max_steps: 5, timeout_ms: 60_000 });
+  });
+
+  it("intersects the caller's allow list with the server's over the real tool names, leaving out tools the upstream denies", async () => {
+    const klym = service(await graphPool(), { run: finishesAtOnce, tools: { allow: ['grynya__*'] }, upstreamTools: { grynya: { deny: ['delete_*'] } } });
+    const { task_id: taskId } = await klym.start({ prompt: 'x', tools: { allow: ['*_node'], deny: ['grynya__add_*'] } }, 'grynya');
+    const task = await klym.tasks.get(taskId, { principal: 'grynya' });
+    expect(task.request.tools).toEqual({ allow: ['grynya__get_node', 'grynya__add_node'], deny: ['grynya__add_*'] });
+    await expect(klym.start({ prompt: 'x', tools: { allow: ['grynya__delete_node'] } }, 'grynya')).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/^`tools\.allow`: matches none of the tools/),
+    });
+  });
+
+  it('matches hostile patterns full of `*` at once (a RegExp of `.*`s would backtrack for minutes)', async () => {
+    const klym = service(await graphPool(), { run: finishesAtOnce, tools: { allow: ['grynya__*'] } });
+    const hostile = `${'*a'.repeat(60)}Z`;
+    const before = performance.now();
+    const { task_id: taskId } = await klym.start({ prompt: 'x', tools: { allow: [hostile, 'grynya__get_*'], deny: [hostile] } }, 'grynya');
+    expect(performance.now() - before).toBeLessThan(1_000);
+    expect((await klym.tasks.get(taskId, { principal: 'grynya' })).request.tools).toEqual({ allow: ['grynya__get_node'], deny: [hostile] });
+  });
+
+  it('takes a policy a caller names only if it exists, and never another than the server runs under', async () => {
+    const open = service(await graphPool(), { run: finishesAtOnce, policies: { 'graph-read': { allow: ['grynya__get_*'] } } });
+    await expect(open.start({ prompt: 'x', tools: { policy: 'everything' } }, 'grynya')).rejects.toMatchObject({
+      message: '`tools.policy`: "everything" is not a policy here; choose one of: read-only, graph-read',
+    });
+    const { task_id: taskId } = await open.start({ prompt: 'x', tools: { policy: 'graph-read' } }, 'grynya');
+    expect((await open.tasks.get(taskId, { principal: 'grynya' })).request.tools).toEqual({ policy: 'graph-read' });
+
+    const fixed = service(await graphPool(), { run: finishesAtOnce, tools: { policy: 'read-only' }, policies: { 'graph-read': {} } });
+    await expect(fixed.start({ prompt: 'x', tools: { policy: 'graph-read' } }, 'grynya')).rejects.toMatchObject({
+      message: '`tools.policy`: tasks here always run under the policy "read-only"',
+    });
+    expect(() => createTaskService({ pool: {} as SessionPool, tools: { policy: 'nope' } })).toThrow(/Unknown tool policy "nope"/);
+  });
+});
+
+describe('createTaskService: capabilities', () => {
+  it('advertises only the tools a run may call: upstream deny rules and the read-only policy with per-upstream readOnlyTools', async () => {
+    const pool = await graphPool();
+    const denying = service(pool, { upstreamTools: { grynya: { deny: ['delete_*'] } } });
+    const names = (await denying.capabilities()).tools.map((tool) => tool.name);
+    expect(names).toEqual(['grynya__get_node', 'grynya__query_graph', 'grynya__add_node']);
+
+    const readOnly = service(pool, { tools: { policy: 'read-only' }, upstreamTools: { grynya: { readOnlyTools: ['query_graph'] } } });
+    const described = await readOnly.capabilities();
+    expect(described.tools).toEqual([
+      { name: 'grynya__get_node', read_only: true, description: 'A node by id' },
+      { name: 'grynya__query_graph', read_only: true, description: 'Runs a Cypher query' },
+    ]);
+    expect(described).toMatchObject({ upstreams: { grynya: { state: 'ready', tools: 4 } }, default_model: 'scripted', policies: ['read-only'], server_tool_policy: { policy: 'read-only' } });
+  });
+
+  it('removes secret-shaped text from an upstream error, and configured secrets too', async () => {
+    const pool = await createSessionPool({
+      upstreams: {
+        grynya: createInMemoryUpstream(graphServer),
+        broken: {
+          connect: async () => {
+            throw new Error('HTTP 401 for Authorization: Bearer abcdef123456 with key sk-proj-0123456789abcdefXYZ and my-configured-secret');
+          },
+          pool: { min: 0 },
+        },
+      },
+    });
+    cleanups.push(() => pool.close());
+    const klym = service(pool, { secrets: ['my-configured-secret'] });
+    const described = await klym.capabilities();
+    expect(described.upstreams.broken?.error).toMatch(/HTTP 401/);
+    const text = JSON.stringify(described);
+    for (const secret of ['abcdef123456', 'sk-proj-0123456789abcdefXYZ', 'my-configured-secret']) expect(text).not.toContain(secret);
+    expect(described.upstreams.grynya).toEqual({ state: 'ready', tools: 4 });
+  });
+});
+
+describe('createTaskService: tasks', () => {
+  it('pages through more than 50 tasks with a cursor, newest first, down to the oldest', async () => {
+    const klym = service(await graphPool(), { run: finishesAtOnce });
+    const ids: string[] = [];
+    for (let index = 0; index < 120; index++) ids.push((await klym.start({ prompt: `task ${index}` }, 'grynya')).task_id);
+    await klym.start({ prompt: 'not yours' }, 'mallory');
+
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await klym.list(cursor === undefined ? {} : { cursor }, 'grynya');
+      expect(page.total).toBe(120);
+      seen.push(...page.tasks.map((task) => task.task_id));
+      cursor = page.next_cursor;
+      pages++;
+    } while (cursor !== undefined);
+    expect(pages).toBe(3);
+    expect(seen).toEqual(ids.toReversed());
+    expect((await klym.list({ limit: 7 }, 'grynya')).tasks.map((task) => task.prompt)).toEqual(Array.from({ length: 7 }, (_, index) => `task ${119 - index}`));
+    await expect(klym.list({ cursor: 'not-a-cursor' }, 'grynya')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`cursor`/) });
+  });
+
+  it('answers a start with an idempotency key the principal used before with that task, whatever its status', async () => {
+    const klym = service(await graphPool(), { run: finishesAtOnce });
+    const first = await klym.start({ prompt: 'check the graph', idempotency_key: 'job-1' }, 'grynya');
+    await ended(klym, first.task_id);
+    const again = await klym.start({ prompt: 'check the graph', idempotency_key: 'job-1' }, 'grynya');
+    expect(again).toMatchObject({ task_id: first.task_id, status: 'completed' });
+    const other = await klym.start({ prompt: 'check the graph', idempotency_key: 'job-1' }, 'mallory');
+    expect(other.task_id).not.toBe(first.task_id);
+    const fresh = await klym.start({ prompt: 'check the graph', idempotency_key: 'job-2' }, 'grynya');
+    expect(fresh.task_id).not.toBe(first.task_id);
+    expect((await klym.list({}, 'grynya')).total).toBe(2);
+  });
+
+  it("shows the final answer by default, not every step's narration, with the budget's use beside its limits and the elapsed time", async () => {
+    const finalAnswer = `The graph holds 3 nodes. ${'Details. '.repeat(60)}`;
+    const klym = service(await graphPool(), {
+      run: scripted(() => [{ text: 'Let me query the graph first.', toolCalls: [{ name: 'grynya__query_graph', args: { query: 'MATCH (n) RETURN count(n)' } }] }, { text: finalAnswer }]),
+      maxBudget: { maxSteps: 10, maxTokens: 10_000 },
+    });
+    const { task_id: taskId } = await klym.start({ prompt: 'Count the nodes', budget: { max_steps: 4 } }, 'grynya');
+    await ended(klym, taskId);
+
+    const glance = await klym.status({ task_id: taskId }, 'grynya');
+    expect(glance).toMatchObject({
+      status: 'completed',
+      result: `${finalAnswer.slice(0, 399)}…`,
+      result_truncated: true,
+      result_chars: finalAnswer.length,
+      budget: { steps: 2, max_steps: 4, tokens: 240, max_tokens: 10_000, timeout_ms: 1_800_000 },
+      elapsed_ms: expect.any(Number),
+    });
+    expect(glance.result).not.toContain('Let me query');
+    expect(JSON.stringify(glance).length).toBeLessThanOrEqual(1_200);
+
+    const full = await klym.status({ task_id: taskId, full_result: true }, 'grynya');
+    expect(full.result).toBe(finalAnswer);
+    expect(full.result_truncated).toBeUndefined();
+    expect(full.transcript).toBe(`Let me query the graph first.\n\n${finalAnswer}`);
+  });
+
+  it('keeps the default status of any task within 1,200 characters of JSON', async () => {
+    const store = createMemoryTaskStore();
+    const id = 'x'.repeat(22);
+    const tool = `grynya__${'q'.repeat(56)}`;
+    const longestTask: TaskRecord = {
+      id,
+      principal: 'grynya',
+      request: { prompt: longest(200_000), model: `compatible:${'m'.repeat(189)}`, budget: { maxSteps: 100, maxTokens: 1e9, maxCostUsd: 1_000_000.5, timeoutMs: 2_147_483_647 } },
+      status: 'completed',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      startedAt: '2026-01-01T00:00:01.000Z',
+      finishedAt: '2026-01-01T10:00:00.000Z',
+      currentStep: `step 100: ${tool} answered with an error ${longest(4_000)}`,
+      usage: { steps: 100, inputTokens: 5e8, outputTokens: 5e8, totalTokens: 1e9, costUsd: 999_999.123456789 },
+      result: { text: longest(100_000), finalText: longest(50_000), finishReason: `budget:${longest(100)}`, model: `compatible:${'m'.repeat(189)}`, toolCalls: 1_000 },
+      writeBack: { status: 'failed', nodeId: `klym_${id}`, dayId: 'd_2026_01_01', error: longest(4_000) },
+      elapsedMs: 2_147_483_647,
+      resumes: Array.from({ length: 1_000 }, (_, index) => index + 1),
+    };
+    const { result: _result, writeBack: _writeBack, ...unfinished } = longestTask;
+    // The manager says `done` of a completed task; a running one has the longest steps.
+    const completedTask: TaskRecord = { ...longestTask, currentStep: 'done' };
+    // What each status can hold at its longest, and a record holding every text at once (no task does).
+    const tasks: TaskRecord[] = [
+      completedTask,
+      { ...unfinished, id: `${id.slice(0, 21)}1`, status: 'error', error: { code: 'STORE_UNAVAILABLE', message: longest(4_000) } },
+      { ...unfinished, id: `${id.slice(0, 21)}2`, status: 'cancelled', cancelReason: longest(1_000) },
+    ];
+    const running: TaskRecord = { ...unfinished, id: `${id.slice(0, 21)}3`, status: 'running', finishedAt: undefined };
+    const chimera: TaskRecord = { ...longestTask, id: `${id.slice(0, 21)}4`, error: { code: 'INTERNAL', message: longest(4_000) }, cancelReason: longest(1_000) };
+    for (const task of [...tasks, chimera]) {
+      await store.insert(task);
+      for (let index = 0; index < 10; index++) {
+        store.appendLog(task.id, 'tool-call', { step: 100, toolCallId: 'c'.repeat(40), toolName: tool, args: { query: longest(2_000) } });
+        store.appendLog(task.id, 'upstream-log', { upstream: 'g'.repeat(32), source: 'stderr', level: 'emergency', message: longest(4_000) });
+      }
+    }
+    const klym = service(await graphPool(), { store, run: finishesAtOnce });
+    // Inserted after the service started, so that its manager does not take the task up as one a dead process left.
+    await store.insert(running);
+    store.appendLog(running.id, 'tool-call', { step: 100, toolCallId: 'c'.repeat(40), toolName: tool, args: { query: longest(2_000) } });
+    tasks.push(running);
+    for (const task of tasks) {
+      const glance = await klym.status({ task_id: task.id }, 'grynya');
+      expect(JSON.stringify(glance).length).toBeLessThanOrEqual(1_200);
+      expect(glance).toMatchObject({ task_id: task.id, status: task.status, budget: { steps: 100, max_steps: 100 }, resumed_from: [991, 992, 993, 994, 995, 996, 997, 998, 999, 1_000], resumes: 1_000 });
+      expect(glance.log?.entries.length).toBeGreaterThan(0);
+    }
+    const { step } = await klym.status({ task_id: running.id }, 'grynya');
+    expect(step).toMatch(/^step 100: grynya__q{56} answered with an error .*…$/s);
+    expect(JSON.stringify(step).length).toBeLessThanOrEqual(102);
+    const completed = await klym.status({ task_id: longestTask.id }, 'grynya');
+    expect(completed).toMatchObject({ result: expect.stringMatching(/…$/), result_truncated: true, result_chars: 50_000, write_back: { status: 'failed', node_id: `klym_${id}` } });
+    expect(JSON.stringify(await klym.status({ task_id: chimera.id }, 'grynya')).length).toBeLessThanOrEqual(1_200);
+  });
+
+  it('reports health without secrets, and lets subscribers see task events', async () => {
+    const klym = service(await graphPool(), { run: finishesAtOnce });
+    const events: string[] = [];
+    const unsubscribe = klym.onEvent((event) => events.push(event.type));
+    const { task_id: taskId } = await klym.start({ prompt: 'x' }, 'grynya');
+    await ended(klym, taskId);
+    unsubscribe();
+    expect(events).toEqual(['task-create', 'task-start', 'task-end']);
+    expect(await klym.health()).toEqual({
+      status: 'ok',
+      upstreams: { grynya: { state: 'ready', transport: 'custom', sessions: 1, breaker: 'closed' } },
+      tasks: { pending: 0, running: 0, completed: 1, error: 0, cancelled: 0 },
+    });
+    expect(await klym.cancel({ task_id: taskId }, 'grynya')).toMatchObject({ cancelled: false, status: 'completed' });
+    await expect(klym.cancel({ task_id: taskId }, 'mallory')).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
+    expect(await klym.logs({ task_id: taskId, limit: 2 }, 'grynya')).toMatchObject({ task_id: taskId, entries: [{ seq: 1, type: 'task-create' }, { seq: 2, type: 'task-start' }], more: true });
+  });
+});

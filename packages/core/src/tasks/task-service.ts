@@ -1,0 +1,230 @@
+import type { AgentBudget, ModelPrice, ModelProviders } from '../agent/types.ts';
+import { TASK_DEFAULTS } from '../defaults.ts';
+import { KlymError } from '../errors.ts';
+import type { PoolTool, SessionPool } from '../pool/session-pool.ts';
+import { createRedactor } from '../redact.ts';
+import { assertAccessRules, type ToolPolicy, type ToolSelection, type UpstreamToolRules } from '../tools/tool-policy.ts';
+import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthView } from './capabilities.ts';
+import { createTaskManager, type TaskEvent, type TaskManager, type TaskManagerOptions } from './task-manager.ts';
+import {
+  cancelTaskSchema,
+  checkTaskSchema,
+  listTasksSchema,
+  narrowTaskRequest,
+  parseArgs,
+  startTaskSchema,
+  taskLogsSchema,
+  type RequestLimits,
+} from './task-request.ts';
+import {
+  MAX_GLANCE_CHARS,
+  viewBudgetLimits,
+  viewLogPage,
+  viewTaskList,
+  viewTaskStatus,
+  type TaskCancelView,
+  type TaskListView,
+  type TaskLogPageView,
+  type TaskStartView,
+  type TaskStatusView,
+} from './task-views.ts';
+
+/** Options of {@link createTaskService}: the task manager's, and the limits a caller's request is narrowed to. */
+export interface TaskServiceOptions
+  extends Pick<TaskManagerOptions, 'pool' | 'store' | 'log' | 'run' | 'maxConcurrent' | 'maxQueued' | 'taskTimeoutMs' | 'ttlMs' | 'resumeOnRestart' | 'writeBack'> {
+  /** The models a caller may name in `model`; the first is the default. @default TASK_DEFAULTS.models (['scripted']) */
+  readonly models?: readonly string[];
+  /** Provider keys and base URLs for those models (never shown to callers). @default {} */
+  readonly providers?: ModelProviders;
+  /** Prices by model, for the cost budget. @default {} (core's DEFAULT_MODEL_PRICES) */
+  readonly prices?: Readonly<Record<string, ModelPrice>>;
+  /** The model provider's own retries of failed calls. @default 2 */
+  readonly maxRetries?: number;
+  /** Sampling temperature of tasks' models. @default the provider's */
+  readonly temperature?: number;
+  /** Default system prompt of tasks (may hold `{{tools}}`). @default runAgent's built-in prompt */
+  readonly systemPrompt?: string;
+  /** Budget of a task that asks for none. @default TASK_DEFAULTS.defaultBudget ({ maxSteps: 25 }) */
+  readonly defaultBudget?: AgentBudget;
+  /** The most a caller may ask for; larger asks are capped. @default TASK_DEFAULTS.maxBudget ({ maxSteps: 100, timeoutMs: 1_800_000 }) */
+  readonly maxBudget?: AgentBudget;
+  /** The tools every task is limited to; a caller's `tools` can only narrow it. @default every tool */
+  readonly tools?: ToolSelection;
+  /** Rules per upstream (by name): allow/deny over its own tool names, read-only tools, the self-check's probe. @default {} */
+  readonly upstreamTools?: Readonly<Record<string, UpstreamToolRules>>;
+  /** Named tool policies a caller may pick, besides the built-in `read-only`. @default {} */
+  readonly policies?: Readonly<Record<string, ToolPolicy>>;
+  /** Tools (namespaced patterns) that count as read-only besides those annotated `readOnlyHint`. @default [] */
+  readonly readOnlyTools?: readonly string[];
+  /** Strings never to show in logs, errors, results or capabilities (tokens, upstream credentials); provider keys are added. @default [] */
+  readonly secrets?: readonly string[];
+  /** On `close()`, how long running tasks may finish before they are cancelled with `shutdown`. @default TASK_DEFAULTS.shutdownGraceMs (10_000) */
+  readonly shutdownGraceMs?: number;
+  /** Receives task lifecycle events (as `onEvent` subscribers do). */
+  readonly onEvent?: (event: TaskEvent) => void;
+}
+
+/**
+ * What an agent serving Klym's tasks needs, whatever it serves them over: wire arguments (snake_case,
+ * `unknown` until validated) and the caller's principal in, typed views out. Every method that takes
+ * arguments throws `INVALID_ARGUMENT` naming the bad field; one that names a task throws
+ * `TASK_NOT_FOUND` when the caller cannot see it.
+ */
+export interface TaskService extends AsyncDisposable {
+  /** The task manager underneath (for code that wants records rather than views). */
+  readonly tasks: TaskManager;
+  readonly pool: SessionPool;
+  /**
+   * `start_async_agent_task`: narrows the request to what the server allows and queues it. The same
+   * principal with the same `idempotency_key` gets the task it already started, whatever its status.
+   * @throws {KlymError} `INVALID_ARGUMENT`, `TASK_QUEUE_FULL`, `SHUTTING_DOWN`
+   */
+  start(args: unknown, principal: string): Promise<TaskStartView>;
+  /** `check_task_status`: a glance of at most 1,200 characters by default; `log_after` pages the log, `full_result` gives the whole answer. */
+  status(args: unknown, principal: string): Promise<TaskStatusView>;
+  /** A page of a task's log, entries whole: `{ task_id, after?, limit? }` (limit up to 500). */
+  logs(args: unknown, principal: string): Promise<TaskLogPageView>;
+  /** `cancel_agent_task`: cancels a pending or running task; a finished one stays as it was, and the answer says so. */
+  cancel(args: unknown, principal: string): Promise<TaskCancelView>;
+  /** `list_agent_tasks`: `{ status?, cursor?, limit? }` → a page of the caller's tasks, newest first, with a cursor to older ones. */
+  list(args: unknown, principal: string): Promise<TaskListView>;
+  /** `describe_capabilities`: upstreams and their state, the tools a task may use, models, policies, budgets. */
+  capabilities(): Promise<CapabilitiesView>;
+  /** Upstream states and task counts; no URL, no secret. */
+  health(): Promise<HealthView>;
+  /** Subscribes to task lifecycle events; returns the unsubscribe function. */
+  onEvent(listener: (event: TaskEvent) => void): () => void;
+  /** Closes the task manager: refuses new tasks, gives running ones `shutdownGraceMs`, then cancels them with `shutdown`. Idempotent. Closes neither the pool nor the store. */
+  close(): Promise<void>;
+}
+
+const MAX_LOG_PAGE = 500;
+
+/**
+ * Creates the task service over a pool: a task manager with the given options, and the rules a caller's
+ * request is narrowed to — the same rules (upstream tool rules, the server's selection, policies,
+ * read-only tools) its runs apply, so what `capabilities()` advertises is what a run may call.
+ *
+ * @throws {KlymError} `CONFIG_INVALID` for an unknown policy in `tools.policy`, or a limit out of range.
+ * @example
+ * ```ts
+ * await using pool = await createSessionPool({ upstreams: { grynya: { url: 'http://127.0.0.1:8000/sse' } } })
+ * await using service = createTaskService({ pool, models: ['openai:gpt-4.1-mini'], providers: { openai: { apiKey } } })
+ * const { task_id } = await service.start({ prompt: 'Find sessions without a LAST_EVENT' }, 'grynya')
+ * const glance = await service.status({ task_id }, 'grynya')
+ * ```
+ */
+export function createTaskService(options: TaskServiceOptions): TaskService {
+  const models = options.models !== undefined && options.models.length > 0 ? options.models : TASK_DEFAULTS.models;
+  const limits: RequestLimits = {
+    models,
+    defaultBudget: options.defaultBudget ?? TASK_DEFAULTS.defaultBudget,
+    maxBudget: options.maxBudget ?? TASK_DEFAULTS.maxBudget,
+    ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
+    ...(options.tools === undefined ? {} : { selection: options.tools }),
+    ...(options.upstreamTools === undefined ? {} : { upstreams: options.upstreamTools }),
+    ...(options.policies === undefined ? {} : { policies: options.policies }),
+    ...(options.readOnlyTools === undefined ? {} : { readOnlyTools: options.readOnlyTools }),
+  };
+  assertAccessRules(limits);
+  const graceMs = options.shutdownGraceMs ?? TASK_DEFAULTS.shutdownGraceMs;
+  if (!Number.isFinite(graceMs) || graceMs < 0) throw new KlymError('CONFIG_INVALID', `Expected \`shutdownGraceMs\` to be zero or more, got ${graceMs}`);
+  const taskTimeoutMs = options.taskTimeoutMs ?? TASK_DEFAULTS.timeoutMs;
+  const { providers } = options;
+  const redactor = createRedactor([...(options.secrets ?? []), providers?.openai?.apiKey, providers?.google?.apiKey, providers?.compatible?.apiKey]);
+  const listeners = new Set<(event: TaskEvent) => void>();
+  if (options.onEvent !== undefined) listeners.add(options.onEvent);
+
+  const { pool } = options;
+  const tasks = createTaskManager({
+    pool,
+    ...pick(options, ['store', 'log', 'run', 'maxConcurrent', 'maxQueued', 'ttlMs', 'resumeOnRestart', 'writeBack']),
+    taskTimeoutMs,
+    ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
+    defaults: {
+      ...pick(options, ['providers', 'prices', 'maxRetries', 'temperature', 'upstreamTools', 'policies', 'readOnlyTools']),
+    },
+    onEvent: (event) => {
+      for (const listener of listeners) {
+        try {
+          listener(event);
+        } catch {
+          // One subscriber's failure must not keep the event from the others, nor break the task.
+        }
+      }
+    },
+  });
+  const listTools = async (): Promise<readonly PoolTool[]> => (await pool.listTools()).tools;
+  let closing: Promise<void> | undefined;
+
+  const service: TaskService = {
+    tasks,
+    pool,
+    async start(args, principal) {
+      const request = await narrowTaskRequest(parseArgs(startTaskSchema, args), limits, listTools);
+      // With a key used before, this is the earlier task: its own model and budget are what it runs under.
+      const task = await tasks.start(request, { principal });
+      return {
+        task_id: task.id,
+        status: task.status,
+        ...(task.request.model === undefined ? {} : { model: task.request.model }),
+        budget: viewBudgetLimits(task.request.budget ?? {}),
+      };
+    },
+    async status(args, principal) {
+      const parsed = parseArgs(checkTaskSchema, args);
+      const task = await tasks.get(parsed.task_id, { principal });
+      const paging = parsed.log_after !== undefined;
+      const page = paging
+        ? await tasks.logs(task.id, { principal }, { after: parsed.log_after, limit: parsed.max_log_entries ?? 20 })
+        : await tasks.tail(task.id, { principal }, parsed.max_log_entries ?? 3);
+      const glance = !paging && parsed.full_result !== true && parsed.max_log_entries === undefined;
+      return viewTaskStatus(task, page, {
+        fullResult: parsed.full_result ?? false,
+        fullEntries: paging,
+        taskTimeoutMs,
+        ...(glance ? { maxChars: MAX_GLANCE_CHARS } : {}),
+      });
+    },
+    async logs(args, principal) {
+      const parsed = parseArgs(taskLogsSchema, args);
+      const page = await tasks.logs(parsed.task_id, { principal }, { after: parsed.after ?? 0, limit: Math.min(parsed.limit ?? 100, MAX_LOG_PAGE) });
+      return { task_id: parsed.task_id, ...viewLogPage(page, true) };
+    },
+    async cancel(args, principal) {
+      const parsed = parseArgs(cancelTaskSchema, args);
+      const outcome = await tasks.cancel(parsed.task_id, { principal });
+      return { task_id: outcome.task.id, cancelled: outcome.cancelled, status: outcome.task.status, message: outcome.message };
+    },
+    async list(args, principal) {
+      const parsed = parseArgs(listTasksSchema, args);
+      const page = await tasks.list(
+        { principal },
+        parsed.status === undefined ? {} : { status: parsed.status },
+        { limit: parsed.limit ?? TASK_DEFAULTS.listPageSize, ...(parsed.cursor === undefined ? {} : { cursor: parsed.cursor }) },
+      );
+      return viewTaskList(page);
+    },
+    capabilities: () => describeCapabilities(pool, limits, redactor, options.writeBack?.byDefault ?? false),
+    async health() {
+      return viewHealth(pool, await tasks.summary());
+    },
+    onEvent(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
+    close() {
+      closing ??= tasks.close({ graceMs, reason: 'shutdown' });
+      return closing;
+    },
+    [Symbol.asyncDispose]: () => service.close(),
+  };
+  return service;
+}
+
+/** The entries of `source` under `keys` that are defined. */
+function pick<Source extends object, Key extends keyof Source>(source: Source, keys: readonly Key[]): Partial<Pick<Source, Key>> {
+  const picked: Partial<Pick<Source, Key>> = {};
+  for (const key of keys) if (source[key] !== undefined) picked[key] = source[key];
+  return picked;
+}
