@@ -13,7 +13,8 @@ export function lockStore(path: string): DatabaseSync | undefined {
   try {
     // With no busy timeout a second opener fails at once. In EXCLUSIVE locking mode the lock a write
     // takes is kept until the connection closes; the write is the holder's pid, for whoever looks.
-    lock.exec('PRAGMA busy_timeout = 0; PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE');
+    // The journal in memory: the lock file is all there is beside the database (no <path>.lock-journal).
+    lock.exec('PRAGMA busy_timeout = 0; PRAGMA journal_mode = MEMORY; PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE');
     lock.exec('CREATE TABLE IF NOT EXISTS holder (pid INTEGER, since TEXT); DELETE FROM holder');
     lock.prepare('INSERT INTO holder VALUES (?, ?)').run(process.pid, new Date().toISOString());
     lock.exec('COMMIT');
