@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Proves @klym/core is a package other agents can install: build it, pack it, install the tarball in a
-# temporary project outside the workspace, then typecheck and run a program that imports both entry
-# points. Run through scripts/run.sh (`pnpm pack-check`) so that Node 24 and pnpm are on PATH.
+# temporary project outside the workspace, then typecheck and run a program that imports its entry
+# points (`.`, `./testing`, `./mcp`). Run through scripts/run.sh (`pnpm pack-check`) so that Node 24 and pnpm are on PATH.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="$(mktemp -d)"

@@ -217,7 +217,7 @@ export function viewTaskStatus(task: TaskRecord, page: TaskLogPage | undefined, 
   if (!fitting) return composeStatus(task, cutTexts(texts, Number.POSITIVE_INFINITY), log, { now, taskTimeoutMs: options.taskTimeoutMs });
   const maxChars = options.maxChars as number;
   const compose = (shown: FreeTexts, entries?: readonly (TaskLogLineView | TaskLogEntryView)[]): TaskStatusView =>
-    composeStatus(task, shown, log === undefined || entries === undefined ? log : { ...log, entries }, { now, taskTimeoutMs: options.taskTimeoutMs, fullLength: texts.result?.length });
+    composeStatus(task, shown, log === undefined || entries === undefined ? log : { ...log, entries }, { now, taskTimeoutMs: options.taskTimeoutMs });
   const reserved = (log?.entries.length ?? 0) > 0 ? LOG_LINE_ROOM : 0;
   const shown = cutTexts(texts, maxChars - reserved - JSON.stringify(compose(cutTexts(texts, 0), [])).length);
   // The newest lines matter most: drop from the oldest until the whole glance fits.
@@ -249,7 +249,7 @@ function composeStatus(
   task: TaskRecord,
   texts: FreeTexts,
   log: TaskLogView | undefined,
-  context: { readonly now: number; readonly taskTimeoutMs: number | undefined; readonly transcript?: boolean; readonly fullLength?: number | undefined },
+  context: { readonly now: number; readonly taskTimeoutMs: number | undefined; readonly transcript?: boolean },
 ): TaskStatusView {
   const { result, writeBack } = task;
   const elapsed = elapsedMs(task, context.now);
@@ -272,8 +272,8 @@ function composeStatus(
       : {
           finish_reason: texts.finishReason ?? result.finishReason,
           result: texts.result ?? result.finalText,
-          // While a glance is being fitted its texts are emptied: measure with the longest these can be.
-          ...(cut ? { result_truncated: true as const, result_chars: context.fullLength ?? result.finalText.length } : {}),
+          // While a glance is being fitted its texts are emptied, so these are measured as if cut: the longest they can be.
+          ...(cut ? { result_truncated: true as const, result_chars: result.finalText.length } : {}),
           ...(context.transcript === true && result.text !== result.finalText ? { transcript: result.text } : {}),
         }),
     ...(task.error === undefined ? {} : { error: { code: task.error.code, message: texts.error ?? task.error.message } }),
