@@ -178,13 +178,15 @@ async function rawThroughput(grynya: ChildServer, tasks: number, concurrency: nu
 /** Scenario 6: `klym serve` from process start to `GET /healthz` answering 200, with the fake grynya as its upstream. */
 async function coldStart(grynya: ChildServer, rounds: number): Promise<string[]> {
   const times: number[] = [];
+  // Its own working directory: `klym serve` keeps its tasks in .klym/ there, as it would in production.
+  const cwd = mkdtempSync(path.join(tmpdir(), 'klym-bench-cold-'));
   for (let round = 0; round < rounds; round++) {
     const port = await freePort();
     const began = performance.now();
     const child: ChildProcess = spawn(
       process.execPath,
       ['--conditions=klym-source', path.join(root, 'apps/server/src/main.ts'), 'serve', '--port', String(port), '--upstream', `grynya=${grynya.sseUrl}`],
-      { stdio: 'ignore' },
+      { stdio: 'ignore', cwd },
     );
     try {
       for (;;) {
@@ -200,6 +202,7 @@ async function coldStart(grynya: ChildServer, rounds: number): Promise<string[]>
       await exited;
     }
   }
+  rmSync(cwd, { recursive: true, force: true });
   const summary = summarize(times);
   return [`\`klym serve\` from process start to \`GET /healthz\` 200: median ${ms(summary.median)}, max ${ms(Math.max(...times))} (${rounds} starts).`];
 }
