@@ -7,7 +7,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-pnpm --dir "$root/packages/core" run build >/dev/null
+# The root script, so CI also proves `pnpm build` works (its filter glob once reached the shell unquoted).
+pnpm --dir "$root" run build >/dev/null
 tarball="$(cd "$root/packages/core" && pnpm pack --pack-destination "$work" | tail -n 1)"
 echo "packed $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
 

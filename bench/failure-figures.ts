@@ -19,6 +19,7 @@ export async function failureFigures(options: { rounds: number }): Promise<strin
     const recovered: number[] = [];
     let server = await startServerEverything(transport);
     const pool = await createSessionPool({ upstreams: { everything: { url: server.url, transport: kind } } });
+    await pool.warmedUp();
     try {
       for (let round = 0; round < options.rounds; round++) {
         const call = pool.callTool('everything', 'trigger-long-running-operation', { duration: 30, steps: 30 }).catch(() => undefined);
@@ -59,6 +60,7 @@ async function deadUpstream(durationMs: number): Promise<string[]> {
   await once(dead, 'listening');
   const { port } = dead.address() as { port: number };
   const pool = await createSessionPool({ upstreams: { dead: { url: `http://127.0.0.1:${port}/sse`, transport: 'sse', timeouts: { acquireMs: 500 } } } });
+  await pool.warmedUp();
   const cpuBefore = process.cpuUsage();
   const until = performance.now() + durationMs;
   let calls = 0;

@@ -12,6 +12,7 @@ export async function freshVsPooled(options: { rounds: number; perRound: number 
   const grynya = await startFakeGrynyaProcess();
   try {
     await using pool = await createSessionPool({ upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } } });
+    await pool.warmedUp();
     const args = { query: 'RETURN 1' };
     const pooledTask = async (): Promise<void> => {
       await pool.listTools(); // cached: the task needs the tool list, the pool already has it

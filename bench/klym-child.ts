@@ -6,6 +6,8 @@ import { startKlymServer } from '../apps/server/src/server/index.ts';
 
 const options = JSON.parse(process.argv[2] ?? '{}') as Parameters<typeof startKlymServer>[0];
 const server = await startKlymServer({ ...options, log: () => {} });
+// The server listens before its pool has connected; the figures are of a warm one.
+await server.klym.service.pool.warmedUp();
 const delay = monitorEventLoopDelay({ resolution: 1 });
 delay.enable();
 

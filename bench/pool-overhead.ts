@@ -39,6 +39,7 @@ export async function poolOverhead(options: { rounds: number; perRound: number }
   try {
     for (const benchCase of cases) {
       await using pool = await createSessionPool({ upstreams: { up: { ...benchCase.upstream, pool: { min: 1, max: 1 } } } });
+      await pool.warmedUp();
       const client = new Client({ name: 'bench-raw', version: '1.0.0' });
       await client.connect(benchCase.rawTransport());
       try {

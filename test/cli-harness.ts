@@ -34,10 +34,11 @@ export function temporaryDirectory(): { path: string } & Disposable {
 
 /**
  * Starts `klym` with `args`, in `cwd`, with an environment of only `PATH`, `HOME` and `env`: no `KLYM_`
- * variable or provider key of the machine leaks in.
+ * variable or provider key of the machine leaks in. `nodeArgs` go to node before the script (`--import`
+ * of a test fixture, say).
  */
-export function startKlym(args: readonly string[], options: { cwd: string; env?: Record<string, string> }): KlymProcess {
-  const child = spawn(process.execPath, ['--conditions=klym-source', KLYM_MAIN, ...args], {
+export function startKlym(args: readonly string[], options: { cwd: string; env?: Record<string, string>; nodeArgs?: readonly string[] }): KlymProcess {
+  const child = spawn(process.execPath, ['--conditions=klym-source', ...(options.nodeArgs ?? []), KLYM_MAIN, ...args], {
     cwd: options.cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? options.cwd, ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -70,6 +70,16 @@ describe('klym run', () => {
     }
   });
 
+  it('with an upstream down, ends the run (exit 0) and says so: the JSON’s unavailable and one line on stderr name it', async () => {
+    const down = `http://127.0.0.1:${await freePort()}/sse`;
+    const { code, stdout, stderr } = await runKlym(['run', 'self-check', '--upstream', `grynya=${down}`, '--set', 'upstreams.grynya.transport=sse'], { cwd: cwd.path });
+    expect(code).toBe(0);
+    const result = JSON.parse(stdout) as RunJson & { unavailable: { upstream: string; error: string }[] };
+    expect(result).toMatchObject({ status: 'completed', unavailable: [{ upstream: 'grynya', error: expect.stringMatching(/grynya/) }] });
+    expect(result.text).toMatch(/^Self-check failed/);
+    expect(stderr).toMatch(/^klym: upstream grynya was unavailable; the run went on without it: .+$/m);
+  });
+
   it('ends on a budget with the partial result and finishReason budget:steps, exit 0', async () => {
     const { code, stdout } = await runKlym(['run', 'self-check', '--max-steps', '1', ...upstream()], { cwd: cwd.path });
     expect(code).toBe(0);

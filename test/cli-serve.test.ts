@@ -8,6 +8,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KLYM_MAIN, runKlym, startKlym, temporaryDirectory } from './cli-harness.ts';
 
+const FIXTURE = path.resolve(import.meta.dirname, 'support/stdio-fixture-server.ts');
+
 let grynya: FakeGrynya;
 const cwd = temporaryDirectory();
 beforeAll(async () => {
@@ -34,9 +36,10 @@ describe('klym serve', () => {
 
       const client = new Client({ name: 'cli-serve-test', version: '1.0.0' });
       await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`)));
-      const capabilities = JSON.parse(textOf(await client.callTool({ name: 'describe_capabilities', arguments: {} }))) as Record<string, unknown>;
-      const described = JSON.stringify(capabilities);
-      expect(described).toContain('grynya__query_graph');
+      // The pool connects in the background: until grynya answers, describe_capabilities says it is connecting.
+      const capabilities = async (): Promise<string> => textOf(await client.callTool({ name: 'describe_capabilities', arguments: {} }));
+      await expect.poll(capabilities).toContain('grynya__query_graph');
+      const described = await capabilities();
       // The models a caller may choose: the default and llm.models from the environment.
       expect(described).toContain('scripted');
       expect(described).toContain('compatible:llama3');
@@ -64,10 +67,31 @@ describe('klym serve', () => {
     try {
       const { tools } = await client.listTools();
       expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['start_async_agent_task', 'check_task_status', 'cancel_agent_task', 'list_agent_tasks', 'describe_capabilities']));
-      expect(textOf(await client.callTool({ name: 'describe_capabilities', arguments: {} }))).toContain('grynya__query_graph');
+      // The pool connects in the background: until grynya answers, describe_capabilities says it is connecting.
+      await expect.poll(async () => textOf(await client.callTool({ name: 'describe_capabilities', arguments: {} }))).toContain('grynya__query_graph');
     } finally {
       await client.close();
     }
+  });
+
+  it('logs what upstreams log, as [upstream level] message, and its own lines, only at or above logging.level', async () => {
+    using directory = temporaryDirectory();
+    writeFileSync(path.join(directory.path, 'klym.config.json'), JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [FIXTURE] } }, tasks: { store: 'memory' } }));
+    const serveUntilReady = async (...args: string[]): Promise<string> => {
+      const klym = startKlym(['serve', '--port', '0', ...args], { cwd: directory.path });
+      const [, url] = (await klym.waitFor(/Klym is serving MCP at (http:\/\/127\.0\.0\.1:\d+)\/mcp/)) as [string, string];
+      // The fixture writes its `ready` line to stderr before it answers `initialize`.
+      await expect.poll(async () => ((await (await fetch(`${url}/healthz`)).json()) as { status: string }).status).toBe('ok');
+      klym.child.kill('SIGTERM');
+      const { code, stderr } = await klym.exited();
+      expect(code).toBe(0);
+      return stderr;
+    };
+    const info = await serveUntilReady();
+    expect(info).toMatch(/^\[fixture info\] stdio fixture ready, pid \d+$/m);
+    expect(info).toMatch(/^klym: shutting down/m);
+    const warning = await serveUntilReady('--set', 'logging.level=warning');
+    expect(warning).not.toMatch(/fixture ready|shutting down/);
   });
 
   it('stops at start-up when the task store cannot be opened: exit 1, one line naming the file and why', async () => {

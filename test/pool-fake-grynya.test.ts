@@ -19,6 +19,7 @@ async function fake(options: Parameters<typeof createFakeGrynya>[0] = {}): Promi
 async function pooled(upstream: UpstreamConfig): Promise<SessionPool> {
   const pool = await createSessionPool({ upstreams: { grynya: upstream } });
   cleanups.push(() => pool.close({ drainTimeoutMs: 100 }));
+  await pool.warmedUp();
   return pool;
 }
 
@@ -147,6 +148,7 @@ describe('the pool against the fake grynya-mcp-server', () => {
   it('close() terminates Streamable HTTP sessions with a DELETE, so the server forgets them', async () => {
     const grynya = await fake();
     const pool = await createSessionPool({ upstreams: { grynya: { url: grynya.mcpUrl, transport: 'streamable-http', pool: { min: 2, max: 2 } } } });
+    await pool.warmedUp();
     expect(grynya.stats.sessionsOpen).toBe(2);
     await pool.close();
     await vi.waitFor(() => expect(grynya.stats.sessionsOpen).toBe(0));

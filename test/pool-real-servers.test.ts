@@ -24,6 +24,7 @@ describe('pool against @modelcontextprotocol/server-everything', () => {
       const server = await startServerEverything(transport);
       servers.push(server);
       await using pool = await createSessionPool({ upstreams: { everything: { url: server.url } } });
+      await pool.warmedUp();
 
       const listing = await pool.listTools();
       expect(listing.upstreams.everything).toMatchObject({ ok: true });

@@ -23,6 +23,7 @@ afterEach(async () => {
 async function pooled(options: Parameters<typeof createSessionPool>[0]): Promise<SessionPool> {
   const pool = await createSessionPool(options);
   cleanups.push(() => pool.close({ drainTimeoutMs: 100 }));
+  await pool.warmedUp();
   return pool;
 }
 

@@ -21,6 +21,7 @@ async function klymOverGrynya(): Promise<{ klym: KlymApp; grynya: FakeGrynya }> 
     log: () => {},
   });
   cleanups.push(() => grynya.close(), () => klym.close());
+  await klym.service.pool.warmedUp();
   return { klym, grynya };
 }
 

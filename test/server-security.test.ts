@@ -79,6 +79,7 @@ describe('the HTTP guards', () => {
   it('keeps configured secrets out of describe_capabilities when an upstream fails with one in its error', async () => {
     const klym = await createKlymApp({ upstreams: { grynya: { url: 'http://klym:upstream-secret-4242@127.0.0.1:1/mcp' } }, secrets: ['upstream-secret-4242'], log: () => {}, shutdownGraceMs: 0 });
     cleanups.push(() => klym.close());
+    await klym.service.pool.warmedUp();
     const described = await (await client(klym)).callTool({ name: 'describe_capabilities', arguments: {} });
     expect(described.structuredContent).toMatchObject({ upstreams: { grynya: { state: 'down', error: expect.stringMatching(/unavailable/) } } });
     expect(JSON.stringify(described)).not.toContain('upstream-secret-4242');
@@ -177,7 +178,7 @@ describe('MCP sessions over Streamable HTTP', () => {
     const ok = id(await mcp.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'work' } }));
     const failing = id(await mcp.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'fail' } }));
     await expect.poll(() => status(ok)).toBe('completed');
-    await expect.poll(() => messages.map((message) => message.data)).toContainEqual(`task ${failing} ended: error`);
+    await expect.poll(() => messages.map((message) => message.data)).toContainEqual(`task ${failing} ended: error (MODEL_ERROR)`);
     expect(messages.map((message) => message.data)).not.toContainEqual(`task ${ok} ended: completed`);
   });
 });

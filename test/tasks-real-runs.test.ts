@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { createScriptedModel, createSessionPool, createTaskManager, dayIdOf, runAgent, type AgentRunner, type ScriptedStep, type SessionPool, type TaskManager } from '@klym/core';
+import { PROMPT_PROVENANCE_CHARS, createScriptedModel, createSessionPool, createTaskManager, dayIdOf, runAgent, type AgentRunner, type ScriptedStep, type SessionPool, type TaskManager } from '@klym/core';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it } from 'vitest';
 
@@ -63,10 +63,29 @@ describe('tasks run by the real agent loop', () => {
     await expect.poll(async () => (await tasks.get(task.id, me)).writeBack?.status, { timeout: 10_000 }).toBe('written');
     const done = await tasks.get(task.id, me);
     const node = grynya.graph.nodes.get(`klym_${task.id}`);
-    expect(node).toMatchObject({ label: 'Analysis', properties: { full_text: 'The graph is fine.', time: done.finishedAt } });
+    // The node says where its text came from: what was asked, by whom, of which model, and how the run ended.
+    expect(node).toMatchObject({
+      label: 'Analysis',
+      properties: { full_text: 'The graph is fine.', time: done.finishedAt, prompt: 'analyse', model: done.result?.model, principal: 'grynya', finish_reason: 'stop', partial: false },
+    });
     const day = dayIdOf(new Date(done.finishedAt as string), 'Europe/Kyiv');
     expect(done.writeBack).toEqual({ status: 'written', nodeId: `klym_${task.id}`, dayId: day });
     expect(grynya.graph.relations).toContainEqual(expect.objectContaining({ type: 'HAPPENED_AT', from: `klym_${task.id}`, to: day }));
+  });
+
+  it('marks a result a budget cut short as partial in the graph, and keeps only the start of a long prompt', async () => {
+    const { grynya, pool } = await grynyaPool();
+    const probe: ScriptedStep = { text: 'half way there', toolCalls: [{ toolName: 'grynya__query_graph', args: { query: 'RETURN 1' } }] };
+    const tasks = manager({ pool, run: scripted([probe, probe]), writeBack: { byDefault: true } });
+    const prompt = `Find every session without a LAST_EVENT. ${'Context. '.repeat(200)}`;
+    const task = await tasks.start({ prompt, budget: { maxSteps: 1 } }, me);
+    await expect.poll(async () => (await tasks.get(task.id, me)).writeBack?.status, { timeout: 10_000 }).toBe('written');
+    const { properties } = grynya.graph.nodes.get(`klym_${task.id}`) as { properties: Record<string, unknown> };
+    expect(properties).toMatchObject({ finish_reason: 'budget:steps', partial: true, full_text: 'half way there' });
+    expect(String(properties.prompt)).toMatch(/^Find every session without a LAST_EVENT\. Context\. .*…$/);
+    expect(String(properties.prompt).length).toBeLessThanOrEqual(PROMPT_PROVENANCE_CHARS);
+    // Graph properties are flat: strings and booleans only, nothing nested.
+    expect(Object.values(properties).every((value) => ['string', 'boolean'].includes(typeof value))).toBe(true);
   });
 
   it('reads a write that grynya answered with {"status":"error"} as failed, and keeps the result', async () => {

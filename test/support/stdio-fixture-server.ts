@@ -1,11 +1,30 @@
 #!/usr/bin/env node
 // A small stdio MCP server for failure tests: tools that crash the process, flood stderr, hang, or
 // answer with the process id (so a test can tell whether it talks to a new process).
+// Modes, as arguments: `--spawn-log=<file>` appends a line to the file at each start;
+// `--exit-after-initialize=<ms>` exits that long after answering `initialize`;
+// `--flood-stderr=<MiB>` writes that much to stderr once initialized (half in 1 KiB lines, half as one
+// line without a newline), then `flood done`.
+import { appendFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
 
+const { values: modes } = parseArgs({
+  options: { 'spawn-log': { type: 'string' }, 'exit-after-initialize': { type: 'string' }, 'flood-stderr': { type: 'string' } },
+});
+if (modes['spawn-log'] !== undefined) appendFileSync(modes['spawn-log'], `${process.pid}\n`);
+
 const server = new McpServer({ name: 'stdio-fixture', version: '1.0.0' }, { capabilities: { logging: {} } });
+
+/** Writes `megabytes` MiB to stderr, in 1 KiB lines or as one line without a newline, waiting for the pipe to drain. */
+async function floodStderr(megabytes: number, newlines: boolean): Promise<void> {
+  const chunk = (newlines ? `${'e'.repeat(1023)}\n` : 'e'.repeat(1024)).repeat(1024);
+  for (let written = 0; written < megabytes; written++) {
+    if (!process.stderr.write(chunk)) await new Promise((resolve) => process.stderr.once('drain', resolve));
+  }
+}
 
 server.registerTool('pid', { annotations: { readOnlyHint: true } }, () => ({ content: [{ type: 'text', text: String(process.pid) }] }));
 
@@ -14,10 +33,7 @@ server.registerTool('crash', {}, () => {
 });
 
 server.registerTool('flood_stderr', { inputSchema: { megabytes: z.number(), newlines: z.boolean() } }, async ({ megabytes, newlines }) => {
-  const chunk = (newlines ? `${'e'.repeat(1023)}\n` : 'e'.repeat(1024)).repeat(1024);
-  for (let written = 0; written < megabytes; written++) {
-    if (!process.stderr.write(chunk)) await new Promise((resolve) => process.stderr.once('drain', resolve));
-  }
+  await floodStderr(megabytes, newlines);
   process.stderr.write('\nflood done\n');
   return { content: [{ type: 'text', text: `wrote ${megabytes} MiB` }] };
 });
@@ -28,6 +44,18 @@ server.registerTool('log', { inputSchema: { message: z.string() } }, async ({ me
   await server.sendLoggingMessage({ level: 'warning', logger: 'fixture', data: message });
   return { content: [{ type: 'text', text: 'logged' }] };
 });
+
+server.server.oninitialized = () => {
+  const exitAfter = modes['exit-after-initialize'];
+  if (exitAfter !== undefined) setTimeout(() => process.exit(0), Number(exitAfter));
+  const flood = modes['flood-stderr'];
+  if (flood !== undefined) {
+    const half = Number(flood) / 2;
+    void floodStderr(half, true)
+      .then(() => floodStderr(half, false))
+      .then(() => process.stderr.write('\nflood done\n'));
+  }
+};
 
 await server.connect(new StdioServerTransport());
 process.stderr.write(`stdio fixture ready, pid ${process.pid}\n`);

@@ -8,11 +8,13 @@ export { DEFAULT_MAX_STEPS, MAX_TIMER_MS, TASK_DEFAULTS } from './defaults.ts';
 export {
   createSessionPool,
   type CloseOptions,
+  type ListToolsOptions,
   type PoolTool,
   type SessionPool,
   type SessionPoolOptions,
   type ToolListing,
 } from './pool/session-pool.ts';
+export type { SessionScope } from './pool/session-scope.ts';
 export type { CallToolOptions, UpstreamStatus } from './pool/upstream-status.ts';
 export type { TransportKind, UpstreamConfig } from './pool/upstream-config.ts';
 export type { UpstreamLogEntry } from './pool/upstream-session.ts';
@@ -73,8 +75,8 @@ export {
   type TaskEvent,
   type TaskManager,
   type TaskManagerOptions,
-  type TaskRunDefaults,
 } from './tasks/task-manager.ts';
+export type { TaskRunDefaults } from './tasks/task-run.ts';
 export { createMemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-task-store.ts';
 export { BoundedLog, type BoundedLogOptions, type TaskLogEntry, type TaskLogPage } from './tasks/task-log.ts';
 export {
@@ -120,4 +122,4 @@ export {
   type UpstreamCapabilityView,
   type UpstreamHealthView,
 } from './tasks/capabilities.ts';
-export { dayIdOf, writeBackResult, type WriteBackOptions } from './tasks/write-back.ts';
+export { PROMPT_PROVENANCE_CHARS, dayIdOf, writeBackResult, type WriteBackOptions, type WriteBackProvenance } from './tasks/write-back.ts';

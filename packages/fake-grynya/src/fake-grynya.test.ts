@@ -64,13 +64,19 @@ describe('the fake grynya-mcp-server', () => {
     expect(grynya.graph.relations.filter((relation) => relation.from === 's1').map((relation) => relation.type).toSorted()).toEqual(['LAST_EVENT', 'PRODUCED', 'STARTED_ON']);
 
     expect(await call(client, 'add_node', { node_type: 'Analysis', node_data: { full_text: 'no id' } })).toEqual({ isError: false, body: { status: 'error', message: 'Missing node id' } });
+    // Graph properties are flat, as in FalkorDB: a map among node_data's values is refused, and nothing is written.
+    expect((await call(client, 'add_node', { node_type: 'Analysis', node_data: { id: 'nested', usage: { tokens: 3 } } })).body).toEqual({
+      status: 'error',
+      message: 'Property values can only be of primitive types or arrays of primitive types (usage)',
+    });
+    expect(grynya.graph.nodes.has('nested')).toBe(false);
     expect((await call(client, 'query_graph', { query: 'DROP EVERYTHING' })).body).toMatchObject({ status: 'error', message: expect.stringContaining('DROP EVERYTHING') });
     grynya.faults.dbDisconnected = true;
     expect(await call(client, 'query_graph', { query: 'RETURN 1' })).toEqual({ isError: false, body: { status: 'error', message: 'FalkorDB is not connected' } });
     grynya.faults.dbDisconnected = false;
     grynya.faults.error = 'DB disconnected';
     expect((await call(client, 'query_graph', { query: 'RETURN 1' })).body).toEqual({ status: 'error', message: 'DB disconnected' });
-    expect(grynya.stats.calls).toMatchObject({ create_session: 1, add_node: 2, query_graph: 4, link_nodes: 1, update_last_event: 1 });
+    expect(grynya.stats.calls).toMatchObject({ create_session: 1, add_node: 3, query_graph: 4, link_nodes: 1, update_last_event: 1 });
   });
 
   it('answers 421 to a Host outside its allow-list, and /health with the database state', async () => {

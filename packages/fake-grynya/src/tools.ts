@@ -30,6 +30,9 @@ const statement = (query: string) => ({ query, status: 'success' });
 const cypherString = (value: string): string => `'${value.replace(/'/g, "\\'")}'`;
 /** FastMCP derives `x: str = None` as an optional, nullable string defaulting to null. */
 const optionalString = () => z.string().nullable().default(null);
+const isPrimitive = (value: unknown): boolean => value === null || ['string', 'number', 'boolean'].includes(typeof value);
+/** What a graph property may hold: a primitive, or an array of primitives. */
+const isPropertyValue = (value: unknown): boolean => isPrimitive(value) || (Array.isArray(value) && value.every(isPrimitive));
 
 /**
  * An MCP server with grynya-mcp-server's five tools, names and argument shapes as FastMCP derives them
@@ -103,6 +106,9 @@ export function createGrynyaServer(context: ToolContext): McpServer {
       serve('add_node', () => {
         const id = args.node_data.id;
         if (typeof id !== 'string' || id === '') return { status: 'error', message: 'Missing node id' };
+        // FalkorDB refuses `SET n += $props` with a map or an array of maps among the values, as the real server then reports.
+        const nested = Object.entries(args.node_data).find(([, value]) => !isPropertyValue(value));
+        if (nested !== undefined) return { status: 'error', message: `Property values can only be of primitive types or arrays of primitive types (${nested[0]})` };
         graph.mergeNode(args.node_type, { ...args.node_data, id });
         const results = [statement(`MERGE (n:${args.node_type} {id: ${cypherString(id)}}) SET n += $props`)];
         if (args.day_id !== null && args.time !== null) {

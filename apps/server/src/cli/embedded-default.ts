@@ -2,7 +2,7 @@ import { isKlymError } from '@klym/core';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { taskStoreIn } from '../config/core-options.ts';
 import { CLI_TASK_STORE } from '../config/schema.ts';
-import { handleShutdownSignals, startKlymServer, type KlymServerOptions, type RunningKlymServer } from '../server/index.ts';
+import { handleProcessFaults, handleShutdownSignals, startKlymServer, type KlymServerOptions, type RunningKlymServer } from '../server/index.ts';
 import type { CliIo } from './cli.ts';
 
 /** The ports the embedded default prefers: Klym's default, and grynya-mcp-server's own. Busy ones fall back to free ports. */
@@ -46,16 +46,22 @@ export async function runEmbeddedDefault(io: CliIo): Promise<void> {
     ].join('\n'),
   );
   await new Promise<void>((resolve) => {
-    handleShutdownSignals(
-      {
-        async close() {
-          await server.close();
-          await grynya.close();
-          resolve();
-        },
+    let closing: Promise<void> | undefined;
+    const close = (): Promise<void> =>
+      (closing ??= (async () => {
+        await server.close();
+        await grynya.close();
+        resolve();
+      })());
+    handleShutdownSignals({ close }, { exit: (code) => void (process.exitCode ??= code) });
+    // An unhandled rejection is logged and serving goes on; an uncaught exception shuts down as a signal does, exit 2.
+    handleProcessFaults({
+      log: options.log ?? (() => {}),
+      shutdown: () => {
+        process.exitCode = 2;
+        void close();
       },
-      { exit: (code) => void (process.exitCode = code) },
-    );
+    });
   });
 }
 

@@ -43,12 +43,13 @@ ${CONFIG_FLAGS}`,
   run: `Usage: klym run "PROMPT" [options]
 
 One agent run over the configured upstreams, without a server. The final JSON goes to stdout:
-status, text, finishReason, steps, usage, costUsd, toolCalls, model. On a terminal, progress
-(step, tool being called, tokens so far) goes to stderr; upstream log messages always go to
-stderr as [upstream level] message.
+status, text, finishReason, steps, usage, costUsd, toolCalls, model, unavailable (upstreams that
+were down). On a terminal, progress (step, tool being called, tokens so far) goes to stderr;
+upstream log messages and a line per unavailable upstream always go to stderr.
 
-Exit status: 0 the run ended (a budget too: see finishReason); 1 a usage or configuration error;
-2 an internal, upstream or model failure (stdout: {"status":"error",…}); 130 interrupted.
+Exit status: 0 the run ended (a budget too: see finishReason; an upstream that is down does not
+end a run: the model is told); 1 a usage or configuration error; 2 the run failed: the model or
+Klym itself (stdout: {"status":"error",…}); 130 interrupted by SIGINT/SIGTERM (partial result).
 
 Options:
   --system-prompt TEXT     system prompt template; {{tools}} becomes the tool list

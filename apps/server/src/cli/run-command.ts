@@ -6,15 +6,19 @@ import { errorJson, progressWriter, resultJson, upstreamLogWriter } from './run-
 
 /**
  * `klym run "prompt"`: one agent run in the foreground over the configured upstreams, no server. The
- * final JSON goes to stdout; progress (on a terminal, or with `--progress`) and upstream log messages
- * go to stderr. Resolves with the exit status: 0 the run ended (done, budget, see `finishReason`),
- * 1 a configuration error, 2 an internal, upstream or model failure, 130 interrupted.
+ * final JSON goes to stdout; progress (on a terminal, or with `--progress`), upstream log messages and a
+ * line per upstream that was unavailable go to stderr. Resolves with the exit status: 0 the run ended
+ * (done, budget, see `finishReason`; an upstream that is down does not end a run: the model is told, and
+ * the JSON's `unavailable` names it), 1 a configuration error, 2 the run failed (the model, or Klym
+ * itself), 130 interrupted (SIGINT/SIGTERM; the partial result is printed).
  */
 export async function runCommand(parsed: CommandLine, io: CliIo): Promise<number> {
   const { config } = configFor(parsed, io);
   const secrets = configSecrets(config);
   const scrub = createRedactor(secrets).text;
   const showProgress = parsed.progress ?? io.stderr.isTTY === true;
+  const progress = showProgress ? progressWriter(io.stderr, scrub) : undefined;
+  let unavailable: readonly { readonly upstream: string; readonly error: string }[] = [];
 
   const controller = new AbortController();
   const onInterrupt = (): void => controller.abort(new KlymError('ABORTED', 'klym run was interrupted'));
@@ -39,9 +43,14 @@ export async function runCommand(parsed: CommandLine, io: CliIo): Promise<number
       maxRetries: config.llm.maxRetries,
       secrets,
       signal: controller.signal,
-      ...(showProgress ? { onEvent: progressWriter(io.stderr, scrub) } : {}),
+      onEvent: (event) => {
+        if (event.type === 'run-start') unavailable = event.unavailable;
+        progress?.(event);
+      },
     });
-    io.stdout.write(scrub(resultJson(result)));
+    io.stdout.write(scrub(resultJson(result, unavailable)));
+    // An upstream that is down does not end a run (the model is told, and answers with what it has), but whoever ran it should know.
+    for (const { upstream, error } of unavailable) io.stderr.write(scrub(`klym: upstream ${upstream} was unavailable; the run went on without it: ${error.replace(/\s*\n\s*/g, ' ')}\n`));
     if (result.finishReason === 'cancelled') {
       io.stderr.write('klym: the run was interrupted; its partial result is on stdout\n');
       return EXIT.interrupted;

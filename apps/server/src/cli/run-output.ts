@@ -1,7 +1,6 @@
 import type { AgentEvent, AgentRunResult, KlymError, UpstreamLogEntry } from '@klym/core';
+import { LOG_LEVELS as LEVELS } from '../config/schema.ts';
 import type { TextSink } from './cli.ts';
-
-const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
 
 /** Writes an upstream's log message to `sink` as `[upstream level] message`, when it is at least `least` severe. */
 export function upstreamLogWriter(sink: TextSink, least: (typeof LEVELS)[number], scrub: (text: string) => string): (entry: UpstreamLogEntry) => void {
@@ -37,7 +36,8 @@ export function progressWriter(sink: TextSink, scrub: (text: string) => string):
         write(`step ${event.step} · ${event.toolName} denied by policy ${event.policy}`);
         break;
       case 'step-end':
-        tokens = event.usage.totalTokens;
+        // A step's usage is that step's own: the run's so far is their sum.
+        tokens += event.usage.totalTokens;
         write(`step ${event.step} · done · ${tokens} tokens so far`);
         break;
       case 'budget':
@@ -52,11 +52,11 @@ export function progressWriter(sink: TextSink, scrub: (text: string) => string):
   };
 }
 
-/** The JSON `klym run` prints when the run ended (done, on a budget, or cancelled). */
-export function resultJson(result: AgentRunResult): string {
+/** The JSON `klym run` prints when the run ended (done, on a budget, or cancelled), with the upstreams that were unavailable to it. */
+export function resultJson(result: AgentRunResult, unavailable: readonly { readonly upstream: string; readonly error: string }[] = []): string {
   const status = result.finishReason === 'cancelled' ? 'cancelled' : 'completed';
   const { text, finishReason, steps, usage, toolCalls, model, elapsedMs } = result;
-  return `${JSON.stringify({ status, text, finishReason, steps, usage, costUsd: result.costUsd ?? null, toolCalls, model, elapsedMs }, null, 2)}\n`;
+  return `${JSON.stringify({ status, text, finishReason, steps, usage, costUsd: result.costUsd ?? null, toolCalls, model, elapsedMs, unavailable }, null, 2)}\n`;
 }
 
 /** The JSON `klym run` prints when the run failed. */

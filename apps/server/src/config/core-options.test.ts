@@ -35,6 +35,12 @@ describe('mapping the configuration onto core and the server', () => {
     expect(options.secrets).toContain('upstream-secret-123');
   });
 
+  it('hands writeBack.timeZone to the task service, and refuses a time zone Intl does not know', () => {
+    expect(serverOptions(configWith({ KLYM_WRITE_BACK_TIME_ZONE: 'Europe/Kyiv' }), cwd).writeBack).toEqual({ upstream: 'grynya', byDefault: false, timeZone: 'Europe/Kyiv' });
+    expect(serverOptions(configWith({}), cwd).writeBack).toMatchObject({ timeZone: 'UTC' });
+    expect(() => configWith({ KLYM_WRITE_BACK_TIME_ZONE: 'Mars/Olympus' })).toThrow(/writeBack\.timeZone.*Mars\/Olympus.*IANA time zone.*KLYM_WRITE_BACK_TIME_ZONE/);
+  });
+
   it('gives llm.apiKey and llm.baseURL to the default model’s provider, and leaves a provider without its key out', () => {
     expect(modelProviders(configWith({ KLYM_LLM_MODEL: 'compatible:llama3', KLYM_LLM_BASE_URL: 'http://127.0.0.1:11434/v1' }))).toEqual({ compatible: { baseURL: 'http://127.0.0.1:11434/v1' } });
     expect(modelProviders(configWith({ KLYM_LLM_MODEL: 'gpt-4.1-mini', KLYM_LLM_API_KEY: 'sk-a', KLYM_LLM_API: 'chat', GOOGLE_GENERATIVE_AI_API_KEY: 'g-b' }))).toEqual({

@@ -89,7 +89,7 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
     taskLog: { maxBytes: config.tasks.logMaxBytes },
     taskStore: taskStoreIn(config.tasks.store, cwd),
     resumeOnRestart: config.tasks.resumeOnRestart,
-    writeBack: { upstream: config.writeBack.upstream, byDefault: config.writeBack.enabled },
+    writeBack: { upstream: config.writeBack.upstream, byDefault: config.writeBack.enabled, timeZone: config.writeBack.timeZone },
     shutdownGraceMs: config.tasks.shutdownGraceMs,
   };
 }

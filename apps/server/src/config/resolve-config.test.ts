@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isKlymError } from '@klym/core';
 import { afterAll, describe, expect, it } from 'vitest';
+import { poolUpstreams } from './core-options.ts';
 import { resolveConfig, type ResolveConfigOptions } from './resolve-config.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'klym-config-'));
@@ -170,6 +171,14 @@ describe('upstreams and mcpServers', () => {
     expect(message).toContain('upstreams.clash.retries: unknown key');
     const clash = failure({ cwd: workspace({ 'klym.config.yaml': 'upstreams:\n  clash: { url: "http://127.0.0.1:1/mcp" }\nmcpServers:\n  clash: { command: node }\n' }) });
     expect(clash).toContain('mcpServers.clash: an upstream named "clash" is also in `upstreams` (file klym.config.yaml)');
+  });
+
+  it('hands an upstream’s sessionScope to the pool, and refuses a value other than shared or task', () => {
+    const { config } = resolveConfig({ cwd: workspace({ 'klym.config.yaml': 'upstreams:\n  browser: { command: node, sessionScope: task }\n' }) });
+    expect(poolUpstreams(config).browser).toMatchObject({ command: 'node', sessionScope: 'task' });
+    const message = failure({ cwd: workspace({ 'klym.config.yaml': 'upstreams:\n  browser: { command: node, sessionScope: session }\n' }) });
+    expect(message).toContain('upstreams.browser.sessionScope');
+    expect(message).toContain('(file klym.config.yaml)');
   });
 });
 

@@ -28,6 +28,20 @@ const budgetSchema = (defaults: { readonly maxSteps: number; readonly timeoutMs?
     .prefault({});
 
 /** Where tasks are kept: `memory`, or `sqlite:<path>` (relative to the working directory). */
+/** MCP's log levels, least severe first (`logging.level`). */
+export const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
+/** One of {@link LOG_LEVELS}. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Whether `Intl` knows `name` as a time zone. */
+function isTimeZone(name: string): boolean {
+  try {
+    return new Intl.DateTimeFormat('en', { timeZone: name }).resolvedOptions().timeZone !== '';
+  } catch {
+    return false;
+  }
+}
+
 const taskStoreSchema = z.string().regex(/^(?:memory|sqlite:.+)$/s, 'expected "memory" or "sqlite:<path>" (e.g. sqlite:.klym/tasks.db)');
 
 const providerSchema = z.strictObject({
@@ -124,12 +138,14 @@ export const configObjectSchema = z.strictObject({
       enabled: z.boolean().default(false),
       /** The upstream with grynya's `add_node`. @default 'grynya' */
       upstream: upstreamNameSchema.default('grynya'),
+      /** The IANA time zone whose calendar date names the day node (`d_YYYY_MM_DD`), e.g. `Europe/Kyiv`. @default 'UTC' */
+      timeZone: z.string().refine(isTimeZone, 'expected an IANA time zone such as "UTC" or "Europe/Kyiv"').default('UTC'),
     })
     .prefault({}),
   logging: z
     .strictObject({
-      /** Least severe level logged (MCP levels). @default 'info' */
-      level: z.enum(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency']).default('info'),
+      /** Least severe level logged (MCP levels): the server's own lines and what upstreams log. @default 'info' */
+      level: z.enum(LOG_LEVELS).default('info'),
       /** `stderr`, or a file path to append to. @default 'stderr' */
       destination: z.string().min(1).default('stderr'),
     })

@@ -33,6 +33,12 @@ const upstreamFields = {
   env: z.record(z.string(), z.string()).optional(),
   /** Working directory of the stdio child. @default the current directory */
   cwd: z.string().optional(),
+  /**
+   * Who shares a session: `shared`, any task's call on any pooled session (stateless tools); `task`, a
+   * session of the task's own for its whole run, closed when it ends, counted against `pool.max` (an
+   * upstream that keeps state per session: a browser, a shell, subscriptions). @default 'shared'
+   */
+  sessionScope: z.enum(['shared', 'task']).optional(),
   /** Keep the entry but do not connect to it. @default false */
   disabled: z.boolean().optional(),
   /** Rules for this upstream's tools, by their own names (`query_*`). */

@@ -58,7 +58,7 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
 
   app.onError((error, c) => {
     if (isKlymError(error)) return c.json({ error: { code: error.code, message: error.message } }, STATUS_OF[error.code] ?? 500);
-    resolved.log(`klym: unexpected error serving ${c.req.method} ${c.req.path}: ${error instanceof Error ? error.message : String(error)}`);
+    resolved.log(`klym: unexpected error serving ${c.req.method} ${c.req.path}: ${error instanceof Error ? error.message : String(error)}`, 'error');
     return c.json({ error: { code: 'INTERNAL', message: `Klym failed serving ${c.req.method} ${c.req.path}` } }, 500);
   });
   app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route ${c.req.method} ${c.req.path}` } }, 404));

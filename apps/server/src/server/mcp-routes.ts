@@ -7,22 +7,28 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskService } from '@klym/core';
 import type { Context, Hono } from 'hono';
 import type { GuardVariables } from './guards.ts';
-import { createKlymMcpServer } from './mcp-server.ts';
+import { envelopeError, rpcErrorBody } from './json-rpc.ts';
+import { connectKlymMcpServer } from './mcp-server.ts';
 import type { McpSessions } from './mcp-sessions.ts';
 
 type Env = { Bindings: Partial<HttpBindings>; Variables: GuardVariables };
 
-const rpcError = (c: Context, status: 400 | 404 | 503, code: number, message: string): Response =>
-  c.json({ jsonrpc: '2.0', error: { code, message }, id: null }, status);
+const rpcError = (c: Context, status: 400 | 404 | 503, code: number, message: string): Response => c.json(rpcErrorBody(code, message), status);
 
-/** The request's JSON body, or a 400 JSON-RPC parse error. */
-async function readJson(c: Context): Promise<{ ok: true; body: unknown } | { ok: false; response: Response }> {
+/**
+ * The request's JSON-RPC body — one message or a non-empty batch — or the 400 to answer: `-32700` when it
+ * is not JSON, `-32600` when it is JSON but not JSON-RPC (checked here, in front of the SDK's transports).
+ */
+async function readJsonRpc(c: Context): Promise<{ ok: true; body: unknown } | { ok: false; response: Response }> {
   const text = await c.req.text();
+  let body: unknown;
   try {
-    return { ok: true, body: JSON.parse(text) };
+    body = JSON.parse(text);
   } catch {
     return { ok: false, response: rpcError(c, 400, -32700, 'Parse error: the body is not valid JSON') };
   }
+  const invalid = envelopeError(body);
+  return invalid === undefined ? { ok: true, body } : { ok: false, response: c.json(invalid, 400) };
 }
 
 /** What a tool handler sees as `authInfo`: the principal, never the token itself. */
@@ -37,7 +43,7 @@ const authInfo = (principal: string) => ({ token: '', clientId: principal, scope
 export function mountMcpRoutes(app: Hono<Env>, service: TaskService, sessions: McpSessions): void {
   app.post('/mcp', async (c) => {
     const principal = c.get('principal');
-    const parsed = await readJson(c);
+    const parsed = await readJsonRpc(c);
     if (!parsed.ok) return parsed.response;
     const sessionId = c.req.header('mcp-session-id');
     if (sessionId !== undefined) {
@@ -49,12 +55,11 @@ export function mountMcpRoutes(app: Hono<Env>, service: TaskService, sessions: M
     const initializing = Array.isArray(parsed.body) ? parsed.body.some(isInitializeRequest) : isInitializeRequest(parsed.body);
     if (!initializing) return rpcError(c, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
     if (sessions.closed) return rpcError(c, 503, -32000, 'Klym is shutting down');
-    const server = createKlymMcpServer(service);
-    const transport = new WebStandardStreamableHTTPServerTransport({
+    const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => sessions.add({ id, kind: 'streamable-http', transport, server, principal }),
     });
-    await server.connect(transport);
+    const server = await connectKlymMcpServer(service, transport);
     const response = await transport.handleRequest(c.req.raw, { parsedBody: parsed.body, authInfo: authInfo(principal) });
     // Refused before a session began (bad Accept, a second initialize in a batch): nothing will ever close this server, and it listens to task events.
     if (transport.sessionId === undefined) await server.close();
@@ -75,9 +80,8 @@ export function mountMcpRoutes(app: Hono<Env>, service: TaskService, sessions: M
     const outgoing = c.env?.outgoing;
     if (outgoing === undefined) return c.json({ error: { code: 'INTERNAL', message: 'Legacy SSE needs the Node server (@hono/node-server)' } }, 501);
     if (sessions.closed) return c.json({ error: { code: 'SHUTTING_DOWN', message: 'Klym is shutting down' } }, 503);
-    const server = createKlymMcpServer(service);
     const transport = new SSEServerTransport('/messages', outgoing);
-    await server.connect(transport);
+    const server = await connectKlymMcpServer(service, transport);
     sessions.add({ id: transport.sessionId, kind: 'sse', transport, server, principal: c.get('principal') });
     return RESPONSE_ALREADY_SENT;
   });
@@ -87,16 +91,11 @@ export function mountMcpRoutes(app: Hono<Env>, service: TaskService, sessions: M
     if (sessionId === undefined) return c.json({ error: { code: 'INVALID_ARGUMENT', message: 'The sessionId query parameter is required' } }, 400);
     const session = sessions.use(sessionId, 'sse', c.get('principal'));
     if (session === undefined) return c.json({ error: { code: 'SESSION_NOT_FOUND', message: 'Session not found' } }, 404);
-    const parsed = await readJson(c);
+    const parsed = await readJsonRpc(c);
     if (!parsed.ok) return parsed.response;
-    try {
-      await (session.transport as SSEServerTransport).handleMessage(parsed.body, {
-        authInfo: authInfo(c.get('principal')),
-        requestInfo: { headers: Object.fromEntries(c.req.raw.headers) },
-      });
-    } catch {
-      return rpcError(c, 400, -32600, 'Invalid Request: not a JSON-RPC message');
-    }
+    const extra = { authInfo: authInfo(c.get('principal')), requestInfo: { headers: Object.fromEntries(c.req.raw.headers) } };
+    // The SDK's SSE transport takes one message at a time; a batch's answers come on the stream one by one.
+    for (const message of Array.isArray(parsed.body) ? parsed.body : [parsed.body]) await (session.transport as SSEServerTransport).handleMessage(message, extra);
     return c.text('Accepted', 202);
   });
 }

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { KlymError, createSessionPool, createTaskService, isKlymError, type BoundedLogOptions, type SessionPool, type TaskService, type TaskServiceOptions, type TaskStore } from '@klym/core';
+import { KlymError, createRedactor, createSessionPool, createTaskService, isKlymError, type BoundedLogOptions, type SessionPool, type TaskService, type TaskServiceOptions, type TaskStore, type UpstreamLogEntry } from '@klym/core';
 import type { ResolvedServerOptions } from './server-options.ts';
 
 /** The task service the server mounts, with what it opened for it. */
@@ -31,7 +31,7 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
     if (store !== undefined && typeof options.taskStore === 'string') opened.push(() => store.close());
     let pool: SessionPool | undefined = options.pool;
     if (pool === undefined) {
-      const own = await createSessionPool({ upstreams: options.upstreams ?? {} });
+      const own = await createSessionPool({ upstreams: options.upstreams ?? {}, onLog: upstreamLog(options) });
       opened.push(() => own.close());
       pool = own;
     }
@@ -64,6 +64,12 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
     await closeOpened().catch(() => {});
     throw error;
   }
+}
+
+/** What upstreams log, to the server's log as `[upstream level] message` at its level, secrets scrubbed. */
+function upstreamLog(options: ResolvedServerOptions): (entry: UpstreamLogEntry) => void {
+  const scrub = createRedactor([...Object.values(options.auth?.tokens ?? {}), ...(options.secrets ?? [])]).text;
+  return (entry) => options.log(scrub(`[${entry.upstream} ${entry.level}] ${entry.message.replace(/\s*\n\s*/g, ' ')}`), entry.level);
 }
 
 /** The options that are the task service's own (the rest are the server's, or renamed below). */

@@ -1,5 +1,9 @@
 import type { BoundedLogOptions, SessionPool, TaskServiceOptions, TaskStore, UpstreamConfig } from '@klym/core';
 import { KlymError } from '@klym/core';
+import type { LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
+
+/** Where the server reports what it does: one line (never a secret), with how severe it is (MCP's levels; `info` when not given). */
+export type ServerLog = (line: string, level?: LoggingLevel) => void;
 
 /** Defaults of the server's own options (the task options take theirs from `@klym/core`'s `TASK_DEFAULTS`). */
 export const SERVER_DEFAULTS = {
@@ -50,8 +54,12 @@ export interface KlymServerOptions extends Omit<TaskServiceOptions, 'pool' | 'st
    * @default 'memory'
    */
   readonly taskStore?: TaskStore | string;
-  /** Where the server reports what it does (never a secret). @default writes to stderr */
-  readonly log?: (line: string) => void;
+  /**
+   * Where the server reports what it does: its own lines, and what upstreams log (`notifications/message`,
+   * a stdio server's stderr) as `[upstream level] message`, each with its level to filter on.
+   * @default writes every line to stderr
+   */
+  readonly log?: ServerLog;
 }
 
 /** {@link KlymServerOptions} with the server's own defaults applied. */
@@ -62,7 +70,7 @@ export interface ResolvedServerOptions extends KlymServerOptions {
   readonly allowedOrigins: readonly string[];
   readonly maxBodyBytes: number;
   readonly sessionIdleMs: number;
-  readonly log: (line: string) => void;
+  readonly log: ServerLog;
 }
 
 const LOOPBACK = ['localhost', '127.0.0.1', '::1'];

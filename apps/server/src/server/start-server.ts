@@ -16,8 +16,10 @@ export interface RunningKlymServer extends AsyncDisposable {
   readonly port: number;
   readonly klym: KlymApp;
   /**
-   * Graceful shutdown: stops accepting connections, gives running tasks `shutdownGraceMs`, cancels the rest
-   * with the reason "shutdown", closes MCP sessions and the pool, then the listener. Idempotent.
+   * Graceful shutdown: refuses new MCP sessions and new tasks (503), gives running tasks `shutdownGraceMs`
+   * while every request on old or new connections is still served, cancels the rest with the reason
+   * "shutdown", closes MCP sessions, the pool and the task store, then the listener and its connections.
+   * Idempotent.
    */
   close(): Promise<void>;
 }
@@ -56,10 +58,13 @@ export async function startKlymServer(options: KlymServerOptions): Promise<Runni
     klym,
     close() {
       closing ??= (async () => {
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         try {
+          // The listener stays open until the tasks have ended: through the grace period any connection, opened
+          // before the shutdown or after it (a client's pool reconnects, a legacy SSE client posts on a second
+          // one), can poll and cancel; new MCP sessions and new tasks are refused with 503.
           await klym.close();
         } finally {
+          const closed = new Promise<void>((resolve) => server.close(() => resolve()));
           if ('closeAllConnections' in server) server.closeAllConnections();
           await closed;
         }

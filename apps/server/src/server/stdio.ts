@@ -1,6 +1,6 @@
 import type { TaskService } from '@klym/core';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createKlymMcpServer } from './mcp-server.ts';
+import { connectKlymMcpServer } from './mcp-server.ts';
 import { openTasks } from './open-tasks.ts';
 import { resolveServerOptions, type KlymServerOptions } from './server-options.ts';
 
@@ -22,8 +22,8 @@ export interface StdioKlym extends AsyncDisposable {
 export async function serveStdio(options: KlymServerOptions, streams: { stdin?: NodeJS.ReadableStream; stdout?: NodeJS.WritableStream } = {}): Promise<StdioKlym> {
   const tasks = await openTasks(resolveServerOptions(options));
   const { service } = tasks;
-  const server = createKlymMcpServer(service);
   const transport = new StdioServerTransport(streams.stdin as never, streams.stdout as never);
+  const server = await connectKlymMcpServer(service, transport);
   let closing: Promise<void> | undefined;
   const { promise: closed, resolve: ended } = Promise.withResolvers<void>();
   const close = (): Promise<void> => {
@@ -40,7 +40,6 @@ export async function serveStdio(options: KlymServerOptions, streams: { stdin?: 
     })();
     return closing;
   };
-  await server.connect(transport);
   (streams.stdin ?? process.stdin).once('end', () => void close());
   return { service, closed, close, [Symbol.asyncDispose]: close };
 }

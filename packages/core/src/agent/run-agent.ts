@@ -101,6 +101,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     emit({ type: 'budget', ...hit });
     return finish(`budget:${hit.name}`);
   };
+  // Without a caller's scope the run is one: its sessions of `task`-scoped upstreams close when it ends.
+  const scope = options.scope ?? options.pool.openScope('run');
 
   try {
     let catalog: ToolCatalog;
@@ -135,6 +137,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     const durations = new Map<string, number>();
     let currentStep = 0;
     const tools = catalog.toolSet({
+      scope,
       ...(options.toolTimeoutMs === undefined ? {} : { timeoutMs: options.toolTimeoutMs }),
       onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
       onDuration: (toolCallId, durationMs) => durations.set(toolCallId, durationMs),
@@ -190,6 +193,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
   } finally {
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
+    if (options.scope === undefined) await scope.close();
   }
 
   function failed(error: unknown): KlymError {

@@ -1,6 +1,7 @@
 import type { LanguageModel, ModelMessage, ToolResultPart } from 'ai';
 import type { KlymErrorCode } from '../errors.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
+import type { SessionScope } from '../pool/session-scope.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
 import type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules } from '../tools/tool-policy.ts';
 
@@ -201,6 +202,11 @@ export type AgentEvent =
 /** Options of {@link runAgent}. */
 export interface RunAgentOptions {
   readonly pool: SessionPool;
+  /**
+   * The scope of `pool` the run's tool calls belong to (a task manager passes its task's). The caller who
+   * opened it closes it. @default a scope of the run's own, closed when the run ends
+   */
+  readonly scope?: SessionScope;
   /** The task, as the user message. */
   readonly prompt: string;
   /**

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createSessionPool, type SessionPool } from '../pool/session-pool.ts';
 import type { AgentRunner } from '../tasks/task-manager.ts';
+import { createMemoryTaskStore } from '../tasks/memory-task-store.ts';
 import { createTaskService, type TaskService } from '../tasks/task-service.ts';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
 import { runResult } from '../testing/run-result.ts';
@@ -22,6 +23,9 @@ const quick: AgentRunner = async (options) => {
   return runResult('fine');
 };
 
+/** A run that goes on until it is aborted, as one waiting on a hung upstream does. */
+const hanging: AgentRunner = (options) => new Promise((_, reject) => options.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true }));
+
 function echo(): McpServer {
   const server = new McpServer({ name: 'echo', version: '1.0.0' });
   server.registerTool('echo', { inputSchema: { text: z.string() }, annotations: { readOnlyHint: true } }, ({ text }) => ({ content: [{ type: 'text', text }] }));
@@ -32,6 +36,7 @@ async function taskService(): Promise<TaskService> {
   const pool: SessionPool = await createSessionPool({ upstreams: { demo: createInMemoryUpstream(echo) } });
   const service = createTaskService({ pool, run: quick, shutdownGraceMs: 0 });
   cleanups.push(() => pool.close(), () => service.close());
+  await pool.warmedUp();
   return service;
 }
 
@@ -117,9 +122,25 @@ describe('registerTaskTools', () => {
     await starter.setLoggingLevel('error');
     const ok = String(payload(await starter.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'work' } })).task_id);
     const failing = String(payload(await starter.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'fail' } })).task_id);
-    await expect.poll(() => seen.starter.map((message) => message.data)).toContainEqual(`task ${failing} ended: error`);
+    await expect.poll(() => seen.starter.map((message) => message.data)).toContainEqual(`task ${failing} ended: error (INTERNAL)`);
     await expect.poll(async () => (await service.tasks.get(ok, { principal: 'anonymous' })).status).toBe('completed');
     expect(seen.starter.map((message) => message.data)).not.toContainEqual(`task ${ok} ended: completed`);
     expect(seen.bystander).toEqual([]);
+  });
+
+  it('says why a task was cancelled: a shutdown is logged as "ended: cancelled (shutdown)" and its status carries cancel_reason', async () => {
+    const pool: SessionPool = await createSessionPool({ upstreams: { demo: createInMemoryUpstream(echo) } });
+    const store = createMemoryTaskStore();
+    const service = createTaskService({ pool, run: hanging, store, shutdownGraceMs: 50 });
+    cleanups.push(() => pool.close(), () => store.close());
+    const client = await connect(service);
+    const seen: unknown[] = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => void seen.push(notification.params.data));
+    const taskId = String(payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'work' } })).task_id);
+    await expect.poll(async () => (await service.tasks.get(taskId, { principal: 'anonymous' })).status).toBe('running');
+
+    await service.close();
+    await expect.poll(() => seen).toContainEqual(`task ${taskId} ended: cancelled (shutdown)`);
+    expect(payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))).toMatchObject({ status: 'cancelled', cancel_reason: 'shutdown' });
   });
 });

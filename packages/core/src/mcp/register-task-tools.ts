@@ -3,6 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { isKlymError } from '../errors.ts';
 import { cancelTaskShape, checkTaskShape, listTasksShape, startTaskShape } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
+import type { TaskRecord } from '../tasks/task-types.ts';
 
 /** The `instructions` an MCP server serving the task tools can give in `initialize`. */
 export const TASK_TOOLS_INSTRUCTIONS =
@@ -39,6 +40,12 @@ async function answer(produce: () => Promise<object>): Promise<CallToolResult> {
   }
 }
 
+/** How a task ended, in one line: its status, and why for a cancel (`shutdown`, `cancelled by caller`) or an error (its code). */
+function endLine(task: TaskRecord): string {
+  const why = task.status === 'cancelled' ? task.cancelReason : task.status === 'error' ? task.error?.code : undefined;
+  return `task ${task.id} ended: ${task.status}${why === undefined ? '' : ` (${why})`}`;
+}
+
 /**
  * Registers Klym's five task tools on `server` over `service`: `start_async_agent_task`,
  * `check_task_status`, `cancel_agent_task`, `list_agent_tasks`, `describe_capabilities`. Results are JSON
@@ -46,7 +53,7 @@ async function answer(produce: () => Promise<object>): Promise<CallToolResult> {
  * The caller's principal comes from the request (`authInfo.clientId`), never from the session, so tasks
  * survive reconnects. When `server` was created with the `logging` capability, the end of each task
  * started through it is logged to its client (`notifications/message`, `info`, or `error` for a failed
- * task), at the level the client set with `logging/setLevel`. Call it before `server.connect()`.
+ * task: `task <id> ended: cancelled (shutdown)`, `… ended: error (TASK_TIMEOUT)`), at the level the client set with `logging/setLevel`. Call it before `server.connect()`.
  *
  * @example
  * ```ts
@@ -142,7 +149,7 @@ export function registerTaskTools(server: McpServer, service: TaskService, optio
     const level = event.task.status === 'error' ? 'error' : 'info';
     // The level set by logging/setLevel is kept per session id, so the message must name it.
     const sessionId = server.server.transport?.sessionId;
-    server.server.sendLoggingMessage({ level, logger: 'klym', data: `task ${event.task.id} ended: ${event.task.status}` }, sessionId).catch(() => {
+    server.server.sendLoggingMessage({ level, logger: 'klym', data: endLine(event.task) }, sessionId).catch(() => {
       // The client went away as the task ended: there is nobody left to tell.
     });
   });

@@ -54,4 +54,32 @@ describe('CircuitBreaker', () => {
     expect(waits).toEqual([2_000, 4_000, 4_000, 4_000]);
     expect(breaker.status().opens).toBe(5);
   });
+
+  it('counts a session that dies after connecting as a failure: the count and the cooldown carry on until a success', () => {
+    const clock = { now: 0 };
+    const breaker = breakerAt(clock);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      expect(breaker.tryAttempt()).toBe(true);
+      breaker.connected();
+      breaker.failure();
+    }
+    expect(breaker.status()).toMatchObject({ state: 'open', consecutiveFailures: 3, opens: 1 });
+    const waits: number[] = [breaker.msUntilProbe];
+    for (let probe = 0; probe < 3; probe++) {
+      clock.now += breaker.msUntilProbe;
+      expect(breaker.tryAttempt()).toBe(true);
+      breaker.connected();
+      // Closed while the session lives: others may connect too.
+      expect(breaker.tryAttempt()).toBe(true);
+      breaker.failure();
+      waits.push(breaker.msUntilProbe);
+    }
+    expect(waits).toEqual([1_000, 2_000, 4_000, 4_000]);
+    clock.now += breaker.msUntilProbe;
+    breaker.tryAttempt();
+    breaker.connected();
+    breaker.success();
+    breaker.failure();
+    expect(breaker.status()).toMatchObject({ state: 'closed', consecutiveFailures: 1 });
+  });
 });

@@ -22,7 +22,11 @@ export interface CircuitBreakerStatus {
  * A per-upstream circuit breaker over connect attempts: after `failureThreshold` consecutive failures it
  * opens and refuses attempts, so a dead upstream costs one connect per cooldown instead of a storm;
  * when the cooldown has passed, one attempt is let through (half-open): success closes the circuit,
- * failure opens it again for twice as long. Time comes from `now`, so tests need no real waiting.
+ * failure opens it again for twice as long. A connect is reported twice: `connected()` when it opens
+ * (the circuit closes, so calls may use it), `success()` once the session proved it stays up; a session
+ * that dies in between is a `failure()`, and the count and the cooldown carry on from before it, so a
+ * server that answers `initialize` and exits is backed off like one that refuses connects. Time comes
+ * from `now`, so tests need no real waiting.
  */
 export class CircuitBreaker {
   readonly #options: CircuitBreakerOptions;
@@ -56,6 +60,12 @@ export class CircuitBreaker {
     return true;
   }
 
+  /** A connect opened a session: the circuit closes, but the failure count and the cooldown stand until `success()`. */
+  connected(): void {
+    this.#state = 'closed';
+  }
+
+  /** A connect proved good: the circuit closes and forgets past failures. */
   success(): void {
     this.#state = 'closed';
     this.#failures = 0;
@@ -64,12 +74,7 @@ export class CircuitBreaker {
 
   failure(): void {
     this.#failures++;
-    if (this.#state === 'half-open') {
-      this.#cooldownMs = Math.min(this.#cooldownMs * 2, this.#options.maxCooldownMs);
-      this.#open();
-    } else if (this.#state === 'closed' && this.#failures >= this.#options.failureThreshold) {
-      this.#open();
-    }
+    if (this.#state === 'half-open' || (this.#state === 'closed' && this.#failures >= this.#options.failureThreshold)) this.#open();
   }
 
   status(): CircuitBreakerStatus {
@@ -82,6 +87,8 @@ export class CircuitBreaker {
   }
 
   #open(): void {
+    // Past the threshold, this is not the first opening since the last success: wait twice as long.
+    if (this.#failures > this.#options.failureThreshold) this.#cooldownMs = Math.min(this.#cooldownMs * 2, this.#options.maxCooldownMs);
     this.#state = 'open';
     this.#opens++;
     this.#nextProbeAt = this.#now() + this.#cooldownMs;

@@ -119,6 +119,7 @@ describe('createSessionPool', () => {
 
   it('counts calls and keeps sessions open between them', async () => {
     await using pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(waitingServer, { pool: { min: 2, max: 2 } }) } });
+    await pool.warmedUp();
     expect(pool.status().waiting?.sessions).toMatchObject({ live: 2, idle: 2, opened: 2 });
     await Promise.all([1, 2, 3, 4, 5].map((ms) => pool.callTool('waiting', 'wait', { ms })));
     expect(pool.status().waiting).toMatchObject({

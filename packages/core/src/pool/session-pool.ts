@@ -1,5 +1,6 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { KlymError } from '../errors.ts';
+import { openSessionScope, type OpenSessionScope, type SessionScope } from './session-scope.ts';
 import { namespaceToolName } from './tool-name.ts';
 import { Upstream } from './upstream.ts';
 import type { CallToolOptions, UpstreamStatus } from './upstream-status.ts';
@@ -36,6 +37,18 @@ export interface ToolListing {
   readonly upstreams: Readonly<Record<string, { readonly ok: true; readonly toolCount: number } | { readonly ok: false; readonly error: KlymError }>>;
 }
 
+/** Options of {@link SessionPool.listTools}. */
+export interface ListToolsOptions {
+  /** Stops waiting (the listing goes on for others); the upstreams not listed by then are reported failed. */
+  readonly signal?: AbortSignal;
+  /**
+   * Whether to wait for an upstream that is still connecting, or down, and has no list to serve: `false`
+   * reports it at once as `UPSTREAM_UNAVAILABLE` (for a quick answer such as `describe_capabilities`).
+   * @default true
+   */
+  readonly waitForConnect?: boolean;
+}
+
 /** Options of {@link SessionPool.close}. */
 export interface CloseOptions {
   /** How long borrowed sessions may take to come back before their calls fail with `POOL_CLOSED`. @default 5_000 */
@@ -46,10 +59,32 @@ export interface CloseOptions {
 export interface SessionPool extends AsyncDisposable {
   /** The configured upstreams' names. */
   readonly upstreams: readonly string[];
-  /** Every upstream's tools, namespaced; an upstream that cannot list them is reported in `upstreams`, not dropped. */
-  listTools(options?: { readonly signal?: AbortSignal }): Promise<ToolListing>;
-  /** Calls a tool (by its upstream name) on a pooled session of `upstream`. */
+  /**
+   * Every upstream's tools, namespaced; an upstream that cannot list them is reported in `upstreams`, not
+   * dropped. An upstream's last good list is served while its refresh waits for a session.
+   */
+  listTools(options?: ListToolsOptions): Promise<ToolListing>;
+  /**
+   * Resolves once every upstream's start-up connects have settled (its `pool.min` sessions opened or
+   * failed) and its tools were listed. Never rejects: failures are in `status()`.
+   */
+  warmedUp(): Promise<void>;
+  /**
+   * Calls a tool (by its upstream name) on a pooled session of `upstream`. On an upstream with
+   * `sessionScope: 'task'` a call outside any scope is a scope of its own: a session opened for it and
+   * closed after it, so no state passes between callers.
+   */
   callTool(upstream: string, toolName: string, args?: Record<string, unknown>, options?: CallToolOptions): Promise<CallToolResult>;
+  /**
+   * Opens a scope for one task's (or one run's) calls: on `task`-scoped upstreams they get a session of
+   * the scope's own, closed with it. Whoever opens a scope closes it; `close()` of the pool drains open ones.
+   * @example
+   * ```ts
+   * await using scope = pool.openScope(taskId)
+   * await scope.callTool('browser', 'navigate', { url }) // the same browser session for the whole task
+   * ```
+   */
+  openScope(id: string): SessionScope;
   /** The upstream and original name behind a namespaced tool name, as of the last `listTools()`. */
   resolveTool(name: string): { readonly upstream: string; readonly toolName: string } | undefined;
   /** Per upstream: state, sessions, calls, last error. */
@@ -59,8 +94,9 @@ export interface SessionPool extends AsyncDisposable {
 }
 
 /**
- * Opens a pool of MCP client sessions: for each upstream, its `pool.min` sessions are opened before this
- * resolves (an upstream that is down is reported by `status()`, not thrown).
+ * Opens a pool of MCP client sessions. It waits for no upstream: each opens its `pool.min` sessions and
+ * lists its tools in the background (`warmedUp()` resolves when they have), and one that is slow, hung or
+ * down is reported by `status()` (`connecting`, `down`), not thrown.
  *
  * @throws {KlymError} `CONFIG_INVALID` when an upstream's options are wrong.
  * @example
@@ -78,6 +114,7 @@ export async function createSessionPool(options: SessionPoolOptions): Promise<Se
     ]),
   );
   const toolIndex = new Map<string, { upstream: string; toolName: string }>();
+  const scopes = new Set<OpenSessionScope>();
   let closing: Promise<void> | undefined;
 
   const upstreamNamed = (name: string): Upstream => {
@@ -88,11 +125,16 @@ export async function createSessionPool(options: SessionPoolOptions): Promise<Se
     return upstream;
   };
 
+  // Not awaited: a hung upstream must not hold up whoever opens the pool (a server that should be listening).
+  const started = Promise.allSettled([...upstreams.values()].map((upstream) => upstream.start())).then(() => {});
+
   const pool: SessionPool = {
     upstreams: [...upstreams.keys()],
 
-    async listTools({ signal } = {}) {
-      const listings = await Promise.allSettled([...upstreams.values()].map((upstream) => upstream.listTools(signal)));
+    warmedUp: () => started,
+
+    async listTools({ signal, waitForConnect = true } = {}) {
+      const listings = await Promise.allSettled([...upstreams.values()].map((upstream) => upstream.listTools(signal, { waitForConnect })));
       const tools: PoolTool[] = [];
       const report: Record<string, ToolListing['upstreams'][string]> = {};
       [...upstreams.keys()].forEach((name, index) => {
@@ -118,10 +160,18 @@ export async function createSessionPool(options: SessionPoolOptions): Promise<Se
     callTool(upstream, toolName, args = {}, callOptions) {
       if (closing) return Promise.reject(new KlymError('POOL_CLOSED', `The pool is closed; no call to ${upstream}/${toolName}`, { upstream, toolName }));
       try {
-        return upstreamNamed(upstream).callTool(toolName, args, callOptions);
+        const named = upstreamNamed(upstream);
+        if (named.config.sessionScope === 'task') return callInOwnScope(upstream, toolName, args, callOptions);
+        return named.callTool(toolName, args, callOptions);
       } catch (error) {
         return Promise.reject(error);
       }
+    },
+
+    openScope(id) {
+      const opened: OpenSessionScope = openSessionScope(id, upstreamNamed, () => scopes.delete(opened));
+      scopes.add(opened);
+      return opened.scope;
     },
 
     resolveTool: (name) => toolIndex.get(name),
@@ -131,8 +181,11 @@ export async function createSessionPool(options: SessionPoolOptions): Promise<Se
     close({ drainTimeoutMs = 5_000 } = {}) {
       closing ??= (async () => {
         const deadline = Date.now() + drainTimeoutMs;
+        // Sessions held by scopes are borrowed from the upstreams, whose drain waits for them: idle ones go now, busy ones when their call ends.
+        const drained = [...scopes].map((scope) => scope.drain());
         // Reverse order of creation; every upstream is closed even if one fails.
         const results = await Promise.allSettled([...upstreams.values()].toReversed().map((upstream) => upstream.close(deadline)));
+        await Promise.allSettled(drained);
         const failures = results.flatMap((result) => (result.status === 'rejected' ? [result.reason] : []));
         if (failures.length > 0) throw new AggregateError(failures, `Closing the pool failed for ${failures.length} upstream(s)`);
       })();
@@ -142,7 +195,15 @@ export async function createSessionPool(options: SessionPoolOptions): Promise<Se
     [Symbol.asyncDispose]: () => pool.close(),
   };
 
-  await Promise.all([...upstreams.values()].map((upstream) => upstream.start()));
+  async function callInOwnScope(upstream: string, toolName: string, args: Record<string, unknown>, callOptions: CallToolOptions | undefined): Promise<CallToolResult> {
+    const scope = pool.openScope(`${upstream}/${toolName} call`);
+    try {
+      return await scope.callTool(upstream, toolName, args, callOptions);
+    } finally {
+      await scope.close();
+    }
+  }
+
   return pool;
 }
 

@@ -33,6 +33,15 @@ export interface UpstreamConfig {
   readonly cwd?: string;
   /** Opens a transport of any other kind (an in-memory server in tests, a WebSocket, …). */
   readonly connect?: () => Transport | Promise<Transport>;
+  /**
+   * Who shares a session. `shared`: every call of every task borrows any pooled session, one call at a
+   * time — right for stateless tools (a graph query, a search). `task`: each task (each run) gets a session
+   * of its own for its whole run, opened on first use, counted against `pool.max` (more tasks wait for one,
+   * up to `timeouts.acquireMs`) and closed when the task ends — for an upstream that keeps state per
+   * session (a browser, a shell, a logging level, subscriptions), which `shared` would leak between callers.
+   * @default 'shared'
+   */
+  readonly sessionScope?: 'shared' | 'task';
   /** How many sessions to keep. */
   readonly pool?: {
     /** Sessions opened at start-up and kept open. @default 1 */
@@ -77,6 +86,7 @@ export interface ResolvedUpstreamConfig {
   readonly env: Readonly<Record<string, string>>;
   readonly cwd: string | undefined;
   readonly connect: (() => Transport | Promise<Transport>) | undefined;
+  readonly sessionScope: 'shared' | 'task';
   readonly min: number;
   readonly max: number;
   readonly maxWaiting: number;
@@ -110,6 +120,9 @@ export function resolveUpstreamConfig(name: string, config: UpstreamConfig): Res
   }
   const transport = config.connect ? 'custom' : config.command === undefined ? (config.transport ?? 'auto') : 'stdio';
 
+  const sessionScope = config.sessionScope ?? 'shared';
+  if (sessionScope !== 'shared' && sessionScope !== 'task') fail(`expected \`sessionScope\` to be "shared" or "task", got ${JSON.stringify(sessionScope)}`);
+
   const min = config.pool?.min ?? 1;
   const max = config.pool?.max ?? (transport === 'stdio' ? 1 : 4);
   const integer = (key: string, value: number, least: number): number => {
@@ -130,6 +143,7 @@ export function resolveUpstreamConfig(name: string, config: UpstreamConfig): Res
     env: { ...config.env },
     cwd: config.cwd,
     connect: config.connect,
+    sessionScope,
     min,
     max,
     maxWaiting: integer('pool.maxWaiting', config.pool?.maxWaiting ?? 1_000, 0),

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -10,8 +11,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { KlymError } from '../errors.ts';
 import { anySignal, raceAbort } from '../internal/abort.ts';
-import { createLineSplitter } from '../internal/line-splitter.ts';
 import type { ResolvedUpstreamConfig, TransportKind } from './upstream-config.ts';
+import { readStderr, type StderrCounts } from './upstream-stderr.ts';
 
 /** A message an upstream logged: a `notifications/message`, or a line a stdio server wrote to stderr. */
 export interface UpstreamLogEntry {
@@ -52,10 +53,12 @@ export interface UpstreamSession {
 export interface SessionHooks {
   readonly fetch: FetchLike;
   readonly clientInfo: { readonly name: string; readonly version: string };
+  /** Where a stdio session counts what its server wrote to stderr, and what of it was dropped. */
+  readonly stderr: StderrCounts;
   onLog(entry: UpstreamLogEntry): void;
   onToolsChanged(): void;
-  /** The session broke (it closes itself). */
-  onBroken(session: UpstreamSession, reason: Error): void;
+  /** The session broke (it closes itself): `byUpstream` when its transport failed or closed, not by `breakOff`. */
+  onBroken(session: UpstreamSession, reason: Error, byUpstream: boolean): void;
 }
 
 /**
@@ -85,6 +88,13 @@ export async function openSession(
   let broken: Error | undefined;
   let closing: Promise<void> | undefined;
   let connected = false;
+  const markBroken = (reason: Error, byUpstream: boolean): void => {
+    if (broken !== undefined || closing !== undefined) return;
+    broken = reason;
+    // A session that never finished connecting is reported by the connect's own failure.
+    if (connected) hooks.onBroken(session, reason, byUpstream);
+    void session.close().catch(() => {});
+  };
   const session: UpstreamSession = {
     id,
     client,
@@ -92,13 +102,7 @@ export async function openSession(
     get broken() {
       return broken;
     },
-    breakOff(reason) {
-      if (broken !== undefined || closing !== undefined) return;
-      broken = reason;
-      // A session that never finished connecting is reported by the connect's own failure.
-      if (connected) hooks.onBroken(session, reason);
-      void session.close().catch(() => {});
-    },
+    breakOff: (reason) => markBroken(reason, false),
     borrowerLog: undefined,
     idleSince: undefined,
     close() {
@@ -107,8 +111,8 @@ export async function openSession(
     },
   };
   // Neither transport reports a dead upstream through onclose; onerror fires within milliseconds.
-  client.onerror = (error) => session.breakOff(error);
-  client.onclose = () => session.breakOff(new Error('the connection closed'));
+  client.onerror = (error) => markBroken(error, true);
+  client.onclose = () => markBroken(new Error('the connection closed'), true);
   const log = (entry: UpstreamLogEntry): void => {
     hooks.onLog(entry);
     session.borrowerLog?.(entry);
@@ -121,7 +125,7 @@ export async function openSession(
 
   const deadline = anySignal(AbortSignal.timeout(config.connectMs), signal);
   try {
-    const opened = trackSends(createTransport(config, transport, hooks.fetch, log), sending);
+    const opened = trackSends(createTransport(config, transport, hooks, log), sending);
     await raceAbort(client.connect(opened, { timeout: config.connectMs, signal: deadline }), deadline);
     connected = true;
     if (broken !== undefined) throw broken;
@@ -137,7 +141,7 @@ export async function openSession(
   }
 }
 
-function createTransport(config: ResolvedUpstreamConfig, kind: TransportKind, fetch: FetchLike, log: (entry: UpstreamLogEntry) => void): Transport {
+function createTransport(config: ResolvedUpstreamConfig, kind: TransportKind, hooks: SessionHooks, log: (entry: UpstreamLogEntry) => void): Transport {
   switch (kind) {
     case 'custom':
       return lazyTransport(config);
@@ -149,9 +153,7 @@ function createTransport(config: ResolvedUpstreamConfig, kind: TransportKind, fe
         ...(config.cwd === undefined ? {} : { cwd: config.cwd }),
         stderr: 'pipe',
       });
-      const splitter = createLineSplitter((line) => log({ upstream: config.name, source: 'stderr', level: 'info', message: line }));
-      transport.stderr?.on('data', (chunk: Buffer) => splitter.write(chunk));
-      transport.stderr?.on('end', () => splitter.end());
+      if (transport.stderr !== null) readStderr(transport.stderr as Readable, config.name, log, hooks.stderr);
       return transport;
     }
     case 'sse':
@@ -159,8 +161,8 @@ function createTransport(config: ResolvedUpstreamConfig, kind: TransportKind, fe
       const url = config.url as URL;
       const headers = Object.fromEntries(Object.entries(config.headers).filter(([key]) => key.toLowerCase() !== 'host'));
       return kind === 'sse'
-        ? new SSEClientTransport(url, { fetch, requestInit: { headers } })
-        : new StreamableHTTPClientTransport(url, { fetch, requestInit: { headers } });
+        ? new SSEClientTransport(url, { fetch: hooks.fetch, requestInit: { headers } })
+        : new StreamableHTTPClientTransport(url, { fetch: hooks.fetch, requestInit: { headers } });
     }
   }
 }

@@ -19,9 +19,14 @@ export interface CallToolOptions {
 export interface UpstreamStatus {
   /**
    * `connecting` before the first session opened; `ready` while sessions open; `down` while connects
-   * fail (see `breaker`); `closed` after close.
+   * fail, or sessions die right after connecting (see `reason`, `breaker`, `lastError`); `closed` after close.
    */
   readonly state: 'connecting' | 'ready' | 'down' | 'closed';
+  /**
+   * Why it is `down`: its connects fail, or its sessions close within `breaker.cooldownMs` of connecting
+   * (a server that answers `initialize` and exits), which the breaker counts as failed connects.
+   */
+  readonly reason?: 'connect-failed' | 'closed-after-connect';
   /** The transport in use (`auto` until the probe has answered). */
   readonly transport: TransportKind | 'auto';
   readonly breaker: CircuitBreakerStatus;
@@ -38,5 +43,10 @@ export interface UpstreamStatus {
     readonly connectAttempts: number;
   };
   readonly calls: { readonly started: number; readonly succeeded: number; readonly failed: number; readonly inFlight: number };
+  /**
+   * A stdio upstream's stderr over all its sessions: bytes read, lines handed to `onLog`, and bytes dropped
+   * (the rest of lines past 8 KiB; lines past 256 KiB at once and 64 KiB a second).
+   */
+  readonly stderr?: { readonly bytes: number; readonly lines: number; readonly droppedBytes: number };
   readonly lastError: { readonly code: string; readonly message: string; readonly at: string } | undefined;
 }

@@ -5,9 +5,11 @@ import { anySignal, raceAbort } from '../internal/abort.ts';
 import { createUpstreamFetch, type UpstreamFetch } from '../internal/upstream-fetch.ts';
 import { callError, describe, leavesSessionSound, neverReachedUpstream } from './call-errors.ts';
 import { CircuitBreaker } from './circuit-breaker.ts';
+import { ToolCache } from './tool-cache.ts';
 import type { ResolvedUpstreamConfig } from './upstream-config.ts';
 import type { CallToolOptions, UpstreamStatus } from './upstream-status.ts';
 import { openSession, type SessionHooks, type UpstreamLogEntry, type UpstreamSession } from './upstream-session.ts';
+import type { StderrCounts } from './upstream-stderr.ts';
 
 interface UpstreamOptions {
   readonly clientInfo: SessionHooks['clientInfo'];
@@ -35,6 +37,15 @@ const isFailure = (pooled: Pooled): pooled is ConnectFailure => 'failure' in poo
 const fail = (failure: KlymError, retryable = false): ConnectFailure => ({ failure, retryable, at: performance.now() });
 
 /**
+ * Where a call takes its session and gives it back: the upstream's pool by default, or a session scope
+ * that keeps one session across its calls (`session-scope.ts`).
+ */
+export interface SessionSource {
+  take(signal: AbortSignal): Promise<UpstreamSession>;
+  put(session: UpstreamSession, sound: boolean): Promise<void>;
+}
+
+/**
  * One upstream: a generic-pool of sessions behind a circuit breaker, its tool list and its counters.
  * Internal to the session pool.
  */
@@ -50,15 +61,20 @@ export class Upstream {
   /** Aborts connects under way when the pool closes. */
   readonly #closed = new AbortController();
   #transport: ResolvedUpstreamConfig['transport'];
-  #tools: Promise<readonly Tool[]> | undefined;
+  readonly #tools = new ToolCache(() => this.#withSession('tools/list', {}, (session, signal) => this.#listOn(session, signal)));
+  readonly #stderr: StderrCounts = { bytes: 0, lines: 0, droppedBytes: 0 };
   #sessionIds = 0;
   #opened = 0;
   #connectAttempts = 0;
+  /** Connects under way. */
+  #connecting = 0;
   #connectFailing = false;
+  #downReason: UpstreamStatus['reason'];
   #calls = { started: 0, succeeded: 0, failed: 0 };
   #lastError: UpstreamStatus['lastError'];
   #probeTimer: NodeJS.Timeout | undefined;
   #closing = false;
+  readonly #pooled: SessionSource = { take: (signal) => this.#acquire(signal), put: (session, sound) => this.#giveBack(session, sound) };
 
   constructor(config: ResolvedUpstreamConfig, options: UpstreamOptions) {
     this.config = config;
@@ -84,36 +100,40 @@ export class Upstream {
     return this.config.name;
   }
 
-  /** Opens the configured minimum of sessions; failures are recorded in `status()`, not thrown. */
+  /**
+   * Opens the configured minimum of sessions, then lists the tools; failures are recorded in `status()`,
+   * not thrown. The pool runs it in the background: nothing waits for an upstream at start-up.
+   */
   async start(): Promise<void> {
     // Held together, so that `min` sessions really open (one given back early would be lent to the next).
     const opened = await Promise.allSettled(Array.from({ length: this.config.min }, () => this.#acquire()));
     await Promise.all(opened.map((result) => (result.status === 'fulfilled' ? this.#giveBack(result.value, true) : undefined)));
+    // Listed while the sessions are idle, so that the first tasks find a list even if long calls take every session.
+    if (opened.some((result) => result.status === 'fulfilled')) await this.#tools.refresh().catch(() => {});
   }
 
   /**
-   * The upstream's tools, cached until it says they changed or a session breaks. The listing is shared by
-   * every caller, so it runs under no caller's signal: one that gives up stops waiting, the others do not.
+   * The upstream's tools: the last good list, refreshed after the upstream says it changed or a session
+   * breaks. The refresh takes whichever session comes free first, and meanwhile the last good list is
+   * served (not for an upstream that is `down`: its old list would offer tools that cannot be called).
+   * The listing is shared by every caller, so it runs under no caller's signal: one that gives up stops
+   * waiting, the others do not. With `waitForConnect: false`, an upstream still connecting or down that
+   * has no list to serve is reported at once instead of waited for.
    */
-  listTools(signal?: AbortSignal): Promise<readonly Tool[]> {
-    const listing = (this.#tools ??= this.#withSession('tools/list', {}, async (session, callSignal) => {
-      const tools: Tool[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await session.client.listTools(cursor === undefined ? {} : { cursor }, { signal: callSignal, timeout: this.config.requestMs });
-        tools.push(...page.tools);
-        cursor = page.nextCursor;
-      } while (cursor !== undefined);
-      return tools;
-    }));
-    listing.catch(() => {
-      if (this.#tools === listing) this.#tools = undefined;
-    });
+  listTools(signal?: AbortSignal, { waitForConnect = true }: { readonly waitForConnect?: boolean } = {}): Promise<readonly Tool[]> {
+    const fresh = this.#connectFailing;
+    if (!waitForConnect && (this.#opened === 0 || fresh) && !this.#tools.serves({ fresh })) {
+      // Nobody else may be about to list (an upstream with `pool.min: 0` opens nothing by itself).
+      if (this.#sessions.size === 0 && !this.#tools.refreshing) this.#tools.refresh().catch(() => {});
+      const why = fresh ? `is down: ${this.#lastError?.message ?? 'its connects fail'}` : 'is still connecting; its tools are listed once it answers';
+      return Promise.reject(new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${this.name}" ${why}`, { upstream: this.name }));
+    }
+    const listing = this.#tools.get({ fresh });
     return signal === undefined ? listing : raceAbort(listing, signal);
   }
 
-  /** Calls `toolName` on a pooled session and gives the session back; one that broke is replaced. */
-  async callTool(toolName: string, args: Record<string, unknown>, options: CallToolOptions = {}): Promise<CallToolResult> {
+  /** Calls `toolName` on a pooled session (or one `source` holds) and gives the session back; one that broke is replaced. */
+  async callTool(toolName: string, args: Record<string, unknown>, options: CallToolOptions = {}, source?: SessionSource): Promise<CallToolResult> {
     this.#calls.started++;
     const timeout = options.timeoutMs ?? this.config.requestMs;
     const maxTotalMs = Math.max(timeout, this.config.maxTotalMs);
@@ -132,7 +152,7 @@ export class Upstream {
         } finally {
           clearTimeout(timer);
         }
-      });
+      }, source);
       this.#calls.succeeded++;
       return result as CallToolResult;
     } catch (error) {
@@ -141,14 +161,32 @@ export class Upstream {
     }
   }
 
+  /** Lends a session for a scope to hold across calls: counted against `pool.max`, waiting bounded by `acquireMs`, behind the breaker. */
+  takeSession(signal: AbortSignal): Promise<UpstreamSession> {
+    return this.#acquire(signal);
+  }
+
+  /** Whether a held session may serve another call: sound, and answering a ping when it sat idle long. Never rejects. */
+  checkSession(session: UpstreamSession): Promise<boolean> {
+    return this.#validate(session);
+  }
+
+  /** Closes a session a scope held instead of giving it back: its state was the scope's. */
+  dropSession(session: UpstreamSession): Promise<void> {
+    return this.#giveBack(session, false);
+  }
+
   status(): UpstreamStatus {
     const pool = this.#sessions;
+    const state = this.#closing ? 'closed' : this.#connectFailing ? 'down' : this.#opened === 0 ? 'connecting' : 'ready';
     return {
-      state: this.#closing ? 'closed' : this.#connectFailing ? 'down' : this.#opened === 0 ? 'connecting' : 'ready',
+      state,
+      ...(state === 'down' && this.#downReason !== undefined ? { reason: this.#downReason } : {}),
       transport: this.#transport,
       breaker: this.#breaker.status(),
       sessions: {
-        live: pool.size,
+        // generic-pool's `size` also counts sessions still connecting.
+        live: pool.size - this.#connecting,
         idle: pool.available,
         borrowed: pool.borrowed,
         waiting: pool.pending,
@@ -156,6 +194,7 @@ export class Upstream {
         connectAttempts: this.#connectAttempts,
       },
       calls: { ...this.#calls, inFlight: this.#inFlight.size },
+      ...(this.config.transport === 'stdio' ? { stderr: { ...this.#stderr } } : {}),
       lastError: this.#lastError,
     };
   }
@@ -191,6 +230,7 @@ export class Upstream {
     what: string,
     options: Pick<CallToolOptions, 'signal' | 'timeoutMs' | 'onLog'>,
     use: (session: UpstreamSession, signal: AbortSignal) => Promise<T>,
+    source: SessionSource = this.#pooled,
   ): Promise<T> {
     if (this.#closing) throw new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name });
     const controller = new AbortController();
@@ -202,7 +242,7 @@ export class Upstream {
       for (let attempt = 1; ; attempt++) {
         let session: UpstreamSession;
         try {
-          session = await this.#acquire(signal);
+          session = await source.take(signal);
         } catch (error) {
           // A connect that failed never carried the request: one more try, unless the breaker now refuses.
           if (attempt === 1 && this.#connectFailures.has(error as object) && this.#breaker.state === 'closed' && !signal.aborted) continue;
@@ -225,7 +265,7 @@ export class Upstream {
           // Stderr comes on its own pipe: lines the child wrote before answering may be read just after the answer.
           if (session.transport === 'stdio' && options.onLog !== undefined) await new Promise(setImmediate);
           session.borrowerLog = undefined;
-          await this.#giveBack(session, sound);
+          await source.put(session, sound);
         }
       }
     } catch (error) {
@@ -296,35 +336,68 @@ export class Upstream {
       );
     }
     this.#connectAttempts++;
+    let connectedAt = Number.POSITIVE_INFINITY;
+    let proving: NodeJS.Timeout | undefined;
     const hooks: SessionHooks = {
       fetch: this.#fetch.fetch,
       clientInfo: this.#options.clientInfo,
+      stderr: this.#stderr,
       onLog: this.#options.onLog,
-      onToolsChanged: () => {
-        this.#tools = undefined;
-      },
-      onBroken: () => {
+      onToolsChanged: () => this.#tools.invalidate(),
+      onBroken: (_session, reason, byUpstream) => {
+        clearTimeout(proving);
         // The next listing comes from a fresh session, which may serve other tools.
-        this.#tools = undefined;
+        this.#tools.invalidate();
+        const livedMs = performance.now() - connectedAt;
+        if (byUpstream && livedMs < this.config.breaker.cooldownMs && !this.#closing) {
+          const lost = `its session closed ${Math.round(livedMs)} ms after connecting (${describe(reason)})`;
+          this.#connectFailed(new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${this.name}" is unavailable: ${lost}`, { upstream: this.name, cause: reason }), 'closed-after-connect');
+        }
         this.#keepMinimum(true);
       },
     };
     const startedAt = performance.now();
+    this.#connecting++;
     try {
-      const session = await openSession(this.config, this.#transport, ++this.#sessionIds, hooks, this.#closed.signal);
+      const session = await openSession(this.config, this.#transport, ++this.#sessionIds, hooks, this.#closed.signal).finally(() => this.#connecting--);
       this.#transport = session.transport;
       this.#opened++;
       this.#connectFailing = false;
-      this.#breaker.success();
+      connectedAt = performance.now();
+      this.#breaker.connected();
+      // A session that dies sooner than the breaker's cooldown counts as a failed connect (see onBroken):
+      // reconnecting to a server that answers `initialize` and exits would otherwise never back off.
+      proving = setTimeout(() => {
+        if (session.broken === undefined) this.#breaker.success();
+      }, this.config.breaker.cooldownMs);
+      proving.unref();
       return session;
     } catch (error) {
       const failure = isKlymError(error) ? error : new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${this.name}" is unavailable: ${describe(error)}`, { upstream: this.name, cause: error });
-      this.#connectFailing = true;
-      this.#breaker.failure();
-      this.#record(failure);
-      this.#scheduleProbe();
+      this.#connectFailed(failure, 'connect-failed');
       return fail(failure, performance.now() - startedAt < this.config.connectMs);
     }
+  }
+
+  /** A connect failed, or its session died right after it: the breaker counts it, and `status()` says why. */
+  #connectFailed(failure: KlymError, reason: NonNullable<UpstreamStatus['reason']>): void {
+    this.#connectFailing = true;
+    this.#downReason = reason;
+    this.#breaker.failure();
+    this.#record(failure);
+    this.#scheduleProbe();
+  }
+
+  /** Lists every page of the upstream's tools on `session`. */
+  async #listOn(session: UpstreamSession, signal: AbortSignal): Promise<readonly Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await session.client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: this.config.requestMs });
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    return tools;
   }
 
   /**

@@ -47,6 +47,8 @@ export interface UpstreamHealthView {
   /** Sessions open now. */
   readonly sessions: number;
   readonly breaker: UpstreamStatus['breaker']['state'];
+  /** Why it is `down`: `connect-failed`, or `closed-after-connect` (its sessions die right after connecting). */
+  readonly reason?: NonNullable<UpstreamStatus['reason']>;
 }
 
 /** The health report (`GET /healthz`): upstream states and task counts, never a URL or a secret. */
@@ -60,7 +62,8 @@ export interface HealthView {
 /**
  * What tasks may use: every upstream with its state, and the tools a task may call, each decided by
  * {@link toolAccess} under the same rules the runs apply (upstream allow/deny, the server's selection and
- * policy, read-only tools). Upstream errors pass through `redactor`.
+ * policy, read-only tools). Upstream errors pass through `redactor`. It answers at once for an upstream
+ * still connecting or down: its state and why, not a wait for its connect.
  */
 export async function describeCapabilities(
   pool: SessionPool,
@@ -68,7 +71,7 @@ export async function describeCapabilities(
   redactor: Redactor,
   recordResultDefault: boolean,
 ): Promise<CapabilitiesView> {
-  const listing = await pool.listTools();
+  const listing = await pool.listTools({ waitForConnect: false });
   const status = pool.status();
   const upstreams: Record<string, UpstreamCapabilityView> = {};
   for (const name of pool.upstreams) {
@@ -102,7 +105,13 @@ export function viewHealth(pool: SessionPool, tasks: Readonly<Record<TaskStatus,
   const status = pool.status();
   const upstreams: Record<string, UpstreamHealthView> = {};
   for (const [name, upstream] of Object.entries(status)) {
-    upstreams[name] = { state: upstream.state, transport: upstream.transport, sessions: upstream.sessions.live, breaker: upstream.breaker.state };
+    upstreams[name] = {
+      state: upstream.state,
+      transport: upstream.transport,
+      sessions: upstream.sessions.live,
+      breaker: upstream.breaker.state,
+      ...(upstream.reason === undefined ? {} : { reason: upstream.reason }),
+    };
   }
   return { status: Object.values(status).every((upstream) => upstream.state === 'ready') ? 'ok' : 'degraded', upstreams, tasks };
 }

@@ -55,7 +55,7 @@ afterEach(async () => {
   await manager?.close({ graceMs: 0 });
   manager = undefined;
 });
-const pool = { upstreams: [] } as unknown as SessionPool;
+const pool = { upstreams: [], openScope: () => ({ close: async () => {} }) } as unknown as SessionPool;
 
 describe('createTaskManager over a store a dead process left', () => {
   it('resumes running tasks from their checkpoint first, then runs pending ones oldest first', async () => {
@@ -104,6 +104,7 @@ describe('createTaskManager over a store a dead process left', () => {
     const calls: { tool: string; args: Record<string, unknown> }[] = [];
     const writingPool = {
       upstreams: ['grynya'],
+      openScope: () => ({ close: async () => {} }),
       callTool: async (_upstream: string, tool: string, args: Record<string, unknown>) => (
         calls.push({ tool, args }), { content: [{ type: 'text', text: '{"status":"success"}' }] }
       ),

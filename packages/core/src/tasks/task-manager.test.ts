@@ -7,7 +7,7 @@ import { createMemoryTaskStore } from './memory-task-store.ts';
 import { createTaskManager, type AgentRunner, type TaskManager } from './task-manager.ts';
 import type { TaskStore } from './task-types.ts';
 
-const pool = { upstreams: [] } as unknown as SessionPool;
+const pool = { upstreams: [], openScope: () => ({ close: async () => {} }) } as unknown as SessionPool;
 const me = { principal: 'grynya' };
 const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15, estimated: false };
 const result = (text: string, finishReason = 'stop'): AgentRunResult => runResult(text, { finishReason, usage });

@@ -9,18 +9,20 @@ import type { SessionPool } from '../pool/session-pool.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
 import { applyAgentEvent, eventData } from './task-progress.ts';
 import type { BoundedLogOptions, TaskLogPage } from './task-log.ts';
+import { completionOf, runOptionsOf, type TaskRunDefaults } from './task-run.ts';
 import { isTerminal, type TaskListPage, type TaskPageRequest, type TaskRecord, type TaskRequest, type TaskStatus, type TaskStore } from './task-types.ts';
 import { writeBackResult, type WriteBackOptions } from './write-back.ts';
 
 /** What runs a task's agent: `runAgent` of `@klym/core`, or a stand-in with its contract. */
 export type AgentRunner = (options: RunAgentOptions) => Promise<AgentRunResult>;
 
-/** Run options every task gets unless its request says otherwise (and the request may only narrow). */
-export type TaskRunDefaults = Omit<RunAgentOptions, 'pool' | 'prompt' | 'signal' | 'onEvent' | 'model'> & { readonly model?: string };
-
 /** Options of {@link createTaskManager}. */
 export interface TaskManagerOptions {
-  /** The upstream sessions tasks run on. Not closed by the manager. */
+  /**
+   * The upstream sessions tasks run on. Not closed by the manager. Each task's run gets a scope of it
+   * (`openScope(taskId)`), closed when the task ends however it ends: `task`-scoped upstreams give the
+   * task a session of its own; a resumed task gets a fresh one.
+   */
   readonly pool: SessionPool;
   /**
    * Where tasks are kept. Not closed by the manager. Tasks it holds `pending` or `running` (a process that
@@ -192,44 +194,14 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       store.saveCheckpoint(id, saved);
       if (saved.current === undefined) void store.update(id, { elapsedMs: saved.elapsedMs }).catch(() => {});
     };
-    const request = task.request;
-    const budget = { ...defaults.budget, ...request.budget };
-    const { timeoutMs: runTimeout, ...restBudget } = budget;
-    const model = request.model ?? defaults.model;
-    const runOptions: RunAgentOptions = {
-      ...defaults,
-      pool: options.pool,
-      prompt: request.prompt,
-      ...(request.systemPrompt === undefined ? {} : { systemPrompt: request.systemPrompt }),
-      ...(model === undefined ? {} : { model }),
-      ...(request.tools === undefined ? {} : { tools: request.tools }),
-      budget: runTimeout !== undefined && runTimeout < taskTimeoutMs ? { ...restBudget, timeoutMs: runTimeout } : restBudget,
-      secrets: [...(defaults.secrets ?? []), ...secrets],
-      signal: controller.signal,
-      onEvent,
-      onCheckpoint,
-      ...(checkpoint === undefined ? {} : { resume: checkpoint }),
-    };
+    // The task's own sessions of `task`-scoped upstreams: closed in `finally`, on cancel, timeout and shutdown too.
+    const scope = options.pool.openScope(id);
+    const runOptions = runOptionsOf(task, { pool: options.pool, scope, defaults, secrets, taskTimeoutMs, signal: controller.signal, onEvent, onCheckpoint, checkpoint });
     try {
       const result = await raceAbort(Promise.resolve().then(() => run(runOptions)), controller.signal);
       if (result.finishReason === 'cancelled' || controller.signal.aborted) throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);
-      const record = request.recordResult ?? options.writeBack?.byDefault ?? false;
-      const done = await finish(id, ['running'], {
-        status: 'completed',
-        currentStep: 'done',
-        result: {
-          text: redact.text(result.text),
-          finalText: redact.text(result.finalText),
-          finishReason: result.finishReason,
-          model: result.model,
-          // The run lists its own calls; those before a restart are counted in its checkpoint.
-          toolCalls: result.toolCalls.length + (checkpoint?.toolCalls ?? 0) + (checkpoint?.current?.calls.length ?? 0),
-        },
-        usage: { steps: result.steps, ...pickUsage(result.usage), costUsd: result.costUsd },
-        elapsedMs: result.elapsedMs,
-        // Marked in the same write as the status: a restart that finds it `pending` knows a write may have begun.
-        ...(record ? { writeBack: { status: 'pending', nodeId: `klym_${id}`, dayId: '' } } : {}),
-      });
+      const record = task.request.recordResult ?? options.writeBack?.byDefault ?? false;
+      const done = await finish(id, ['running'], completionOf(task, result, { checkpoint, writeBack: record, redact }));
       if (done !== undefined && record) await recordResult(done);
     } catch (error) {
       const reason: unknown = controller.signal.aborted ? controller.signal.reason : error;
@@ -243,12 +215,20 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       // Aborted by cancel(): the cancel already made the task `cancelled`.
     } finally {
       clearTimeout(timer);
+      // A run that ignored its abort still has its calls cut here: the scope aborts what it has in flight.
+      await scope.close();
     }
   };
 
   const recordResult = async (task: TaskRecord): Promise<void> => {
     const text = task.result?.finalText ?? '';
-    const outcome = await writeBackResult(options.pool, { id: task.id, text, time: new Date(task.finishedAt ?? Date.now()) }, options.writeBack);
+    const provenance = {
+      prompt: redact.text(task.request.prompt),
+      model: task.result?.model ?? task.request.model ?? defaults.model ?? 'unknown',
+      principal: task.principal,
+      finishReason: task.result?.finishReason ?? 'unknown',
+    };
+    const outcome = await writeBackResult(options.pool, { id: task.id, text, time: new Date(task.finishedAt ?? Date.now()), provenance }, options.writeBack);
     const updated = await store.update(task.id, { writeBack: outcome.error === undefined ? outcome : { ...outcome, error: redact.text(outcome.error) } });
     log(task.id, 'write-back', { ...outcome });
     if (updated !== undefined) emit({ type: 'task-write-back', task: updated });
@@ -402,8 +382,4 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
 function positive(name: string, value: number): number {
   if (!Number.isFinite(value) || value <= 0) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a positive number, got ${value}`);
   return value;
-}
-
-function pickUsage(usage: AgentRunResult['usage']): { inputTokens: number; outputTokens: number; totalTokens: number } {
-  return { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, totalTokens: usage.totalTokens };
 }

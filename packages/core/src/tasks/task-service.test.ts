@@ -31,6 +31,7 @@ function graphServer(): McpServer {
 async function graphPool(): Promise<SessionPool> {
   const pool = await createSessionPool({ upstreams: { grynya: createInMemoryUpstream(graphServer) } });
   cleanups.push(() => pool.close());
+  await pool.warmedUp();
   return pool;
 }
 
@@ -141,6 +142,8 @@ describe('createTaskService: capabilities', () => {
       },
     });
     cleanups.push(() => pool.close());
+    // `broken` opens nothing by itself (pool.min 0): a listing tries it, and it is then down with its error.
+    await pool.listTools();
     const klym = service(pool, { secrets: ['my-configured-secret'] });
     const described = await klym.capabilities();
     expect(described.upstreams.broken?.error).toMatch(/HTTP 401/);

@@ -1,3 +1,4 @@
+import { clipText } from '../internal/clip-text.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { WriteBackOutcome } from './task-types.ts';
 
@@ -13,6 +14,21 @@ export interface WriteBackOptions {
   readonly timeoutMs?: number;
 }
 
+/** Where a written result came from: what was asked, by whom, of which model, and how the run ended. */
+export interface WriteBackProvenance {
+  /** The task's prompt; the node keeps its first {@link PROMPT_PROVENANCE_CHARS} characters. */
+  readonly prompt: string;
+  /** The model that answered, `provider:model`. */
+  readonly model: string;
+  /** Who started the task. */
+  readonly principal: string;
+  /** How the run ended: `stop`, `length`, `budget:<name>`, … */
+  readonly finishReason: string;
+}
+
+/** How much of the prompt an `Analysis` node keeps. */
+export const PROMPT_PROVENANCE_CHARS = 500;
+
 /** The day node's id for `time`: `d_YYYY_MM_DD` in `timeZone`. */
 export function dayIdOf(time: Date, timeZone = 'UTC'): string {
   const parts = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(time);
@@ -21,24 +37,37 @@ export function dayIdOf(time: Date, timeZone = 'UTC'): string {
 }
 
 /**
- * Writes a task's result as an `Analysis` node linked to its day, through grynya's `add_node`. The write
- * succeeded only if the reply's JSON `status` is `success` (grynya never sets `isError`). Never throws:
- * a failure is the outcome's `error`.
+ * Writes a task's result as an `Analysis` node linked to its day, through grynya's `add_node`: `node_data`
+ * holds `id`, `full_text` and `time`, and with `provenance` also `prompt` (cut), `model`, `principal`,
+ * `finish_reason` and `partial` (true when a budget ended the run, so the text may be unfinished) — flat
+ * strings and booleans, as graph properties must be. The write succeeded only if the reply's JSON `status`
+ * is `success` (grynya never sets `isError`). Never throws: a failure is the outcome's `error`.
  */
 export async function writeBackResult(
   pool: SessionPool,
-  task: { readonly id: string; readonly text: string; readonly time: Date },
+  task: { readonly id: string; readonly text: string; readonly time: Date; readonly provenance?: WriteBackProvenance },
   options: WriteBackOptions = {},
 ): Promise<WriteBackOutcome> {
   const nodeId = `klym_${task.id}`;
   const time = task.time.toISOString();
   const dayId = dayIdOf(task.time, options.timeZone);
   const base = { nodeId, dayId };
+  const { provenance } = task;
+  const origin =
+    provenance === undefined
+      ? {}
+      : {
+          prompt: clipText(provenance.prompt, PROMPT_PROVENANCE_CHARS),
+          model: provenance.model,
+          principal: provenance.principal,
+          finish_reason: provenance.finishReason,
+          partial: provenance.finishReason.startsWith('budget:'),
+        };
   try {
     const reply = await pool.callTool(
       options.upstream ?? 'grynya',
       'add_node',
-      { node_type: 'Analysis', node_data: { id: nodeId, full_text: task.text, time }, day_id: dayId, time },
+      { node_type: 'Analysis', node_data: { id: nodeId, full_text: task.text, time, ...origin }, day_id: dayId, time },
       { timeoutMs: options.timeoutMs ?? 30_000 },
     );
     const text = reply.content.map((item) => (item.type === 'text' ? item.text : '')).join('');

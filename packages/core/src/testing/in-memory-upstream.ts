@@ -18,7 +18,7 @@ export interface ConnectableServer {
  */
 export function createInMemoryUpstream(
   createServer: () => ConnectableServer,
-  options: Pick<UpstreamConfig, 'pool' | 'timeouts'> = {},
+  options: Pick<UpstreamConfig, 'pool' | 'timeouts' | 'sessionScope'> = {},
 ): UpstreamConfig {
   return {
     ...options,

@@ -4,6 +4,7 @@ import { dynamicTool, jsonSchema, type JSONSchema7, type ToolSet } from 'ai';
 import { KlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
 import type { PoolTool, SessionPool } from '../pool/session-pool.ts';
+import type { SessionScope } from '../pool/session-scope.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
 import { assertAccessRules, isReadOnlyTool, toolAccess, type AccessRules, type ToolAccess } from './tool-policy.ts';
 import { resolveProbe, type ResolvedProbe } from './tool-probe.ts';
@@ -26,8 +27,13 @@ export interface ToolCatalogOptions extends AccessRules {
   readonly signal?: AbortSignal;
 }
 
-/** What a catalog's tools report while they run. */
+/** Where a catalog's tools send their calls, and what they report while they run. */
 export interface ToolCallHooks {
+  /**
+   * The scope the calls belong to (a task's): `task`-scoped upstreams serve them on the scope's own session.
+   * @default the pool (each call to a `task`-scoped upstream then gets a session of its own)
+   */
+  readonly scope?: SessionScope;
   /** Time limit of one call. @default the upstream's `timeouts.requestMs` */
   readonly timeoutMs?: number;
   /** What the upstream logs while it serves a call. */
@@ -153,7 +159,7 @@ function toAiTool(tool: CatalogTool, pool: SessionPool, validators: Validators, 
       hooks.onRequest?.({ toolCallId, toolName: tool.name, input });
       const started = performance.now();
       try {
-        return await pool.callTool(tool.upstream, tool.originalName, input as Record<string, unknown>, {
+        return await (hooks.scope ?? pool).callTool(tool.upstream, tool.originalName, input as Record<string, unknown>, {
           ...(abortSignal === undefined ? {} : { signal: abortSignal }),
           ...(hooks.timeoutMs === undefined ? {} : { timeoutMs: hooks.timeoutMs }),
           ...(hooks.onLog === undefined ? {} : { onLog: (entry: UpstreamLogEntry) => hooks.onLog?.(entry, toolCallId) }),
