@@ -7,10 +7,11 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { createSessionPool } from '@klym/core';
 import { startServerEverything } from '../test/support/upstream-servers.ts';
-import { ms, summarize } from './stats.ts';
+import { figure, ms, summarize } from './stats.ts';
 
 export async function failureFigures(options: { rounds: number }): Promise<string[]> {
   const rows = ['| transport | in-flight call fails after kill (median, max) | first success after restart (median, max) |', '| --- | --- | --- |'];
+  const figures: string[] = [];
   for (const [transport, kind] of [
     ['sse', 'sse'],
     ['streamableHttp', 'streamable-http'],
@@ -37,6 +38,9 @@ export async function failureFigures(options: { rounds: number }): Promise<strin
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
         recovered.push(performance.now() - restartedAt);
+        // Each round is one restart: a session must outlive the breaker's cooldown (1 s) to count as a
+        // good connect, so a kill sooner would be a crash loop, which the breaker backs off on purpose.
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
       }
     } finally {
       await pool.close({ drainTimeoutMs: 100 });
@@ -44,8 +48,9 @@ export async function failureFigures(options: { rounds: number }): Promise<strin
     }
     const [a, b] = [summarize(failed), summarize(recovered)];
     rows.push(`| ${kind} | ${ms(a.median)}, ${ms(Math.max(...failed))} | ${ms(b.median)}, ${ms(Math.max(...recovered))} |`);
+    figures.push(figure(`inflight_fail_ms_${kind.replace('-', '_')}`, a.median), figure(`recovery_ms_${kind.replace('-', '_')}`, b.median));
   }
-  rows.push('', ...(await deadUpstream(3_000)));
+  rows.push('', ...(await deadUpstream(3_000)), '', ...figures);
   return rows;
 }
 
@@ -81,5 +86,6 @@ async function deadUpstream(durationMs: number): Promise<string[]> {
   return [
     `Dead upstream, 20 callers for ${seconds} s (${calls} calls, each refused): ${(connects / seconds).toFixed(1)} connects/s reached the port;`,
     `the breaker opened ${breaker?.opens ?? 0} times; the process used ${(((cpu.user + cpu.system) / 1e3 / durationMs) * 100).toFixed(0)}% of one core, the callers' own loop included.`,
+    figure('dead_upstream_connects_per_s', connects / seconds, 1),
   ];
 }

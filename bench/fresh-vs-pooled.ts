@@ -6,7 +6,7 @@ import { createSessionPool } from '@klym/core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { startFakeGrynyaProcess } from './servers.ts';
-import { ms, ratio, sideBySide } from './stats.ts';
+import { figure, ms, ratio, sideBySide } from './stats.ts';
 
 export async function freshVsPooled(options: { rounds: number; perRound: number }): Promise<string[]> {
   const grynya = await startFakeGrynyaProcess();
@@ -48,6 +48,7 @@ export async function freshVsPooled(options: { rounds: number; perRound: number 
       `| fresh connection per task | ${ms(b.median)} | ${ms(b.p99)} | ${freshRequests} |`,
       '',
       `Fresh ÷ pooled: ${ratio(b.median / a.median)} at the median, ${ratio(b.p99 / a.p99)} at p99; ${freshRequests - pooledRequests} HTTP round trips saved per task.`,
+      figure('fresh_vs_pooled_ratio', b.median / a.median),
     ];
   } finally {
     await grynya.stop();

@@ -8,7 +8,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { serverEverythingStdio, startFakeGrynyaProcess } from './servers.ts';
-import { ms, ratio, sideBySide } from './stats.ts';
+import { figure, ms, ratio, sideBySide } from './stats.ts';
 
 interface Case {
   readonly transport: string;
@@ -36,6 +36,8 @@ export async function poolOverhead(options: { rounds: number; perRound: number }
     '| transport | pooled median | pooled p99 | raw SDK median | raw SDK p99 | ratio of medians | ratio of p99s |',
     '| --- | --- | --- | --- | --- | --- | --- |',
   ];
+  const figures: string[] = [];
+  const key = { 'legacy SSE': 'sse', 'Streamable HTTP': 'streamable_http', stdio: 'stdio' } as Record<string, string>;
   try {
     for (const benchCase of cases) {
       await using pool = await createSessionPool({ upstreams: { up: { ...benchCase.upstream, pool: { min: 1, max: 1 } } } });
@@ -48,6 +50,7 @@ export async function poolOverhead(options: { rounds: number; perRound: number }
         await sideBySide(2, 100, { a: pooled, b: raw }); // warm-up: JIT, sockets, caches
         const { a, b } = await sideBySide(options.rounds, options.perRound, { a: pooled, b: raw });
         rows.push(`| ${benchCase.transport} | ${ms(a.median)} | ${ms(a.p99)} | ${ms(b.median)} | ${ms(b.p99)} | ${ratio(a.median / b.median)} | ${ratio(a.p99 / b.p99)} |`);
+        figures.push(figure(`pooled_ratio_${key[benchCase.transport] ?? benchCase.transport}`, a.median / b.median));
       } finally {
         await client.close();
       }
@@ -55,5 +58,5 @@ export async function poolOverhead(options: { rounds: number; perRound: number }
   } finally {
     await grynya.stop();
   }
-  return rows;
+  return [...rows, '', ...figures];
 }

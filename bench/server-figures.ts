@@ -10,7 +10,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { freePort } from '../test/support/upstream-servers.ts';
 import { startFakeGrynyaProcess, type ChildServer } from './servers.ts';
-import { ms, ratio, summarize } from './stats.ts';
+import { figure, ms, ratio, summarize } from './stats.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const MiB = 2 ** 20;
@@ -83,6 +83,11 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
       `| ping (no-op, same server) | ${ms(b.median)} | ${ms(b.p99)} |`,
       '',
       `start ÷ no-op: ${ratio(a.median / b.median)} at p50, ${ratio(a.p99 / b.p99)} at p99 (${samples} of each, alternating; tasks when measuring began: ${JSON.stringify(running)}).`,
+      '',
+      figure('start_p50_ms', a.median),
+      figure('start_p99_ms', a.p99),
+      figure('start_ping_ratio_p50', a.median / b.median),
+      figure('start_ping_ratio_p99', a.p99 / b.p99),
     ];
   } finally {
     await grynyaClient.close();
@@ -105,15 +110,35 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
 
     const began = performance.now();
     let started = 0;
+    // Grynya polling while the runner is saturated: check_task_status on the newest task, on its own session, every 20 ms.
+    let latest: string | undefined;
+    const measuring = new AbortController();
+    const statusTimes: number[] = [];
+    const poller = await client(klym.mcpUrl);
+    const polling = (async () => {
+      while (!measuring.signal.aborted) {
+        if (latest !== undefined) {
+          const asked = performance.now();
+          await poller.callTool({ name: 'check_task_status', arguments: { task_id: latest } });
+          statusTimes.push(performance.now() - asked);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
     await Promise.all(
       Array.from({ length: 16 }, async () => {
         while (started < tasks) {
           started++;
-          await grynyaClient.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
+          const answer = await grynyaClient.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
+          latest = String((answer.structuredContent as { task_id?: unknown } | undefined)?.task_id);
         }
       }),
     );
     await waitUntilIdle(klym);
+    measuring.abort();
+    await polling;
+    await poller.close();
+    const status = summarize(statusTimes);
     const klymSeconds = (performance.now() - began) / 1000;
     const during = await klym.ask<{ delayP99Ms: number; delayMaxMs: number; cpuMs: number; tasks: Record<string, number> }>('stats');
     await klym.ask('gc');
@@ -132,9 +157,17 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
       `| through Klym (scripted model, 5 upstreams → one fake grynya) | ${klymSeconds.toFixed(2)} s | ${klymRate.toFixed(0)} |`,
       `| raw SDK clients, same calls, same concurrency | ${rawSeconds.toFixed(2)} s | ${rawRate.toFixed(0)} |`,
       '',
+      `check_task_status while the runner is saturated (${status.count} polls, every 20 ms, on their own session): p50 ${ms(status.median)}, p99 ${ms(status.p99)}.`,
       `Klym ÷ raw throughput: ${((klymRate / rawRate) * 100).toFixed(0)}%. Klym's process used ${((during.cpuMs - before.cpuMs) / tasks).toFixed(2)} ms of CPU per task (${(((during.cpuMs - before.cpuMs) / 1000 / klymSeconds) * 100).toFixed(0)}% of one core). Its event-loop delay during the run: p99 ${ms(during.delayP99Ms)}, max ${ms(during.delayMaxMs)}. Tasks: ${JSON.stringify(during.tasks)}.`,
       `Klym's memory after GC: before ${mb(before.rss)} RSS / ${mb(before.heapUsed)} heap; after ${tasks} finished tasks ${mb(after.rss)} / ${mb(after.heapUsed)}` +
         ` (heap retained: ${mb(after.heapUsed - before.heapUsed)} per ${tasks} tasks); after the TTL evicted them ${mb(evicted.rss)} / ${mb(evicted.heapUsed)}.`,
+      '',
+      figure('throughput_ratio', klymRate / rawRate),
+      figure('cpu_ms_per_task', (during.cpuMs - before.cpuMs) / tasks),
+      figure('loop_delay_p99_saturated_ms', during.delayP99Ms),
+      figure('status_p50_saturated_ms', status.median),
+      figure('status_p99_saturated_ms', status.p99),
+      figure('heap_retained_mib_per_1000_tasks', ((after.heapUsed - before.heapUsed) / MiB) * (1_000 / tasks), 1),
     ];
   } finally {
     await grynyaClient.close();
@@ -204,7 +237,11 @@ async function coldStart(grynya: ChildServer, rounds: number): Promise<string[]>
   }
   rmSync(cwd, { recursive: true, force: true });
   const summary = summarize(times);
-  return [`\`klym serve\` from process start to \`GET /healthz\` 200: median ${ms(summary.median)}, max ${ms(Math.max(...times))} (${rounds} starts).`];
+  return [
+    `\`klym serve\` from process start to \`GET /healthz\` 200: median ${ms(summary.median)}, max ${ms(Math.max(...times))} (${rounds} starts).`,
+    '',
+    figure('cold_start_ms', summary.median, 0),
+  ];
 }
 
 /**
@@ -251,8 +288,8 @@ async function storeThroughServer(grynya: ChildServer, samples: number): Promise
       row('sqlite'),
       '',
       `sqlite ÷ memory: start ${ratio(figures.sqlite.median / figures.memory.median)} at p50, ${ratio(figures.sqlite.p99 / figures.memory.p99)} at p99; CPU per task ${ratio(cpu('sqlite') / cpu('memory'))} (${samples} starts on each, alternating, each task a self-check run to the end).`,
-      `figure store_server_start_p99_ratio ${(figures.sqlite.p99 / figures.memory.p99).toFixed(2)}`,
-      `figure store_server_cpu_ratio ${(cpu('sqlite') / cpu('memory')).toFixed(2)}`,
+      figure('store_server_start_p99_ratio', figures.sqlite.p99 / figures.memory.p99),
+      figure('store_server_cpu_ratio', cpu('sqlite') / cpu('memory')),
     ];
   } finally {
     await Promise.all([clients.memory.close(), clients.sqlite.close()]);

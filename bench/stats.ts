@@ -39,3 +39,6 @@ export async function sideBySide(
 
 export const ms = (value: number): string => `${value.toFixed(3)} ms`;
 export const ratio = (value: number): string => `${value.toFixed(2)}×`;
+
+/** One headline figure as a line a script can read: `figure <name> <value>`. */
+export const figure = (name: string, value: number, digits = 2): string => `figure ${name} ${Number.isFinite(value) ? value.toFixed(digits) : 'NaN'}`;

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { createMemoryTaskStore, type AgentCheckpoint, type TaskRecord, type TaskStore } from '@klym/core';
 import { createSqliteTaskStore } from '@klym/core/sqlite';
-import { ms, ratio, sideBySide, summarize } from './stats.ts';
+import { figure, ms, ratio, sideBySide, summarize } from './stats.ts';
 
 const usage = { inputTokens: 1_200, outputTokens: 300, totalTokens: 1_500, estimated: false };
 const preview = 'x'.repeat(500);
@@ -121,8 +121,9 @@ export async function storeFigures(options: { quick: boolean }): Promise<string[
         `memory p99 ${ms(memoryCalls.p99)}, max ${ms(memoryCalls.max)}; sqlite p99 ${ms(sqliteCalls.p99)}, max ${ms(sqliteCalls.max)}. ` +
         `Calls over 5 ms: memory ${over(calls.memory)}, sqlite ${over(calls.sqlite)}. ` +
         `Evicting ${evicted} finished tasks, in chunks of 20 with a yield between: the first chunk held the loop ${ms(evictMs)}.`,
-      `figure store_start_ratio_p99 ${(b.p99 / a.p99).toFixed(2)}`,
-      `figure store_call_max_ms ${sqliteCalls.max.toFixed(2)}`,
+      figure('store_task_ratio_p99', b.p99 / a.p99),
+      figure('store_call_max_ms', sqliteCalls.max),
+      figure('store_calls_over_5ms', over(calls.sqlite), 0),
     ];
   } finally {
     observer.disconnect();
