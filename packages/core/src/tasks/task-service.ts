@@ -1,11 +1,12 @@
-import type { AgentBudget, ModelPrice, ModelProviders } from '../agent/types.ts';
+import type { AgentBudget } from '../agent/types.ts';
 import { TASK_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import type { PoolTool, SessionPool } from '../pool/session-pool.ts';
 import { createRedactor } from '../redact.ts';
-import { assertAccessRules, type ToolPolicy, type ToolSelection, type UpstreamToolRules } from '../tools/tool-policy.ts';
+import { assertAccessRules, type ToolSelection } from '../tools/tool-policy.ts';
 import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthView } from './capabilities.ts';
 import { createTaskManager, type TaskEvent, type TaskManager, type TaskManagerOptions } from './task-manager.ts';
+import type { TaskRunDefaults } from './task-run.ts';
 import {
   cancelTaskSchema,
   checkTaskSchema,
@@ -29,19 +30,20 @@ import {
   type TaskStatusView,
 } from './task-views.ts';
 
-/** Options of {@link createTaskService}: the task manager's, and the limits a caller's request is narrowed to. */
+/** The run options every task of the service gets as they are, declared once by `runAgent`'s options. */
+type ServiceRunOptions = Pick<TaskRunDefaults, 'providers' | 'prices' | 'maxRetries' | 'temperature' | 'upstreamTools' | 'policies' | 'readOnlyTools'>;
+
+/**
+ * Options of {@link createTaskService}: the task manager's; the run options every task gets (`providers`,
+ * `prices`, `maxRetries`, `temperature`, `upstreamTools`, `policies`, `readOnlyTools`, as `runAgent` takes
+ * them; the access rules among them also decide what a request may narrow to); and the limits a caller's
+ * request is narrowed to.
+ */
 export interface TaskServiceOptions
-  extends Pick<TaskManagerOptions, 'pool' | 'store' | 'log' | 'run' | 'maxConcurrent' | 'maxQueued' | 'taskTimeoutMs' | 'ttlMs' | 'resumeOnRestart' | 'writeBack'> {
+  extends Pick<TaskManagerOptions, 'pool' | 'store' | 'log' | 'run' | 'maxConcurrent' | 'maxQueued' | 'taskTimeoutMs' | 'ttlMs' | 'resumeOnRestart' | 'writeBack'>,
+    ServiceRunOptions {
   /** The models a caller may name in `model`; the first is the default. @default TASK_DEFAULTS.models (['scripted']) */
   readonly models?: readonly string[];
-  /** Provider keys and base URLs for those models (never shown to callers). @default {} */
-  readonly providers?: ModelProviders;
-  /** Prices by model, for the cost budget. @default {} (core's DEFAULT_MODEL_PRICES) */
-  readonly prices?: Readonly<Record<string, ModelPrice>>;
-  /** The model provider's own retries of failed calls. @default 2 */
-  readonly maxRetries?: number;
-  /** Sampling temperature of tasks' models. @default the provider's */
-  readonly temperature?: number;
   /** Default system prompt of tasks (may hold `{{tools}}`). @default runAgent's built-in prompt */
   readonly systemPrompt?: string;
   /** Budget of a task that asks for none. @default TASK_DEFAULTS.defaultBudget ({ maxSteps: 25 }) */
@@ -50,12 +52,6 @@ export interface TaskServiceOptions
   readonly maxBudget?: AgentBudget;
   /** The tools every task is limited to; a caller's `tools` can only narrow it. @default every tool */
   readonly tools?: ToolSelection;
-  /** Rules per upstream (by name): allow/deny over its own tool names, read-only tools, the self-check's probe. @default {} */
-  readonly upstreamTools?: Readonly<Record<string, UpstreamToolRules>>;
-  /** Named tool policies a caller may pick, besides the built-in `read-only`. @default {} */
-  readonly policies?: Readonly<Record<string, ToolPolicy>>;
-  /** Tools (namespaced patterns) that count as read-only besides those annotated `readOnlyHint`. @default [] */
-  readonly readOnlyTools?: readonly string[];
   /** Strings never to show in logs, errors, results or capabilities (tokens, upstream credentials); provider keys are added. @default [] */
   readonly secrets?: readonly string[];
   /** On `close()`, how long running tasks may finish before they are cancelled with `shutdown`. @default TASK_DEFAULTS.shutdownGraceMs (10_000) */
