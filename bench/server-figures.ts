@@ -1,55 +1,20 @@
 // Scenarios 4-6 (issue #6): the Klym server's figures. Klym runs in its own process (bench/klym-child.ts),
 // the fake grynya in another; this process is the client (the official SDK client over Streamable HTTP).
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { freePort } from '../test/support/upstream-servers.ts';
 import { startFakeGrynyaProcess, type ChildServer } from './servers.ts';
 import { figure, ms, ratio, summarize } from './stats.ts';
+import { statusAtLoad } from './status-at-load.ts';
+import { client, scenarioFiveOptions, startKlymChild, waitUntilIdle } from './klym-server.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const MiB = 2 ** 20;
-
-interface KlymChild {
-  readonly mcpUrl: string;
-  readonly url: string;
-  ask<T = Record<string, unknown>>(type: string): Promise<T>;
-  stop(): Promise<void>;
-}
-
-async function startKlymChild(options: Record<string, unknown>): Promise<KlymChild> {
-  const child = fork(path.join(import.meta.dirname, 'klym-child.ts'), [JSON.stringify(options)], {
-    execArgv: ['--conditions=klym-source', '--expose-gc', ...(process.env.KLYM_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : [])],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const [ready] = (await once(child, 'message')) as [{ mcpUrl: string; url: string }];
-  const ask = async <T>(type: string): Promise<T> => {
-    const answer = once(child, 'message') as Promise<[T]>;
-    child.send({ type });
-    return (await answer)[0];
-  };
-  return {
-    mcpUrl: ready.mcpUrl,
-    url: ready.url,
-    ask,
-    async stop() {
-      const exited = once(child, 'exit');
-      child.send({ type: 'close' });
-      await exited;
-    },
-  };
-}
-
-async function client(url: string): Promise<Client> {
-  const connected = new Client({ name: 'bench-grynya', version: '1.0.0' });
-  await connected.connect(new StreamableHTTPClientTransport(new URL(url)));
-  return connected;
-}
 
 /** Scenario 4: `start_async_agent_task` round trip while ~200 tasks run, against `ping` on the same server. */
 async function startUnderLoad(grynya: ChildServer, samples: number): Promise<string[]> {
@@ -97,8 +62,7 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
 
 /** Scenario 5: 1,000 tasks × 5 upstream calls through Klym against the raw SDK client making the same 5,000 calls. */
 async function throughput(grynya: ChildServer, tasks: number, concurrency: number): Promise<string[]> {
-  const upstreams = Object.fromEntries(Array.from({ length: 5 }, (_, index) => [`grynya${index + 1}`, { url: grynya.sseUrl, transport: 'sse', pool: { min: 1, max: concurrency / 5 } }]));
-  const klym = await startKlymChild({ port: 0, upstreams, maxConcurrentTasks: concurrency, taskTtlMs: 3_000, shutdownGraceMs: 0 });
+  const klym = await startKlymChild(scenarioFiveOptions(grynya, concurrency));
   const grynyaClient = await client(klym.mcpUrl);
   try {
     // Warm-up: tool lists cached, sessions open, code paths compiled.
@@ -172,14 +136,6 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
   } finally {
     await grynyaClient.close();
     await klym.stop();
-  }
-}
-
-async function waitUntilIdle(klym: KlymChild): Promise<void> {
-  for (;;) {
-    const { tasks } = await klym.ask<{ tasks: Record<string, number> }>('stats');
-    if ((tasks.pending ?? 0) + (tasks.running ?? 0) === 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
@@ -307,6 +263,8 @@ export async function serverFigures(options: { quick: boolean }): Promise<string
       ...(await startUnderLoad(slow, options.quick ? 100 : 300)),
       '\n### 5. Throughput, event-loop delay and memory\n',
       ...(await throughput(fast, options.quick ? 200 : 1_000, 50)),
+      '\n### 5b. check_task_status at 70% load\n',
+      ...(await statusAtLoad(fast, options.quick ? 200 : 600)),
       '\n### 6. Cold start\n',
       ...(await coldStart(fast, options.quick ? 3 : 5)),
       '\n### 7. The task store: SQLite against memory, through the server\n',

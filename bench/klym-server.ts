@@ -1,0 +1,58 @@
+// The Klym server the server benchmarks measure, in a process of its own (bench/klym-child.ts), and the
+// benchmark's side of it: an SDK client over Streamable HTTP, and waiting for its tasks to end.
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { ChildServer } from './servers.ts';
+
+export interface KlymChild {
+  readonly mcpUrl: string;
+  readonly url: string;
+  ask<T = Record<string, unknown>>(type: string): Promise<T>;
+  stop(): Promise<void>;
+}
+
+export async function startKlymChild(options: Record<string, unknown>): Promise<KlymChild> {
+  const child = fork(path.join(import.meta.dirname, 'klym-child.ts'), [JSON.stringify(options)], {
+    execArgv: ['--conditions=klym-source', '--expose-gc', ...(process.env.KLYM_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : [])],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const [ready] = (await once(child, 'message')) as [{ mcpUrl: string; url: string }];
+  const ask = async <T>(type: string): Promise<T> => {
+    const answer = once(child, 'message') as Promise<[T]>;
+    child.send({ type });
+    return (await answer)[0];
+  };
+  return {
+    mcpUrl: ready.mcpUrl,
+    url: ready.url,
+    ask,
+    async stop() {
+      const exited = once(child, 'exit');
+      child.send({ type: 'close' });
+      await exited;
+    },
+  };
+}
+
+export async function client(url: string): Promise<Client> {
+  const connected = new Client({ name: 'bench-grynya', version: '1.0.0' });
+  await connected.connect(new StreamableHTTPClientTransport(new URL(url)));
+  return connected;
+}
+
+/** Scenario 5's server: five upstreams that all point at one fake grynya, `concurrency` tasks at a time. */
+export function scenarioFiveOptions(grynya: ChildServer, concurrency: number): Record<string, unknown> {
+  const upstreams = Object.fromEntries(Array.from({ length: 5 }, (_, index) => [`grynya${index + 1}`, { url: grynya.sseUrl, transport: 'sse', pool: { min: 1, max: concurrency / 5 } }]));
+  return { port: 0, upstreams, maxConcurrentTasks: concurrency, taskTtlMs: 3_000, shutdownGraceMs: 0 };
+}
+
+export async function waitUntilIdle(klym: KlymChild): Promise<void> {
+  for (;;) {
+    const { tasks } = await klym.ask<{ tasks: Record<string, number> }>('stats');
+    if ((tasks.pending ?? 0) + (tasks.running ?? 0) === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
