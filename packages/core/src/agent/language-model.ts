@@ -9,6 +9,18 @@ export type LanguageModelCallOptions = Parameters<LanguageModelV4['doStream']>[0
 /** One part of a v4 model's stream. */
 export type LanguageModelStreamPart = Awaited<ReturnType<LanguageModelV4['doStream']>>['stream'] extends ReadableStream<infer Part> ? Part : never;
 
+/**
+ * Marks a model that gains nothing from streaming (Klym's scripted model): set to `false`, its steps run
+ * with one `generateText` call instead of a stream. A registered symbol, so that a model made by another
+ * copy of `@klym/core` (its built `dist/` beside its sources) is recognised too.
+ */
+export const STREAMS = Symbol.for('klym.model.streams');
+
+/** Whether `model` should be streamed: every model unless it is marked otherwise ({@link STREAMS}). */
+export function streamsModel(model: LanguageModelV4): boolean {
+  return (model as { readonly [STREAMS]?: boolean })[STREAMS] !== false;
+}
+
 /** One message of a v4 model's prompt. */
 export type LanguageModelPromptMessage = LanguageModelCallOptions['prompt'][number];
 

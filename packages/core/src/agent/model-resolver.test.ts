@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isKlymError } from '../errors.ts';
+import { createMockModel } from '../testing/mock-model.ts';
 import { resolveModel } from './model-resolver.ts';
+import { createScriptedModel } from './scripted-model.ts';
 
 const saved = { key: process.env.OPENAI_API_KEY, google: process.env.GOOGLE_GENERATIVE_AI_API_KEY };
 beforeEach(() => {
@@ -50,6 +52,14 @@ describe('resolveModel', () => {
   it('runs the scripted model when none is named', () => {
     expect(resolveModel(undefined).name).toBe('scripted');
     expect(resolveModel('scripted').model.provider).toBe('scripted');
+  });
+
+  it('streams real providers (a cancelled step keeps its partial text), and not the scripted model, named or given', () => {
+    expect(['openai:gpt-4.1', 'google:gemini-2.5-flash', 'compatible:llama3', 'gpt-4.1-mini'].map((name) => resolveModel(name, providers).streams)).toEqual([true, true, true, true]);
+    expect(resolveModel(undefined).streams).toBe(false);
+    expect(resolveModel('scripted').streams).toBe(false);
+    expect(resolveModel(createScriptedModel({ steps: [{ text: 'hi' }] })).streams).toBe(false);
+    expect(resolveModel(createMockModel([{ text: 'hi' }])).streams).toBe(true);
   });
 
   it('never falls back to keys in the environment: a provider without configuration is refused', () => {

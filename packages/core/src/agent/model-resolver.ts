@@ -2,14 +2,19 @@ import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModel } from 'ai';
 import { KlymError } from '../errors.ts';
-import type { LanguageModelV4 } from './language-model.ts';
+import { streamsModel, type LanguageModelV4 } from './language-model.ts';
 import { createScriptedModel } from './scripted-model.ts';
 import type { ModelProviders } from './types.ts';
 
-/** A model ready to run, and its name as results and prices know it (`provider:model`). */
+/** A model ready to run, its name as results and prices know it (`provider:model`), and whether to stream it. */
 export interface ResolvedModel {
   readonly model: LanguageModelV4;
   readonly name: string;
+  /**
+   * Whether its steps stream. Real providers do: a step cut off by a cancel keeps the text streamed so far.
+   * The scripted model does not: its answer is whole at once, and a stream would only cost CPU.
+   */
+  readonly streams: boolean;
 }
 
 /** The prefixes of `provider:model` names. */
@@ -30,12 +35,12 @@ const GOOGLE_BASE_URL = 'https://generativelanguage.googleapis.com/v1beta';
  * `MODEL_ERROR` when no provider matches a name.
  */
 export function resolveModel(model: string | LanguageModel | undefined, providers: ModelProviders = {}): ResolvedModel {
-  if (model === undefined || model === 'scripted') return { model: createScriptedModel(), name: 'scripted' };
+  if (model === undefined || model === 'scripted') return scripted();
   if (typeof model !== 'string') {
     if (model.specificationVersion !== 'v4') {
       throw new KlymError('CONFIG_INVALID', `Expected an AI SDK language model of specification v4, got ${model.specificationVersion} (${model.provider}:${model.modelId})`);
     }
-    return { model, name: `${model.provider.split('.')[0]}:${model.modelId}` };
+    return { model, name: `${model.provider.split('.')[0]}:${model.modelId}`, streams: streamsModel(model) };
   }
 
   const colon = model.indexOf(':');
@@ -51,26 +56,30 @@ export function resolveModel(model: string | LanguageModel | undefined, provider
       const settings = providers.openai ?? missing('openai.apiKey');
       if (typeof settings.apiKey !== 'string' || settings.apiKey === '') missing('openai.apiKey');
       const openai = createOpenAI({ apiKey: settings.apiKey, baseURL: settings.baseURL ?? OPENAI_BASE_URL });
-      return { model: settings.api === 'chat' ? openai.chat(id) : openai.responses(id), name: `openai:${id}` };
+      return { model: settings.api === 'chat' ? openai.chat(id) : openai.responses(id), name: `openai:${id}`, streams: true };
     }
     case 'google': {
       const settings = providers.google ?? missing('google.apiKey');
       if (typeof settings.apiKey !== 'string' || settings.apiKey === '') missing('google.apiKey');
       const google = createGoogleGenerativeAI({ apiKey: settings.apiKey, baseURL: settings.baseURL ?? GOOGLE_BASE_URL });
-      return { model: google(id), name: `google:${id}` };
+      return { model: google(id), name: `google:${id}`, streams: true };
     }
     case 'compatible': {
       const settings = providers.compatible ?? missing('compatible.baseURL');
       if (typeof settings.baseURL !== 'string' || settings.baseURL === '') missing('compatible.baseURL');
       // Local servers need no key, but the provider must not go looking for one in the environment.
       const compatible = createOpenAI({ name: 'compatible', apiKey: settings.apiKey ?? 'none', baseURL: settings.baseURL });
-      return { model: compatible.chat(id), name: `compatible:${id}` };
+      return { model: compatible.chat(id), name: `compatible:${id}`, streams: true };
     }
     case 'scripted':
-      return { model: createScriptedModel(), name: 'scripted' };
+      return scripted();
     default:
       throw new KlymError('MODEL_ERROR', `No provider matches model "${model}"; use openai:<id>, google:<id>, compatible:<id> or scripted`);
   }
+}
+
+function scripted(): ResolvedModel {
+  return { model: createScriptedModel(), name: 'scripted', streams: false };
 }
 
 function providerOf(name: string, providers: ModelProviders): string {

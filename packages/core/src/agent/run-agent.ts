@@ -11,13 +11,13 @@ import { runStep } from './run-step.ts';
 import type { RunContext } from './self-check.ts';
 import { DEFAULT_SYSTEM_PROMPT, renderSystemPrompt } from './system-prompt.ts';
 import type { AgentEvent, AgentRunResult, AgentToolCall, AgentUsage, RunAgentOptions } from './types.ts';
-import { addUsage, costOf, priceOf, ZERO_USAGE } from './usage.ts';
+import { addUsage, costOf, createMessageSizer, priceOf, ZERO_USAGE } from './usage.ts';
 
 /**
- * Runs an LLM over the pool's tools until the task is done: each step is one streamed model call plus the
- * tool calls it makes, through the pool, under the run's policies. Ends when the model stops calling
- * tools, a budget runs out (`budget:<name>`), or `signal` aborts (`cancelled`) — always with the text and
- * usage so far. Every step reaches `onEvent`, with secrets removed. With `onCheckpoint` the run can be
+ * Runs an LLM over the pool's tools until the task is done: each step is one model call (streamed, for a
+ * real provider) plus the tool calls it makes, through the pool, under the run's policies. Ends when the
+ * model stops calling tools, a budget runs out (`budget:<name>`), or `signal` aborts (`cancelled`) — always
+ * with the text and usage so far. Every step reaches `onEvent`, with secrets removed. With `onCheckpoint` the run can be
  * saved as it goes and, after the process died, continued with `resume`, no tool call sent twice.
  *
  * @throws {KlymError} `CONFIG_INVALID` for unusable options; `MODEL_ERROR` when the model fails after the
@@ -32,7 +32,7 @@ import { addUsage, costOf, priceOf, ZERO_USAGE } from './usage.ts';
 export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult> {
   checkOptions(options);
   const budget = resolveBudget(options.budget);
-  const { model, name } = resolveModel(options.model, options.providers);
+  const { model, name, streams } = resolveModel(options.model, options.providers);
   const providers = options.providers ?? {};
   const redactor = createRedactor([providers.openai?.apiKey, providers.google?.apiKey, providers.compatible?.apiKey, ...(options.secrets ?? [])]);
   let ended = false;
@@ -68,10 +68,12 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
   let steps = resume?.steps ?? 0;
   let usage: AgentUsage = resume?.usage ?? ZERO_USAGE;
   const texts: string[] = resumed?.texts ?? [];
+  // What checkpoints see of `texts`: a copy each time it changes (a listener may keep one), shared until then.
+  let savedTexts: readonly string[] = [...texts];
   const toolCalls: AgentToolCall[] = [];
   // Calls of the steps completed, a resumed checkpoint's included (its calls are not in `toolCalls`).
   let callCount = resumed?.toolCalls ?? 0;
-  let messages: ModelMessage[] = resumed?.messages ?? [...(options.messages ?? []), { role: 'user', content: options.prompt }];
+  let messages: readonly ModelMessage[] = resumed?.messages ?? [...(options.messages ?? []), { role: 'user', content: options.prompt }];
   const checkpoints = createCheckpointer(options.onCheckpoint, elapsed);
   const finish = (finishReason: string): AgentRunResult => {
     const costUsd = costOf(usage, price);
@@ -147,6 +149,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     const system = renderSystemPrompt(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, catalog.describe());
     const context: RunContext = { upstreams: catalog.upstreams, probes: catalog.probes };
     const toolDefinitionChars = JSON.stringify(catalog.allowed.map((tool) => [tool.name, tool.description, tool.inputSchema])).length;
+    const messageChars = createMessageSizer();
+    const providerOptions = { klym: context as unknown as Record<string, never> };
+    const accessOf = (toolName: string) => access.get(toolName);
 
     for (;;) {
       if (controller.signal.aborted) return stopped();
@@ -155,34 +160,40 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       const cleaned = removeOrphanedToolCalls(messages);
       if (cleaned.removed.length > 0) emit({ type: 'orphan-removed', step: currentStep, toolCallIds: cleaned.removed });
       messages = cleaned.messages;
-      checkpoints.beginStep(currentStep, { steps: currentStep - 1, messages, texts: [...texts], usage, toolCalls: callCount });
+      checkpoints.beginStep(currentStep, { steps: currentStep - 1, messages, texts: savedTexts, usage, toolCalls: callCount });
 
       emit({ type: 'step-start', step: currentStep });
       const outcome = await runStep({
         step: currentStep,
         model: visibleModel,
+        streams,
         system,
         messages,
         tools,
         offeredTools: catalog.allowed.length,
         toolDefinitionChars,
+        messageChars,
         temperature: options.temperature,
         maxRetries: options.maxRetries ?? 2,
         signal: controller.signal,
-        providerOptions: { klym: context as unknown as Record<string, never> },
+        providerOptions,
         durations,
-        accessOf: (toolName) => access.get(toolName),
+        accessOf,
         emit,
         progress: checkpoints,
       });
-      messages = [...messages, ...outcome.messages];
-      if (outcome.text !== '') texts.push(outcome.text);
-      toolCalls.push(...outcome.toolCalls);
+      // A new array, never `push`: the checkpoints handed out hold the old one, and it must not change under them.
+      if (outcome.messages.length > 0) messages = messages.concat(outcome.messages);
+      if (outcome.text !== '') {
+        texts.push(outcome.text);
+        savedTexts = [...texts];
+      }
+      for (const call of outcome.toolCalls) toolCalls.push(call);
       callCount += outcome.toolCalls.length;
       usage = addUsage(usage, outcome.usage);
       const costUsd = costOf(usage, price);
       emit({ type: 'step-end', step: currentStep, usage: outcome.usage, costUsd, elapsedMs: elapsed() });
-      checkpoints.endStep({ steps, messages, texts: [...texts], usage, toolCalls: callCount });
+      checkpoints.endStep({ steps, messages, texts: savedTexts, usage, toolCalls: callCount });
 
       if (outcome.aborted) return stopped();
       if (outcome.error !== undefined) throw failed(outcome.error);

@@ -1,4 +1,4 @@
-import type { LanguageModelCallOptions, LanguageModelStreamPart, LanguageModelV4, ScriptedStep } from './language-model.ts';
+import { STREAMS, type LanguageModelCallOptions, type LanguageModelStreamPart, type LanguageModelV4, type ScriptedStep } from './language-model.ts';
 import { selfCheckStep } from './self-check.ts';
 
 export type { ScriptedStep };
@@ -18,7 +18,7 @@ export interface ScriptedModelOptions {
    * answer. @default the self-check script (see `SELF_CHECK_OK`)
    */
   readonly steps?: readonly ScriptedStep[] | ((call: ScriptedCall) => ScriptedStep | Promise<ScriptedStep>);
-  /** Wait before each part of the stream, in milliseconds; an abort ends the wait. @default 0 */
+  /** Wait before answering (before each part, when streamed), in milliseconds; an abort ends the wait. @default 0 */
   readonly delayMs?: number;
   /** @default 'self-check' with the default script, else 'script' */
   readonly modelId?: string;
@@ -28,6 +28,8 @@ export interface ScriptedModelOptions {
  * An offline language model: no key, no network. It is an AI SDK v4 model, so it runs through the same
  * loop, budgets and events as a real one. By default it performs the self-check: it calls one read-only
  * probe per upstream and reports whether everything works. It reports no token usage, so runs estimate it.
+ * Its answers are whole from the start, so a run does not stream it: each step is one `generateText`
+ * call (it still answers `doStream`, for callers who stream it themselves).
  *
  * @example
  * ```ts
@@ -48,7 +50,8 @@ export function createScriptedModel(options: ScriptedModelOptions = {}): Languag
   };
   const delay = (signal: AbortSignal | undefined): Promise<void> => wait(options.delayMs ?? 0, signal);
 
-  return {
+  const model: LanguageModelV4 & { readonly [STREAMS]: boolean } = {
+    [STREAMS]: false,
     specificationVersion: 'v4',
     provider: 'scripted',
     modelId: options.modelId ?? (script === undefined ? 'self-check' : 'script'),
@@ -83,6 +86,7 @@ export function createScriptedModel(options: ScriptedModelOptions = {}): Languag
       return { stream };
     },
   };
+  return model;
 }
 
 function toolCallParts(step: ScriptedStep): Extract<LanguageModelStreamPart, { type: 'tool-call' }>[] {

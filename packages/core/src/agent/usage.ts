@@ -1,4 +1,4 @@
-import type { LanguageModelUsage } from 'ai';
+import type { LanguageModelUsage, ModelMessage } from 'ai';
 import type { AgentUsage, ModelPrice } from './types.ts';
 
 /**
@@ -47,6 +47,25 @@ export function stepUsage(reported: LanguageModelUsage | undefined, characters: 
   const inputTokens = input ?? estimate(characters.input);
   const outputTokens = output ?? estimate(characters.output);
   return { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens, estimated: input === undefined || output === undefined };
+}
+
+/**
+ * `JSON.stringify(messages).length`, for estimating input tokens, with each message serialised once:
+ * a run's conversation grows by appending, so without this every step would serialise all of it again.
+ * Messages are never changed once in a conversation (cleaning one makes a copy), so a size stays true.
+ */
+export function createMessageSizer(): (messages: readonly ModelMessage[]) => number {
+  const sizes = new WeakMap<ModelMessage, number>();
+  return (messages) => {
+    // `[`, `]` and the commas between the messages.
+    let chars = messages.length === 0 ? 2 : messages.length + 1;
+    for (const message of messages) {
+      let size = sizes.get(message);
+      if (size === undefined) sizes.set(message, (size = JSON.stringify(message).length));
+      chars += size;
+    }
+    return chars;
+  };
 }
 
 /** The sum of two usages; estimated if either was. */
