@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createRedactor } from './redact.ts';
 
+/** A usage as events carry it, with `value` where a count should be, and a key that is a secret. */
+const usage = (value: unknown) => ({ inputTokens: 10, outputTokens: value, totalTokens: 12, estimated: false, costUsd: 0.5, 'tok-upstream-secret': true });
+
 describe('createRedactor', () => {
   it('removes given secrets everywhere in a value, keys included, leaving the input alone', () => {
     const redactor = createRedactor(['hunter2-secret', undefined, 'abc']);
@@ -33,5 +36,28 @@ describe('createRedactor', () => {
     const redacted = redactor.value(cyclic);
     expect(redacted.name).toBe('[redacted]');
     expect(redacted.self).toBe(redacted);
+  });
+
+  it('redacts usage-like objects and number-like strings like any other: a key seen before or a digit string is no way around it', () => {
+    const redactor = createRedactor(['12345678', 'tok-upstream-secret']);
+    for (let round = 0; round < 3; round++) {
+      expect(redactor.value({ usage: usage('tok-upstream-secret') })).toEqual({
+        usage: { inputTokens: 10, outputTokens: '[redacted]', totalTokens: 12, estimated: false, costUsd: 0.5, '[redacted]': true },
+      });
+      expect(redactor.value(usage('12345678'))).toMatchObject({ outputTokens: '[redacted]' });
+      expect(redactor.value(usage('token=abcdef123456'))).toMatchObject({ outputTokens: 'token=[redacted]' });
+    }
+    expect(redactor.value(['12345678', 12345678, true, null])).toEqual(['[redacted]', 12345678, true, null]);
+    expect(redactor.value('a call with 12345678 in it')).toBe('a call with [redacted] in it');
+    expect(redactor.value(42)).toBe(42);
+  });
+
+  it('keeps redacting keys once it has seen more distinct ones than it remembers', () => {
+    const redactor = createRedactor(['hunter2-secret']);
+    const many = Object.fromEntries(Array.from({ length: 2_000 }, (_, index) => [`key-${index}-hunter2-secret`, index]));
+    const redacted = redactor.value(many);
+    expect(Object.keys(redacted)).toHaveLength(2_000);
+    expect(JSON.stringify(redacted)).not.toContain('hunter2-secret');
+    expect(redactor.value({ 'Bearer abcdefghijkl': 1 })).toEqual({ 'Bearer [redacted]': 1 });
   });
 });

@@ -19,6 +19,14 @@ const PATTERNS: readonly [RegExp, string][] = [
   [/([?&](?:key|api[-_]?key|token|access_token|auth|secret|sig|signature|password)=)[^&#\s"']+/gi, `$1${REDACTED}`],
 ];
 
+/**
+ * Keys remembered per redactor, with what they become. An object's keys repeat from event to event
+ * (`inputTokens`, `toolCallId`, …), and some hint at a secret without holding one (`totalTokens` matches
+ * `token`), which would otherwise run every pattern each time. Bounded: keys can come from a model's arguments.
+ */
+const KEY_CACHE_SIZE = 512;
+const KEY_CACHE_MAX_LENGTH = 64;
+
 /** Matches every string that one of {@link PATTERNS} could change (and some more). */
 const HINT = /bearer|basic|key|authorization|token|secret|password|auth|sig|sk-|AIza|:\/\/[^\s/@]*@/i;
 
@@ -48,10 +56,24 @@ export function createRedactor(secrets: readonly (string | undefined)[] = []): R
     for (const [pattern, replacement] of PATTERNS) output = output.replace(pattern, replacement);
     return output;
   };
-  const value = <T>(input: T, seen = new WeakMap<object, unknown>()): T => {
+  const keys = new Map<string, string>();
+  const key = (name: string): string => {
+    if (name.length < MIN_SECRET_LENGTH) return name;
+    if (name.length > KEY_CACHE_MAX_LENGTH) return text(name);
+    let redacted = keys.get(name);
+    if (redacted === undefined) {
+      if (keys.size >= KEY_CACHE_SIZE) keys.clear();
+      keys.set(name, (redacted = text(name)));
+    }
+    return redacted;
+  };
+  // What each object or array seen in this value became: shared ones stay shared, and cycles end.
+  // A Map, not a WeakMap: it lives for one call, and weak maps cost the garbage collector more.
+  const value = <T>(input: T, seen: Map<object, unknown>): T => {
     if (typeof input === 'string') return text(input) as T;
     if (input === null || typeof input !== 'object') return input;
-    if (seen.has(input)) return seen.get(input) as T;
+    const copied = seen.get(input);
+    if (copied !== undefined) return copied as T;
     if (Array.isArray(input)) {
       const copy: unknown[] = [];
       seen.set(input, copy);
@@ -67,8 +89,9 @@ export function createRedactor(secrets: readonly (string | undefined)[] = []): R
     if (ArrayBuffer.isView(input) || input instanceof Date || input instanceof URL) return (input instanceof URL ? new URL(text(input.href)) : input) as T;
     const copy: Record<string, unknown> = {};
     seen.set(input, copy);
-    for (const [key, item] of Object.entries(input)) copy[text(key)] = value(item, seen);
+    const record = input as Record<string, unknown>;
+    for (const name of Object.keys(record)) copy[key(name)] = value(record[name], seen);
     return copy as T;
   };
-  return { text, value: (input) => value(input) };
+  return { text, value: (input) => value(input, new Map()) };
 }
