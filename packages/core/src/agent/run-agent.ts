@@ -148,7 +148,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     const visibleModel = withVisibleTools(model, new Set(catalog.allowed.map((tool) => tool.name)));
     const system = renderSystemPrompt(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, catalog.describe());
     const context: RunContext = { upstreams: catalog.upstreams, probes: catalog.probes };
-    const toolDefinitionChars = JSON.stringify(catalog.allowed.map((tool) => [tool.name, tool.description, tool.inputSchema])).length;
+    const toolDefinitionChars = catalog.definitionChars();
     const messageChars = createMessageSizer();
     const providerOptions = { klym: context as unknown as Record<string, never> };
     const accessOf = (toolName: string) => access.get(toolName);

@@ -9,7 +9,7 @@ import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
 import { assertAccessRules, isReadOnlyTool, toolAccess, type AccessRules, type ToolAccess } from './tool-policy.ts';
 import { resolveProbe, type ResolvedProbe } from './tool-probe.ts';
 import { toModelOutput } from './tool-result.ts';
-import { describeTools } from './tools-prompt.ts';
+import { createToolDescriber, type ToolDescriber } from './tools-prompt.ts';
 
 /** An upstream tool as a run sees it: the pool's tool, whether it is read-only, and whether the run may call it. */
 export interface CatalogTool extends PoolTool {
@@ -66,6 +66,8 @@ export interface ToolCatalog {
   toolSet(hooks?: ToolCallHooks): ToolSet;
   /** The tools described for a system prompt, per upstream; what `{{tools}}` is replaced with. */
   describe(): string;
+  /** Characters of the allowed tools' definitions as JSON (name, description, input schema): what a call's tool list weighs. */
+  definitionChars(): number;
 }
 
 /**
@@ -95,6 +97,7 @@ export async function createToolCatalog(options: ToolCatalogOptions): Promise<To
     probes[name] = report.ok ? resolveProbe(name, listing.tools, options) : { ok: false, reason: `it is unavailable: ${report.error}` };
   }
   const validators = validatorsOf(options.pool);
+  const describer = describerOf(options.pool);
 
   const catalog: ToolCatalog = {
     tools,
@@ -102,7 +105,8 @@ export async function createToolCatalog(options: ToolCatalogOptions): Promise<To
     upstreams,
     probes,
     toolSet: (hooks = {}) => Object.fromEntries(tools.map((tool) => [tool.name, toAiTool(tool, options.pool, validators, hooks)])),
-    describe: () => describeTools(catalog),
+    describe: () => describer.describe(catalog),
+    definitionChars: () => describer.definitionChars(catalog.allowed),
   };
   return catalog;
 }
@@ -124,6 +128,14 @@ function validatorsOf(pool: SessionPool): Validators {
   let validators = validatorCache.get(pool);
   if (validators === undefined) validatorCache.set(pool, (validators = { ajv: new AjvJsonSchemaValidator(), compiled: new WeakMap() }));
   return validators;
+}
+
+/** Likewise the tools' descriptions: the same listing every run, described once per pool. */
+const describerCache = new WeakMap<SessionPool, ToolDescriber>();
+function describerOf(pool: SessionPool): ToolDescriber {
+  let describer = describerCache.get(pool);
+  if (describer === undefined) describerCache.set(pool, (describer = createToolDescriber()));
+  return describer;
 }
 
 function compiledValidator(tool: CatalogTool, validators: Validators): Validate | undefined {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CatalogTool } from './tool-catalog.ts';
-import { describeTools, schemaType } from './tools-prompt.ts';
+import { createToolDescriber, describeTools, schemaType } from './tools-prompt.ts';
 
 const allowed = { allowed: true } as const;
 
@@ -56,5 +56,35 @@ describe('describeTools', () => {
     expect(schemaType({ const: 'x' })).toBe('exactly "x"');
     expect(schemaType({})).toBe('any');
     expect(schemaType({ type: 'array' })).toBe('array');
+  });
+});
+
+/** What the tools' definitions weigh, counted the plain way. */
+const json = (tools: readonly CatalogTool[]): number => JSON.stringify(tools.map((each) => [each.name, each.description, each.inputSchema])).length;
+
+describe('createToolDescriber', () => {
+  const schema: CatalogTool['inputSchema'] = { type: 'object', properties: { query: { type: 'string', description: 'Cypher' } }, required: ['query'] };
+  const tool = (name: string, description?: string, callable = true): CatalogTool => ({
+    name,
+    upstream: 'grynya',
+    originalName: name.slice('grynya__'.length),
+    ...(description === undefined ? {} : { description }),
+    readOnly: true,
+    access: callable ? { allowed: true } : { allowed: false, policy: 'run deny list', reason: 'denied' },
+    inputSchema: schema,
+  });
+  it('describes a catalog as describeTools does, run after run', () => {
+    const describer = createToolDescriber();
+    const catalogs = [
+      { tools: [tool('grynya__query_graph', 'Run a query'), tool('grynya__drop', undefined, false)], upstreams: { grynya: { ok: true, toolCount: 2 } as const } },
+      { tools: [tool('grynya__query_graph', 'Run a query', false)], upstreams: { grynya: { ok: true, toolCount: 1 } as const } },
+    ];
+    for (const catalog of [...catalogs, ...catalogs]) expect(describer.describe(catalog)).toBe(describeTools(catalog));
+  });
+
+  it("sizes the tools' definitions as their JSON, whatever tools share a schema", () => {
+    const describer = createToolDescriber();
+    const sets = [[], [tool('grynya__query_graph', 'Run a query')], [tool('grynya__query_graph', 'Run a query'), tool('grynya__other')], [tool('grynya__renamed', 'Another text')]];
+    for (const tools of [...sets, ...sets]) expect(describer.definitionChars(tools)).toBe(json(tools));
   });
 });

@@ -21,7 +21,7 @@ export function schemaType(schema: unknown): string {
   return typeof type === 'string' ? type : 'any';
 }
 
-function describeParameters(tool: CatalogTool): string[] {
+function describeParameters(tool: CatalogTool): readonly string[] {
   const properties = (tool.inputSchema.properties ?? {}) as Record<string, JsonSchemaLike>;
   const required = new Set(tool.inputSchema.required ?? []);
   const names = Object.keys(properties);
@@ -46,6 +46,48 @@ const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').trim();
  * unavailable, by name — nothing is silently left out.
  */
 export function describeTools(catalog: Pick<ToolCatalog, 'tools' | 'upstreams'>): string {
+  return describe(catalog, describeParameters);
+}
+
+/** {@link describeTools}, and the size of the tools' definitions, each tool's worked out once. */
+export interface ToolDescriber {
+  describe(catalog: Pick<ToolCatalog, 'tools' | 'upstreams'>): string;
+  /** `JSON.stringify(tools.map((tool) => [tool.name, tool.description, tool.inputSchema])).length`. */
+  definitionChars(tools: readonly CatalogTool[]): number;
+}
+
+/**
+ * A describer that remembers each tool's parameter lines and definition size by its input schema object:
+ * a pool serves every run the same listing (its schema objects included), and working them out again
+ * for each run costs more than the rest of a run's catalog. A schema is never changed once listed.
+ */
+export function createToolDescriber(): ToolDescriber {
+  const parameters = new WeakMap<object, readonly string[]>();
+  const definitions = new WeakMap<object, { readonly name: string; readonly description: string | undefined; readonly chars: number }>();
+  const parametersOf = (tool: CatalogTool): readonly string[] => {
+    let lines = parameters.get(tool.inputSchema);
+    if (lines === undefined) parameters.set(tool.inputSchema, (lines = describeParameters(tool)));
+    return lines;
+  };
+  return {
+    describe: (catalog) => describe(catalog, parametersOf),
+    definitionChars(tools) {
+      // `[`, `]` and the commas between the tools.
+      let chars = tools.length === 0 ? 2 : tools.length + 1;
+      for (const tool of tools) {
+        let known = definitions.get(tool.inputSchema);
+        if (known === undefined || known.name !== tool.name || known.description !== tool.description) {
+          known = { name: tool.name, description: tool.description, chars: JSON.stringify([tool.name, tool.description, tool.inputSchema]).length };
+          definitions.set(tool.inputSchema, known);
+        }
+        chars += known.chars;
+      }
+      return chars;
+    },
+  };
+}
+
+function describe(catalog: Pick<ToolCatalog, 'tools' | 'upstreams'>, parametersOf: (tool: CatalogTool) => readonly string[]): string {
   const lines: string[] = ['Call tools by their namespaced name (upstream__tool).'];
   for (const [upstream, report] of Object.entries(catalog.upstreams)) {
     lines.push('');
@@ -60,7 +102,7 @@ export function describeTools(catalog: Pick<ToolCatalog, 'tools' | 'upstreams'>)
       lines.push(`- ${tool.name} (${tool.originalName})${tool.readOnly ? ' [read-only]' : ''}`);
       const description = tool.description ?? tool.title;
       if (description !== undefined && description.trim() !== '') lines.push(`  ${oneLine(description)}`);
-      lines.push(...describeParameters(tool));
+      for (const line of parametersOf(tool)) lines.push(line);
     }
     const denied = own.flatMap((tool) => (tool.access.allowed ? [] : [`${tool.name} (${tool.access.policy})`]));
     if (denied.length > 0) lines.push(`Denied for this run: ${denied.join(', ')}.`);
