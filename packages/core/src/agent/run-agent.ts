@@ -56,14 +56,15 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
   const elapsed = (): number => Math.round((resume?.elapsedMs ?? 0) + performance.now() - started);
 
   const controller = new AbortController();
-  const cancelled = new KlymError('ABORTED', 'The run was cancelled');
-  const timedOut = new KlymError('BUDGET_EXCEEDED', `The run's time budget of ${budget.timeoutMs} ms ran out`);
-  const onAbort = (): void => controller.abort(cancelled);
+  // The reasons are made when they happen: an error captures its stack when made, which most runs never need.
+  const onAbort = (): void => controller.abort(new KlymError('ABORTED', 'The run was cancelled'));
+  let timedOut: KlymError | undefined;
+  const timeUp = (): void => controller.abort((timedOut = new KlymError('BUDGET_EXCEEDED', `The run's time budget of ${budget.timeoutMs} ms ran out`)));
   if (options.signal?.aborted) onAbort();
   options.signal?.addEventListener('abort', onAbort, { once: true });
   const timeLeft = budget.timeoutMs === undefined ? undefined : budget.timeoutMs - (resume?.elapsedMs ?? 0);
-  if (timeLeft !== undefined && timeLeft <= 0) controller.abort(timedOut);
-  const timer = timeLeft === undefined || timeLeft <= 0 ? undefined : setTimeout(() => controller.abort(timedOut), timeLeft);
+  if (timeLeft !== undefined && timeLeft <= 0) timeUp();
+  const timer = timeLeft === undefined || timeLeft <= 0 ? undefined : setTimeout(timeUp, timeLeft);
 
   let steps = resume?.steps ?? 0;
   let usage: AgentUsage = resume?.usage ?? ZERO_USAGE;
