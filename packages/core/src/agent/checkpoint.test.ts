@@ -1,6 +1,7 @@
 import type { ModelMessage } from 'ai';
 import { describe, expect, it } from 'vitest';
-import { INTERRUPTED_CALL_MESSAGE, resumeFrom } from './checkpoint.ts';
+import { KlymError } from '../errors.ts';
+import { INTERRUPTED_CALL_MESSAGE, createCheckpointer, resumeFrom } from './checkpoint.ts';
 import type { AgentCheckpoint } from './types.ts';
 
 const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15, estimated: false };
@@ -74,5 +75,33 @@ describe('resumeFrom', () => {
       toolCalls: 0,
       interruptedCalls: [],
     });
+  });
+});
+
+describe('createCheckpointer with a store that answers later (a store on another thread)', () => {
+  it("holds each call until its record is stored; a record that failed fails its own call unsent, and only that call is forgotten", async () => {
+    const saved: AgentCheckpoint[] = [];
+    const answers: { resolve(): void; reject(error: Error): void }[] = [];
+    const checkpoints = createCheckpointer((checkpoint) => {
+      saved.push(checkpoint);
+      return new Promise<void>((resolve, reject) => void answers.push({ resolve, reject }));
+    }, () => 0);
+    checkpoints.beginStep(1, { steps: 0, messages: [{ role: 'user', content: 'Do it' }], texts: [], usage, toolCalls: 0 });
+
+    const sent: string[] = [];
+    const first = checkpoints.sent({ toolCallId: 'a', toolName: 'box__write', input: { id: 1 } })?.then(() => void sent.push('a'));
+    const second = checkpoints.sent({ toolCallId: 'b', toolName: 'box__read', input: { id: 2 } })?.then(() => void sent.push('b'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sent).toEqual([]);
+
+    answers[1]?.resolve();
+    await second;
+    expect(sent).toEqual(['b']);
+    answers[0]?.reject(new Error('the disk is full'));
+    await expect(first).rejects.toThrow(new KlymError('STORE_UNAVAILABLE', 'The call was not sent: its record could not be stored (the disk is full)'));
+    expect(sent).toEqual(['b']);
+
+    checkpoints.answered('b', { type: 'text', value: 'read 2' });
+    expect(saved.at(-1)?.current?.calls).toEqual([{ toolCallId: 'b', toolName: 'box__read', input: { id: 2 }, output: { type: 'text', value: 'read 2' } }]);
   });
 });

@@ -18,23 +18,29 @@ export type CompletedRun = Omit<AgentCheckpoint, 'current' | 'elapsedMs'>;
 export interface Checkpointer extends StepProgress {
   /** A step starts after `done`. */
   beginStep(step: number, done: CompletedRun): void;
-  /** A call's request is about to go to the upstream: recorded before it is sent. */
-  sent(call: Omit<InFlightToolCall, 'output'>): void;
+  /**
+   * A call's request is about to go to the upstream: recorded before it is sent. A Promise when the
+   * listener returned one (a store on another thread): the call waits for it.
+   */
+  sent(call: Omit<InFlightToolCall, 'output'>): Promise<void> | undefined;
   /** A step ended: `done` now includes it. */
   endStep(done: CompletedRun): void;
 }
 
 /**
  * The checkpointer of one run. `elapsedMs` reads the run's time (a resumed checkpoint's included). A
- * listener that throws has failed to store the checkpoint: before a call's request, the call then fails
- * unsent (`STORE_UNAVAILABLE`); any other time, the run goes on.
+ * listener that throws (or returns a Promise that rejects) has failed to store the checkpoint: before a
+ * call's request, the call then fails unsent (`STORE_UNAVAILABLE`); any other time, the run goes on.
  */
 export function createCheckpointer(onCheckpoint: ((checkpoint: AgentCheckpoint) => void) | undefined, elapsedMs: () => number): Checkpointer {
   let done: CompletedRun | undefined;
   let current: { step: number; text: string; calls: InFlightToolCall[] } | undefined;
-  /** `strict`: a listener that fails is rethrown, so that a call whose record could not be stored is not sent. */
-  const save = (strict = false): void => {
-    if (onCheckpoint === undefined || done === undefined) return;
+  /**
+   * `strict`: a listener that fails is rethrown as {@link unsent}, and one that returned a Promise is
+   * waited for, so that a call whose record could not be stored is not sent.
+   */
+  const save = (strict = false): Promise<void> | undefined => {
+    if (onCheckpoint === undefined || done === undefined) return undefined;
     // Fresh arrays each time: a listener may keep a checkpoint, and the run goes on changing its own.
     const checkpoint: AgentCheckpoint = {
       ...done,
@@ -43,15 +49,15 @@ export function createCheckpointer(onCheckpoint: ((checkpoint: AgentCheckpoint) 
     };
     try {
       const returned: unknown = onCheckpoint(checkpoint);
-      if (returned instanceof Promise) returned.catch(() => {});
-    } catch (error) {
-      // A call sent without its record could be replayed after a restart: it fails instead, and the model reads why.
-      if (strict) {
-        const reason = error instanceof Error ? error.message : String(error);
-        throw new KlymError('STORE_UNAVAILABLE', `The call was not sent: its record could not be stored (${reason})`, { cause: error });
+      if (returned instanceof Promise) {
+        if (strict) return returned.then(() => {}, (error: unknown) => Promise.reject(unsent(error)));
+        returned.catch(() => {});
       }
+    } catch (error) {
+      if (strict) throw unsent(error);
       // Any other checkpoint that failed to store only costs how far a restart can resume from.
     }
+    return undefined;
   };
   return {
     beginStep(step, completed) {
@@ -62,14 +68,22 @@ export function createCheckpointer(onCheckpoint: ((checkpoint: AgentCheckpoint) 
       if (current !== undefined) current.text += delta;
     },
     sent(call) {
-      if (current === undefined) return;
-      current.calls.push({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input });
-      try {
-        save(true);
-      } catch (error) {
-        current.calls.pop();
+      const step = current;
+      if (step === undefined) return undefined;
+      step.calls.push({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input });
+      // By id, not the last: the step's other calls may have been recorded while this one's record was awaited.
+      const forget = (error: unknown): never => {
+        const index = step.calls.findIndex((recorded) => recorded.toolCallId === call.toolCallId);
+        if (index >= 0) step.calls.splice(index, 1);
         throw error;
+      };
+      let saved: Promise<void> | undefined;
+      try {
+        saved = save(true);
+      } catch (error) {
+        forget(error);
       }
+      return saved?.catch(forget);
     },
     answered(toolCallId, output) {
       const index = current?.calls.findIndex((call) => call.toolCallId === toolCallId) ?? -1;
@@ -84,6 +98,12 @@ export function createCheckpointer(onCheckpoint: ((checkpoint: AgentCheckpoint) 
       save();
     },
   };
+}
+
+/** A call sent without its record could be replayed after a restart: it fails instead, and the model reads why. */
+function unsent(error: unknown): KlymError {
+  const reason = error instanceof Error ? error.message : String(error);
+  return new KlymError('STORE_UNAVAILABLE', `The call was not sent: its record could not be stored (${reason})`, { cause: error });
 }
 
 /** A checkpoint made ready to go on from: the conversation to continue, and the calls whose outcome is unknown. */

@@ -41,11 +41,12 @@ export interface ToolCallHooks {
   /** How long the upstream took, measured around the call itself. */
   readonly onDuration?: (toolCallId: string, durationMs: number) => void;
   /**
-   * Called synchronously right before a call's request goes to the upstream, once its access and
-   * arguments were checked (a refused call never gets this far): the moment to record that it was sent.
-   * A hook that throws fails the call, unsent.
+   * Called right before a call's request goes to the upstream, once its access and arguments were
+   * checked (a refused call never gets this far): the moment to record that it was sent. A hook that
+   * returns a Promise is waited for before the request goes out. A hook that throws (or whose Promise
+   * rejects) fails the call, unsent.
    */
-  readonly onRequest?: (call: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown }) => void;
+  readonly onRequest?: (call: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown }) => void | Promise<void>;
 }
 
 /** The pool's tools for one run, with the run's policies applied. */
@@ -168,7 +169,9 @@ function toAiTool(tool: CatalogTool, pool: SessionPool, validators: Validators, 
       if (!access.allowed) {
         throw new KlymError('TOOL_DENIED', `Tool ${tool.name} is denied by ${access.policy}: ${access.reason}`, { upstream: tool.upstream, toolName: tool.originalName });
       }
-      hooks.onRequest?.({ toolCallId, toolName: tool.name, input });
+      const recorded = hooks.onRequest?.({ toolCallId, toolName: tool.name, input });
+      // Awaited only when it is a Promise: a synchronous store's record costs the call no extra tick.
+      if (recorded instanceof Promise) await recorded;
       const started = performance.now();
       try {
         return await (hooks.scope ?? pool).callTool(tool.upstream, tool.originalName, input as Record<string, unknown>, {
