@@ -14,7 +14,14 @@ import { isTerminal, type TaskListPage, type TaskPageRequest, type TaskRecord, t
 import { writeBackResult, type WriteBackOptions } from './write-back.ts';
 
 /** What runs a task's agent: `runAgent` of `@klym/core`, or a stand-in with its contract. */
-export type AgentRunner = (options: RunAgentOptions) => Promise<AgentRunResult>;
+export type AgentRunner = ((options: RunAgentOptions) => Promise<AgentRunResult>) & {
+  /**
+   * The runner's events are already redacted with the run's `secrets` and provider keys, as `runAgent`'s
+   * are (`createThreadRunner`'s are: they come from `runAgent` on its thread). The task manager then logs
+   * them as they come instead of redacting each a second time. @default false (true for `runAgent` itself)
+   */
+  readonly redactsEvents?: boolean;
+};
 
 /** Options of {@link createTaskManager}. */
 export interface TaskManagerOptions {
@@ -116,7 +123,9 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const ttlMs = positive('ttlMs', options.ttlMs ?? TASK_DEFAULTS.ttlMs);
   const resumeOnRestart = options.resumeOnRestart ?? TASK_DEFAULTS.resumeOnRestart;
   const store = options.store ?? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log });
-  const run = options.run ?? runAgent;
+  const run: AgentRunner = options.run ?? runAgent;
+  // Core's runners redact every event with the run's secrets (a superset of the manager's): not done twice.
+  const eventsRedacted = run === runAgent || run.redactsEvents === true;
   const defaults = options.defaults ?? {};
   const providerKeys = [defaults.providers?.openai?.apiKey, defaults.providers?.google?.apiKey, defaults.providers?.compatible?.apiKey];
   const secrets = [...(options.secrets ?? []), ...providerKeys.filter((key): key is string => typeof key === 'string')];
@@ -137,6 +146,10 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     }
   };
   const log = (id: string, type: string, data: Readonly<Record<string, unknown>>): void => store.appendLog(id, type, redact.value(data));
+  const logEvent = (id: string, event: AgentEvent): void => {
+    const data = eventData(event);
+    store.appendLog(id, event.type, eventsRedacted ? data : redact.value(data));
+  };
 
   const visible = async (id: string, caller: Caller): Promise<TaskRecord> => {
     const task = typeof id === 'string' ? await store.get(id) : undefined;
@@ -179,7 +192,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     let progress = task;
     const onEvent = (event: AgentEvent): void => {
       try {
-        log(id, event.type, eventData(event));
+        logEvent(id, event);
         // Events after a cancel or timeout are logged, but the task's step and usage stay as they ended.
         const patch = controller.signal.aborted ? undefined : applyAgentEvent(progress, event);
         if (patch !== undefined) {
