@@ -1,5 +1,5 @@
 // An agent that installed @klym/core from its tarball: its entry points, typed, and working.
-import { createSessionPool, createTaskManager, createTaskService, isTerminal, KlymError, runAgent, SELF_CHECK_OK, type SessionPool } from '@klym/core';
+import { createSessionPool, createTaskManager, createTaskService, createThreadRunner, isTerminal, KlymError, runAgent, SELF_CHECK_OK, type SessionPool } from '@klym/core';
 import { registerTaskTools, TASK_TOOLS_INSTRUCTIONS } from '@klym/core/mcp';
 import { createInMemoryUpstream } from '@klym/core/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -26,6 +26,10 @@ while (!isTerminal(task.status)) {
   task = await tasks.get(started.id, { principal: 'consumer' });
 }
 await tasks.close();
+// The runner thread loads its entry from the built dist (runner-thread.js) and runs the scripted model there.
+const runner = createThreadRunner({ upstreams: {} });
+const threaded = await runner({ pool, prompt: 'self-check', model: 'scripted' });
+await runner.close();
 // The five task tools on this agent's own MCP server, called by the SDK's client.
 const service = createTaskService({ pool, shutdownGraceMs: 0 });
 const server = new McpServer({ name: 'consumer', version: '1.0.0' }, { capabilities: { logging: {} }, instructions: TASK_TOOLS_INSTRUCTIONS });
@@ -42,10 +46,10 @@ await pool.close();
 const closed = await pool.callTool('demo', 'echo', { text: 'late' }).catch((error: unknown) => error);
 
 const text = (result.content as { text: string }[])[0]?.text;
-const ran = run.text.startsWith(SELF_CHECK_OK) && task.status === 'completed';
+const ran = run.text.startsWith(SELF_CHECK_OK) && task.status === 'completed' && threaded.finishReason === 'stop' && threaded.model === 'scripted';
 const mcp = served.length === 5 && described?.tools?.[0]?.name === 'demo__echo';
 if (listing.tools[0]?.name !== 'demo__echo' || text !== 'from the tarball' || !(closed instanceof KlymError) || closed.code !== 'POOL_CLOSED' || !ran || !mcp) {
-  console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed, run: run.text, task: task.status, served, described });
+  console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed, run: run.text, task: task.status, threaded, served, described });
   process.exit(1);
 }
-console.log(`consumer check passed: ${listing.tools[0].name} answered ${JSON.stringify(text)}; runAgent (scripted): ${run.finishReason}, ${run.steps} steps; task ${task.status}; after close: ${closed.code}; @klym/core/mcp served ${served.length} tools`);
+console.log(`consumer check passed: ${listing.tools[0].name} answered ${JSON.stringify(text)}; runAgent (scripted): ${run.finishReason}, ${run.steps} steps; task ${task.status}; on the runner thread: ${threaded.finishReason}, ${threaded.steps} step(s); after close: ${closed.code}; @klym/core/mcp served ${served.length} tools`);

@@ -77,6 +77,7 @@ export {
   type TaskManagerOptions,
 } from './tasks/task-manager.ts';
 export type { TaskRunDefaults } from './tasks/task-run.ts';
+export { createThreadRunner, type ThreadRunner, type ThreadRunnerOptions } from './tasks/thread-runner.ts';
 export { createMemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-task-store.ts';
 export { BoundedLog, type BoundedLogOptions, type TaskLogEntry, type TaskLogPage } from './tasks/task-log.ts';
 export {

@@ -1,0 +1,103 @@
+import type { ModelMessage } from 'ai';
+import type { AgentCheckpoint, AgentEvent, AgentRunResult, RunAgentOptions } from '../agent/types.ts';
+import { KlymError, isKlymError, type KlymErrorCode } from '../errors.ts';
+import type { UpstreamConfig } from '../pool/upstream-config.ts';
+import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
+
+/** What the runner thread is started with (`workerData`). */
+export interface RunnerThreadData {
+  /** HTTP and stdio upstreams only, their `url` a string: what survives the structured clone. */
+  readonly upstreams: Readonly<Record<string, UpstreamConfig>>;
+  readonly clientInfo?: { readonly name: string; readonly version: string };
+  /** The main thread's `AI_SDK_LOG_WARNINGS` when it turned the AI SDK's warnings off: a global is per thread. */
+  readonly aiSdkLogWarnings?: false;
+}
+
+/** The part of a run's options that crosses the thread; the thread supplies the pool, scope, signal and listeners. */
+export type PortableRunOptions = Omit<RunAgentOptions, 'pool' | 'scope' | 'signal' | 'onEvent' | 'onCheckpoint' | 'model'> & {
+  readonly model?: string;
+  /** The scope's id on the main thread (the task's id): the thread opens its own scope under it. */
+  readonly scopeId: string;
+};
+
+/** An error as it crosses the thread: a `KlymError`'s fields, or any error's message as `INTERNAL`. */
+export interface PortableError {
+  readonly code: KlymErrorCode;
+  readonly message: string;
+  readonly upstream?: string;
+  readonly toolName?: string;
+}
+
+/** From the main thread to the runner thread. */
+export type ToRunnerThread =
+  | { readonly type: 'run'; readonly id: number; readonly options: PortableRunOptions }
+  | { readonly type: 'abort'; readonly id: number }
+  /** The checkpoint `seq` of run `id` was stored (or failed to be, with `error`). */
+  | { readonly type: 'stored'; readonly id: number; readonly seq: number; readonly error?: string }
+  | { readonly type: 'close'; readonly drainTimeoutMs: number };
+
+/** From the runner thread to the main thread. */
+export type FromRunnerThread =
+  | { readonly type: 'event'; readonly id: number; readonly event: AgentEvent }
+  /**
+   * A checkpoint, its conversation as a delta: the first `kept` messages of the run's previous checkpoint
+   * (or of its `resume`), then `added`. The receiver rebuilds it from its own objects, so a store that
+   * appends by identity (SQLite's) still appends, and only new messages are copied across.
+   */
+  | { readonly type: 'checkpoint'; readonly id: number; readonly seq: number; readonly checkpoint: Omit<AgentCheckpoint, 'messages'>; readonly kept: number; readonly added: readonly ModelMessage[] }
+  | { readonly type: 'end'; readonly id: number; readonly result: AgentRunResult }
+  | { readonly type: 'fail'; readonly id: number; readonly error: PortableError }
+  | { readonly type: 'log'; readonly entry: UpstreamLogEntry }
+  /** A promise on the thread rejected and nobody handled it. */
+  | { readonly type: 'rejection'; readonly error: { readonly name: string; readonly message: string; readonly stack?: string } }
+  | { readonly type: 'closed' };
+
+/** A run's failure as it crosses the thread. */
+export function toPortableError(error: unknown): PortableError {
+  if (isKlymError(error)) {
+    return { code: error.code, message: error.message, ...(error.upstream === undefined ? {} : { upstream: error.upstream }), ...(error.toolName === undefined ? {} : { toolName: error.toolName }) };
+  }
+  return { code: 'INTERNAL', message: error instanceof Error ? error.message : String(error) };
+}
+
+/** A run's failure as the caller receives it: a `KlymError` of the code and message it had on the thread. */
+export function fromPortableError(error: PortableError): KlymError {
+  return new KlymError(error.code, error.message, {
+    ...(error.upstream === undefined ? {} : { upstream: error.upstream }),
+    ...(error.toolName === undefined ? {} : { toolName: error.toolName }),
+  });
+}
+
+/** The number of leading messages two conversations share, by identity. */
+export function sharedPrefix(previous: readonly ModelMessage[], next: readonly ModelMessage[]): number {
+  const limit = Math.min(previous.length, next.length);
+  let same = 0;
+  while (same < limit && previous[same] === next[same]) same++;
+  return same;
+}
+
+/**
+ * Sends messages to the other thread in batches: those sent within one turn of the event loop go as one
+ * array, in order, so that a run's dozens of events cost one hand-over, not one each. A batch the
+ * structured clone refuses (a class instance in a provider's metadata, say) goes as its JSON instead,
+ * which is what a run's results and checkpoints are promised to survive.
+ */
+export function createSender<Message>(port: { postMessage(value: unknown): void }): (message: Message) => void {
+  let batch: Message[] = [];
+  const flush = (): void => {
+    const sending = batch;
+    batch = [];
+    try {
+      // oxlint-disable-next-line unicorn/require-post-message-target-origin -- a worker's port has no target origin
+      port.postMessage(sending);
+    } catch (error) {
+      if (!(error instanceof Error && error.name === 'DataCloneError')) throw error;
+      // oxlint-disable-next-line unicorn/require-post-message-target-origin -- a worker's port has no target origin
+      port.postMessage(JSON.parse(JSON.stringify(sending)) as unknown);
+    }
+  };
+  return (message) => {
+    if (batch.length === 0) setImmediate(flush);
+    batch.push(message);
+  };
+}

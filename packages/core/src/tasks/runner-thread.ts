@@ -1,0 +1,108 @@
+// The runner thread's entry (started by `createThreadRunner`, never imported): one session pool for the
+// thread's life, and `runAgent` for each run the main thread asks for. Events and checkpoints go back in
+// the order they happen; a before-call checkpoint holds its call until the main thread says it is stored.
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { runAgent } from '../agent/run-agent.ts';
+import { KlymError } from '../errors.ts';
+import { createSessionPool } from '../pool/session-pool.ts';
+import type { SessionScope } from '../pool/session-scope.ts';
+import { createSender, sharedPrefix, toPortableError, type FromRunnerThread, type PortableRunOptions, type RunnerThreadData, type ToRunnerThread } from './runner-messages.ts';
+
+interface ThreadRun {
+  readonly controller: AbortController;
+  /** Checkpoints posted and not yet stored, by their `seq`. */
+  readonly stores: Map<number, { resolve(): void; reject(error: Error): void }>;
+  readonly done: Promise<void>;
+}
+
+function serve(port: MessagePort, data: RunnerThreadData): void {
+  const post = createSender<FromRunnerThread>(port);
+  if (data.aiSdkLogWarnings === false) (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
+  // Nobody on this thread can handle it: the main thread reports it as its own (`klym serve` logs it and goes on).
+  process.on('unhandledRejection', (reason) => {
+    const error = reason instanceof Error ? reason : new Error(String(reason));
+    post({ type: 'rejection', error: { name: error.name, message: error.message, ...(error.stack === undefined ? {} : { stack: error.stack }) } });
+  });
+  // Listening starts now, not once the pool is open: a message that came before would be lost to a listener added later.
+  const opening = createSessionPool({ upstreams: data.upstreams, ...(data.clientInfo === undefined ? {} : { clientInfo: data.clientInfo }), onLog: (entry) => post({ type: 'log', entry }) });
+  // The main thread checked the upstreams; should opening still fail, each run reports it.
+  opening.catch(() => {});
+  const runs = new Map<number, ThreadRun>();
+
+  const start = (id: number, options: PortableRunOptions): ThreadRun => {
+    const controller = new AbortController();
+    const stores: ThreadRun['stores'] = new Map();
+    let seq = 0;
+    const { scopeId, ...runOptions } = options;
+    // The conversation the main thread holds for this run: each checkpoint sends only what it lacks.
+    let shared = runOptions.resume?.messages ?? [];
+    const execute = async (): Promise<void> => {
+      let scope: SessionScope | undefined;
+      try {
+        const pool = await opening;
+        scope = pool.openScope(scopeId);
+        const result = await runAgent({
+          ...runOptions,
+          pool,
+          scope,
+          signal: controller.signal,
+          onEvent: (event) => post({ type: 'event', id, event }),
+          onCheckpoint: ({ messages, ...checkpoint }) => {
+            const stored = new Promise<void>((resolve, reject) => stores.set(++seq, { resolve, reject }));
+            const kept = sharedPrefix(shared, messages);
+            shared = messages;
+            post({ type: 'checkpoint', id, seq, checkpoint, kept, added: messages.slice(kept) });
+            return stored;
+          },
+        });
+        post({ type: 'end', id, result });
+      } catch (error) {
+        post({ type: 'fail', id, error: toPortableError(error) });
+      } finally {
+        // The scope's own sessions close with the run, however it ended.
+        await scope?.close();
+        runs.delete(id);
+      }
+    };
+    return { controller, stores, done: execute() };
+  };
+
+  let closing = false;
+  const receive = (message: ToRunnerThread): void => {
+    switch (message.type) {
+      case 'run':
+        if (closing) post({ type: 'fail', id: message.id, error: { code: 'SHUTTING_DOWN', message: 'The runner thread is closing; the run was not started' } });
+        else runs.set(message.id, start(message.id, message.options));
+        break;
+      case 'abort':
+        runs.get(message.id)?.controller.abort(new KlymError('ABORTED', 'The run was cancelled'));
+        break;
+      case 'stored': {
+        const stores = runs.get(message.id)?.stores;
+        const waiting = stores?.get(message.seq);
+        stores?.delete(message.seq);
+        if (message.error === undefined) waiting?.resolve();
+        else waiting?.reject(new Error(message.error));
+        break;
+      }
+      case 'close':
+        if (closing) break;
+        closing = true;
+        void (async () => {
+          const left = [...runs.values()];
+          for (const run of left) run.controller.abort(new KlymError('ABORTED', 'The runner thread is closing'));
+          await Promise.allSettled(left.map((run) => run.done));
+          await opening.then((pool) => pool.close({ drainTimeoutMs: message.drainTimeoutMs })).catch(() => {});
+          post({ type: 'closed' });
+        })();
+        break;
+      default:
+        break;
+    }
+  };
+  port.on('message', (batch: readonly ToRunnerThread[]) => {
+    for (const message of batch) receive(message);
+  });
+}
+
+if (parentPort !== null) serve(parentPort, workerData as RunnerThreadData);

@@ -1,0 +1,204 @@
+// Tasks run on the runner thread (`createThreadRunner`) against real parts: the fake grynya over legacy
+// SSE, a stdio server, the scripted model and the real OpenAI provider against a local fake of its API.
+import path from 'node:path';
+import {
+  KlymError,
+  type AgentCheckpoint,
+  SELF_CHECK_OK,
+  createMemoryTaskStore,
+  createScriptedModel,
+  createSessionPool,
+  createTaskManager,
+  createThreadRunner,
+  isKlymError,
+  type SessionPool,
+  type TaskManager,
+  type TaskManagerOptions,
+  type TaskRecord,
+  type ThreadRunner,
+  type UpstreamConfig,
+  type UpstreamLogEntry,
+} from '@klym/core';
+import { createInMemoryUpstream } from '@klym/core/testing';
+import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startFakeLlmServer, type FakeReply } from './support/fake-llm-server.ts';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
+});
+
+const me = { principal: 'grynya' };
+const KEY = 'sk-test-key-for-the-fake-0123456789';
+
+/** The fake grynya, a pool over it for the main thread, and a runner thread with its own pool over the same upstream. */
+async function setUp(more: Readonly<Record<string, UpstreamConfig>> = {}): Promise<{ grynya: FakeGrynya; pool: SessionPool; runner: ThreadRunner; logs: UpstreamLogEntry[] }> {
+  const grynya = await createFakeGrynya();
+  cleanups.push(() => grynya.close());
+  const upstreams = { grynya: { url: grynya.sseUrl, transport: 'sse' as const }, ...more };
+  const pool = await createSessionPool({ upstreams });
+  cleanups.push(() => pool.close({ drainTimeoutMs: 100 }));
+  const logs: UpstreamLogEntry[] = [];
+  const runner = createThreadRunner({ upstreams, onLog: (entry) => logs.push(entry), drainTimeoutMs: 100 });
+  cleanups.push(() => runner.close());
+  return { grynya, pool, runner, logs };
+}
+
+function manager(options: TaskManagerOptions): TaskManager {
+  const tasks = createTaskManager(options);
+  cleanups.push(() => tasks.close({ graceMs: 0 }));
+  return tasks;
+}
+
+async function ended(tasks: TaskManager, id: string): Promise<TaskRecord> {
+  await expect.poll(async () => (await tasks.get(id, me)).status, { timeout: 10_000 }).toMatch(/completed|error|cancelled/);
+  return tasks.get(id, me);
+}
+
+const entriesOf = async (tasks: TaskManager, id: string) => (await tasks.logs(id, me, { limit: 500 })).entries;
+
+async function fakeOpenAi(replies: readonly FakeReply[]): Promise<Awaited<ReturnType<typeof startFakeLlmServer>>> {
+  const llm = await startFakeLlmServer(replies);
+  cleanups.push(() => llm.close());
+  return llm;
+}
+
+describe('tasks on the runner thread', () => {
+  it('runs a task to the same end, with the same log, as the inline runner', async () => {
+    const { pool, runner } = await setUp();
+    const inline = manager({ pool });
+    const threaded = manager({ pool, run: runner });
+
+    const [a, b] = await Promise.all([inline.start({ prompt: 'Self-check' }, me), threaded.start({ prompt: 'Self-check' }, me)]);
+    const [inlineTask, threadTask] = await Promise.all([ended(inline, a.id), ended(threaded, b.id)]);
+
+    expect(threadTask).toMatchObject({ status: 'completed', result: { text: expect.stringMatching(new RegExp(`^${SELF_CHECK_OK}`)), toolCalls: 1 }, usage: { steps: 2 } });
+    expect(threadTask.result?.text).toBe(inlineTask.result?.text);
+    const [inlineLog, threadLog] = await Promise.all([entriesOf(inline, a.id), entriesOf(threaded, b.id)]);
+    expect(threadLog.map((entry) => entry.type)).toEqual(inlineLog.map((entry) => entry.type));
+    expect(threadLog.map((entry) => entry.type)).toEqual(expect.arrayContaining(['run-start', 'tool-call', 'tool-result', 'step-end', 'run-end', 'task-end']));
+  });
+
+  it("keeps what an upstream logged while serving the task's calls, and hands the pool's log to onLog", async () => {
+    const fixture = path.join(import.meta.dirname, 'support', 'stdio-fixture-server.ts');
+    const { pool, runner, logs } = await setUp({ fixture: { command: process.execPath, args: ['--conditions=klym-source', fixture] } });
+    const llm = await fakeOpenAi([{ kind: 'turn', toolCalls: [{ name: 'fixture__log', args: { message: 'hello from the fixture' } }] }, { kind: 'turn', text: 'logged it' }]);
+    const tasks = manager({ pool, run: runner, defaults: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } } } });
+
+    const task = await tasks.start({ prompt: 'log something' }, me);
+
+    expect(await ended(tasks, task.id)).toMatchObject({ status: 'completed', result: { text: 'logged it' } });
+    const upstreamLogs = (await entriesOf(tasks, task.id)).filter((entry) => entry.type === 'upstream-log').map((entry) => entry.data);
+    expect(upstreamLogs).toContainEqual(expect.objectContaining({ upstream: 'fixture', source: 'stderr', message: 'stderr says hello from the fixture' }));
+    expect(upstreamLogs).toContainEqual(expect.objectContaining({ upstream: 'fixture', source: 'notification', level: 'warning' }));
+    expect(logs).toContainEqual(expect.objectContaining({ upstream: 'fixture', source: 'stderr', message: 'stderr says hello from the fixture' }));
+  });
+
+  it('keeps secrets out of every event: provider keys and configured secrets, in model text, tool arguments and tool results', async () => {
+    const { grynya, pool, runner } = await setUp();
+    const secret = 'grynya-private-token-0123456789';
+    const llm = await fakeOpenAi([
+      { kind: 'turn', text: `I will use ${secret} and ${KEY}.`, toolCalls: [{ name: 'grynya__query_graph', args: { query: `MATCH (n {token: '${secret}'}) RETURN n LIMIT 1` } }] },
+      { kind: 'turn', text: `Done with ${secret}.` },
+    ]);
+    const tasks = manager({ pool, run: runner, secrets: [secret], defaults: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } } } });
+
+    const task = await tasks.start({ prompt: 'look it up' }, me);
+
+    expect(await ended(tasks, task.id)).toMatchObject({ status: 'completed', result: { text: expect.stringContaining('[redacted]') } });
+    expect(grynya.stats.calls.query_graph).toBe(1);
+    const log = JSON.stringify(await entriesOf(tasks, task.id));
+    expect(log).toContain('[redacted]');
+    expect(log).not.toContain(secret);
+    expect(log).not.toContain(KEY);
+    expect(JSON.stringify(await tasks.get(task.id, me))).not.toContain(secret);
+  });
+
+  it("cancel reaches the run on the thread: its upstream call is cancelled, and it ends 'cancelled'", async () => {
+    const { grynya, pool, runner } = await setUp();
+    const tasks = manager({ pool, run: runner });
+    grynya.faults.hang = true;
+
+    const task = await tasks.start({ prompt: 'Self-check' }, me);
+    await expect.poll(async () => (await tasks.get(task.id, me)).currentStep, { timeout: 10_000 }).toMatch(/calling grynya__query_graph/);
+    await tasks.cancel(task.id, me);
+
+    expect((await tasks.get(task.id, me)).status).toBe('cancelled');
+    await expect.poll(() => grynya.stats.cancelled, { timeout: 5_000 }).toBeGreaterThanOrEqual(1);
+    await expect.poll(async () => (await entriesOf(tasks, task.id)).find((entry) => entry.type === 'run-end')?.data, { timeout: 5_000 }).toMatchObject({ finishReason: 'cancelled' });
+  });
+
+  it("cancel reaches the model request on the thread: a hung request is aborted, and the run ends 'cancelled'", async () => {
+    const { pool, runner } = await setUp();
+    const llm = await fakeOpenAi([{ kind: 'hang' }]);
+    const tasks = manager({ pool, run: runner, defaults: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } } } });
+
+    const task = await tasks.start({ prompt: 'think hard' }, me);
+    await expect.poll(() => llm.requests.length, { timeout: 10_000 }).toBe(1);
+    await tasks.cancel(task.id, me);
+
+    await expect.poll(async () => (await entriesOf(tasks, task.id)).find((entry) => entry.type === 'run-end')?.data, { timeout: 5_000 }).toMatchObject({ finishReason: 'cancelled' });
+    expect(llm.requests).toHaveLength(1);
+  });
+
+  it('never sends a call whose record the store could not keep: it fails with STORE_UNAVAILABLE, which the model reads', async () => {
+    const { grynya, pool, runner } = await setUp();
+    const store = { ...createMemoryTaskStore(), saveCheckpoint: () => {
+      throw new Error('the disk is full');
+    } };
+    const tasks = manager({ pool, run: runner, store });
+
+    const task = await tasks.start({ prompt: 'Self-check' }, me);
+
+    expect(await ended(tasks, task.id)).toMatchObject({ status: 'completed', result: { text: expect.stringContaining('Self-check failed') } });
+    const failure = (await entriesOf(tasks, task.id)).find((entry) => entry.type === 'tool-error')?.data;
+    expect(failure).toMatchObject({ toolName: 'grynya__query_graph', code: 'STORE_UNAVAILABLE', message: 'The call was not sent: its record could not be stored (the disk is full)' });
+    expect(grynya.stats.toolCalls).toBe(0);
+  });
+
+  it("keeps onCheckpoint's promise across the thread: each checkpoint's conversation starts with the previous one's, the same objects", async () => {
+    const { pool, runner } = await setUp();
+    const memory = createMemoryTaskStore();
+    const saved: AgentCheckpoint[] = [];
+    const store = { ...memory, saveCheckpoint: (id: string, checkpoint: AgentCheckpoint) => void (saved.push(checkpoint), memory.saveCheckpoint(id, checkpoint)) };
+    const tasks = manager({ pool, run: runner, store });
+
+    const task = await tasks.start({ prompt: 'Self-check' }, me);
+
+    expect((await ended(tasks, task.id)).status).toBe('completed');
+    expect(saved.at(-1)?.messages.length).toBeGreaterThan(saved[0]?.messages.length ?? 0);
+    for (const [index, checkpoint] of saved.entries()) {
+      const before = saved[index - 1]?.messages ?? [];
+      // What a store that appends by identity (the SQLite one) relies on: only new messages are written.
+      expect(before.every((message, position) => checkpoint.messages[position] === message)).toBe(true);
+    }
+  });
+
+  it('close() ends the runs under way and the thread: their calls are cut, their sessions closed, later runs refused', async () => {
+    const { grynya, pool, runner } = await setUp();
+    grynya.faults.hang = true;
+    const run = runner({ pool, prompt: 'Self-check' });
+    await expect.poll(() => grynya.stats.calls.query_graph, { timeout: 10_000 }).toBe(1);
+
+    await runner.close();
+
+    expect((await run).finishReason).toBe('cancelled');
+    expect(grynya.stats.cancelled).toBeGreaterThanOrEqual(1);
+    // The main thread's pool keeps its one session; the thread's are gone.
+    await expect.poll(() => grynya.stats.sessionsOpen, { timeout: 5_000 }).toBe(1);
+    const refused = await runner({ pool, prompt: 'Self-check' }).catch((error: unknown) => error);
+    expect(isKlymError(refused, 'SHUTTING_DOWN')).toBe(true);
+  });
+
+  it('refuses what cannot cross a thread, naming it: an upstream given as connect(), a model object', async () => {
+    expect(() => createThreadRunner({ upstreams: { memory: createInMemoryUpstream(() => new McpServer({ name: 'echo', version: '1.0.0' })) } })).toThrow(
+      new KlymError('CONFIG_INVALID', 'Upstream "memory": an upstream given as a `connect()` function cannot run on the runner thread; give it a `url` or a `command`, or run tasks inline', { upstream: 'memory' }),
+    );
+    const { pool, runner } = await setUp();
+    const refused = await runner({ pool, prompt: 'hi', model: createScriptedModel() }).catch((error: unknown) => error);
+    expect(isKlymError(refused, 'CONFIG_INVALID')).toBe(true);
+    expect((refused as Error).message).toMatch(/^Expected `model` to be a model name on the runner thread, got a model object \(scripted:self-check\)/);
+  });
+});
