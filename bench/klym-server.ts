@@ -46,7 +46,7 @@ export async function client(url: string): Promise<Client> {
 /** Scenario 5's server: five upstreams that all point at one fake grynya, `concurrency` tasks at a time. */
 export function scenarioFiveOptions(grynya: ChildServer, concurrency: number): Record<string, unknown> {
   const upstreams = Object.fromEntries(Array.from({ length: 5 }, (_, index) => [`grynya${index + 1}`, { url: grynya.sseUrl, transport: 'sse', pool: { min: 1, max: concurrency / 5 } }]));
-  return { port: 0, upstreams, maxConcurrentTasks: concurrency, taskTtlMs: 3_000, shutdownGraceMs: 0 };
+  return { port: 0, upstreams, maxConcurrentTasks: concurrency, taskTtlMs: 3_000, shutdownGraceMs: 0, taskRunner: 'thread' };
 }
 
 export async function waitUntilIdle(klym: KlymChild): Promise<void> {

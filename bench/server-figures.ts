@@ -24,6 +24,8 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
     maxConcurrentTasks: 1_000,
     taskTtlMs: 60_000,
     shutdownGraceMs: 0,
+    // As `klym serve` runs them: on the runner thread.
+    taskRunner: 'thread',
   });
   const grynyaClient = await client(klym.mcpUrl);
   try {

@@ -23,6 +23,7 @@ import { createInMemoryUpstream } from '@klym/core/testing';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startKlym, temporaryDirectory } from './cli-harness.ts';
 import { startFakeLlmServer, type FakeReply } from './support/fake-llm-server.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -201,4 +202,44 @@ describe('tasks on the runner thread', () => {
     expect(isKlymError(refused, 'CONFIG_INVALID')).toBe(true);
     expect((refused as Error).message).toMatch(/^Expected `model` to be a model name on the runner thread, got a model object \(scripted:self-check\)/);
   });
+});
+
+describe('klym serve when its runner thread dies', () => {
+  const FAULT = path.resolve(import.meta.dirname, 'support/runner-thread-fault.ts');
+
+  it('ends the runs of a thread that exited or threw as error, serves on, and runs the next task on a fresh thread', async () => {
+    using cwd = temporaryDirectory();
+    const grynya = await createFakeGrynya();
+    cleanups.push(() => grynya.close());
+    const klym = startKlym(['serve', '--port', '0', '--upstream', `grynya=${grynya.sseUrl}`, '--set', 'upstreams.grynya.transport=sse'], { cwd: cwd.path, nodeArgs: ['--import', FAULT] });
+    cleanups.push(async () => {
+      if (klym.child.exitCode === null && klym.child.signalCode === null) klym.child.kill('SIGKILL');
+      await klym.exited();
+    });
+    const [, url] = (await klym.waitFor(/Klym is serving MCP at (http:\/\/127\.0\.0\.1:\d+)\/mcp/)) as [string, string];
+    const run = async (prompt: string): Promise<Record<string, unknown>> => {
+      const started = (await (await fetch(`${url}/api/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt }) })).json()) as { task_id: string };
+      const status = async () => (await (await fetch(`${url}/api/tasks/${started.task_id}`)).json()) as Record<string, unknown>;
+      await expect.poll(async () => (await status()).status, { timeout: 15_000 }).toMatch(/completed|error|cancelled/);
+      return status();
+    };
+
+    expect(await run('crash: exit')).toMatchObject({
+      status: 'error',
+      error: { code: 'INTERNAL', message: 'The runner thread ended while the run was under way (it exited with code 3); the next run starts a fresh thread' },
+    });
+    expect(await run('Self-check')).toMatchObject({ status: 'completed', result: expect.stringMatching(new RegExp(`^${SELF_CHECK_OK}`)) });
+    expect(await run('crash: throw')).toMatchObject({
+      status: 'error',
+      error: { code: 'INTERNAL', message: 'The runner thread ended while the run was under way (it failed: Error: the fixture broke the runner thread); the next run starts a fresh thread' },
+    });
+    expect(await run('Self-check')).toMatchObject({ status: 'completed' });
+    // A rejection nobody handled on the thread is the process's, as it would be inline: logged, and the run goes on.
+    expect(await run('crash: reject')).toMatchObject({ status: 'completed' });
+    await klym.waitFor(/^klym: unhandled rejection \(logged; serving goes on\): Error: the fixture left a rejection on the runner thread/m, 'stderr');
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+
+    klym.child.kill('SIGTERM');
+    expect((await klym.exited()).code).toBe(0);
+  }, 60_000);
 });

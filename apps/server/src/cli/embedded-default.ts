@@ -1,7 +1,7 @@
 import { isKlymError } from '@klym/core';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { taskStoreIn } from '../config/core-options.ts';
-import { CLI_TASK_STORE } from '../config/schema.ts';
+import { CLI_TASK_RUNNER, CLI_TASK_STORE } from '../config/schema.ts';
 import { handleProcessFaults, handleShutdownSignals, startKlymServer, type KlymServerOptions, type RunningKlymServer } from '../server/index.ts';
 import type { CliIo } from './cli.ts';
 
@@ -14,8 +14,8 @@ const GRYNYA_PORT = 8000;
  * server. It starts the fake grynya-mcp-server on a loopback port (answering 421 to any Host but
  * `localhost`, like the real one inside Docker), then `klym serve` on 127.0.0.1 with it as the one
  * upstream over legacy SSE (the path the real deployment uses, `Host: localhost` included) and the
- * offline `scripted` model, keeping tasks in `.klym/tasks.db` under the working directory as `klym serve`
- * does. It prints the MCP URL and the command that plays Grynya, then serves until SIGINT/SIGTERM.
+ * offline `scripted` model, keeping tasks in `.klym/tasks.db` under the working directory and running them
+ * on a thread of their own, as `klym serve` does. It prints the MCP URL and the command that plays Grynya, then serves until SIGINT/SIGTERM.
  */
 export async function runEmbeddedDefault(io: CliIo): Promise<void> {
   const grynya = await withPortFallback((port) => createFakeGrynya({ port, allowedHosts: ['localhost'] }), GRYNYA_PORT);
@@ -24,6 +24,7 @@ export async function runEmbeddedDefault(io: CliIo): Promise<void> {
     models: ['scripted'],
     writeBack: { upstream: 'grynya' },
     taskStore: taskStoreIn(CLI_TASK_STORE, io.cwd),
+    taskRunner: CLI_TASK_RUNNER,
     log: (line) => void io.stderr.write(`${line}\n`),
   };
   let server: RunningKlymServer;

@@ -94,6 +94,12 @@ describe('mapping the configuration onto core and the server', () => {
     );
   });
 
+  it('runs tasks on the runner thread by default; `inline` on the thread that serves requests', () => {
+    expect(serverOptions(configWith({}), cwd).taskRunner).toBe('thread');
+    expect(serverOptions(configWith({ KLYM_TASKS_RUNNER: 'inline' }), cwd).taskRunner).toBe('inline');
+    expect(() => configWith({ KLYM_TASKS_RUNNER: 'process' })).toThrow('tasks.runner = "process": Invalid option: expected one of "thread"|"inline" (env KLYM_TASKS_RUNNER)');
+  });
+
   it('collects every secret the configuration holds, to scrub from output', () => {
     const config = configWith({
       OPENAI_API_KEY: 'sk-openai-1',

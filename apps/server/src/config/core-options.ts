@@ -88,6 +88,7 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
     taskTtlMs: config.tasks.ttlMs,
     taskLog: { maxBytes: config.tasks.logMaxBytes },
     taskStore: taskStoreIn(config.tasks.store, cwd),
+    taskRunner: config.tasks.runner,
     resumeOnRestart: config.tasks.resumeOnRestart,
     writeBack: { upstream: config.writeBack.upstream, byDefault: config.writeBack.enabled, timeZone: config.writeBack.timeZone },
     shutdownGraceMs: config.tasks.shutdownGraceMs,

@@ -12,6 +12,9 @@ const patterns = z.array(z.string().min(1));
 /** What the CLI keeps tasks in unless told otherwise: a file under the working directory (the library's default is `memory`). */
 export const CLI_TASK_STORE = 'sqlite:.klym/tasks.db';
 
+/** Where the CLI runs tasks unless told otherwise: on a thread of their own (the library's default is `inline`). */
+export const CLI_TASK_RUNNER = 'thread';
+
 /** Limits of one run; what is left out is unlimited. */
 const budgetSchema = (defaults: { readonly maxSteps: number; readonly timeoutMs?: number }) =>
   z
@@ -112,6 +115,11 @@ export const configObjectSchema = z.strictObject({
       shutdownGraceMs: milliseconds.default(TASK_DEFAULTS.shutdownGraceMs),
       /** Where tasks are kept: `memory` (lost on restart), or `sqlite:<path>`, a file relative to the working directory. @default 'sqlite:.klym/tasks.db' */
       store: taskStoreSchema.default(CLI_TASK_STORE),
+      /**
+       * Where tasks' runs execute: `thread`, on a worker thread of their own, so that polls and starts are answered
+       * while runs keep it busy; or `inline`, on the thread that serves requests. @default 'thread'
+       */
+      runner: z.enum(['thread', 'inline']).default(CLI_TASK_RUNNER),
       /** Whether a task that was running when Klym stopped resumes from its last step on restart; `false` ends it as `error` (`TASK_INTERRUPTED`). @default true */
       resumeOnRestart: z.boolean().default(TASK_DEFAULTS.resumeOnRestart),
     })

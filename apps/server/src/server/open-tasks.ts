@@ -1,5 +1,19 @@
 import path from 'node:path';
-import { KlymError, createRedactor, createSessionPool, createTaskService, isKlymError, type BoundedLogOptions, type SessionPool, type TaskService, type TaskServiceOptions, type TaskStore, type UpstreamLogEntry } from '@klym/core';
+import {
+  KlymError,
+  createRedactor,
+  createSessionPool,
+  createTaskService,
+  createThreadRunner,
+  isKlymError,
+  type AgentRunner,
+  type BoundedLogOptions,
+  type SessionPool,
+  type TaskService,
+  type TaskServiceOptions,
+  type TaskStore,
+  type UpstreamLogEntry,
+} from '@klym/core';
 import type { ResolvedServerOptions } from './server-options.ts';
 
 /** The task service the server mounts, with what it opened for it. */
@@ -14,8 +28,9 @@ const STORE_SPEC = /^(?:memory|sqlite:(.+))$/s;
 
 /**
  * Opens what the server's tasks need, in this order: the task store (`options.taskStore`), the pool
- * (unless `options.pool` is given), then core's task service over them. Whatever it opened is closed in
- * reverse order by `close()`, or at once if a later step fails.
+ * (unless `options.pool` is given), the runner thread (`taskRunner: 'thread'`), then core's task service
+ * over them. Whatever it opened is closed in reverse order by `close()` (so the runner thread after the
+ * task service has ended its runs), or at once if a later step fails.
  *
  * @throws {KlymError} `CONFIG_INVALID` for an options error; `STORE_UNAVAILABLE` naming the store's file and why it cannot be opened.
  */
@@ -35,9 +50,16 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
       opened.push(() => own.close());
       pool = own;
     }
+    let run: AgentRunner | undefined = options.run;
+    if (options.taskRunner === 'thread') {
+      const runner = createThreadRunner({ upstreams: threadUpstreams(options), onLog: upstreamLog(options) });
+      opened.push(() => runner.close());
+      run = runner;
+    }
     const service = createTaskService({
       ...serviceOptions(options),
       pool,
+      ...(run === undefined ? {} : { run }),
       ...(store === undefined ? {} : { store }),
       ...(options.taskLog === undefined ? {} : { log: options.taskLog }),
       ...(options.maxConcurrentTasks === undefined ? {} : { maxConcurrent: options.maxConcurrentTasks }),
@@ -66,6 +88,17 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
   }
 }
 
+/**
+ * The upstreams the runner thread opens its own pool over: the server's. A pool passed in, or a `run` of
+ * the caller's own, leaves the thread nothing to run on, or nothing to run.
+ * @throws {KlymError} `CONFIG_INVALID` naming the option that rules the thread out.
+ */
+function threadUpstreams(options: ResolvedServerOptions): NonNullable<ResolvedServerOptions['upstreams']> {
+  if (options.run !== undefined) throw new KlymError('CONFIG_INVALID', "Expected either `run` or `taskRunner: 'thread'`, got both: the thread runs core's own agent");
+  if (options.pool !== undefined) throw new KlymError('CONFIG_INVALID', "Expected `upstreams` with `taskRunner: 'thread'`, got a `pool`: the thread opens its own pool, which cannot be passed across");
+  return options.upstreams ?? {};
+}
+
 /** What upstreams log, to the server's log as `[upstream level] message` at its level, secrets scrubbed. */
 function upstreamLog(options: ResolvedServerOptions): (entry: UpstreamLogEntry) => void {
   const scrub = createRedactor([...Object.values(options.auth?.tokens ?? {}), ...(options.secrets ?? [])]).text;
@@ -89,6 +122,8 @@ function serviceOptions(options: ResolvedServerOptions): Omit<TaskServiceOptions
     taskTtlMs: _taskTtlMs,
     taskLog: _taskLog,
     taskStore: _taskStore,
+    taskRunner: _taskRunner,
+    run: _run,
     log: _log,
     ...own
   } = options;

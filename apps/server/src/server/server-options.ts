@@ -55,6 +55,12 @@ export interface KlymServerOptions extends Omit<TaskServiceOptions, 'pool' | 'st
    */
   readonly taskStore?: TaskStore | string;
   /**
+   * Where tasks' runs execute: `thread`, on a worker thread with its own pool over `upstreams` (so that
+   * requests are answered while runs keep it busy; needs `upstreams`, not `pool`, and no `run`), or
+   * `inline`, on the thread that serves requests. @default 'inline' (`klym serve` defaults to 'thread')
+   */
+  readonly taskRunner?: 'thread' | 'inline';
+  /**
    * Where the server reports what it does: its own lines, and what upstreams log (`notifications/message`,
    * a stdio server's stderr) as `[upstream level] message`, each with its level to filter on.
    * @default writes every line to stderr
