@@ -78,13 +78,19 @@ export function sharedPrefix(previous: readonly ModelMessage[], next: readonly M
 
 /**
  * Sends messages to the other thread in batches: those sent within one turn of the event loop go as one
- * array, in order, so that a run's dozens of events cost one hand-over, not one each. A batch the
- * structured clone refuses (a class instance in a provider's metadata, say) goes as its JSON instead,
- * which is what a run's results and checkpoints are promised to survive.
+ * array, in order, so that a run's dozens of events cost one hand-over, not one each. A message someone
+ * waits for (`urgent`: a before-call checkpoint, its answer, a run's end) goes out with the batch at the
+ * end of the current task instead: on a busy loop the next turn can be tens of milliseconds away, and a
+ * tool call waits for that round trip. A batch the structured clone refuses (a class instance in a
+ * provider's metadata, say) goes as its JSON instead, which is what a run's results and checkpoints are
+ * promised to survive.
  */
-export function createSender<Message>(port: { postMessage(value: unknown): void }): (message: Message) => void {
+export function createSender<Message>(port: { postMessage(value: unknown): void }): (message: Message, urgent?: boolean) => void {
   let batch: Message[] = [];
+  let scheduled: 'turn' | 'task' | undefined;
   const flush = (): void => {
+    scheduled = undefined;
+    if (batch.length === 0) return;
     const sending = batch;
     batch = [];
     try {
@@ -96,8 +102,14 @@ export function createSender<Message>(port: { postMessage(value: unknown): void 
       port.postMessage(JSON.parse(JSON.stringify(sending)) as unknown);
     }
   };
-  return (message) => {
-    if (batch.length === 0) setImmediate(flush);
+  return (message, urgent = false) => {
     batch.push(message);
+    if (urgent && scheduled !== 'task') {
+      scheduled = 'task';
+      queueMicrotask(flush);
+    } else if (scheduled === undefined) {
+      scheduled = 'turn';
+      setImmediate(flush);
+    }
   };
 }

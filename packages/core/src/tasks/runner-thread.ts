@@ -51,13 +51,13 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
             const stored = new Promise<void>((resolve, reject) => stores.set(++seq, { resolve, reject }));
             const kept = sharedPrefix(shared, messages);
             shared = messages;
-            post({ type: 'checkpoint', id, seq, checkpoint, kept, added: messages.slice(kept) });
+            post({ type: 'checkpoint', id, seq, checkpoint, kept, added: messages.slice(kept) }, true);
             return stored;
           },
         });
-        post({ type: 'end', id, result });
+        post({ type: 'end', id, result }, true);
       } catch (error) {
-        post({ type: 'fail', id, error: toPortableError(error) });
+        post({ type: 'fail', id, error: toPortableError(error) }, true);
       } finally {
         // The scope's own sessions close with the run, however it ended.
         await scope?.close();

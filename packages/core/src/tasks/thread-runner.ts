@@ -35,7 +35,7 @@ export type ThreadRunner = AgentRunner &
 /** One worker and the runs it has under way. */
 interface RunnerThread {
   readonly worker: Worker;
-  readonly send: (message: ToRunnerThread) => void;
+  readonly send: (message: ToRunnerThread, urgent?: boolean) => void;
   readonly runs: Map<number, PendingRun>;
   readonly exited: Promise<void>;
   /** Why it failed, from its `error` event (an uncaught exception, running out of memory). */
@@ -116,7 +116,7 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
         const run = thread.runs.get(message.id);
         const { id, seq } = message;
         const reply = (error?: unknown): void =>
-          thread.send({ type: 'stored', id, seq, ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }) });
+          thread.send({ type: 'stored', id, seq, ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }) }, true);
         if (run === undefined) {
           reply();
           break;
@@ -186,7 +186,7 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
     const id = ++nextId;
     return new Promise<AgentRunResult>((resolve, reject) => {
       const { signal } = runOptions;
-      const onAbort = (): void => thread.send({ type: 'abort', id });
+      const onAbort = (): void => thread.send({ type: 'abort', id }, true);
       const pending: PendingRun = {
         options: runOptions,
         resolve: (result) => {
