@@ -117,6 +117,22 @@ describe('createSessionPool', () => {
     await expect(pool.callTool('waiting', 'wait', { ms: 0 })).rejects.toMatchObject({ code: 'POOL_CLOSED' });
   });
 
+  it('never cancels a request that was answered: none reaches a session idling past connectMs, nor one the pool closes', async () => {
+    const cancelled: unknown[] = [];
+    const watched = (): McpServer => {
+      const server = waitingServer();
+      server.server.setNotificationHandler(CancelledNotificationSchema, ({ params }) => void cancelled.push(params));
+      return server;
+    };
+    const pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(watched, { pool: { min: 2, max: 2 }, timeouts: { connectMs: 50 } }) } });
+    await pool.warmedUp();
+    await pool.callTool('waiting', 'wait', { ms: 0 });
+    // Past connectMs: when a connect's timer would have fired.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await pool.close();
+    expect(cancelled).toEqual([]);
+  });
+
   it('counts calls and keeps sessions open between them', async () => {
     await using pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(waitingServer, { pool: { min: 2, max: 2 } }) } });
     await pool.warmedUp();

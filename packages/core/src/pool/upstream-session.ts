@@ -10,7 +10,7 @@ import {
   type LoggingLevel,
 } from '@modelcontextprotocol/sdk/types.js';
 import { KlymError } from '../errors.ts';
-import { anySignal, raceAbort } from '../internal/abort.ts';
+import { raceAbort } from '../internal/abort.ts';
 import type { ResolvedUpstreamConfig, TransportKind } from './upstream-config.ts';
 import { readStderr, type StderrCounts } from './upstream-stderr.ts';
 
@@ -123,21 +123,35 @@ export async function openSession(
   });
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => hooks.onToolsChanged());
 
-  const deadline = anySignal(AbortSignal.timeout(config.connectMs), signal);
+  // The connect has a signal of its own, never `signal` itself nor one that outlives the connect: the SDK
+  // never removes the abort listener it adds for `initialize`, and a signal aborted later (a connect timer
+  // that fires anyway, the pool closing) would send the upstream a cancellation of a request it answered.
+  const connecting = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    connecting.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+  }, config.connectMs);
+  const stop = (): void => connecting.abort(signal?.reason);
+  if (signal?.aborted) stop();
+  else signal?.addEventListener('abort', stop, { once: true });
   try {
     const opened = trackSends(createTransport(config, transport, hooks, log), sending);
-    await raceAbort(client.connect(opened, { timeout: config.connectMs, signal: deadline }), deadline);
+    await raceAbort(client.connect(opened, { timeout: config.connectMs, signal: connecting.signal }), connecting.signal);
     connected = true;
     if (broken !== undefined) throw broken;
     return session;
   } catch (error) {
     await client.close().catch(() => {});
     if (signal?.aborted) throw new KlymError('ABORTED', `Connecting to upstream "${config.name}" was aborted`, { upstream: config.name, cause: signal.reason });
-    const reason = deadline.aborted ? `timed out after ${config.connectMs} ms` : describe(error);
+    const reason = timedOut ? `timed out after ${config.connectMs} ms` : describe(error);
     throw new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${config.name}" is unavailable: connect over ${transport} failed: ${reason}`, {
       upstream: config.name,
       cause: error,
     });
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', stop);
   }
 }
 
