@@ -132,6 +132,22 @@ describe('a stdio upstream', () => {
     expect(secondPid).not.toBe(firstPid);
   });
 
+  it('has a call its caller aborts fail with ABORTED, and the server is sent the cancellation of that request', async () => {
+    const entries: UpstreamLogEntry[] = [];
+    const pool = await pooled({ upstreams: { fixture: { command: process.execPath, args: [fixture] } }, onLog: (entry) => entries.push(entry) });
+    const firstPid = textOf(await pool.callTool('fixture', 'pid'));
+    const controller = new AbortController();
+    const call = pool.callTool('fixture', 'hang', {}, { signal: controller.signal });
+    await vi.waitFor(() => expect(entries).toContainEqual(expect.objectContaining({ source: 'stderr', message: expect.stringMatching(/^hang \d+ started$/) })));
+    controller.abort(new Error('the person changed their mind'));
+    await expect(call).rejects.toMatchObject({ code: 'ABORTED', upstream: 'fixture', message: 'The call to fixture/hang was aborted' });
+    await vi.waitFor(() => {
+      expect(entries).toContainEqual(expect.objectContaining({ source: 'stderr', message: expect.stringMatching(/^hang \d+ cancelled: Error: the person changed their mind$/) }));
+    });
+    // Its state in doubt, the session is replaced by a new child.
+    expect(textOf(await pool.callTool('fixture', 'pid'))).not.toBe(firstPid);
+  });
+
   it('that answers initialize and exits at once is backed off by the breaker, not respawned in a storm, and health says why it is down', async () => {
     const spawnLog = path.join(mkdtempSync(path.join(tmpdir(), 'klym-spawns-')), 'spawns.log');
     cleanups.push(async () => rmSync(path.dirname(spawnLog), { recursive: true, force: true }));

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// A small stdio MCP server for failure tests: tools that crash the process, flood stderr, hang, or
-// answer with the process id (so a test can tell whether it talks to a new process).
+// A small stdio MCP server for failure tests: tools that crash the process, flood stderr, hang until
+// cancelled, or answer with the process id (so a test can tell whether it talks to a new process).
 // Modes, as arguments: `--spawn-log=<file>` appends a line to the file at each start;
 // `--exit-after-initialize=<ms>` exits that long after answering `initialize`;
 // `--flood-stderr=<MiB>` writes that much to stderr once initialized (half in 1 KiB lines, half as one
@@ -43,6 +43,19 @@ server.registerTool('log', { inputSchema: { message: z.string() } }, async ({ me
   await new Promise((resolve) => process.stderr.write(`stderr says ${message}\n`, resolve));
   await server.sendLoggingMessage({ level: 'warning', logger: 'fixture', data: message });
   return { content: [{ type: 'text', text: 'logged' }] };
+});
+
+server.registerTool('hang', {}, (extra) => {
+  // Answers only when cancelled, and says on stderr when it started, and which request was cancelled and why.
+  process.stderr.write(`hang ${extra.requestId} started\n`);
+  return new Promise((resolve) => {
+    const cancelled = (): void => {
+      process.stderr.write(`hang ${extra.requestId} cancelled: ${String(extra.signal.reason)}\n`);
+      resolve({ content: [{ type: 'text', text: 'cancelled' }] });
+    };
+    if (extra.signal.aborted) cancelled();
+    else extra.signal.addEventListener('abort', cancelled, { once: true });
+  });
 });
 
 server.server.oninitialized = () => {

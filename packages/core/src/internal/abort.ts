@@ -22,9 +22,3 @@ export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<
     );
   });
 }
-
-/** `AbortSignal.any` over the signals that are given; a lone signal as it is (`any` costs microseconds a call). */
-export function anySignal(...signals: readonly (AbortSignal | undefined)[]): AbortSignal {
-  const given = signals.filter((signal): signal is AbortSignal => signal !== undefined);
-  return given.length === 1 ? (given[0] as AbortSignal) : AbortSignal.any(given);
-}

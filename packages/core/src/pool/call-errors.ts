@@ -19,15 +19,24 @@ export function leavesSessionSound(error: unknown): boolean {
   return error instanceof McpError && (error.code === ErrorCode.InvalidParams || error.code === ErrorCode.MethodNotFound);
 }
 
-/** What went wrong in a call, as a {@link KlymError} that names the upstream and the tool. */
+/**
+ * What went wrong in a call, as a {@link KlymError} that names the upstream and the tool. `aborted` says
+ * whether the caller cut the call short, and why.
+ */
 export function callError(
   error: unknown,
-  context: { upstream: string; toolName: string; signal: AbortSignal | undefined; timeoutMs: number; broken: Error | undefined },
+  context: {
+    upstream: string;
+    toolName: string;
+    aborted: { readonly aborted: boolean; readonly reason: unknown };
+    timeoutMs: number;
+    broken: Error | undefined;
+  },
 ): KlymError {
   const { upstream, toolName } = context;
   if (isKlymError(error)) return error;
-  if (context.signal?.aborted) {
-    return new KlymError('ABORTED', `The call to ${upstream}/${toolName} was aborted`, { upstream, toolName, cause: context.signal.reason });
+  if (context.aborted.aborted) {
+    return new KlymError('ABORTED', `The call to ${upstream}/${toolName} was aborted`, { upstream, toolName, cause: context.aborted.reason });
   }
   if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
     return new KlymError('UPSTREAM_TIMEOUT', `Upstream "${upstream}" did not answer ${toolName} within ${context.timeoutMs} ms; it was sent a cancellation`, {

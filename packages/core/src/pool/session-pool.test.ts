@@ -1,5 +1,11 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { CancelledNotificationSchema, ListToolsRequestSchema, type ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  CancelledNotificationSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type ListToolsResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { KlymError } from '../errors.ts';
@@ -115,6 +121,36 @@ describe('createSessionPool', () => {
     await closing;
     await expect(pool.callTool('waiting', 'wait', { ms: 0 })).rejects.toBeInstanceOf(KlymError);
     await expect(pool.callTool('waiting', 'wait', { ms: 0 })).rejects.toMatchObject({ code: 'POOL_CLOSED' });
+  });
+
+  it('cancels upstream only the request of a call cut short — by its caller, or by close() at the deadline', async () => {
+    const requests: (string | number)[] = [];
+    const cancelled: (string | number)[] = [];
+    const watched = (): McpServer => {
+      const server = waitingServer();
+      const wait = server.server['_requestHandlers'].get('tools/call');
+      server.server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+        requests.push(extra.requestId);
+        return wait?.(request, extra) as Promise<CallToolResult>;
+      });
+      server.server.setNotificationHandler(CancelledNotificationSchema, ({ params }) => void cancelled.push(params.requestId ?? 'none'));
+      return server;
+    };
+    const pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(watched, { pool: { max: 1 } }) } });
+    await pool.callTool('waiting', 'wait', { ms: 0 });
+    const caller = new AbortController();
+    const aborted = pool.callTool('waiting', 'wait', { ms: -1 }, { signal: caller.signal });
+    await vi.waitFor(() => expect(requests).toHaveLength(2));
+    caller.abort(new Error('no longer needed'));
+    await expect(aborted).rejects.toMatchObject({ code: 'ABORTED', message: 'The call to waiting/wait was aborted' });
+    await vi.waitFor(() => expect(cancelled).toEqual([requests[1]]));
+
+    await pool.callTool('waiting', 'wait', { ms: 0 });
+    const cut = pool.callTool('waiting', 'wait', { ms: -1 });
+    await vi.waitFor(() => expect(requests).toHaveLength(4));
+    await pool.close({ drainTimeoutMs: 50 });
+    await expect(cut).rejects.toMatchObject({ code: 'POOL_CLOSED', message: 'The pool closed before the call to upstream "waiting" finished' });
+    expect(cancelled).toEqual([requests[1], requests[3]]);
   });
 
   it('never cancels a request that was answered: none reaches a session idling past connectMs, nor one the pool closes', async () => {

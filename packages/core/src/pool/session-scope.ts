@@ -1,7 +1,9 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { KlymError, isKlymError } from '../errors.ts';
-import { anySignal, raceAbort } from '../internal/abort.ts';
-import type { SessionSource, Upstream } from './upstream.ts';
+import { raceAbort } from '../internal/abort.ts';
+import type { InFlightCall } from './in-flight-call.ts';
+import type { SessionSource } from './session-lender.ts';
+import type { Upstream } from './upstream.ts';
 import type { CallToolOptions } from './upstream-status.ts';
 import type { UpstreamSession } from './upstream-session.ts';
 
@@ -41,9 +43,8 @@ export interface OpenSessionScope {
  * Internal to the session pool.
  */
 export function openSessionScope(id: string, upstreamNamed: (name: string) => Upstream, onClosed: () => void): OpenSessionScope {
-  // One controller per call in flight, never one for the scope: the SDK never removes its abort listener, so a
-  // signal aborted after its request ended would still send a `notifications/cancelled` for it.
-  const inFlight = new Set<AbortController>();
+  // The calls in flight (the upstream adds each and removes it when it ends), so that closing cuts short only those.
+  const inFlight = new Set<InFlightCall>();
   const held = new Map<string, ScopedSession>();
   let closing: Promise<void> | undefined;
   let ended: Promise<void> | undefined;
@@ -57,7 +58,7 @@ export function openSessionScope(id: string, upstreamNamed: (name: string) => Up
     if (session === undefined) held.set(upstream.name, (session = new ScopedSession(upstream, id)));
     const lostBefore = session.lost;
     try {
-      return await upstream.callTool(toolName, args, options, session);
+      return await upstream.callTool(toolName, args, options, session, inFlight);
     } catch (error) {
       if (session.lost === lostBefore || !isKlymError(error)) throw error;
       const message = `${error.message}. The scope "${id}" lost its session to upstream "${upstream.name}", and with it whatever state the upstream kept for it; the next call opens a fresh session`;
@@ -77,11 +78,7 @@ export function openSessionScope(id: string, upstreamNamed: (name: string) => Up
       } catch (error) {
         return Promise.reject(error);
       }
-      const call = new AbortController();
-      inFlight.add(call);
-      const scoped = { ...options, signal: anySignal(options.signal, call.signal) };
-      const pending = upstream.config.sessionScope === 'task' ? callHeld(upstream, toolName, args, scoped) : upstream.callTool(toolName, args, scoped);
-      return pending.finally(() => inFlight.delete(call));
+      return upstream.config.sessionScope === 'task' ? callHeld(upstream, toolName, args, options) : upstream.callTool(toolName, args, options, undefined, inFlight);
     },
     close() {
       closing ??= (async () => {
@@ -116,19 +113,19 @@ class ScopedSession implements SessionSource {
     this.#scopeId = scopeId;
   }
 
-  async take(signal: AbortSignal): Promise<UpstreamSession> {
+  async take(call: InFlightCall): Promise<UpstreamSession> {
     const previous = this.#turn;
     let endTurn!: () => void;
     this.#turn = new Promise((resolve) => (endTurn = resolve));
     try {
-      await raceAbort(previous, signal);
+      await raceAbort(previous, call.signal);
     } catch (error) {
       // The calls queued behind this one still wait for the one before it.
       void previous.then(endTurn);
       throw error;
     }
     try {
-      signal.throwIfAborted();
+      call.throwIfCut();
       if (this.#ended) {
         throw new KlymError('POOL_CLOSED', `The session scope "${this.#scopeId}" is closed; upstream "${this.#upstream.name}" takes no more of its calls`, {
           upstream: this.#upstream.name,
@@ -136,7 +133,7 @@ class ScopedSession implements SessionSource {
       }
       // Sound and, when it sat idle long, answering a ping: the same test a pooled session passes before it is lent.
       if (this.#session !== undefined && !(await this.#upstream.checkSession(this.#session))) await this.#drop();
-      this.#session ??= await this.#upstream.takeSession(signal);
+      this.#session ??= await this.#upstream.takeSession(call);
       this.#endTurn = endTurn;
       return this.#session;
     } catch (error) {

@@ -38,6 +38,12 @@ export interface UpstreamSession {
   readonly broken: Error | undefined;
   /** Marks the session broken (its state is in doubt) and closes it. */
   breakOff(reason: Error): void;
+  /**
+   * Sends the upstream `notifications/cancelled` for the request this session sent last — the call it is
+   * lent for, since it serves one at a time — as the SDK does for a request whose signal aborts. The session
+   * is then to be closed (its state is in doubt), which ends the SDK's wait for the answer.
+   */
+  cancelRequest(reason: unknown): void;
   /** Whoever borrowed the session also receives what the upstream logs meanwhile. */
   borrowerLog: ((entry: UpstreamLogEntry) => void) | undefined;
   /** When it last went back to the pool (`performance.now()`); `undefined` until it has been lent once. */
@@ -85,6 +91,7 @@ export async function openSession(
 
   const client = new Client(hooks.clientInfo, { capabilities: {} });
   const sending = new Set<Promise<void>>();
+  const sent: { requestId?: string | number } = {};
   let broken: Error | undefined;
   let closing: Promise<void> | undefined;
   let connected = false;
@@ -103,6 +110,12 @@ export async function openSession(
       return broken;
     },
     breakOff: (reason) => markBroken(reason, false),
+    cancelRequest(reason) {
+      const { requestId } = sent;
+      if (requestId === undefined || closing !== undefined) return;
+      sent.requestId = undefined;
+      client.notification({ method: 'notifications/cancelled', params: { requestId, reason: String(reason) } }).catch(() => {});
+    },
     borrowerLog: undefined,
     idleSince: undefined,
     close() {
@@ -136,7 +149,7 @@ export async function openSession(
   if (signal?.aborted) stop();
   else signal?.addEventListener('abort', stop, { once: true });
   try {
-    const opened = trackSends(createTransport(config, transport, hooks, log), sending);
+    const opened = trackSends(createTransport(config, transport, hooks, log), sending, sent);
     await raceAbort(client.connect(opened, { timeout: config.connectMs, signal: connecting.signal }), connecting.signal);
     connected = true;
     if (broken !== undefined) throw broken;
@@ -198,13 +211,18 @@ function lazyTransport(config: ResolvedUpstreamConfig): Transport {
   return outer;
 }
 
-/** Keeps every message being sent in `sending` until it is out, so that closing can wait for them. */
-function trackSends(transport: Transport, sending: Set<Promise<void>>): Transport {
+/**
+ * Keeps every message being sent in `sending` until it is out, so that closing can wait for them, and the
+ * id of the last request in `last`, so that it can be cancelled.
+ */
+function trackSends(transport: Transport, sending: Set<Promise<void>>, last: { requestId?: string | number }): Transport {
   const send = transport.send.bind(transport);
   transport.send = (message, options) => {
+    if ('method' in message && 'id' in message) last.requestId = message.id;
     const sent = send(message, options);
     sending.add(sent);
-    void sent.catch(() => {}).finally(() => sending.delete(sent));
+    const done = (): void => void sending.delete(sent);
+    sent.then(done, done);
     return sent;
   };
   return transport;

@@ -1,10 +1,11 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { createPool, type Pool } from 'generic-pool';
 import { KlymError, isKlymError } from '../errors.ts';
-import { anySignal, raceAbort } from '../internal/abort.ts';
+import { raceAbort } from '../internal/abort.ts';
 import { createUpstreamFetch, type UpstreamFetch } from '../internal/upstream-fetch.ts';
 import { callError, describe, leavesSessionSound, neverReachedUpstream } from './call-errors.ts';
 import { CircuitBreaker } from './circuit-breaker.ts';
+import { InFlightCall } from './in-flight-call.ts';
+import { connectFailure, SessionLender, type Pooled, type SessionSource } from './session-lender.ts';
 import { ToolCache } from './tool-cache.ts';
 import type { ResolvedUpstreamConfig } from './upstream-config.ts';
 import type { CallToolOptions, UpstreamStatus } from './upstream-status.ts';
@@ -17,51 +18,21 @@ interface UpstreamOptions {
 }
 
 /**
- * What generic-pool holds: a session, or the failure of a connect attempt. A failed connect is handed to
- * the caller that asked for it instead of being thrown inside generic-pool, which would retry at once and
- * forever while anyone waits.
- */
-type Pooled = UpstreamSession | ConnectFailure;
-interface ConnectFailure {
-  readonly failure: KlymError;
-  /**
-   * Whether the caller may try one more connect: one was really tried (not refused by the breaker or by
-   * closing) and failed without using up `connectMs` (a second timeout would double the caller's wait).
-   */
-  readonly retryable: boolean;
-  /** `performance.now()` when the attempt ended: a waiter only takes failures newer than its request. */
-  readonly at: number;
-}
-
-const isFailure = (pooled: Pooled): pooled is ConnectFailure => 'failure' in pooled;
-const fail = (failure: KlymError, retryable = false): ConnectFailure => ({ failure, retryable, at: performance.now() });
-
-/**
- * Where a call takes its session and gives it back: the upstream's pool by default, or a session scope
- * that keeps one session across its calls (`session-scope.ts`).
- */
-export interface SessionSource {
-  take(signal: AbortSignal): Promise<UpstreamSession>;
-  put(session: UpstreamSession, sound: boolean): Promise<void>;
-}
-
-/**
- * One upstream: a generic-pool of sessions behind a circuit breaker, its tool list and its counters.
- * Internal to the session pool.
+ * One upstream: its sessions (lent by a `SessionLender`) behind a circuit breaker, its tool list and its
+ * counters. Internal to the session pool.
  */
 export class Upstream {
   readonly config: ResolvedUpstreamConfig;
   readonly #options: UpstreamOptions;
   readonly #fetch: UpstreamFetch;
-  readonly #sessions: Pool<Pooled>;
+  readonly #sessions: SessionLender;
   readonly #breaker: CircuitBreaker;
-  readonly #inFlight = new Set<AbortController>();
-  /** Errors of connects that failed fast: the request never left Klym, and one more try is cheap. */
-  readonly #connectFailures = new WeakSet<object>();
+  /** The calls in flight: closing the pool cuts short those left at the drain deadline. */
+  readonly #inFlight = new Set<InFlightCall>();
   /** Aborts connects under way when the pool closes. */
   readonly #closed = new AbortController();
   #transport: ResolvedUpstreamConfig['transport'];
-  readonly #tools = new ToolCache(() => this.#withSession('tools/list', {}, (session, signal) => this.#listOn(session, signal)));
+  readonly #tools = new ToolCache(() => this.#withSession('tools/list', {}, (session, call) => this.#listOn(session, call)));
   readonly #stderr: StderrCounts = { bytes: 0, lines: 0, droppedBytes: 0 };
   #sessionIds = 0;
   #opened = 0;
@@ -74,7 +45,6 @@ export class Upstream {
   #lastError: UpstreamStatus['lastError'];
   #probeTimer: NodeJS.Timeout | undefined;
   #closing = false;
-  readonly #pooled: SessionSource = { take: (signal) => this.#acquire(signal), put: (session, sound) => this.#giveBack(session, sound) };
 
   constructor(config: ResolvedUpstreamConfig, options: UpstreamOptions) {
     this.config = config;
@@ -83,17 +53,7 @@ export class Upstream {
     this.#breaker = new CircuitBreaker(config.breaker);
     const host = Object.entries(config.headers).find(([key]) => key.toLowerCase() === 'host')?.[1];
     this.#fetch = createUpstreamFetch(host);
-    this.#sessions = createPool<Pooled>(
-      {
-        create: () => this.#create(),
-        destroy: async (pooled) => {
-          if (!isFailure(pooled)) await pooled.close();
-        },
-        validate: (pooled) => this.#validate(pooled),
-      },
-      // min stays 0 here: generic-pool would refill it in a loop against a dead upstream; #warm keeps it.
-      { min: 0, max: config.max, maxWaitingClients: config.maxWaiting, testOnBorrow: true, acquireTimeoutMillis: config.acquireMs, autostart: false },
-    );
+    this.#sessions = new SessionLender(config, { create: () => this.#create(), onLost: () => this.#keepMinimum() });
   }
 
   get name(): string {
@@ -106,8 +66,8 @@ export class Upstream {
    */
   async start(): Promise<void> {
     // Held together, so that `min` sessions really open (one given back early would be lent to the next).
-    const opened = await Promise.allSettled(Array.from({ length: this.config.min }, () => this.#acquire()));
-    await Promise.all(opened.map((result) => (result.status === 'fulfilled' ? this.#giveBack(result.value, true) : undefined)));
+    const opened = await Promise.allSettled(Array.from({ length: this.config.min }, () => this.#sessions.take()));
+    await Promise.all(opened.map((result) => (result.status === 'fulfilled' ? this.#sessions.put(result.value, true) : undefined)));
     // Listed while the sessions are idle, so that the first tasks find a list even if long calls take every session.
     if (opened.some((result) => result.status === 'fulfilled')) await this.#tools.refresh().catch(() => {});
   }
@@ -132,52 +92,30 @@ export class Upstream {
     return signal === undefined ? listing : raceAbort(listing, signal);
   }
 
-  /** Calls `toolName` on a pooled session (or one `source` holds) and gives the session back; one that broke is replaced. */
-  async callTool(toolName: string, args: Record<string, unknown>, options: CallToolOptions = {}, source?: SessionSource): Promise<CallToolResult> {
-    this.#calls.started++;
-    const timeout = options.timeoutMs ?? this.config.requestMs;
-    const maxTotalMs = Math.max(timeout, this.config.maxTotalMs);
-    try {
-      const result = await this.#withSession(toolName, options, async (session, signal) => {
-        // The SDK checks `maxTotalTimeout` only when progress arrives, and then sends no cancellation: a timer of our own does both.
-        const limit = options.onProgress === undefined ? undefined : new AbortController();
-        const timer = limit === undefined ? undefined : setTimeout(() => limit.abort(), maxTotalMs);
-        try {
-          const progress = options.onProgress === undefined ? {} : { onprogress: options.onProgress, resetTimeoutOnProgress: true };
-          return await session.client.callTool({ name: toolName, arguments: args }, undefined, { signal: anySignal(signal, limit?.signal), timeout, ...progress });
-        } catch (error) {
-          if (limit === undefined || !limit.signal.aborted || signal.aborted) throw error;
-          const message = `Upstream "${this.name}" did not finish ${toolName} within ${maxTotalMs} ms (timeouts.maxTotalMs), however much progress it reported; it was sent a cancellation`;
-          throw new KlymError('UPSTREAM_TIMEOUT', message, { upstream: this.name, toolName, cause: error });
-        } finally {
-          clearTimeout(timer);
-        }
-      }, source);
-      this.#calls.succeeded++;
-      return result as CallToolResult;
-    } catch (error) {
-      this.#calls.failed++;
-      throw error;
-    }
+  /**
+   * Calls `toolName` on a pooled session (or one `source` holds) and gives the session back; one that broke
+   * is replaced. `calls` is where a scope keeps the calls it may abort.
+   */
+  callTool(toolName: string, args: Record<string, unknown>, options: CallToolOptions = {}, source?: SessionSource, calls?: Set<InFlightCall>): Promise<CallToolResult> {
+    return this.#withSession(toolName, options, (session, call) => this.#callOn(session, call, toolName, args, options), source, calls, this.#calls);
   }
 
   /** Lends a session for a scope to hold across calls: counted against `pool.max`, waiting bounded by `acquireMs`, behind the breaker. */
-  takeSession(signal: AbortSignal): Promise<UpstreamSession> {
-    return this.#acquire(signal);
+  async takeSession(call: InFlightCall): Promise<UpstreamSession> {
+    return await this.#sessions.take(call);
   }
 
   /** Whether a held session may serve another call: sound, and answering a ping when it sat idle long. Never rejects. */
-  checkSession(session: UpstreamSession): Promise<boolean> {
-    return this.#validate(session);
+  checkSession(session: UpstreamSession): boolean | Promise<boolean> {
+    return this.#sessions.check(session);
   }
 
   /** Closes a session a scope held instead of giving it back: its state was the scope's. */
-  dropSession(session: UpstreamSession): Promise<void> {
-    return this.#giveBack(session, false);
+  async dropSession(session: UpstreamSession): Promise<void> {
+    await this.#sessions.put(session, false);
   }
 
   status(): UpstreamStatus {
-    const pool = this.#sessions;
     const state = this.#closing ? 'closed' : this.#connectFailing ? 'down' : this.#opened === 0 ? 'connecting' : 'ready';
     return {
       state,
@@ -186,10 +124,7 @@ export class Upstream {
       breaker: this.#breaker.status(),
       sessions: {
         // generic-pool's `size` also counts sessions still connecting.
-        live: pool.size - this.#connecting,
-        idle: pool.available,
-        borrowed: pool.borrowed,
-        waiting: pool.pending,
+        ...this.#sessions.counts(this.#connecting),
         opened: this.#opened,
         connectAttempts: this.#connectAttempts,
       },
@@ -208,126 +143,133 @@ export class Upstream {
     clearTimeout(this.#probeTimer);
     this.#closed.abort(new KlymError('POOL_CLOSED', `The pool closed while connecting to upstream "${this.name}"`, { upstream: this.name }));
     const timer = setTimeout(() => {
-      for (const controller of this.#inFlight) {
-        controller.abort(new KlymError('POOL_CLOSED', `The pool closed before the call to upstream "${this.name}" finished`, { upstream: this.name }));
+      for (const call of this.#inFlight) {
+        call.fail(new KlymError('POOL_CLOSED', `The pool closed before the call to upstream "${this.name}" finished`, { upstream: this.name }));
       }
     }, Math.max(0, deadline - Date.now()));
     try {
-      await this.#sessions.drain();
+      await this.#sessions.close();
     } finally {
       clearTimeout(timer);
     }
-    await this.#sessions.clear();
     await this.#fetch.close();
   }
 
   /**
-   * Runs `use` on a borrowed session. A request that provably never reached the upstream (a connect that
-   * failed, a session the server no longer knows) is tried once more on a fresh session; one whose
-   * outcome is unknown never is.
+   * Runs `use` on a borrowed session, counting the call in `counts` (tool calls are counted, listings not).
+   * A request that provably never reached the upstream (a connect that failed, a session the server no
+   * longer knows) is tried once more on a fresh session; one whose outcome is unknown never is.
    */
   async #withSession<T>(
     what: string,
     options: Pick<CallToolOptions, 'signal' | 'timeoutMs' | 'onLog'>,
-    use: (session: UpstreamSession, signal: AbortSignal) => Promise<T>,
-    source: SessionSource = this.#pooled,
+    use: (session: UpstreamSession, call: InFlightCall) => Promise<T>,
+    source: SessionSource = this.#sessions,
+    calls?: Set<InFlightCall>,
+    counts?: { started: number; succeeded: number; failed: number },
   ): Promise<T> {
-    if (this.#closing) throw new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name });
-    const controller = new AbortController();
-    const signal = anySignal(options.signal, controller.signal);
-    const context = { upstream: this.name, toolName: what, signal: options.signal, timeoutMs: options.timeoutMs ?? this.config.requestMs };
-    this.#inFlight.add(controller);
+    if (counts !== undefined) counts.started++;
+    if (this.#closing) {
+      if (counts !== undefined) counts.failed++;
+      throw new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name });
+    }
+    const call = new InFlightCall(options.signal);
+    this.#inFlight.add(call);
+    calls?.add(call);
     try {
-      signal.throwIfAborted();
+      call.throwIfCut();
       for (let attempt = 1; ; attempt++) {
         let session: UpstreamSession;
         try {
-          session = await source.take(signal);
+          const taken = source.take(call);
+          session = taken instanceof Promise ? await taken : taken;
         } catch (error) {
           // A connect that failed never carried the request: one more try, unless the breaker now refuses.
-          if (attempt === 1 && this.#connectFailures.has(error as object) && this.#breaker.state === 'closed' && !signal.aborted) continue;
+          if (attempt === 1 && this.#sessions.failedFast(error) && this.#breaker.state === 'closed' && !call.aborted) continue;
           throw error;
         }
         session.borrowerLog = options.onLog;
         let sound = false;
         try {
-          const result = await use(session, signal);
+          call.throwIfCut();
+          const result = await use(session, call);
           sound = true;
+          if (counts !== undefined) counts.succeeded++;
           return result;
         } catch (error) {
-          if (attempt === 1 && neverReachedUpstream(error) && !signal.aborted) {
+          if (attempt === 1 && neverReachedUpstream(error) && !call.aborted) {
             session.breakOff(error as Error);
             continue;
           }
           sound = leavesSessionSound(error);
-          throw callError(controller.signal.aborted ? controller.signal.reason : error, { ...context, broken: session.broken });
+          // Cut short while the request was under way: what the upstream did with it is not known.
+          throw this.#callError(call.aborted ? undefined : error, what, options, call, session.broken);
         } finally {
           // Stderr comes on its own pipe: lines the child wrote before answering may be read just after the answer.
           if (session.transport === 'stdio' && options.onLog !== undefined) await new Promise(setImmediate);
           session.borrowerLog = undefined;
-          await source.put(session, sound);
+          const given = source.put(session, sound);
+          if (given !== undefined) await given;
         }
       }
     } catch (error) {
-      const failure = callError(controller.signal.aborted ? controller.signal.reason : error, { ...context, broken: undefined });
+      const failure = this.#callError(error, what, options, call, undefined);
+      if (counts !== undefined) counts.failed++;
       this.#record(failure);
       throw failure;
     } finally {
-      this.#inFlight.delete(controller);
+      call.end();
+      this.#inFlight.delete(call);
+      calls?.delete(call);
     }
   }
 
-  async #acquire(signal?: AbortSignal): Promise<UpstreamSession> {
-    const requestedAt = performance.now();
-    for (;;) {
-      const pending = this.#sessions.acquire();
-      let pooled: Pooled;
-      try {
-        pooled = signal === undefined ? await pending : await raceAbort(pending, signal);
-      } catch (error) {
-        if (signal?.aborted) {
-          // generic-pool cannot withdraw a waiter: hand back what it gets later.
-          pending.then((late) => this.#giveBack(late, true), () => {});
-          throw error;
-        }
-        if (this.#closing) throw new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name });
-        const busy = `${this.#sessions.borrowed} of ${this.config.max} busy`;
-        // generic-pool's own words ("ResourceRequest timed out") would not tell the caller which limit was hit.
-        const why =
-          error instanceof Error && error.name === 'TimeoutError'
-            ? `no session came free within ${this.config.acquireMs} ms (${busy}; timeouts.acquireMs)`
-            : this.#sessions.pending >= this.config.maxWaiting
-              ? `no free session (${busy}) and ${this.#sessions.pending} callers already wait (pool.maxWaiting ${this.config.maxWaiting})`
-              : `no free session (${busy}): ${describe(error)}`;
-        throw new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${this.name}" is unavailable: ${why}`, { upstream: this.name, cause: error });
-      }
-      if (!isFailure(pooled)) return pooled;
-      await this.#sessions.destroy(pooled);
-      if (pooled.at >= requestedAt) {
-        if (pooled.retryable) this.#connectFailures.add(pooled.failure);
-        throw pooled.failure;
-      }
-      // A failure left over from a caller that gave up: not this caller's answer.
-    }
+  /** A call's failure as a `KlymError`: what the pool cut it short with, or what `error` means. */
+  #callError(error: unknown, toolName: string, options: Pick<CallToolOptions, 'timeoutMs'>, call: InFlightCall, broken: Error | undefined): KlymError {
+    return call.failure ?? callError(error, { upstream: this.name, toolName, aborted: call, timeoutMs: options.timeoutMs ?? this.config.requestMs, broken });
   }
 
-  async #giveBack(pooled: Pooled, sound: boolean): Promise<void> {
-    if (!isFailure(pooled) && sound && pooled.broken === undefined && !this.#closing) {
-      pooled.idleSince = performance.now();
-      await this.#sessions.release(pooled);
-      return;
+  /** One `tools/call` on `session`, cut short with `call`. */
+  #callOn(session: UpstreamSession, call: InFlightCall, toolName: string, args: Record<string, unknown>, options: CallToolOptions): Promise<CallToolResult> {
+    const timeout = options.timeoutMs ?? this.config.requestMs;
+    const request = { name: toolName, arguments: args };
+    if (options.onProgress === undefined) return call.request(session, session.client.callTool(request, undefined, { timeout }) as Promise<CallToolResult>);
+    return this.#callWithProgress(session, call, request, timeout, options.onProgress);
+  }
+
+  /** A call that listens for progress, which restarts its `timeout`: `timeouts.maxTotalMs` bounds it however much progress comes. */
+  async #callWithProgress(
+    session: UpstreamSession,
+    call: InFlightCall,
+    request: { name: string; arguments: Record<string, unknown> },
+    timeout: number,
+    onProgress: NonNullable<CallToolOptions['onProgress']>,
+  ): Promise<CallToolResult> {
+    const maxTotalMs = Math.max(timeout, this.config.maxTotalMs);
+    // The SDK checks `maxTotalTimeout` only when progress arrives, and then sends no cancellation: a timer of our own does both.
+    const timer = setTimeout(() => {
+      const message = `Upstream "${this.name}" did not finish ${request.name} within ${maxTotalMs} ms (timeouts.maxTotalMs), however much progress it reported; it was sent a cancellation`;
+      call.fail(new KlymError('UPSTREAM_TIMEOUT', message, { upstream: this.name, toolName: request.name }));
+    }, maxTotalMs);
+    try {
+      // Progress that comes after the call was cut short, while its session closes, is no longer the caller's.
+      const onprogress: typeof onProgress = (progress) => {
+        if (call.failure === undefined && !call.aborted) onProgress(progress);
+      };
+      const answer = session.client.callTool(request, undefined, { timeout, onprogress, resetTimeoutOnProgress: true });
+      return (await call.request(session, answer)) as CallToolResult;
+    } finally {
+      clearTimeout(timer);
     }
-    await this.#sessions.destroy(pooled);
-    this.#keepMinimum();
   }
 
   async #create(): Promise<Pooled> {
-    if (this.#closing) return fail(new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name }));
+    if (this.#closing) return connectFailure(new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name }));
     if (!this.#breaker.tryAttempt()) {
       // A probe timer may fire a millisecond before the breaker's clock allows it: keep the chain going.
       this.#scheduleProbe();
       const { consecutiveFailures } = this.#breaker.status();
-      return fail(
+      return connectFailure(
         new KlymError(
           'UPSTREAM_UNAVAILABLE',
           `Upstream "${this.name}" is unavailable: ${consecutiveFailures} connects failed in a row; next try in ${this.#breaker.msUntilProbe} ms. Last: ${this.#lastError?.message ?? 'unknown'}`,
@@ -375,7 +317,7 @@ export class Upstream {
     } catch (error) {
       const failure = isKlymError(error) ? error : new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${this.name}" is unavailable: ${describe(error)}`, { upstream: this.name, cause: error });
       this.#connectFailed(failure, 'connect-failed');
-      return fail(failure, performance.now() - startedAt < this.config.connectMs);
+      return connectFailure(failure, performance.now() - startedAt < this.config.connectMs);
     }
   }
 
@@ -389,38 +331,21 @@ export class Upstream {
   }
 
   /** Lists every page of the upstream's tools on `session`. */
-  async #listOn(session: UpstreamSession, signal: AbortSignal): Promise<readonly Tool[]> {
+  async #listOn(session: UpstreamSession, call: InFlightCall): Promise<readonly Tool[]> {
     const tools: Tool[] = [];
     let cursor: string | undefined;
     do {
-      const page = await session.client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: this.config.requestMs });
+      const page = await call.request(session, session.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: this.config.requestMs }));
       tools.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor !== undefined);
     return tools;
   }
 
-  /**
-   * Lends sessions only if sound; pings one that sat idle long (never a fresh one, or a server that fails
-   * pings would be reconnected forever). Never rejects: generic-pool would not catch it.
-   */
-  async #validate(pooled: Pooled): Promise<boolean> {
-    if (isFailure(pooled)) return true;
-    if (pooled.broken !== undefined) return false;
-    if (pooled.idleSince === undefined || performance.now() - pooled.idleSince < this.config.idlePingMs) return true;
-    try {
-      await pooled.client.ping({ timeout: this.config.connectMs });
-      return true;
-    } catch (error) {
-      pooled.breakOff(error instanceof Error ? error : new Error(String(error)));
-      return false;
-    }
-  }
-
   /** Opens a session and returns it to the pool, as the kept minimum. */
   async #warm(): Promise<void> {
     try {
-      await this.#giveBack(await this.#acquire(), true);
+      await this.#sessions.put(await this.#sessions.take(), true);
     } catch {
       // Recorded in status(); a probe is scheduled while the breaker is open.
     }
