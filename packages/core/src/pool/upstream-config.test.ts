@@ -21,6 +21,7 @@ describe('resolveUpstreamConfig', () => {
     [{ url: 'not a url' }, 'got "not a url"'],
     [{ url: 'http://a', transport: 'stdio' as const }, 'needs a `command`'],
     [{ command: 'node', transport: 'sse' as const }, 'needs a `url`'],
+    [{ url: 'http://a', transport: 'http' as 'sse' }, 'expected `transport` to be "auto", "streamable-http" or "sse", got "http"'],
     [{ url: 'http://a', pool: { max: 0 } }, 'expected `pool.max` to be an integer ≥ 1, got 0'],
     [{ url: 'http://a', pool: { min: 3, max: 2 } }, '`pool.min` (3) to be at most `pool.max` (2)'],
     [{ url: 'http://a', timeouts: { requestMs: -1 } }, '`timeouts.requestMs` to be an integer ≥ 1, got -1'],

@@ -114,6 +114,9 @@ export function resolveUpstreamConfig(name: string, config: UpstreamConfig): Res
       fail(`expected \`url\` to be an http(s) URL, got ${JSON.stringify(String(config.url))}`);
     }
     if (config.transport === 'stdio') fail('`transport: "stdio"` needs a `command`, not a `url`');
+    if (config.transport !== undefined && !['auto', 'streamable-http', 'sse'].includes(config.transport)) {
+      fail(`expected \`transport\` to be "auto", "streamable-http" or "sse", got ${JSON.stringify(config.transport)}`);
+    }
   }
   if (config.command !== undefined && config.transport !== undefined && config.transport !== 'stdio') {
     fail(`\`transport: "${config.transport}"\` needs a \`url\`, not a \`command\``);
