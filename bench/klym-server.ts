@@ -56,3 +56,23 @@ export async function waitUntilIdle(klym: KlymChild): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/** Grynya's status polls in a process of their own (bench/status-poller.ts): tell it the newest task, then stop it for its times. */
+export interface StatusPoller {
+  poll(taskId: string): void;
+  stop(): Promise<number[]>;
+}
+
+export async function startStatusPoller(mcpUrl: string): Promise<StatusPoller> {
+  const child = fork(path.join(import.meta.dirname, 'status-poller.ts'), [mcpUrl], { execArgv: ['--conditions=klym-source'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  await once(child, 'message');
+  return {
+    poll: (taskId) => void child.send({ taskId }),
+    async stop() {
+      const answer = once(child, 'message') as Promise<[{ times: number[] }]>;
+      child.send({ stop: true });
+      const [{ times }] = await answer;
+      return times;
+    },
+  };
+}

@@ -11,7 +11,7 @@ import { freePort } from '../test/support/upstream-servers.ts';
 import { startFakeGrynyaProcess, type ChildServer } from './servers.ts';
 import { figure, ms, ratio, summarize } from './stats.ts';
 import { statusAtLoad } from './status-at-load.ts';
-import { client, scenarioFiveOptions, startKlymChild, waitUntilIdle } from './klym-server.ts';
+import { client, scenarioFiveOptions, startKlymChild, startStatusPoller, waitUntilIdle } from './klym-server.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const MiB = 2 ** 20;
@@ -76,35 +76,19 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
 
     const began = performance.now();
     let started = 0;
-    // Grynya polling while the runner is saturated: check_task_status on the newest task, on its own session, every 20 ms.
-    let latest: string | undefined;
-    const measuring = new AbortController();
-    const statusTimes: number[] = [];
-    const poller = await client(klym.mcpUrl);
-    const polling = (async () => {
-      while (!measuring.signal.aborted) {
-        if (latest !== undefined) {
-          const asked = performance.now();
-          await poller.callTool({ name: 'check_task_status', arguments: { task_id: latest } });
-          statusTimes.push(performance.now() - asked);
-        }
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    })();
+    // Grynya polling while the runner is saturated: check_task_status on the newest task every 20 ms, from its own process.
+    const poller = await startStatusPoller(klym.mcpUrl);
     await Promise.all(
       Array.from({ length: 16 }, async () => {
         while (started < tasks) {
           started++;
           const answer = await grynyaClient.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
-          latest = String((answer.structuredContent as { task_id?: unknown } | undefined)?.task_id);
+          poller.poll(String((answer.structuredContent as { task_id?: unknown } | undefined)?.task_id));
         }
       }),
     );
     await waitUntilIdle(klym);
-    measuring.abort();
-    await polling;
-    await poller.close();
-    const status = summarize(statusTimes);
+    const status = summarize(await poller.stop());
     const klymSeconds = (performance.now() - began) / 1000;
     const during = await klym.ask<{ delayP99Ms: number; delayMaxMs: number; cpuMs: number; tasks: Record<string, number> }>('stats');
     await klym.ask('gc');
@@ -123,7 +107,7 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
       `| through Klym (scripted model, 5 upstreams → one fake grynya) | ${klymSeconds.toFixed(2)} s | ${klymRate.toFixed(0)} |`,
       `| raw SDK clients, same calls, same concurrency | ${rawSeconds.toFixed(2)} s | ${rawRate.toFixed(0)} |`,
       '',
-      `check_task_status while the runner is saturated (${status.count} polls, every 20 ms, on their own session): p50 ${ms(status.median)}, p99 ${ms(status.p99)}.`,
+      `check_task_status while the runner is saturated (${status.count} polls, every 20 ms, from their own process): p50 ${ms(status.median)}, p99 ${ms(status.p99)}.`,
       `Klym ÷ raw throughput: ${((klymRate / rawRate) * 100).toFixed(0)}%. Klym's process used ${((during.cpuMs - before.cpuMs) / tasks).toFixed(2)} ms of CPU per task (${(((during.cpuMs - before.cpuMs) / 1000 / klymSeconds) * 100).toFixed(0)}% of one core). Its event-loop delay during the run: p99 ${ms(during.delayP99Ms)}, max ${ms(during.delayMaxMs)}. Tasks: ${JSON.stringify(during.tasks)}.`,
       `Klym's memory after GC: before ${mb(before.rss)} RSS / ${mb(before.heapUsed)} heap; after ${tasks} finished tasks ${mb(after.rss)} / ${mb(after.heapUsed)}` +
         ` (heap retained: ${mb(after.heapUsed - before.heapUsed)} per ${tasks} tasks); after the TTL evicted them ${mb(evicted.rss)} / ${mb(evicted.heapUsed)}.`,

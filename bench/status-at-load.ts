@@ -1,8 +1,9 @@
 // Scenario 5b (issue #12): what Grynya waits for when Klym is busy but not saturated. Klym's saturated
 // task rate is measured first (tasks started as fast as they are taken, 50 running at a time); then tasks
-// arrive open-loop at 70% of that rate while a second client polls `check_task_status` every 20 ms.
+// arrive open-loop at 70% of that rate while Grynya's stand-in polls `check_task_status` every 20 ms from
+// a process of its own.
 import type { ChildServer } from './servers.ts';
-import { client, scenarioFiveOptions, startKlymChild, waitUntilIdle } from './klym-server.ts';
+import { client, scenarioFiveOptions, startKlymChild, startStatusPoller, waitUntilIdle } from './klym-server.ts';
 import { figure, ms, summarize } from './stats.ts';
 
 const CONCURRENCY = 50;
@@ -11,7 +12,6 @@ const LOAD = 0.7;
 export async function statusAtLoad(grynya: ChildServer, tasks: number): Promise<string[]> {
   const klym = await startKlymChild(scenarioFiveOptions(grynya, CONCURRENCY));
   const starter = await client(klym.mcpUrl);
-  const poller = await client(klym.mcpUrl);
   const start = async (): Promise<string> => {
     const answer = await starter.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
     return String((answer.structuredContent as { task_id?: unknown } | undefined)?.task_id);
@@ -36,41 +36,27 @@ export async function statusAtLoad(grynya: ChildServer, tasks: number): Promise<
     // Open loop at 70% of it: a start every 1/rate seconds whatever the answers' pace, polled meanwhile.
     const interval = 1000 / (saturatedRate * LOAD);
     await klym.ask('reset');
-    let latest: string | undefined;
-    const statusTimes: number[] = [];
-    const measuring = new AbortController();
-    const polling = (async () => {
-      while (!measuring.signal.aborted) {
-        if (latest !== undefined) {
-          const asked = performance.now();
-          await poller.callTool({ name: 'check_task_status', arguments: { task_id: latest } });
-          statusTimes.push(performance.now() - asked);
-        }
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    })();
+    const poller = await startStatusPoller(klym.mcpUrl);
     const loadBegan = performance.now();
     const starts: Promise<void>[] = [];
     for (let index = 0; index < tasks; index++) {
       const due = loadBegan + index * interval;
       const wait = due - performance.now();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-      starts.push(start().then((id) => void (latest = id)));
+      starts.push(start().then((id) => poller.poll(id)));
     }
     await Promise.all(starts);
     await waitUntilIdle(klym);
-    measuring.abort();
-    await polling;
+    const status = summarize(await poller.stop());
     const stats = await klym.ask<{ delayP99Ms: number }>('stats');
-    const status = summarize(statusTimes);
     return [
-      `Saturated: ${saturatedRate.toFixed(0)} tasks/s. At ${LOAD * 100}% of it (a start every ${interval.toFixed(1)} ms, ${tasks} tasks, open loop), check_task_status every 20 ms on its own session (${status.count} polls): p50 ${ms(status.median)}, p99 ${ms(status.p99)}; Klym's event-loop delay p99 ${ms(stats.delayP99Ms)}.`,
+      `Saturated: ${saturatedRate.toFixed(0)} tasks/s. At ${LOAD * 100}% of it (a start every ${interval.toFixed(1)} ms, ${tasks} tasks, open loop), check_task_status every 20 ms from its own process (${status.count} polls): p50 ${ms(status.median)}, p99 ${ms(status.p99)}; Klym's event-loop delay p99 ${ms(stats.delayP99Ms)}.`,
       '',
       figure('status_p50_load70_ms', status.median),
       figure('status_p99_load70_ms', status.p99),
     ];
   } finally {
-    await Promise.all([starter.close(), poller.close()]);
+    await starter.close();
     await klym.stop();
   }
 }

@@ -1,5 +1,7 @@
 // Tasks run on the runner thread (`createThreadRunner`) against real parts: the fake grynya over legacy
 // SSE, a stdio server, the scripted model and the real OpenAI provider against a local fake of its API.
+import { readFileSync, readdirSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import path from 'node:path';
 import {
   KlymError,
@@ -65,6 +67,10 @@ async function fakeOpenAi(replies: readonly FakeReply[]): Promise<Awaited<Return
   cleanups.push(() => llm.close());
   return llm;
 }
+
+/** The nice value of each thread of this process (Linux: field 19 of its stat). */
+const niceOfThreads = (): number[] =>
+  readdirSync('/proc/self/task').map((thread) => Number(readFileSync(`/proc/self/task/${thread}/stat`, 'utf8').split(') ')[1]?.split(' ')[16]));
 
 describe('tasks on the runner thread', () => {
   it('runs a task to the same end, with the same log, as the inline runner', async () => {
@@ -191,6 +197,19 @@ describe('tasks on the runner thread', () => {
     await expect.poll(() => grynya.stats.sessionsOpen, { timeout: 5_000 }).toBe(1);
     const refused = await runner({ pool, prompt: 'Self-check' }).catch((error: unknown) => error);
     expect(isKlymError(refused, 'SHUTTING_DOWN')).toBe(true);
+  });
+
+  // A thread's nice value is its own on Linux only; elsewhere the runner keeps the process's priority.
+  it.skipIf(process.platform !== 'linux')('runs below the front: when cores are short, the thread that answers status polls goes first', async () => {
+    const { grynya, pool } = await setUp();
+    const base = getPriority();
+    expect(niceOfThreads()).not.toContain(base + 7);
+    const runner = createThreadRunner({ upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } }, niceness: 7 });
+    cleanups.push(() => runner.close());
+    const tasks = manager({ pool, run: runner });
+    expect(await ended(tasks, (await tasks.start({ prompt: 'Self-check' }, me)).id)).toMatchObject({ status: 'completed' });
+    expect(niceOfThreads()).toContain(base + 7);
+    expect(() => createThreadRunner({ upstreams: {}, niceness: 20 })).toThrow(new KlymError('CONFIG_INVALID', 'Expected `niceness` to be an integer from 0 to 19, got 20'));
   });
 
   it('refuses what cannot cross a thread, naming it: an upstream given as connect(), a model object', async () => {

@@ -11,6 +11,8 @@ export interface RunnerThreadData {
   readonly clientInfo?: { readonly name: string; readonly version: string };
   /** The main thread's `AI_SDK_LOG_WARNINGS` when it turned the AI SDK's warnings off: a global is per thread. */
   readonly aiSdkLogWarnings?: false;
+  /** Steps below the process's scheduling priority the thread runs at. */
+  readonly niceness: number;
 }
 
 /** The part of a run's options that crosses the thread; the thread supplies the pool, scope, signal and listeners. */

@@ -1,6 +1,8 @@
 // The runner thread's entry (started by `createThreadRunner`, never imported): one session pool for the
 // thread's life, and `runAgent` for each run the main thread asks for. Events and checkpoints go back in
 // the order they happen; a before-call checkpoint holds its call until the main thread says it is stored.
+import { readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { runAgent } from '../agent/run-agent.ts';
 import { KlymError } from '../errors.ts';
@@ -105,4 +107,23 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
   });
 }
 
-if (parentPort !== null) serve(parentPort, workerData as RunnerThreadData);
+/**
+ * Lowers this thread's scheduling priority by `steps` (Linux: a thread's nice value is its own), so
+ * that when the cores are short the main thread, which answers status polls, runs first. Elsewhere, or
+ * where the OS refuses, the thread keeps the process's priority.
+ */
+function lowerPriority(steps: number): void {
+  if (steps <= 0) return;
+  try {
+    const thread = Number(readlinkSync('/proc/thread-self').split('/').at(-1));
+    setPriority(thread, Math.min(19, getPriority(thread) + steps));
+  } catch {
+    // Not Linux, or not allowed: the same priority as the front.
+  }
+}
+
+if (parentPort !== null) {
+  const data = workerData as RunnerThreadData;
+  lowerPriority(data.niceness);
+  serve(parentPort, data);
+}

@@ -21,6 +21,12 @@ export interface ThreadRunnerOptions {
   readonly onLog?: (entry: UpstreamLogEntry) => void;
   /** On `close()`, how long runs' calls may take to end before the thread's pool aborts them. @default 5_000 */
   readonly drainTimeoutMs?: number;
+  /**
+   * How many steps below the process's scheduling priority the thread runs (its nice value, 0-19; Linux,
+   * where a thread has its own): when the cores are short, the main thread — the front that answers
+   * status polls — runs first, and the runs take what it leaves. 0 keeps the process's priority. @default 10
+   */
+  readonly niceness?: number;
 }
 
 /** A runner of tasks' agents on a worker thread of its own: an {@link AgentRunner} that must be closed. */
@@ -83,6 +89,7 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
     ...(options.clientInfo === undefined ? {} : { clientInfo: options.clientInfo }),
     // The AI SDK prints its warnings unless this global says not to; the thread has globals of its own.
     ...((globalThis as { AI_SDK_LOG_WARNINGS?: unknown }).AI_SDK_LOG_WARNINGS === false ? { aiSdkLogWarnings: false as const } : {}),
+    niceness: nicenessOf(options.niceness ?? 10),
   };
   const drainTimeoutMs = options.drainTimeoutMs ?? 5_000;
   let current: RunnerThread | undefined;
@@ -274,4 +281,9 @@ function portableRunOptions(options: RunAgentOptions): PortableRunOptions {
     if (typeof value === 'function') throw new KlymError('CONFIG_INVALID', `Expected \`${key}\` to be data on the runner thread, got a function; it cannot cross the thread`);
   }
   return { ...rest, ...(model === undefined ? {} : { model }), scopeId: scope?.id ?? 'run' };
+}
+
+function nicenessOf(value: number): number {
+  if (!Number.isInteger(value) || value < 0 || value > 19) throw new KlymError('CONFIG_INVALID', `Expected \`niceness\` to be an integer from 0 to 19, got ${String(value)}`);
+  return value;
 }
