@@ -12,6 +12,17 @@ describe('createRedactor', () => {
     expect(input.message).toBe('key hunter2-secret failed');
   });
 
+  it('keeps a key `__proto__` as a key, redacted, without changing what the copy is', () => {
+    const redactor = createRedactor(['hunter2-secret']);
+    // What a model's tool arguments can hold once JSON.parse made them an object.
+    const input = JSON.parse('{"__proto__": {"polluted": "hunter2-secret"}, "query": "RETURN 1"}') as Record<string, unknown>;
+    const copy = redactor.value(input);
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+    expect((copy as { polluted?: unknown }).polluted).toBeUndefined();
+    expect(Object.keys(copy)).toEqual(['__proto__', 'query']);
+    expect(JSON.stringify(copy)).toBe('{"__proto__":{"polluted":"[redacted]"},"query":"RETURN 1"}');
+  });
+
   it('removes secret-shaped text nobody named', () => {
     const redactor = createRedactor();
     expect(redactor.text('Authorization: Bearer eyJhbGciOi.payload.sig')).not.toContain('eyJhbGciOi');

@@ -90,7 +90,13 @@ export function createRedactor(secrets: readonly (string | undefined)[] = []): R
     const copy: Record<string, unknown> = {};
     seen.set(input, copy);
     const record = input as Record<string, unknown>;
-    for (const name of Object.keys(record)) copy[key(name)] = value(record[name], seen);
+    for (const name of Object.keys(record)) {
+      const redactedName = key(name);
+      const redacted = value(record[name], seen);
+      // A key `__proto__` (JSON.parse makes one, from a model's or a tool's JSON) stays a key: assigned, it would set the copy's prototype.
+      if (redactedName === '__proto__') Object.defineProperty(copy, redactedName, { value: redacted, enumerable: true, writable: true, configurable: true });
+      else copy[redactedName] = redacted;
+    }
     return copy as T;
   };
   return { text, value: (input) => value(input, new Map()) };
