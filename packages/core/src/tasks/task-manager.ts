@@ -7,10 +7,10 @@ import { raceAbort } from '../internal/abort.ts';
 import { createRedactor } from '../redact.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
-import { applyAgentEvent, eventData } from './task-progress.ts';
+import { createProgress, eventData } from './task-progress.ts';
 import type { BoundedLogOptions, TaskLogPage } from './task-log.ts';
 import { completionOf, runOptionsOf, type TaskRunDefaults } from './task-run.ts';
-import { isTerminal, type TaskListPage, type TaskPageRequest, type TaskPatch, type TaskRecord, type TaskRequest, type TaskStatus, type TaskStore } from './task-types.ts';
+import { isTerminal, type TaskListPage, type TaskPageRequest, type TaskRecord, type TaskRequest, type TaskStatus, type TaskStore } from './task-types.ts';
 import { writeBackResult, type WriteBackOptions } from './write-back.ts';
 
 /** What runs a task's agent: `runAgent` of `@klym/core`, or a stand-in with its contract. */
@@ -189,41 +189,25 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     // The limit counts run time across restarts, as the run's own budgets do.
     const leftMs = Math.max(0, taskTimeoutMs - spentMs);
     const timer = setTimeout(() => controller.abort(new KlymError('TASK_TIMEOUT', `Task ${id} ran past its run-time limit of ${taskTimeoutMs} ms`)), leftMs);
-    let progress = task;
-    // A step's events move the task's step and usage many times a turn: the store gets one write a turn,
-    // applied only while the task runs, so a late write never overwrites how it ended.
-    let unsaved: TaskPatch | undefined;
-    const saveProgress = (): void => {
-      const patch = unsaved;
-      unsaved = undefined;
-      if (patch !== undefined) void store.transition(id, ['running'], patch).catch(() => {});
-    };
-    const noteProgress = (patch: TaskPatch): void => {
-      if (unsaved === undefined) setImmediate(saveProgress);
-      unsaved = { ...unsaved, ...patch };
-    };
+    const progress = createProgress(store, task);
     const onEvent = (event: AgentEvent): void => {
       try {
         logEvent(id, event);
         // Events after a cancel or timeout are logged, but the task's step and usage stay as they ended.
-        const patch = controller.signal.aborted ? undefined : applyAgentEvent(progress, event);
-        if (patch !== undefined) {
-          progress = { ...progress, ...patch };
-          noteProgress(patch);
-        }
+        if (!controller.signal.aborted) progress.apply(event);
       } catch {
         // A malformed event must not break the run.
       }
     };
     const onCheckpoint = (saved: AgentCheckpoint): void => {
       store.saveCheckpoint(id, saved);
-      if (saved.current === undefined) noteProgress({ elapsedMs: saved.elapsedMs });
+      if (saved.current === undefined) progress.note({ elapsedMs: saved.elapsedMs });
     };
     // The task's own sessions of `task`-scoped upstreams: closed in `finally`, on cancel, timeout and shutdown too.
     const scope = options.pool.openScope(id);
     const runOptions = runOptionsOf(task, { pool: options.pool, scope, defaults, secrets, taskTimeoutMs, signal: controller.signal, onEvent, onCheckpoint, checkpoint });
     try {
-      const result = await raceAbort(Promise.resolve().then(() => run(runOptions)), controller.signal).finally(saveProgress);
+      const result = await raceAbort(Promise.resolve().then(() => run(runOptions)), controller.signal).finally(progress.save);
       if (result.finishReason === 'cancelled' || controller.signal.aborted) throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);
       const record = task.request.recordResult ?? options.writeBack?.byDefault ?? false;
       const done = await finish(id, ['running'], completionOf(task, result, { checkpoint, writeBack: record, redact }));

@@ -1,5 +1,5 @@
 import type { AgentEvent } from '../agent/types.ts';
-import type { TaskPatch, TaskRecord } from './task-types.ts';
+import type { TaskPatch, TaskRecord, TaskStore } from './task-types.ts';
 
 /** An agent event's fields without its `type`, as a log entry's `data`; an upstream log is flattened. */
 export function eventData(event: AgentEvent): Readonly<Record<string, unknown>> {
@@ -38,4 +38,43 @@ export function applyAgentEvent(task: TaskRecord, event: AgentEvent): Omit<TaskP
     default:
       return undefined;
   }
+}
+
+/** A running task's step and budget use, as its run's events move them. */
+export interface TaskProgress {
+  /** Moves the task by an agent event (most do not). */
+  apply(event: AgentEvent): void;
+  /** Moves the task by a patch of its own (not its status). */
+  note(patch: TaskPatch): void;
+  /** Writes what moved since the last write, now: before the task ends. */
+  save(): void;
+}
+
+/**
+ * The progress of `task` as it runs. A step's events move it many times a turn of the loop; the store
+ * gets one write a turn, by a transition that applies only while the task is `running`, so a late write
+ * never overwrites how the task ended.
+ */
+export function createProgress(store: TaskStore, task: TaskRecord): TaskProgress {
+  let current = task;
+  let unsaved: TaskPatch | undefined;
+  const save = (): void => {
+    const patch = unsaved;
+    unsaved = undefined;
+    if (patch !== undefined) void store.transition(task.id, ['running'], patch).catch(() => {});
+  };
+  const note = (patch: TaskPatch): void => {
+    if (unsaved === undefined) setImmediate(save);
+    unsaved = { ...unsaved, ...patch };
+  };
+  return {
+    apply(event) {
+      const patch = applyAgentEvent(current, event);
+      if (patch === undefined) return;
+      current = { ...current, ...patch };
+      note(patch);
+    },
+    note,
+    save,
+  };
 }
