@@ -1,7 +1,7 @@
-import { createScriptedModel, createSessionPool, runAgent, type AgentCheckpoint, type AgentEvent, type RunAgentOptions, type ScriptedStep, type SessionPool } from '@klym/core';
+import { createScriptedModel, runAgent, type AgentCheckpoint, type AgentEvent, type RunAgentOptions, type ScriptedStep, type SessionPool } from '@klym/core';
 import { createMockModel, type MockTurn } from '@klym/core/testing';
-import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { grynyaPool } from './support/grynya-pool.ts';
 
 // The scripted model's steps are not streamed: each is one `generateText` call. What a run reports must
 // not depend on that, so each scenario runs twice over the real fake grynya — once with the scripted model,
@@ -11,14 +11,6 @@ const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
 });
-
-async function grynyaPool(): Promise<{ grynya: FakeGrynya; pool: SessionPool }> {
-  const grynya = await createFakeGrynya({ allowedHosts: ['localhost'] });
-  cleanups.push(() => grynya.close());
-  const pool = await createSessionPool({ upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', headers: { Host: 'localhost' } } } });
-  cleanups.push(() => pool.close());
-  return { grynya, pool };
-}
 
 type Call = { readonly id: string; readonly name: string; readonly args: unknown };
 type Turn = { readonly text?: string; readonly calls?: readonly Call[] };
@@ -74,7 +66,7 @@ const types = (events: readonly AgentEvent[]): string[] => events.filter((event)
 
 describe('a step that is not streamed (the scripted model)', () => {
   it('reports what a streamed step reports: the same events in the same order, result, usage and checkpoints', async () => {
-    const { grynya, pool } = await grynyaPool();
+    const { grynya, pool } = await grynyaPool(cleanups);
     grynya.graph.mergeNode('Person', { id: 'p1', name: 'Ada' });
 
     const { scripted, streamed } = await bothWays(pool, [{ text: 'Counting.', calls: [count('c1'), count('c2')] }, { text: 'There is 1 node.' }]);
@@ -103,7 +95,7 @@ describe('a step that is not streamed (the scripted model)', () => {
   });
 
   it('a tool that fails, a denied tool, an unknown tool and bad arguments: the same tool errors, each read by the model', async () => {
-    const { grynya, pool } = await grynyaPool();
+    const { grynya, pool } = await grynyaPool(cleanups);
     grynya.faults.delayMs = 2_000;
     const turns: Turn[] = [
       {
@@ -131,7 +123,7 @@ describe('a step that is not streamed (the scripted model)', () => {
   });
 
   it('a model that fails (the script has no answer left): the same run-end and MODEL_ERROR', async () => {
-    const { pool } = await grynyaPool();
+    const { pool } = await grynyaPool(cleanups);
 
     const { scripted, streamed } = await bothWays(pool, [{ text: 'One step.', calls: [count('c1')] }]);
 
@@ -141,7 +133,7 @@ describe('a step that is not streamed (the scripted model)', () => {
   });
 
   it('aborting mid-tool cancels the upstream call and ends the run cancelled, its text kept and the cut call left for the next run to remove', async () => {
-    const { grynya, pool } = await grynyaPool();
+    const { grynya, pool } = await grynyaPool(cleanups);
     grynya.faults.hang = true;
     const controller = new AbortController();
     const events: AgentEvent[] = [];
@@ -172,7 +164,7 @@ describe('a step that is not streamed (the scripted model)', () => {
 
   // The model would take 30 s to answer: the test's own time limit fails it if the abort does not stop it.
   it('aborting while the model answers stops it and ends the run cancelled, with nothing to show for the step', async () => {
-    const { grynya, pool } = await grynyaPool();
+    const { grynya, pool } = await grynyaPool(cleanups);
     const controller = new AbortController();
     const events: AgentEvent[] = [];
 

@@ -1,6 +1,7 @@
-import { createSessionPool, runAgent, type AgentEvent, type SessionPool } from '@klym/core';
-import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
+import { createSessionPool, runAgent, type AgentEvent } from '@klym/core';
+import { createFakeGrynya } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { grynyaPool } from './support/grynya-pool.ts';
 import { createMockModel as mockModel, textUntilAborted } from '@klym/core/testing';
 import { toolCallIdsIn, toolResultsIn } from './support/mock-model.ts';
 
@@ -9,19 +10,11 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
 });
 
-async function grynyaPool(): Promise<{ grynya: FakeGrynya; pool: SessionPool }> {
-  const grynya = await createFakeGrynya({ allowedHosts: ['localhost'] });
-  cleanups.push(() => grynya.close());
-  const pool = await createSessionPool({ upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', headers: { Host: 'localhost' } } } });
-  cleanups.push(() => pool.close());
-  return { grynya, pool };
-}
-
 const count = { name: 'grynya__query_graph', args: { query: 'MATCH (n) RETURN count(n)' } };
 
 describe('runAgent: the tool loop against the fake grynya', () => {
   it('multi-step tool use: calls a tool, reads its result, answers; every step reaches onEvent', async () => {
-    const { grynya, pool } = await grynyaPool();
+    const { grynya, pool } = await grynyaPool(cleanups);
     grynya.graph.mergeNode('Person', { id: 'p1', name: 'Ada' });
     const model = mockModel([{ text: 'Counting.', toolCalls: [{ id: 'c1', ...count }] }, { text: 'There is 1 node.', usage: { input: 300, output: 10 } }]);
     const events: AgentEvent[] = [];
@@ -67,7 +60,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
   });
 
   it('a tool that fails does not end the run: a timeout becomes a tool error the model reads, and the upstream is told to cancel', async () => {
-    const { grynya, pool } = await grynyaPool();
+    const { grynya, pool } = await grynyaPool(cleanups);
     grynya.faults.delayMs = 5_000;
     const model = mockModel([{ toolCalls: [{ id: 'slow', ...count }] }, { text: 'The graph did not answer in time.' }]);
     const events: AgentEvent[] = [];
@@ -82,7 +75,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
   });
 
   it("grynya's {\"status\":\"error\"} is a result the model reads, not an exception", async () => {
-    const { grynya, pool } = await grynyaPool();
+    const { grynya, pool } = await grynyaPool(cleanups);
     grynya.faults.error = 'Missing node id';
     const model = mockModel([{ toolCalls: [{ id: 'bad', ...count }] }, { text: 'The database said no.' }]);
 
@@ -93,7 +86,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
   });
 
   it('a denied tool is hidden from the model; a call to it anyway is a tool error naming the policy, logged, and never reaches the upstream', async () => {
-    const { grynya, pool } = await grynyaPool();
+    const { grynya, pool } = await grynyaPool(cleanups);
     const model = mockModel([
       { toolCalls: [{ id: 'write', name: 'grynya__add_node', args: { node_type: 'Note', node_data: { id: 'n1' } } }, { id: 'read', ...count }] },
       { text: 'I may only read.' },
@@ -121,7 +114,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
   });
 
   it('allow and deny patterns per run and per upstream', async () => {
-    const { grynya, pool } = await grynyaPool();
+    const { grynya, pool } = await grynyaPool(cleanups);
     const model = mockModel([{ toolCalls: [{ id: 'link', name: 'grynya__link_nodes', args: { source_id: 'a', target_id: 'b', rel_type: 'KNOWS' } }] }, { text: 'Denied.' }]);
     const events: AgentEvent[] = [];
 
@@ -147,7 +140,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
   });
 
   it('an unknown tool and invalid arguments are tool errors the model reads; the upstream is not called', async () => {
-    const { grynya, pool } = await grynyaPool();
+    const { grynya, pool } = await grynyaPool(cleanups);
     const model = mockModel([
       {
         toolCalls: [
@@ -180,7 +173,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
   });
 
   it('names an upstream that is down as unavailable, in the events and the system prompt, and works with the rest', async () => {
-    const { grynya } = await grynyaPool();
+    const { grynya } = await grynyaPool(cleanups);
     const dead = await createFakeGrynya();
     const deadUrl = dead.sseUrl;
     await dead.close();
@@ -198,7 +191,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
   });
 
   it('keeps a custom system prompt, with the tools placed at {{tools}}', async () => {
-    const { pool } = await grynyaPool();
+    const { pool } = await grynyaPool(cleanups);
     const model = mockModel([{ text: 'ok' }]);
 
     await runAgent({ pool, prompt: 'Hi', model, systemPrompt: 'You are a test.\nTOOLS:\n{{tools}}\nEND', temperature: 0.2 });
@@ -212,7 +205,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
 
 describe('runAgent: cancellation and orphaned tool calls', () => {
   it('aborting mid-LLM stops the model request; the run ends cancelled with the partial text', async () => {
-    const { pool } = await grynyaPool();
+    const { pool } = await grynyaPool(cleanups);
     const controller = new AbortController();
     const model = mockModel([textUntilAborted('The answer is', () => setTimeout(() => controller.abort(), 20))]);
 
@@ -224,7 +217,7 @@ describe('runAgent: cancellation and orphaned tool calls', () => {
   });
 
   it('aborting mid-tool cancels the upstream call (it receives notifications/cancelled); the next run removes the orphaned call', async () => {
-    const { grynya, pool } = await grynyaPool();
+    const { grynya, pool } = await grynyaPool(cleanups);
     grynya.faults.hang = true;
     const controller = new AbortController();
     const first = mockModel([{ text: 'Looking.', toolCalls: [{ id: 'stuck', ...count }] }]);
@@ -261,7 +254,7 @@ describe('runAgent: cancellation and orphaned tool calls', () => {
   });
 
   it('a signal aborted before the start ends the run at once, cancelled', async () => {
-    const { pool } = await grynyaPool();
+    const { pool } = await grynyaPool(cleanups);
     const model = mockModel([]);
 
     const run = await runAgent({ pool, prompt: 'Never', model, signal: AbortSignal.abort() });

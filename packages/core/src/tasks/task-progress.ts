@@ -9,7 +9,7 @@ export function eventData(event: AgentEvent): Readonly<Record<string, unknown>> 
 }
 
 /** How an agent event moves a task's current step and budget use; `undefined` when it does not. */
-export function applyAgentEvent(task: TaskRecord, event: AgentEvent): Omit<TaskPatch, 'status'> | undefined {
+function applyAgentEvent(task: TaskRecord, event: AgentEvent): Omit<TaskPatch, 'status'> | undefined {
   switch (event.type) {
     case 'step-start':
       return { currentStep: `step ${event.step}` };
