@@ -26,6 +26,18 @@ if ! have_node || ! have_pnpm; then
   have_node || { echo "scripts/run.sh: Node $node_major did not install into .toolchain/" >&2; exit 1; }
 fi
 
+# The tests and the benchmark start their own Redis (issue #13): Debian's redis-server, installed when missing.
+case "${1:-}" in
+  test|bench)
+    if ! command -v redis-server >/dev/null 2>&1; then
+      echo "Installing Debian's redis-server for the tests …" >&2
+      sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+      $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends redis-server >&2 \
+        || { echo "scripts/run.sh: could not install redis-server with apt-get; install Debian's redis-server package" >&2; exit 1; }
+    fi
+    ;;
+esac
+
 # Cheap when node_modules is already up to date with the lockfile.
 pnpm install --frozen-lockfile --prefer-offline --reporter=silent >&2
 exec pnpm "$@"

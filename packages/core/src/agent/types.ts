@@ -249,7 +249,7 @@ export interface RunAgentOptions {
    * Receives the run's checkpoint after every step (after `step-end`), right before each tool call's
    * request goes to the upstream, and again when that call answers or fails — synchronously: a store that
    * returns has recorded the call, so a call whose result was never recorded is known, and never replayed
-   * after a restart. A listener may instead return a Promise (a store on another thread): the call's
+   * after a restart. A listener may instead return a Promise (a store on another thread or over the network): the call's
    * request then waits until it resolves. A listener that throws or rejects (a store that failed) does not
    * stop the run; before a call, that call fails unsent with `STORE_UNAVAILABLE`.
    */

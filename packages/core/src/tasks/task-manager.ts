@@ -199,9 +199,10 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         // A malformed event must not break the run.
       }
     };
-    const onCheckpoint = (saved: AgentCheckpoint): void => {
-      store.saveCheckpoint(id, saved);
+    const onCheckpoint = (saved: AgentCheckpoint): void | Promise<void> => {
+      const stored = store.saveCheckpoint(id, saved);
       if (saved.current === undefined) progress.note({ elapsedMs: saved.elapsedMs });
+      return stored;
     };
     // The task's own sessions of `task`-scoped upstreams: closed in `finally`, on cancel, timeout and shutdown too.
     const scope = options.pool.openScope(id);

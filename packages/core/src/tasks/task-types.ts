@@ -153,11 +153,12 @@ export interface TaskStore extends AsyncDisposable {
   /** The newest `count` entries, oldest first. */
   tailLog(id: string, count: number): Promise<TaskLogPage>;
   /**
-   * Records the task's run checkpoint, replacing the one before. Synchronous and durable on return (a
-   * durable store writes it, with the log entries buffered so far, before returning): the agent saves one
-   * before each tool call's request goes out, so an unrecorded call is never replayed.
+   * Records the task's run checkpoint, replacing the one before. Durable once it returns, or once the
+   * Promise it returns resolves (a store over the network): a durable store writes it with the log entries
+   * buffered so far. The agent saves one before each tool call's request goes out and sends the request
+   * only after that, so an unrecorded call is never replayed; a throw or a rejection keeps the call unsent.
    */
-  saveCheckpoint(id: string, checkpoint: AgentCheckpoint): void;
+  saveCheckpoint(id: string, checkpoint: AgentCheckpoint): void | Promise<void>;
   loadCheckpoint(id: string): Promise<AgentCheckpoint | undefined>;
   /** Writes what is buffered and releases the store (for SQLite, its file lock). Idempotent. */
   close(): Promise<void>;
