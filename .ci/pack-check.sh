@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Proves @klym/core is a package other agents can install: build it, pack it, install the tarball in a
 # temporary project outside the workspace, then typecheck and run a program that imports its entry
-# points (`.`, `./testing`, `./mcp`) and runs a task on the runner thread (whose entry is a file of the
+# points (`.`, `./testing`, `./mcp`, `./redis`) and runs a task on the runner thread (whose entry is a file of the
 # built dist, loaded by path, which no import would prove). Run through scripts/run.sh (`pnpm pack-check`) so that Node 24 and pnpm are on PATH.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -1,6 +1,7 @@
 // An agent that installed @klym/core from its tarball: its entry points, typed, and working.
 import { createSessionPool, createTaskManager, createTaskService, createThreadRunner, isTerminal, KlymError, runAgent, SELF_CHECK_OK, type SessionPool } from '@klym/core';
 import { registerTaskTools, TASK_TOOLS_INSTRUCTIONS } from '@klym/core/mcp';
+import { createRedisTaskStore } from '@klym/core/redis';
 import { createInMemoryUpstream } from '@klym/core/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
@@ -44,12 +45,15 @@ await client.close();
 await service.close();
 await pool.close();
 const closed = await pool.callTool('demo', 'echo', { text: 'late' }).catch((error: unknown) => error);
+// The Redis store's subpath loads ioredis from the tarball's dependencies; nothing listens on port 1.
+const redis = await createRedisTaskStore({ url: 'redis://127.0.0.1:1/0', connectTimeoutMs: 500 }).then(() => undefined, (error: unknown) => error);
 
 const text = (result.content as { text: string }[])[0]?.text;
 const ran = run.text.startsWith(SELF_CHECK_OK) && task.status === 'completed' && threaded.finishReason === 'stop' && threaded.model === 'scripted';
 const mcp = served.length === 5 && described?.tools?.[0]?.name === 'demo__echo';
-if (listing.tools[0]?.name !== 'demo__echo' || text !== 'from the tarball' || !(closed instanceof KlymError) || closed.code !== 'POOL_CLOSED' || !ran || !mcp) {
-  console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed, run: run.text, task: task.status, threaded, served, described });
+const redisRefused = redis instanceof KlymError && redis.code === 'STORE_UNAVAILABLE';
+if (listing.tools[0]?.name !== 'demo__echo' || text !== 'from the tarball' || !(closed instanceof KlymError) || closed.code !== 'POOL_CLOSED' || !ran || !mcp || !redisRefused) {
+  console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed, run: run.text, task: task.status, threaded, served, described, redis });
   process.exit(1);
 }
-console.log(`consumer check passed: ${listing.tools[0].name} answered ${JSON.stringify(text)}; runAgent (scripted): ${run.finishReason}, ${run.steps} steps; task ${task.status}; on the runner thread: ${threaded.finishReason}, ${threaded.steps} step(s); after close: ${closed.code}; @klym/core/mcp served ${served.length} tools`);
+console.log(`consumer check passed: ${listing.tools[0].name} answered ${JSON.stringify(text)}; runAgent (scripted): ${run.finishReason}, ${run.steps} steps; task ${task.status}; on the runner thread: ${threaded.finishReason}, ${threaded.steps} step(s); after close: ${closed.code}; @klym/core/mcp served ${served.length} tools; @klym/core/redis refused an unreachable Redis with ${redis.code}`);
