@@ -77,6 +77,8 @@ export {
   type TaskManagerOptions,
 } from './tasks/task-manager.ts';
 export type { TaskRunDefaults } from './tasks/task-run.ts';
+export { createInProcessTaskQueue } from './tasks/queue/in-process-queue.ts';
+export type { RunOutcome, TaskConsumer, TaskLease, TaskQueue } from './tasks/queue/task-queue.ts';
 export { createThreadRunner, type ThreadRunner, type ThreadRunnerOptions } from './tasks/thread-runner.ts';
 export { createMemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-task-store.ts';
 export { BoundedLog, type BoundedLogOptions, type TaskLogEntry, type TaskLogPage } from './tasks/task-log.ts';

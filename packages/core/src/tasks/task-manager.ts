@@ -1,17 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import type { AgentCheckpoint, AgentEvent, AgentRunResult, RunAgentOptions } from '../agent/types.ts';
+import type { AgentRunResult, RunAgentOptions } from '../agent/types.ts';
 import { TASK_DEFAULTS } from '../defaults.ts';
 import { runAgent } from '../agent/run-agent.ts';
-import { KlymError, isKlymError } from '../errors.ts';
-import { raceAbort } from '../internal/abort.ts';
+import { KlymError } from '../errors.ts';
 import { createRedactor } from '../redact.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
-import { createProgress, eventData } from './task-progress.ts';
+import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
+import type { TaskQueue } from './queue/task-queue.ts';
+import { createTaskExecution, notResumed } from './task-execution.ts';
 import type { BoundedLogOptions, TaskLogPage } from './task-log.ts';
-import { completionOf, runOptionsOf, type TaskRunDefaults } from './task-run.ts';
+import type { TaskRunDefaults } from './task-run.ts';
 import { isTerminal, type TaskListPage, type TaskPageRequest, type TaskRecord, type TaskRequest, type TaskStatus, type TaskStore } from './task-types.ts';
-import { writeBackResult, type WriteBackOptions } from './write-back.ts';
+import type { WriteBackOptions } from './write-back.ts';
 
 /** What runs a task's agent: `runAgent` of `@klym/core`, or a stand-in with its contract. */
 export type AgentRunner = ((options: RunAgentOptions) => Promise<AgentRunResult>) & {
@@ -40,17 +41,31 @@ export interface TaskManagerOptions {
   readonly log?: BoundedLogOptions;
   /** Runs one task's agent. @default `runAgent` from `@klym/core` */
   readonly run?: AgentRunner;
-  /** Tasks running at once; more wait as `pending`. @default 4 */
+  /**
+   * Tasks running at once in this process; more wait as `pending`. On a shared `queue`, 0 makes this
+   * process a front: it starts, reads and cancels tasks, and runs none. @default 4
+   */
   readonly maxConcurrent?: number;
-  /** Tasks waiting as `pending` at most; one more is refused with `TASK_QUEUE_FULL`, so a caller cannot grow the queue without bound. @default 1_000 */
+  /**
+   * Tasks waiting as `pending` at most (on a shared `queue`, in all processes together); one more is
+   * refused with `TASK_QUEUE_FULL`, so a caller cannot grow the queue without bound. @default 1_000
+   */
   readonly maxQueued?: number;
+  /**
+   * Where started tasks wait, and which process runs them. The manager opens it and closes it with itself.
+   * A shared one (`createBullmqTaskQueue` of `@klym/core/redis`, over a `store` every process shares) lets
+   * any number of processes start, cancel and run one set of tasks.
+   * @default an in-process queue: tasks run in this process, `maxConcurrent` at a time
+   */
+  readonly queue?: TaskQueue;
   /** Run time limit of one task, across restarts; it also caps the run's `budget.timeoutMs`. Hitting it is `error` with `TASK_TIMEOUT`. @default 1_800_000 */
   readonly taskTimeoutMs?: number;
   /** How long a finished task stays visible before it is evicted. @default 3_600_000 */
   readonly ttlMs?: number;
   /**
-   * What happens to a task the store holds as `running` when the manager starts (its process died): resume
-   * it from its last checkpoint (`true`), or end it as `error` with `TASK_INTERRUPTED`, its log intact. @default true
+   * What happens to a task the store holds as `running` when the manager starts (its process died), or,
+   * on a shared queue, when a worker takes up a task another one stopped running: resume it from its last
+   * checkpoint (`true`), or end it as `error` with `TASK_INTERRUPTED`, its log intact. @default true
    */
   readonly resumeOnRestart?: boolean;
   /** Run options for every task. @default {} (runAgent's own defaults) */
@@ -86,7 +101,8 @@ export interface TaskManager extends AsyncDisposable {
   /**
    * Queues a task and returns it at once (`pending` or `running`). With an `idempotencyKey` the caller used
    * before, returns that task instead, whatever its status.
-   * @throws {KlymError} `SHUTTING_DOWN` after `close()`; `TASK_QUEUE_FULL` past `maxQueued`
+   * @throws {KlymError} `SHUTTING_DOWN` after `close()`; `TASK_QUEUE_FULL` past `maxQueued`;
+   * `STORE_UNAVAILABLE` when the store or a shared queue cannot be reached (the task, if stored, ends as `error`)
    */
   start(request: TaskRequest, caller: Caller): Promise<TaskRecord>;
   /** @throws {KlymError} `TASK_NOT_FOUND` when no task of that id is visible to `caller` */
@@ -101,14 +117,19 @@ export interface TaskManager extends AsyncDisposable {
   list(caller: Caller, filter?: { readonly status?: TaskStatus }, page?: TaskPageRequest): Promise<TaskListPage>;
   /** How many tasks are in each status (all principals). */
   summary(): Promise<Readonly<Record<TaskStatus, number>>>;
-  /** Refuses new tasks, cancels pending ones, gives running ones `graceMs`, then cancels them with `reason`. Idempotent. */
+  /**
+   * Refuses new tasks, cancels pending ones, gives running ones `graceMs`, then cancels them with `reason`.
+   * On a shared queue, tasks outlive the process instead: pending ones stay queued, and running ones that
+   * did not end within `graceMs` are handed back, `running` with their checkpoint, and another process
+   * resumes them at once. Idempotent.
+   */
   close(options?: { readonly graceMs?: number; readonly reason?: string }): Promise<void>;
 }
 
 /**
  * Creates a task manager over a session pool.
  *
- * @throws {KlymError} `CONFIG_INVALID` when a limit is not a positive number.
+ * @throws {KlymError} `CONFIG_INVALID` when a limit is not a positive number (`maxConcurrent` may be 0 on a shared queue).
  * @example
  * ```ts
  * const tasks = createTaskManager({ pool, maxConcurrent: 2, writeBack: { byDefault: true } })
@@ -117,39 +138,37 @@ export interface TaskManager extends AsyncDisposable {
  * ```
  */
 export function createTaskManager(options: TaskManagerOptions): TaskManager {
-  const maxConcurrent = positive('maxConcurrent', options.maxConcurrent ?? TASK_DEFAULTS.concurrency);
+  const queue = options.queue ?? createInProcessTaskQueue();
+  // A front of a shared queue runs nothing itself: its tasks run on the queue's workers.
+  const maxConcurrent = queue.shared
+    ? atLeastZero('maxConcurrent', options.maxConcurrent ?? TASK_DEFAULTS.concurrency)
+    : positive('maxConcurrent', options.maxConcurrent ?? TASK_DEFAULTS.concurrency);
   const maxQueued = positive('maxQueued', options.maxQueued ?? TASK_DEFAULTS.maxQueued);
   const taskTimeoutMs = positive('taskTimeoutMs', options.taskTimeoutMs ?? TASK_DEFAULTS.timeoutMs);
   const ttlMs = positive('ttlMs', options.ttlMs ?? TASK_DEFAULTS.ttlMs);
   const resumeOnRestart = options.resumeOnRestart ?? TASK_DEFAULTS.resumeOnRestart;
   const store = options.store ?? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log });
   const run: AgentRunner = options.run ?? runAgent;
-  // Core's runners redact every event with the run's secrets (a superset of the manager's): not done twice.
-  const eventsRedacted = run === runAgent || run.redactsEvents === true;
   const defaults = options.defaults ?? {};
   const providerKeys = [defaults.providers?.openai?.apiKey, defaults.providers?.google?.apiKey, defaults.providers?.compatible?.apiKey];
   const secrets = [...(options.secrets ?? []), ...providerKeys.filter((key): key is string => typeof key === 'string')];
-  const redact = createRedactor(secrets);
-  const queue: string[] = [];
-  const live = new Map<string, { controller: AbortController; done: Promise<void> }>();
-  /** Tasks the store held as `running` at start-up: their run continues from its checkpoint. */
-  const resuming = new Set<string>();
-  let running = 0;
+  const execution = createTaskExecution({
+    store,
+    pool: options.pool,
+    run,
+    // Core's runners redact every event with the run's secrets (a superset of the manager's): not done twice.
+    eventsRedacted: run === runAgent || run.redactsEvents === true,
+    defaults,
+    secrets,
+    redact: createRedactor(secrets),
+    taskTimeoutMs,
+    resumeOnRestart,
+    writeBack: options.writeBack,
+    onEvent: options.onEvent,
+  });
+  const { log, emit, finish } = execution;
   let closing: Promise<void> | undefined;
   let closeReason = 'shutdown';
-
-  const emit = (event: TaskEvent): void => {
-    try {
-      options.onEvent?.(event);
-    } catch {
-      // A listener's failure must not break a task.
-    }
-  };
-  const log = (id: string, type: string, data: Readonly<Record<string, unknown>>): void => store.appendLog(id, type, redact.value(data));
-  const logEvent = (id: string, event: AgentEvent): void => {
-    const data = eventData(event);
-    store.appendLog(id, event.type, eventsRedacted ? data : redact.value(data));
-  };
 
   const visible = async (id: string, caller: Caller): Promise<TaskRecord> => {
     const task = typeof id === 'string' ? await store.get(id) : undefined;
@@ -159,141 +178,48 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     return task;
   };
 
-  const finish = async (id: string, from: readonly TaskStatus[], patch: Parameters<TaskStore['transition']>[2]): Promise<TaskRecord | undefined> => {
-    const task = await store.transition(id, from, { ...patch, finishedAt: new Date().toISOString() });
-    if (task !== undefined) {
-      log(id, 'task-end', { status: task.status, ...(task.error ? { error: task.error } : {}), ...(task.cancelReason ? { reason: task.cancelReason } : {}) });
-      emit({ type: 'task-end', task });
-    }
+  const cancelTask = async (id: string, reason: string): Promise<TaskRecord | undefined> => {
+    const task = await finish(id, ['pending', 'running'], { status: 'cancelled', currentStep: 'cancelled', cancelReason: reason });
+    if (task === undefined) return undefined;
+    // The cancel is stored: a run the queue cannot reach now stops when its process learns of it.
+    await queue.cancel(id, reason).catch(() => {});
     return task;
   };
 
-  const execute = async (id: string, controller: AbortController): Promise<void> => {
-    const resumed = resuming.delete(id);
-    // A resumed task keeps the time it first started.
-    const task = resumed
-      ? await store.transition(id, ['running'], { currentStep: 'resuming' })
-      : await store.transition(id, ['pending'], { status: 'running', startedAt: new Date().toISOString(), currentStep: 'starting' });
-    if (task === undefined) return; // cancelled while it waited
-    const checkpoint = resumed ? await store.loadCheckpoint(id) : undefined;
-    const spentMs = checkpoint?.elapsedMs ?? 0;
-    if (resumed) {
-      const fromStep = checkpoint?.steps ?? 0;
-      await store.update(id, { resumes: [...(task.resumes ?? []), fromStep] });
-      log(id, 'task-resume', { fromStep, interruptedCalls: checkpoint?.current?.calls.filter((call) => call.output === undefined).map((call) => call.toolName) ?? [] });
-      emit({ type: 'task-resume', task });
-    } else {
-      emit({ type: 'task-start', task });
-      log(id, 'task-start', { model: task.request.model ?? defaults.model ?? 'default' });
-    }
-    // The limit counts run time across restarts, as the run's own budgets do.
-    const leftMs = Math.max(0, taskTimeoutMs - spentMs);
-    const timer = setTimeout(() => controller.abort(new KlymError('TASK_TIMEOUT', `Task ${id} ran past its run-time limit of ${taskTimeoutMs} ms`)), leftMs);
-    const progress = createProgress(store, task);
-    const onEvent = (event: AgentEvent): void => {
-      try {
-        logEvent(id, event);
-        // Events after a cancel or timeout are logged, but the task's step and usage stay as they ended.
-        if (!controller.signal.aborted) progress.apply(event);
-      } catch {
-        // A malformed event must not break the run.
-      }
-    };
-    const onCheckpoint = (saved: AgentCheckpoint): void | Promise<void> => {
-      const stored = store.saveCheckpoint(id, saved);
-      if (saved.current === undefined) progress.note({ elapsedMs: saved.elapsedMs });
-      return stored;
-    };
-    // The task's own sessions of `task`-scoped upstreams: closed in `finally`, on cancel, timeout and shutdown too.
-    const scope = options.pool.openScope(id);
-    const runOptions = runOptionsOf(task, { pool: options.pool, scope, defaults, secrets, taskTimeoutMs, signal: controller.signal, onEvent, onCheckpoint, checkpoint });
-    try {
-      const result = await raceAbort(Promise.resolve().then(() => run(runOptions)), controller.signal).finally(progress.save);
-      if (result.finishReason === 'cancelled' || controller.signal.aborted) throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);
-      const record = task.request.recordResult ?? options.writeBack?.byDefault ?? false;
-      const done = await finish(id, ['running'], completionOf(task, result, { checkpoint, writeBack: record, redact }));
-      if (done !== undefined && record) await recordResult(done);
-    } catch (error) {
-      const reason: unknown = controller.signal.aborted ? controller.signal.reason : error;
-      if (isKlymError(reason, 'TASK_TIMEOUT')) {
-        await finish(id, ['running'], { status: 'error', currentStep: 'timed out', error: { code: 'TASK_TIMEOUT', message: reason.message } });
-      } else if (!controller.signal.aborted) {
-        const code = isKlymError(error) ? error.code : 'INTERNAL';
-        const message = error instanceof Error ? error.message : String(error);
-        await finish(id, ['running'], { status: 'error', currentStep: 'failed', error: { code, message: redact.text(message) } });
-      }
-      // Aborted by cancel(): the cancel already made the task `cancelled`.
-    } finally {
-      clearTimeout(timer);
-      // A run that ignored its abort still has its calls cut here: the scope aborts what it has in flight.
-      await scope.close();
-    }
-  };
-
-  const recordResult = async (task: TaskRecord): Promise<void> => {
-    const text = task.result?.finalText ?? '';
-    const provenance = {
-      prompt: redact.text(task.request.prompt),
-      model: task.result?.model ?? task.request.model ?? defaults.model ?? 'unknown',
-      principal: task.principal,
-      finishReason: task.result?.finishReason ?? 'unknown',
-    };
-    const outcome = await writeBackResult(options.pool, { id: task.id, text, time: new Date(task.finishedAt ?? Date.now()), provenance }, options.writeBack);
-    const updated = await store.update(task.id, { writeBack: outcome.error === undefined ? outcome : { ...outcome, error: redact.text(outcome.error) } });
-    log(task.id, 'write-back', { ...outcome });
-    if (updated !== undefined) emit({ type: 'task-write-back', task: updated });
-  };
-
-  const enqueue = (id: string): void => {
-    live.set(id, { controller: new AbortController(), done: Promise.resolve() });
-    queue.push(id);
-  };
-
-  const pump = (): void => {
-    while (running < maxConcurrent && queue.length > 0) {
-      const id = queue.shift() as string;
-      const controller = live.get(id)?.controller;
-      if (controller === undefined) continue;
-      running++;
-      const done = execute(id, controller)
-        .catch(() => {})
-        .finally(() => {
-          running--;
-          live.delete(id);
-          pump();
-        });
-      live.set(id, { controller, done });
-    }
-  };
+  queue.open({
+    concurrency: maxConcurrent,
+    run: execution.run,
+    cancel: async (id) => void (await cancelTask(id, closeReason)),
+    interrupt: (id, message) => execution.interrupt(id, () => message),
+    ended: async (id) => {
+      const task = await store.get(id);
+      return task === undefined || isTerminal(task.status);
+    },
+  });
 
   /**
-   * Takes up what a process that died left in the store: running tasks resume from their checkpoint (or
-   * end as `TASK_INTERRUPTED`), pending ones queue oldest first behind them, and a write-back that was under
-   * way is reported as of unknown outcome, never made twice.
+   * Takes up what a process that died left in the store. In-process: running tasks resume from their
+   * checkpoint (or end as `TASK_INTERRUPTED`), pending ones queue oldest first behind them, and a write-back
+   * that was under way is reported as of unknown outcome, never made twice. On a shared queue, other
+   * processes may be running those tasks right now: each unfinished one is only added again (a no-op for
+   * a task queued or running), for one whose job was lost — a front that stopped between storing a task
+   * and queueing it; the run that takes it up decides, and a write-back is settled by the run that finds
+   * its task ended.
    */
   const recover = async (): Promise<void> => {
     const found = await store.unfinished();
-    for (const task of found) {
-      if (task.status === 'running' && resumeOnRestart) {
-        resuming.add(task.id);
-        enqueue(task.id);
-      } else if (task.status === 'running') {
-        const step = (await store.loadCheckpoint(task.id))?.steps ?? 0;
-        await finish(task.id, ['running'], {
-          status: 'error',
-          currentStep: 'interrupted',
-          error: { code: 'TASK_INTERRUPTED', message: `Klym stopped while this task was running (after step ${step}); tasks.resumeOnRestart is off, so it was not resumed` },
-        });
-      } else if (task.writeBack?.status === 'pending') {
-        const error = `Klym stopped while writing the result: the node ${task.writeBack.nodeId} may or may not have been written; it was not written again`;
-        await store.update(task.id, { writeBack: { ...task.writeBack, status: 'failed', error } });
-        log(task.id, 'write-back', { status: 'failed', nodeId: task.writeBack.nodeId, error });
-      }
-    }
     // Resumed runs first (they were running), then pending tasks, oldest first.
-    queue.sort((a, b) => Number(resuming.has(b)) - Number(resuming.has(a)));
-    for (const task of found) if (task.status === 'pending') enqueue(task.id);
-    pump();
+    const running = found.filter((task) => task.status === 'running');
+    const pending = found.filter((task) => task.status === 'pending');
+    if (queue.shared) {
+      for (const task of [...running, ...pending]) await queue.add(task.id).catch(() => {});
+      return;
+    }
+    for (const task of found) {
+      if (task.status === 'running' && !resumeOnRestart) await execution.interrupt(task.id, notResumed);
+      else if (isTerminal(task.status)) await execution.settleWriteBack(task);
+    }
+    for (const task of resumeOnRestart ? [...running, ...pending] : pending) await queue.add(task.id);
   };
   const recovered = recover().catch(() => {});
 
@@ -303,18 +229,6 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const sweeper = setInterval(() => void sweep().catch(() => {}), Math.min(ttlMs, 60_000));
   sweeper.unref();
 
-  const cancelTask = async (id: string, reason: string): Promise<TaskRecord | undefined> => {
-    const task = await finish(id, ['pending', 'running'], { status: 'cancelled', currentStep: 'cancelled', cancelReason: reason });
-    if (task === undefined) return undefined;
-    const queued = queue.indexOf(id);
-    if (queued >= 0) {
-      queue.splice(queued, 1);
-      live.delete(id);
-    }
-    live.get(id)?.controller.abort(new KlymError('ABORTED', `Task ${id} was cancelled: ${reason}`));
-    return task;
-  };
-
   const manager: TaskManager = {
     async start(request, caller) {
       if (closing) throw new KlymError('SHUTTING_DOWN', 'Klym is shutting down and takes no new tasks');
@@ -323,8 +237,9 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         const existing = await store.findByIdempotencyKey(caller.principal, request.idempotencyKey);
         if (existing !== undefined) return existing;
       }
-      if (queue.length >= maxQueued) {
-        throw new KlymError('TASK_QUEUE_FULL', `Klym has ${queue.length} tasks waiting (tasks.maxQueued ${maxQueued}); try again when some have started`);
+      const waiting = await queue.waiting();
+      if (waiting >= maxQueued) {
+        throw new KlymError('TASK_QUEUE_FULL', `Klym has ${waiting} tasks waiting (tasks.maxQueued ${maxQueued}); try again when some have started`);
       }
       const id = randomBytes(16).toString('base64url');
       const task: TaskRecord = {
@@ -333,7 +248,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         request,
         status: 'pending',
         createdAt: new Date().toISOString(),
-        currentStep: running < maxConcurrent ? 'starting' : 'queued',
+        currentStep: queue.hasFreeSlot() ? 'starting' : 'queued',
         usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: undefined },
       };
       const stored = await store.insert(task);
@@ -342,8 +257,14 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       if (closing) return (await finish(id, ['pending'], { status: 'cancelled', currentStep: 'cancelled', cancelReason: closeReason })) ?? task;
       log(id, 'task-create', { model: request.model ?? defaults.model ?? 'default', recordResult: request.recordResult ?? options.writeBack?.byDefault ?? false });
       emit({ type: 'task-create', task });
-      enqueue(id);
-      pump();
+      try {
+        await queue.add(id);
+      } catch (error) {
+        // Told it failed, the caller may start it again: this one must never run as well.
+        const message = error instanceof Error ? error.message : String(error);
+        await finish(id, ['pending'], { status: 'error', currentStep: 'failed', error: { code: 'STORE_UNAVAILABLE', message } }).catch(() => {});
+        throw error;
+      }
       return (await store.get(id)) ?? task;
     },
     get: visible,
@@ -371,14 +292,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       closing ??= (async () => {
         clearInterval(sweeper);
         await recovered;
-        for (const id of queue.splice(0)) await cancelTask(id, reason);
-        const runs = [...live.values()].map((entry) => entry.done);
-        let timer: NodeJS.Timeout | undefined;
-        const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
-        await Promise.race([Promise.all(runs), grace]);
-        clearTimeout(timer);
-        await Promise.all([...live.keys()].map((id) => cancelTask(id, reason)));
-        await Promise.all([...live.values()].map((entry) => entry.done));
+        await queue.close({ graceMs });
         // Whoever creates a resource closes it: the default store is the manager's own.
         if (options.store === undefined) await store.close();
       })();
@@ -391,5 +305,10 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
 
 function positive(name: string, value: number): number {
   if (!Number.isFinite(value) || value <= 0) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a positive number, got ${value}`);
+  return value;
+}
+
+function atLeastZero(name: string, value: number): number {
+  if (!Number.isFinite(value) || value < 0) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a number of at least 0, got ${value}`);
   return value;
 }

@@ -1,0 +1,81 @@
+/**
+ * How one task's run ended, as the queue that handed it out needs to know: `ended` — the task is finished
+ * in the store (or already was, or is gone); `left` — it is still `pending` or `running` there (its run
+ * was released, or the store could not take its end), for a later run to take up from its checkpoint.
+ */
+export type RunOutcome = 'ended' | 'left';
+
+/** One run of a task that a {@link TaskQueue} hands this process. */
+export interface TaskLease {
+  readonly id: string;
+  /**
+   * Aborted when the run must stop: the task was cancelled (it is `cancelled` in the store already), or
+   * the queue took it back from this process (see `released`).
+   */
+  readonly signal: AbortSignal;
+  /**
+   * Whether the queue took the task back (a graceful close handing it on, a lost lock): the run stops
+   * and leaves the task `running` with its checkpoint for whoever takes it next, and records nothing more
+   * of its own — no log entry, no checkpoint, no end.
+   */
+  released(): boolean;
+  /**
+   * Whether this process still holds the task, asked right before its run ends it in the store: a worker
+   * whose lock was lost (another worker has the task, or will) must not end it.
+   */
+  holds(): Promise<boolean>;
+}
+
+/** What a {@link TaskQueue} hands tasks to: the task manager that opened it. */
+export interface TaskConsumer {
+  /** Runs at once in this process, at most; 0 takes none (a front: it starts, reads and cancels tasks). */
+  readonly concurrency: number;
+  /** Runs one task: starts it (`pending`), resumes it (`running`), or drops it (finished, gone). Never rejects. */
+  run(lease: TaskLease): Promise<RunOutcome>;
+  /** Cancels a task with the reason the manager is being closed with (an in-process queue's close). */
+  cancel(id: string): Promise<void>;
+  /** Ends a task the queue gave up on as `error` with `TASK_INTERRUPTED` and `message`, if it is not finished. */
+  interrupt(id: string, message: string): Promise<void>;
+  /** Whether a task has ended, or is gone: asked for the runs of this process when a cancel may have been missed. */
+  ended(id: string): Promise<boolean>;
+}
+
+/**
+ * Where started tasks wait for a run, and which process runs them. The task manager's default keeps them
+ * in its own process (`createInProcessTaskQueue`); a shared one (`createBullmqTaskQueue` of
+ * `@klym/core/redis`) lets any number of processes start, cancel and run the tasks of one store. A queue
+ * serves one manager, which opens it and closes it.
+ */
+export interface TaskQueue {
+  /**
+   * Whether other processes share it. Its tasks then outlive this process: closing hands running tasks
+   * back to the queue instead of cancelling them, and leaves queued ones queued.
+   */
+  readonly shared: boolean;
+  /** Starts handing `consumer` tasks to run. Called once, by the manager, before anything else. */
+  open(consumer: TaskConsumer): void;
+  /**
+   * Queues a stored task, `pending` (or `running`, to be resumed). Adding a task that is queued or running
+   * already changes nothing.
+   * @throws {KlymError} `STORE_UNAVAILABLE` when the queue cannot be reached
+   */
+  add(id: string): Promise<void>;
+  /**
+   * Takes a task out of the queue and stops its run, in whichever process runs it. Its new status is
+   * already stored; a run that cannot be reached now stops when its process learns of it.
+   */
+  cancel(id: string, reason: string): Promise<void>;
+  /**
+   * How many tasks wait to start, in every process that shares the queue.
+   * @throws {KlymError} `STORE_UNAVAILABLE` when the queue cannot be reached
+   */
+  waiting(): Promise<number>;
+  /** Whether a task added now would start at once in this process (its first `currentStep`); a shared queue cannot tell, and says no. */
+  hasFreeSlot(): boolean;
+  /**
+   * Takes no more tasks, lets runs end within `graceMs`, then stops the rest: an in-process queue cancels
+   * its queued and running tasks (`consumer.cancel`); a shared one hands its running tasks back to be
+   * resumed elsewhere at once. Then it lets go of what it holds. Idempotent.
+   */
+  close(options: { readonly graceMs: number }): Promise<void>;
+}

@@ -1,0 +1,212 @@
+import type { AgentCheckpoint, AgentEvent } from '../agent/types.ts';
+import { KlymError, isKlymError } from '../errors.ts';
+import { raceAbort } from '../internal/abort.ts';
+import type { SessionPool } from '../pool/session-pool.ts';
+import type { Redactor } from '../redact.ts';
+import type { RunOutcome, TaskLease } from './queue/task-queue.ts';
+import type { AgentRunner, TaskEvent } from './task-manager.ts';
+import { createProgress, eventData } from './task-progress.ts';
+import { completionOf, runOptionsOf, type TaskRunDefaults } from './task-run.ts';
+import { isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';
+import { writeBackResult, type WriteBackOptions } from './write-back.ts';
+
+/** What running a task needs: the manager's settings, resolved. */
+export interface TaskExecutionContext {
+  readonly store: TaskStore;
+  readonly pool: SessionPool;
+  readonly run: AgentRunner;
+  /** The runner's events come redacted already (core's runners): logged as they come. */
+  readonly eventsRedacted: boolean;
+  readonly defaults: TaskRunDefaults;
+  /** The manager's secrets, provider keys included. */
+  readonly secrets: readonly string[];
+  readonly redact: Redactor;
+  readonly taskTimeoutMs: number;
+  readonly resumeOnRestart: boolean;
+  readonly writeBack: WriteBackOptions | undefined;
+  readonly onEvent: ((event: TaskEvent) => void) | undefined;
+}
+
+/** Running tasks, and ending them: what the task manager and its queue share. */
+export interface TaskExecution {
+  /** Appends to a task's log, redacted. */
+  log(id: string, type: string, data: Readonly<Record<string, unknown>>): void;
+  /** Tells the manager's listener; a listener that throws breaks nothing. */
+  emit(event: TaskEvent): void;
+  /** Ends a task if its status is one of `from`: the transition, its `task-end` entry and event. */
+  finish(id: string, from: readonly TaskStatus[], patch: TaskPatch): Promise<TaskRecord | undefined>;
+  /** Runs one task a queue handed out: see {@link TaskConsumer.run}. Never rejects. */
+  run(lease: TaskLease): Promise<RunOutcome>;
+  /** Ends a `running` task as `TASK_INTERRUPTED`, with a message saying why, given the step its checkpoint reached. */
+  interrupt(id: string, why: (step: number) => string): Promise<void>;
+  /** Reports a write-back a stopped process left under way as of unknown outcome; it is never made twice. */
+  settleWriteBack(task: TaskRecord): Promise<void>;
+}
+
+/** Why a task that was running when its process stopped ends as `TASK_INTERRUPTED` with resuming off. */
+export const notResumed = (step: number): string =>
+  `Klym stopped while this task was running (after step ${step}); tasks.resumeOnRestart is off, so it was not resumed`;
+
+/** Creates the run-one-task half of a task manager. */
+export function createTaskExecution(context: TaskExecutionContext): TaskExecution {
+  const { store, redact, defaults } = context;
+
+  const emit = (event: TaskEvent): void => {
+    try {
+      context.onEvent?.(event);
+    } catch {
+      // A listener's failure must not break a task.
+    }
+  };
+  const log = (id: string, type: string, data: Readonly<Record<string, unknown>>): void => store.appendLog(id, type, redact.value(data));
+  const logEvent = (id: string, event: AgentEvent): void => {
+    const data = eventData(event);
+    store.appendLog(id, event.type, context.eventsRedacted ? data : redact.value(data));
+  };
+
+  const finish = async (id: string, from: readonly TaskStatus[], patch: TaskPatch): Promise<TaskRecord | undefined> => {
+    const task = await store.transition(id, from, { ...patch, finishedAt: new Date().toISOString() });
+    if (task !== undefined) {
+      log(id, 'task-end', { status: task.status, ...(task.error ? { error: task.error } : {}), ...(task.cancelReason ? { reason: task.cancelReason } : {}) });
+      emit({ type: 'task-end', task });
+    }
+    return task;
+  };
+
+  const interrupt = async (id: string, why: (step: number) => string): Promise<void> => {
+    const step = (await store.loadCheckpoint(id))?.steps ?? 0;
+    await finish(id, ['running'], { status: 'error', currentStep: 'interrupted', error: { code: 'TASK_INTERRUPTED', message: why(step) } });
+  };
+
+  const settleWriteBack = async (task: TaskRecord): Promise<void> => {
+    if (task.writeBack?.status !== 'pending') return;
+    const error = `Klym stopped while writing the result: the node ${task.writeBack.nodeId} may or may not have been written; it was not written again`;
+    await store.update(task.id, { writeBack: { ...task.writeBack, status: 'failed', error } });
+    log(task.id, 'write-back', { status: 'failed', nodeId: task.writeBack.nodeId, error });
+  };
+
+  const recordResult = async (task: TaskRecord): Promise<void> => {
+    const text = task.result?.finalText ?? '';
+    const provenance = {
+      prompt: redact.text(task.request.prompt),
+      model: task.result?.model ?? task.request.model ?? defaults.model ?? 'unknown',
+      principal: task.principal,
+      finishReason: task.result?.finishReason ?? 'unknown',
+    };
+    const outcome = await writeBackResult(context.pool, { id: task.id, text, time: new Date(task.finishedAt ?? Date.now()), provenance }, context.writeBack);
+    const updated = await store.update(task.id, { writeBack: outcome.error === undefined ? outcome : { ...outcome, error: redact.text(outcome.error) } });
+    log(task.id, 'write-back', { ...outcome });
+    if (updated !== undefined) emit({ type: 'task-write-back', task: updated });
+  };
+
+  /**
+   * Takes the task up: `pending` → `running`; a `running` one (its last run stopped: its process died, or
+   * handed it back) is resumed, or ended as `TASK_INTERRUPTED` when resuming is off. Else the outcome of
+   * a run that has nothing to do.
+   */
+  const takeUp = async (id: string): Promise<{ task: TaskRecord; resumed: boolean } | 'ended' | 'left'> => {
+    const started = await store.transition(id, ['pending'], { status: 'running', startedAt: new Date().toISOString(), currentStep: 'starting' });
+    if (started !== undefined) return { task: started, resumed: false };
+    const found = await store.get(id);
+    if (found === undefined) return 'ended';
+    if (isTerminal(found.status)) {
+      // Its run ended it but the process stopped before the queue heard, perhaps while writing the result.
+      await settleWriteBack(found);
+      return 'ended';
+    }
+    if (found.status !== 'running') return 'left';
+    if (!context.resumeOnRestart) {
+      await interrupt(id, notResumed);
+      return 'ended';
+    }
+    // A resumed task keeps the time it first started.
+    const resumed = await store.transition(id, ['running'], { currentStep: 'resuming' });
+    return resumed === undefined ? 'ended' : { task: resumed, resumed: true };
+  };
+
+  const execute = async (lease: TaskLease): Promise<RunOutcome> => {
+    const { id } = lease;
+    const taken = await takeUp(id);
+    if (typeof taken === 'string') return taken;
+    const { task, resumed } = taken;
+    const checkpoint = resumed ? await store.loadCheckpoint(id) : undefined;
+    const spentMs = checkpoint?.elapsedMs ?? 0;
+    if (resumed) {
+      const fromStep = checkpoint?.steps ?? 0;
+      await store.update(id, { resumes: [...(task.resumes ?? []), fromStep] });
+      log(id, 'task-resume', { fromStep, interruptedCalls: checkpoint?.current?.calls.filter((call) => call.output === undefined).map((call) => call.toolName) ?? [] });
+      emit({ type: 'task-resume', task });
+    } else {
+      emit({ type: 'task-start', task });
+      log(id, 'task-start', { model: task.request.model ?? defaults.model ?? 'default' });
+    }
+    // The run's own signal: the lease's (cancel, release) and the task's time limit.
+    const controller = new AbortController();
+    const onLeaseAbort = (): void => controller.abort(lease.signal.reason);
+    if (lease.signal.aborted) onLeaseAbort();
+    lease.signal.addEventListener('abort', onLeaseAbort, { once: true });
+    // The limit counts run time across restarts, as the run's own budgets do.
+    const leftMs = Math.max(0, context.taskTimeoutMs - spentMs);
+    const timer = setTimeout(() => controller.abort(new KlymError('TASK_TIMEOUT', `Task ${id} ran past its run-time limit of ${context.taskTimeoutMs} ms`)), leftMs);
+    const progress = createProgress(store, task);
+    const onEvent = (event: AgentEvent): void => {
+      // A released run's task is someone else's now: what it still reports is not the task's.
+      if (lease.released()) return;
+      try {
+        logEvent(id, event);
+        // Events after a cancel or timeout are logged, but the task's step and usage stay as they ended.
+        if (!controller.signal.aborted) progress.apply(event);
+      } catch {
+        // A malformed event must not break the run.
+      }
+    };
+    const onCheckpoint = (saved: AgentCheckpoint): void | Promise<void> => {
+      // Refused, so that a call the released run would still send is not sent: the next run owns the checkpoint.
+      if (lease.released()) return Promise.reject(new KlymError('ABORTED', `Task ${id} was handed on; this run records nothing more`));
+      const stored = store.saveCheckpoint(id, saved);
+      if (saved.current === undefined) progress.note({ elapsedMs: saved.elapsedMs });
+      return stored;
+    };
+    // The task's own sessions of `task`-scoped upstreams: closed in `finally`, on cancel, timeout and release too.
+    const scope = context.pool.openScope(id);
+    const runOptions = runOptionsOf(task, { pool: context.pool, scope, defaults, secrets: context.secrets, taskTimeoutMs: context.taskTimeoutMs, signal: controller.signal, onEvent, onCheckpoint, checkpoint });
+    try {
+      const result = await raceAbort(Promise.resolve().then(() => context.run(runOptions)), controller.signal).finally(progress.save);
+      if (result.finishReason === 'cancelled' || controller.signal.aborted) throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);
+      if (!(await lease.holds())) return 'left';
+      const record = task.request.recordResult ?? context.writeBack?.byDefault ?? false;
+      const done = await finish(id, ['running'], completionOf(task, result, { checkpoint, writeBack: record, redact }));
+      if (done !== undefined && record) await recordResult(done);
+    } catch (error) {
+      // Released: the task stays `running` with its checkpoint, for the run that takes it up next.
+      if (lease.released()) return 'left';
+      const reason: unknown = controller.signal.aborted ? controller.signal.reason : error;
+      if (isKlymError(reason, 'TASK_TIMEOUT')) {
+        if (!(await lease.holds())) return 'left';
+        await finish(id, ['running'], { status: 'error', currentStep: 'timed out', error: { code: 'TASK_TIMEOUT', message: reason.message } });
+      } else if (!controller.signal.aborted) {
+        if (!(await lease.holds())) return 'left';
+        const code = isKlymError(error) ? error.code : 'INTERNAL';
+        const message = error instanceof Error ? error.message : String(error);
+        await finish(id, ['running'], { status: 'error', currentStep: 'failed', error: { code, message: redact.text(message) } });
+      }
+      // Aborted by a cancel: the cancel already made the task `cancelled`.
+    } finally {
+      clearTimeout(timer);
+      lease.signal.removeEventListener('abort', onLeaseAbort);
+      // A run that ignored its abort still has its calls cut here: the scope aborts what it has in flight.
+      await scope.close();
+    }
+    return 'ended';
+  };
+
+  return {
+    log,
+    emit,
+    finish,
+    // A store that failed leaves the task as it was, for a later run to take up.
+    run: (lease) => execute(lease).catch((): RunOutcome => 'left'),
+    interrupt,
+    settleWriteBack,
+  };
+}
