@@ -190,7 +190,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     concurrency: maxConcurrent,
     run: execution.run,
     cancel: async (id) => void (await cancelTask(id, closeReason)),
-    interrupt: (id, message) => execution.interrupt(id, () => message),
+    interrupt: (id, why) => execution.interrupt(id, why),
     ended: async (id) => {
       const task = await store.get(id);
       return task === undefined || isTerminal(task.status);

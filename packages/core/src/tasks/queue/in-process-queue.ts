@@ -33,6 +33,7 @@ export function createInProcessTaskQueue(): TaskQueue {
   const queue: TaskQueue = {
     shared: false,
     open(taker) {
+      if (consumer !== undefined) throw new KlymError('CONFIG_INVALID', 'This task queue already serves a task manager; give each manager a queue of its own');
       consumer = taker;
       pump();
     },

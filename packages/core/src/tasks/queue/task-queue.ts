@@ -34,8 +34,11 @@ export interface TaskConsumer {
   run(lease: TaskLease): Promise<RunOutcome>;
   /** Cancels a task with the reason the manager is being closed with (an in-process queue's close). */
   cancel(id: string): Promise<void>;
-  /** Ends a task the queue gave up on as `error` with `TASK_INTERRUPTED` and `message`, if it is not finished. */
-  interrupt(id: string, message: string): Promise<void>;
+  /**
+   * Ends a `running` task the queue gave up on as `error` with `TASK_INTERRUPTED`; `why` words its message,
+   * given the step the task's checkpoint reached.
+   */
+  interrupt(id: string, why: (step: number) => string): Promise<void>;
   /** Whether a task has ended, or is gone: asked for the runs of this process when a cancel may have been missed. */
   ended(id: string): Promise<boolean>;
 }

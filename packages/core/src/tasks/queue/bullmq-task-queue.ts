@@ -1,0 +1,203 @@
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { KlymError } from '../../errors.ts';
+import { createRedactor } from '../../redact.ts';
+import { startBullmqWorker, type BullmqWorker } from './bullmq-worker.ts';
+import { createQueueLog, isConnectionFailure, messageOf, type QueueLogListener } from './queue-log.ts';
+import { redisTargetOf } from './redis-target.ts';
+import type { TaskQueue } from './task-queue.ts';
+
+/** Defaults of {@link createBullmqTaskQueue}, defined once. */
+export const TASK_QUEUE_DEFAULTS = {
+  /** Prefix of BullMQ's keys; with the queue's name they read `klym:bull:tasks:…`, beside the task store's `klym:…`. */
+  prefix: 'klym:bull',
+  /** The queue's name: processes that name the same one serve the same tasks. */
+  name: 'tasks',
+  /** How long a worker's lock on a task it runs lasts unless renewed (it is renewed every half of it). */
+  lockDurationMs: 30_000,
+  /** How often workers look for tasks whose worker stopped renewing its lock. */
+  stalledIntervalMs: 30_000,
+  /** How many times a task may be taken over from a worker that stopped; once more ends it as `TASK_INTERRUPTED`. */
+  maxStalledCount: 1,
+  /** How long the first connection to Redis may take. */
+  connectTimeoutMs: 10_000,
+  /** How long one call to Redis may take before it counts as failed. */
+  commandTimeoutMs: 5_000,
+} as const;
+
+/** Options of {@link createBullmqTaskQueue}. */
+export interface BullmqTaskQueueOptions {
+  /** `redis://[user:password@]host:port/db`, or `rediss://…` for TLS. Only `host:port/db` ever shows in a message. */
+  readonly url: string;
+  /** Prefix of BullMQ's keys. @default 'klym:bull' */
+  readonly prefix?: string;
+  /** The queue's name (no `:`): processes that share it serve the same tasks. @default 'tasks' */
+  readonly name?: string;
+  /**
+   * How long a worker's lock on a task it runs lasts unless renewed; it is renewed every half of it. With
+   * `stalledIntervalMs`, it bounds how soon a worker that died has its task taken over: at most the sum
+   * (60 s by default). @default 30_000
+   */
+  readonly lockDurationMs?: number;
+  /** How often workers look for tasks whose worker stopped renewing its lock. @default 30_000 */
+  readonly stalledIntervalMs?: number;
+  /**
+   * How many times a task may be taken over from a worker that stopped renewing its lock (it died, or its
+   * process was stuck past `lockDurationMs`). Once more, it ends as `error` with `TASK_INTERRUPTED`: a task
+   * that kills every worker it runs on is not handed on for ever. @default 1
+   */
+  readonly maxStalledCount?: number;
+  /** How long the first connection may take before the queue refuses to open (`STORE_UNAVAILABLE`). @default 10_000 */
+  readonly connectTimeoutMs?: number;
+  /** How long one call to Redis may take before it fails (`STORE_UNAVAILABLE`). @default 5_000 */
+  readonly commandTimeoutMs?: number;
+  /** Receives what the queue has to say: Redis lost and reached again (once each), a lock lost, BullMQ's errors. Never the URL's password. */
+  readonly onLog?: QueueLogListener;
+}
+
+/** A {@link TaskQueue} on BullMQ, shared by every process that opens it on the same Redis and name. */
+export interface BullmqTaskQueue extends TaskQueue, AsyncDisposable {
+  readonly shared: true;
+  /** `host:port/db` of its Redis: never the password, for messages and health reports. */
+  readonly where: string;
+}
+
+/**
+ * A task queue any number of Klym processes share on one Redis, with BullMQ. Every process adds tasks to
+ * it and cancels them (a *front*); a process whose task manager has `maxConcurrent` above 0 also runs them
+ * (a *worker*). A job carries only its task's id, which is its job id, so a task is one job; the task
+ * itself is in the store the processes share.
+ *
+ * - A worker takes a job, and the task runs, resumes from its checkpoint, or is dropped, by its status.
+ * - A cancel made anywhere reaches the run at once: every worker listens on a Redis channel.
+ * - A worker that died stops renewing its lock, and its task is taken over after at most `lockDurationMs` +
+ *   `stalledIntervalMs`; a worker whose lock was lost stops its run. A task never runs on two workers.
+ * - The manager's `close({ graceMs })` takes no new tasks, lets runs end within the grace, then hands the
+ *   rest back `running` with their checkpoints, and another worker resumes them at once.
+ * - Redis down: adding a task fails at once with `STORE_UNAVAILABLE`, nothing throws elsewhere, and every
+ *   connection comes back by itself.
+ *
+ * The task manager it is given to opens it and closes it.
+ *
+ * @throws {KlymError} `CONFIG_INVALID` for a bad URL or option; `STORE_UNAVAILABLE` when Redis cannot be
+ * reached within `connectTimeoutMs` (the message names `host:port/db`, never the password).
+ * @example
+ * ```ts
+ * const store = await createRedisTaskStore({ url })
+ * const queue = await createBullmqTaskQueue({ url })
+ * const tasks = createTaskManager({ pool, store, queue, maxConcurrent: 4 }) // 0 for a front
+ * ```
+ */
+export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Promise<BullmqTaskQueue> {
+  const settings = { ...TASK_QUEUE_DEFAULTS, ...definedOnly(options) };
+  for (const name of ['lockDurationMs', 'stalledIntervalMs', 'connectTimeoutMs', 'commandTimeoutMs'] as const) positive(name, settings[name]);
+  if (!Number.isInteger(settings.maxStalledCount) || settings.maxStalledCount < 0) {
+    throw new KlymError('CONFIG_INVALID', `Expected \`maxStalledCount\` to be an integer of at least 0, got ${settings.maxStalledCount}`);
+  }
+  if (settings.name === '' || settings.name.includes(':')) throw new KlymError('CONFIG_INVALID', `Expected the queue's \`name\` to be a non-empty name without ":", got "${settings.name}"`);
+  const target = redisTargetOf(options.url);
+  const { where } = target;
+  const redact = createRedactor(target.secrets);
+  const log = createQueueLog(where, redact, options.onLog);
+  // A connection lost is tried again soon and for ever: a worker is back within 2 s of its Redis.
+  const connection = { ...target.options, connectTimeout: settings.connectTimeoutMs, retryStrategy: (attempt: number): number => Math.min(attempt * 200, 2_000) };
+  // The front's connection fails fast while Redis is down, so that a start answers instead of waiting.
+  const producer = new Redis({ ...connection, enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: settings.commandTimeoutMs });
+  producer.on('error', (error: unknown) => log.failed(error));
+  producer.on('ready', () => log.ready());
+  let letGo = false;
+  producer.on('close', () => letGo || log.lost());
+  const queue = new Queue(settings.name, { connection: producer, prefix: settings.prefix });
+  queue.on('error', (error) => log.failed(error));
+  const cancelChannel = `${settings.prefix}:${settings.name}:cancel`;
+
+  const reached = await Promise.race([queue.waitUntilReady().then(() => true), new Promise<false>((resolve) => setTimeout(resolve, settings.connectTimeoutMs, false).unref())]).catch(() => false);
+  if (!reached) {
+    letGo = true;
+    await queue.close().catch(() => {});
+    producer.disconnect();
+    throw new KlymError('STORE_UNAVAILABLE', redact.text(`The task queue could not reach Redis at ${where} within ${settings.connectTimeoutMs} ms${log.outage === undefined ? '' : ` (${log.outage})`}`));
+  }
+
+  const unavailable = (action: string, error: unknown): KlymError => {
+    const why =
+      producer.status === 'ready' && !isConnectionFailure(error) ? `failed: ${messageOf(error)}` : `is unreachable (${log.outage ?? messageOf(error)}); Klym reconnects by itself`;
+    return new KlymError('STORE_UNAVAILABLE', redact.text(`The task queue could not ${action}: Redis at ${where} ${why}`));
+  };
+
+  let worker: BullmqWorker | undefined;
+  let opened = false;
+  let closing: Promise<void> | undefined;
+  const bullmq: BullmqTaskQueue = {
+    shared: true,
+    where,
+    open(consumer) {
+      if (opened) throw new KlymError('CONFIG_INVALID', 'This task queue already serves a task manager; give each manager a queue of its own');
+      opened = true;
+      if (consumer.concurrency === 0) return;
+      const subscriber = new Redis({ ...connection, maxRetriesPerRequest: null });
+      worker = startBullmqWorker({
+        name: settings.name,
+        prefix: settings.prefix,
+        connection: { ...connection, maxRetriesPerRequest: null },
+        subscriber,
+        cancelChannel,
+        consumer,
+        lockDurationMs: settings.lockDurationMs,
+        stalledIntervalMs: settings.stalledIntervalMs,
+        maxStalledCount: settings.maxStalledCount,
+        commandTimeoutMs: settings.commandTimeoutMs,
+        reachable: () => producer.ping().then(() => true, () => false),
+        log,
+      });
+    },
+    async add(id) {
+      try {
+        // Its own job id: adding a task whose job is queued or running is a no-op in BullMQ.
+        await queue.add('task', {}, { jobId: id, removeOnComplete: true, removeOnFail: true });
+      } catch (error) {
+        throw unavailable(`queue task ${id}`, error);
+      }
+    },
+    async cancel(id) {
+      worker?.abort(id);
+      try {
+        // Every worker hears it, and the one running the task stops it; a job still waiting is removed.
+        await producer.publish(cancelChannel, id);
+        await queue.remove(id);
+      } catch (error) {
+        log.warning(`${unavailable(`tell the workers that task ${id} was cancelled`, error).message}. Its run stops once its worker is back on Redis and finds it cancelled`);
+      }
+    },
+    async waiting() {
+      try {
+        return await queue.getWaitingCount();
+      } catch (error) {
+        throw unavailable('count the tasks waiting', error);
+      }
+    },
+    hasFreeSlot: () => false,
+    close({ graceMs }) {
+      closing ??= (async () => {
+        await worker?.close(graceMs);
+        letGo = true;
+        await queue.close().catch(() => {});
+        // QUIT lets what was sent finish; without Redis there is nothing to finish.
+        if (producer.status === 'ready') await producer.quit().catch(() => producer.disconnect());
+        else producer.disconnect();
+      })();
+      return closing;
+    },
+    [Symbol.asyncDispose]: () => bullmq.close({ graceMs: 0 }),
+  };
+  return bullmq;
+}
+
+function positive(name: string, value: number): void {
+  if (!Number.isFinite(value) || value <= 0) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a positive number, got ${value}`);
+}
+
+/** The options given, without the ones given as `undefined` (which must not hide a default). */
+function definedOnly<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
