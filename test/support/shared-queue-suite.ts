@@ -3,7 +3,7 @@
 import { connect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startRedisServer, type RedisServer } from './redis-server.ts';
-import { ended, logTypes, me, openRig, type OpenSharedStore, type SharedQueueRig } from './shared-queue.ts';
+import { ended, endsOf, logTypes, me, openRig, type OpenSharedStore, type SharedQueueRig } from './shared-queue.ts';
 
 /**
  * The suite, for stores made by `stores()`: called once per test, it answers how each process of that test
@@ -24,7 +24,7 @@ export function describeSharedQueue(label: string, stores: () => OpenSharedStore
     });
     const open = async (): Promise<SharedQueueRig> => (rig = await openRig(redis, stores()));
 
-    it('runs a task started on a front on a worker, and the front sees its status and log', async () => {
+    it('runs a task started on a front on a worker, and the front sees its status, its log and its end', async () => {
       const { tracker } = await open();
       const front = await rig.front();
       const worker = await rig.worker();
@@ -34,6 +34,9 @@ export function describeSharedQueue(label: string, stores: () => OpenSharedStore
       expect(await logTypes(front.tasks, task.id)).toEqual(expect.arrayContaining(['task-create', 'task-start', 'run-start', 'llm-response', 'run-end', 'task-end']));
       expect(tracker.runs.get(task.id)).toEqual([worker.name]);
       expect((await worker.tasks.get(task.id, me)).status).toBe('completed');
+      // The front's listeners (an MCP session that started the task) hear of the end made on the worker, once.
+      await expect.poll(() => endsOf(front, task.id), { timeout: 5_000 }).toEqual(['completed']);
+      expect(endsOf(worker, task.id)).toEqual(['completed']);
     });
 
     it('cancels from a front a run under way on a worker: its upstream call is cancelled, and the worker moves on', async () => {
@@ -51,6 +54,8 @@ export function describeSharedQueue(label: string, stores: () => OpenSharedStore
       expect((await ended(front.tasks, next.id)).status).toBe('completed');
       expect(await worker.tasks.get(task.id, me)).toMatchObject({ status: 'cancelled', cancelReason: 'cancelled by caller' });
       expect(tracker.runs.get(task.id)).toEqual([worker.name]);
+      expect(endsOf(front, task.id)).toEqual(['cancelled']);
+      expect(endsOf(worker, task.id)).toEqual(['cancelled']);
     });
 
     it('cancels from a front a model request under way on a worker', async () => {

@@ -2,7 +2,7 @@
 // (`maxConcurrent: 0`) and workers, each with its own queue connections and its own pool over the fake grynya.
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { expect } from 'vitest';
-import { createScriptedModel, createSessionPool, createTaskManager, runAgent, type AgentRunner, type ScriptedStep, type TaskManager, type TaskRecord, type TaskStore } from '@klym/core';
+import { createScriptedModel, createSessionPool, createTaskManager, runAgent, type AgentRunner, type ScriptedStep, type TaskEvent, type TaskManager, type TaskRecord, type TaskStore } from '@klym/core';
 // `@klym/core/redis` once the subpath is wired.
 import { createBullmqTaskQueue, type BullmqTaskQueue, type BullmqTaskQueueOptions } from '../../packages/core/src/tasks/queue/index.ts';
 import type { RedisServer } from './redis-server.ts';
@@ -20,6 +20,8 @@ export interface KlymProcess {
   readonly queue: BullmqTaskQueue;
   /** What its queue logged. */
   readonly lines: string[];
+  /** What its task manager told its listener. */
+  readonly events: TaskEvent[];
 }
 
 /** Which runs happened where, across every process of a test. */
@@ -104,6 +106,7 @@ export async function openRig(redis: RedisServer, openStore: OpenSharedStore, ur
   const start = async (kind: 'front' | 'worker', options: ProcessOptions = {}): Promise<KlymProcess> => {
     const name = `${kind}-${++count}`;
     const lines: string[] = [];
+    const events: TaskEvent[] = [];
     const store = await openStore(url);
     const pool = await createSessionPool({ upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } } });
     const queue = await createBullmqTaskQueue({ url, name: queueName, onLog: (line) => lines.push(line), ...options.queue });
@@ -112,6 +115,7 @@ export async function openRig(redis: RedisServer, openStore: OpenSharedStore, ur
       store,
       queue,
       run: trackedRunner(name, tracker),
+      onEvent: (event) => events.push(event),
       maxConcurrent: options.maxConcurrent ?? (kind === 'front' ? 0 : 1),
       ...(options.maxQueued === undefined ? {} : { maxQueued: options.maxQueued }),
       ...(options.resumeOnRestart === undefined ? {} : { resumeOnRestart: options.resumeOnRestart }),
@@ -124,7 +128,7 @@ export async function openRig(redis: RedisServer, openStore: OpenSharedStore, ur
         await store.close();
       },
     });
-    return { name, tasks, queue, lines };
+    return { name, tasks, queue, lines, events };
   };
   return {
     grynya,
@@ -149,3 +153,7 @@ export async function ended(tasks: TaskManager, id: string): Promise<TaskRecord>
 export async function logTypes(tasks: TaskManager, id: string): Promise<string[]> {
   return (await tasks.logs(id, me, { limit: 500 })).entries.map((entry) => entry.type);
 }
+
+/** The `task-end` events a process's listener was told of for a task: its own ends and those it heard of. */
+export const endsOf = (process: KlymProcess, id: string): string[] =>
+  process.events.filter((event) => event.type === 'task-end' && event.task.id === id).map((event) => event.task.status);

@@ -25,6 +25,8 @@ export interface TaskExecutionContext {
   readonly resumeOnRestart: boolean;
   readonly writeBack: WriteBackOptions | undefined;
   readonly onEvent: ((event: TaskEvent) => void) | undefined;
+  /** A task ended here (after its `task-end` event): the queue tells the processes that share it. */
+  readonly announceEnd: (id: string) => void;
 }
 
 /** Running tasks, and ending them: what the task manager and its queue share. */
@@ -69,6 +71,7 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     if (task !== undefined) {
       log(id, 'task-end', { status: task.status, ...(task.error ? { error: task.error } : {}), ...(task.cancelReason ? { reason: task.cancelReason } : {}) });
       emit({ type: 'task-end', task });
+      context.announceEnd(id);
     }
     return task;
   };

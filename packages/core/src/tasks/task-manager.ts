@@ -165,6 +165,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     resumeOnRestart,
     writeBack: options.writeBack,
     onEvent: options.onEvent,
+    announceEnd: (id) => queue.ended(id),
   });
   const { log, emit, finish } = execution;
   let closing: Promise<void> | undefined;
@@ -191,10 +192,15 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     run: execution.run,
     cancel: async (id) => void (await cancelTask(id, closeReason)),
     interrupt: (id, why) => execution.interrupt(id, why),
-    ended: async (id) => {
+    hasEnded: async (id) => {
       const task = await store.get(id);
       return task === undefined || isTerminal(task.status);
     },
+    endedElsewhere: (id) =>
+      void store.get(id).then(
+        (task) => task !== undefined && isTerminal(task.status) && emit({ type: 'task-end', task }),
+        () => {},
+      ),
   });
 
   /**

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { KlymError } from '../../errors.ts';
@@ -110,6 +111,9 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
   const queue = new Queue(settings.name, { connection: producer, prefix: settings.prefix });
   queue.on('error', (error) => log.failed(error));
   const cancelChannel = `${settings.prefix}:${settings.name}:cancel`;
+  const endedChannel = `${settings.prefix}:${settings.name}:ended`;
+  // Who announces an end, so that a process does not hear its own.
+  const instance = randomUUID();
 
   const reached = await Promise.race([queue.waitUntilReady().then(() => true), new Promise<false>((resolve) => setTimeout(resolve, settings.connectTimeoutMs, false).unref())]).catch(() => false);
   if (!reached) {
@@ -126,6 +130,7 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
   };
 
   let worker: BullmqWorker | undefined;
+  let subscriber: Redis | undefined;
   let opened = false;
   let closing: Promise<void> | undefined;
   const bullmq: BullmqTaskQueue = {
@@ -134,21 +139,36 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
     open(consumer) {
       if (opened) throw new KlymError('CONFIG_INVALID', 'This task queue already serves a task manager; give each manager a queue of its own');
       opened = true;
-      if (consumer.concurrency === 0) return;
-      const subscriber = new Redis({ ...connection, maxRetriesPerRequest: null });
-      worker = startBullmqWorker({
-        name: settings.name,
-        prefix: settings.prefix,
-        connection: { ...connection, maxRetriesPerRequest: null },
-        subscriber,
-        cancelChannel,
-        consumer,
-        lockDurationMs: settings.lockDurationMs,
-        stalledIntervalMs: settings.stalledIntervalMs,
-        maxStalledCount: settings.maxStalledCount,
-        commandTimeoutMs: settings.commandTimeoutMs,
-        reachable: () => producer.ping().then(() => true, () => false),
-        log,
+      if (consumer.concurrency > 0) {
+        worker = startBullmqWorker({
+          name: settings.name,
+          prefix: settings.prefix,
+          connection: { ...connection, maxRetriesPerRequest: null },
+          consumer,
+          lockDurationMs: settings.lockDurationMs,
+          stalledIntervalMs: settings.stalledIntervalMs,
+          maxStalledCount: settings.maxStalledCount,
+          commandTimeoutMs: settings.commandTimeoutMs,
+          reachable: () => producer.ping().then(() => true, () => false),
+          log,
+        });
+      }
+      // Every process hears of cancels (for its runs) and of tasks ended elsewhere (for its listeners).
+      const listener = (subscriber = new Redis({ ...connection, maxRetriesPerRequest: null }));
+      listener.on('message', (channel: string, message: string) => {
+        if (channel === cancelChannel) worker?.abort(message);
+        const [from, id] = message.split(' ', 2);
+        if (channel === endedChannel && from !== instance && id !== undefined) consumer.endedElsewhere(id);
+      });
+      listener.on('error', (error: unknown) => log.failed(error));
+      // On every (re)connect: subscribed again (ioredis resends it; this waits for it), then a cancel sent
+      // while the channel was down is found in the store instead.
+      listener.on('ready', () => {
+        log.ready();
+        void listener
+          .subscribe(cancelChannel, endedChannel)
+          .then(() => worker?.recheck())
+          .catch((error: unknown) => log.failed(error));
       });
     },
     async add(id) {
@@ -177,9 +197,14 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
       }
     },
     hasFreeSlot: () => false,
+    ended(id) {
+      // A notification: one lost while Redis is away costs a listener its news, not the task its end.
+      void producer.publish(endedChannel, `${instance} ${id}`).catch(() => {});
+    },
     close({ graceMs }) {
       closing ??= (async () => {
         await worker?.close(graceMs);
+        subscriber?.disconnect();
         letGo = true;
         await queue.close().catch(() => {});
         // QUIT lets what was sent finish; without Redis there is nothing to finish.

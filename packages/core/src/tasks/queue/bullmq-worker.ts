@@ -1,5 +1,4 @@
 import { DelayedError, WaitingError, Worker, type Job, type RedisOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { KlymError } from '../../errors.ts';
 import type { QueueLog } from './queue-log.ts';
 import type { TaskConsumer } from './task-queue.ts';
@@ -10,9 +9,6 @@ export interface BullmqWorkerSetup {
   readonly prefix: string;
   /** Options of the worker's own connections (BullMQ opens two). */
   readonly connection: RedisOptions;
-  /** A connection of its own for the cancel channel, subscribed by the worker. */
-  readonly subscriber: Redis;
-  readonly cancelChannel: string;
   readonly consumer: TaskConsumer;
   readonly lockDurationMs: number;
   readonly stalledIntervalMs: number;
@@ -28,6 +24,8 @@ export interface BullmqWorkerSetup {
 export interface BullmqWorker {
   /** Stops the run of a cancelled task, if it runs here. */
   abort(id: string): void;
+  /** Asks the store about the tasks it runs, and stops those that ended: a cancel may have been missed. */
+  recheck(): Promise<void>;
   /** Takes no new task, gives runs `graceMs` to end, then hands the rest back; closes its connections. */
   close(graceMs: number): Promise<void>;
 }
@@ -152,25 +150,11 @@ export function startBullmqWorker(setup: BullmqWorkerSetup): BullmqWorker {
     const run = live.get(id);
     if (run !== undefined && run.released === undefined) run.controller.abort(new KlymError('ABORTED', `Task ${id} was cancelled`));
   };
-  const { subscriber } = setup;
-  subscriber.on('message', (channel: string, id: string) => {
-    if (channel === setup.cancelChannel) cancelled(id);
-  });
-  subscriber.on('error', (error: unknown) => log.failed(error));
-  // On every (re)connect: subscribed again (ioredis resends it; this waits for it), then a cancel sent while
-  // the channel was down is found in the store instead.
-  subscriber.on('ready', () => {
-    log.ready();
-    void subscriber
-      .subscribe(setup.cancelChannel)
-      .then(async () => {
-        for (const [id, run] of live) if (run.released === undefined && (await consumer.ended(id).catch(() => false))) cancelled(id);
-      })
-      .catch((error: unknown) => log.failed(error));
-  });
-
   return {
     abort: cancelled,
+    async recheck() {
+      for (const [id, run] of live) if (run.released === undefined && (await consumer.hasEnded(id).catch(() => false))) cancelled(id);
+    },
     async close(graceMs) {
       closing = true;
       // No new job: a fetch already under way is handed straight back by the processor.
@@ -181,7 +165,6 @@ export function startBullmqWorker(setup: BullmqWorkerSetup): BullmqWorker {
       clearTimeout(timer);
       for (const [id, run] of live) release(id, run, 'handed back');
       await Promise.all([...live.values()].map((run) => run.done));
-      subscriber.disconnect();
       // BullMQ's close lets it finish with the jobs of the runs that ended (completing them), then quits. With
       // Redis away it would wait for ever (ioredis ends no connection it is waiting to reconnect): the
       // connections are cut instead, and a job left active is found stalled once Redis is back.

@@ -51,6 +51,8 @@ export function createInProcessTaskQueue(): TaskQueue {
       return queued.length;
     },
     hasFreeSlot: () => consumer !== undefined && live.size < consumer.concurrency,
+    // No other process to tell.
+    ended: () => {},
     close({ graceMs }) {
       closing ??= (async () => {
         const taker = consumer;

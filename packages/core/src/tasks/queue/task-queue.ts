@@ -40,7 +40,9 @@ export interface TaskConsumer {
    */
   interrupt(id: string, why: (step: number) => string): Promise<void>;
   /** Whether a task has ended, or is gone: asked for the runs of this process when a cancel may have been missed. */
-  ended(id: string): Promise<boolean>;
+  hasEnded(id: string): Promise<boolean>;
+  /** A task ended in another process that shares the queue: the manager tells its listeners (`task-end`). */
+  endedElsewhere(id: string): void;
 }
 
 /**
@@ -75,6 +77,11 @@ export interface TaskQueue {
   waiting(): Promise<number>;
   /** Whether a task added now would start at once in this process (its first `currentStep`); a shared queue cannot tell, and says no. */
   hasFreeSlot(): boolean;
+  /**
+   * A task ended in this process: a shared queue tells the other processes, whose managers tell their
+   * listeners (an MCP session that started the task there is told it ended). Fire and forget.
+   */
+  ended(id: string): void;
   /**
    * Takes no more tasks, lets runs end within `graceMs`, then stops the rest: an in-process queue cancels
    * its queued and running tasks (`consumer.cancel`); a shared one hands its running tasks back to be
