@@ -40,7 +40,7 @@ type ServiceRunOptions = Pick<TaskRunDefaults, 'providers' | 'prices' | 'maxRetr
  * request is narrowed to.
  */
 export interface TaskServiceOptions
-  extends Pick<TaskManagerOptions, 'pool' | 'store' | 'log' | 'run' | 'maxConcurrent' | 'maxQueued' | 'taskTimeoutMs' | 'ttlMs' | 'resumeOnRestart' | 'writeBack'>,
+  extends Pick<TaskManagerOptions, 'pool' | 'store' | 'queue' | 'log' | 'run' | 'maxConcurrent' | 'maxQueued' | 'taskTimeoutMs' | 'ttlMs' | 'resumeOnRestart' | 'writeBack'>,
     ServiceRunOptions {
   /** The models a caller may name in `model`; the first is the default. @default TASK_DEFAULTS.models (['scripted']) */
   readonly models?: readonly string[];
@@ -134,7 +134,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
   const { pool } = options;
   const tasks = createTaskManager({
     pool,
-    ...pick(options, ['store', 'log', 'run', 'maxConcurrent', 'maxQueued', 'ttlMs', 'resumeOnRestart', 'writeBack']),
+    ...pick(options, ['store', 'queue', 'log', 'run', 'maxConcurrent', 'maxQueued', 'ttlMs', 'resumeOnRestart', 'writeBack']),
     taskTimeoutMs,
     ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
     defaults: {
