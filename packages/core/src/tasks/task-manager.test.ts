@@ -4,6 +4,7 @@ import { KlymError } from '../errors.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import { runResult } from '../testing/run-result.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
+import type { TaskQueue } from './queue/task-queue.ts';
 import { createTaskManager, type AgentRunner, type TaskManager } from './task-manager.ts';
 import type { TaskStore } from './task-types.ts';
 
@@ -40,6 +41,18 @@ const leaksSecret: AgentRunner = (options) => {
   options.onEvent?.({ type: 'upstream-log', entry: { upstream: 'x', source: 'stderr', level: 'info', message: 'key=sk-secret-123' } });
   return Promise.reject(new Error('provider refused sk-secret-123'));
 };
+
+/** A shared queue that takes tasks and runs none: only the manager's configuration is checked with it (test/tasks-shared-queue.test.ts runs the real one). */
+const shared = (): TaskQueue => ({
+  shared: true,
+  open: () => {},
+  add: async () => {},
+  cancel: async () => {},
+  waiting: async () => 0,
+  hasFreeSlot: () => false,
+  ended: () => {},
+  close: async () => {},
+});
 
 let manager: TaskManager | undefined;
 afterEach(async () => {
@@ -220,5 +233,12 @@ describe('createTaskManager', () => {
 
   it('refuses limits that are not positive numbers', () => {
     expect(() => createTaskManager({ pool, maxConcurrent: 0 })).toThrow(/`maxConcurrent` to be a positive number, got 0/);
+  });
+
+  it('takes a front of a shared queue that runs nothing, and refuses a shared queue without a store to share', async () => {
+    expect(() => createTaskManager({ pool, queue: shared(), maxConcurrent: 0 })).toThrow(/shared task queue needs a `store`/);
+    manager = createTaskManager({ pool, queue: shared(), store: createMemoryTaskStore(), maxConcurrent: 0 });
+    expect(await manager.start({ prompt: 'for a worker' }, me)).toMatchObject({ status: 'pending', currentStep: 'queued' });
+    expect(() => createTaskManager({ pool, queue: shared(), store: createMemoryTaskStore(), maxConcurrent: -1 })).toThrow(/`maxConcurrent` to be a number of at least 0, got -1/);
   });
 });

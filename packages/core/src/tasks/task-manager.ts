@@ -129,7 +129,8 @@ export interface TaskManager extends AsyncDisposable {
 /**
  * Creates a task manager over a session pool.
  *
- * @throws {KlymError} `CONFIG_INVALID` when a limit is not a positive number (`maxConcurrent` may be 0 on a shared queue).
+ * @throws {KlymError} `CONFIG_INVALID` when a limit is not a positive number (`maxConcurrent` may be 0 on a shared
+ * queue), or a shared queue comes without a `store`.
  * @example
  * ```ts
  * const tasks = createTaskManager({ pool, maxConcurrent: 2, writeBack: { byDefault: true } })
@@ -143,6 +144,9 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const maxConcurrent = queue.shared
     ? atLeastZero('maxConcurrent', options.maxConcurrent ?? TASK_DEFAULTS.concurrency)
     : positive('maxConcurrent', options.maxConcurrent ?? TASK_DEFAULTS.concurrency);
+  if (queue.shared && options.store === undefined) {
+    throw new KlymError('CONFIG_INVALID', 'A shared task queue needs a `store` that every process sharing it uses too; the default in-memory store is this process\'s own');
+  }
   const maxQueued = positive('maxQueued', options.maxQueued ?? TASK_DEFAULTS.maxQueued);
   const taskTimeoutMs = positive('taskTimeoutMs', options.taskTimeoutMs ?? TASK_DEFAULTS.timeoutMs);
   const ttlMs = positive('ttlMs', options.ttlMs ?? TASK_DEFAULTS.ttlMs);
