@@ -3,8 +3,7 @@
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { expect } from 'vitest';
 import { createScriptedModel, createSessionPool, createTaskManager, runAgent, type AgentRunner, type ScriptedStep, type TaskEvent, type TaskManager, type TaskRecord, type TaskStore } from '@klym/core';
-// `@klym/core/redis` once the subpath is wired.
-import { createBullmqTaskQueue, type BullmqTaskQueue, type BullmqTaskQueueOptions } from '../../packages/core/src/tasks/queue/index.ts';
+import { createBullmqTaskQueue, type BullmqTaskQueue, type BullmqTaskQueueOptions } from '@klym/core/redis';
 import type { RedisServer } from './redis-server.ts';
 
 /**

@@ -39,3 +39,21 @@ export const TASK_DEFAULTS = {
   /** Tasks one page of a task list holds when the caller does not say. */
   listPageSize: 50,
 } as const;
+
+/** Defaults of `createBullmqTaskQueue` (`@klym/core/redis`), defined once. */
+export const TASK_QUEUE_DEFAULTS = {
+  /** Prefix of BullMQ's keys; with the queue's name they read `klym:bull:tasks:…`, beside the task store's `klym:…`. */
+  prefix: 'klym:bull',
+  /** The queue's name: processes that name the same one serve the same tasks. */
+  name: 'tasks',
+  /** How long a worker's lock on a task it runs lasts unless renewed (it is renewed every half of it). */
+  lockDurationMs: 30_000,
+  /** How often workers look for tasks whose worker stopped renewing its lock. */
+  stalledIntervalMs: 30_000,
+  /** How many times a task may be taken over from a worker that stopped; once more ends it as `TASK_INTERRUPTED`. */
+  maxStalledCount: 1,
+  /** How long the first connection to Redis may take. */
+  connectTimeoutMs: 10_000,
+  /** How long one call to Redis may take before it counts as failed. */
+  commandTimeoutMs: 5_000,
+} as const;

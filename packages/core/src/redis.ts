@@ -1,16 +1,19 @@
 /**
- * The task store in Redis, shared by any number of Klym processes (issue #13: fronts and workers on one
- * Redis). A subpath of its own so that ioredis is loaded only by those who use it.
+ * Klym on Redis, shared by any number of processes (issue #13: fronts and workers on one Redis): the task
+ * store, and the task queue on BullMQ. A subpath of its own so that ioredis and BullMQ are loaded only by
+ * those who use them.
  *
  * @example
  * ```ts
  * import { createTaskManager } from '@klym/core';
- * import { createRedisTaskStore } from '@klym/core/redis';
+ * import { createBullmqTaskQueue, createRedisTaskStore } from '@klym/core/redis';
  *
  * const store = await createRedisTaskStore({ url: 'redis://:secret@localhost:6379/0' });
  * for (const warning of store.warnings) console.warn(`Redis ${store.where}: ${warning}`);
- * const manager = createTaskManager({ store, ... });
+ * const queue = await createBullmqTaskQueue({ url: 'redis://:secret@localhost:6379/0' });
+ * const manager = createTaskManager({ store, queue, maxConcurrent: 4, ... }); // maxConcurrent: 0 for a front only
  * ```
  * @module
  */
 export { createRedisTaskStore, type RedisTaskStore, type RedisTaskStoreOptions } from './tasks/redis/redis-task-store.ts';
+export { createBullmqTaskQueue, type BullmqTaskQueue, type BullmqTaskQueueOptions, type QueueLogListener } from './tasks/queue/index.ts';

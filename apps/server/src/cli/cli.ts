@@ -76,6 +76,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         const { serveCommand } = await import('./serve-command.ts');
         return await serveCommand(parsed, io);
       }
+      case 'worker': {
+        const { workerCommand } = await import('./worker-command.ts');
+        return await workerCommand(parsed, io);
+      }
     }
   } catch (error) {
     reportError(io, error);

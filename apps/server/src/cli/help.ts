@@ -17,6 +17,7 @@ Usage: klym <command> [options]
 Commands:
   serve            serve Klym's task tools over MCP (Streamable HTTP /mcp, legacy SSE /sse)
   serve --stdio    the same to one client over stdin/stdout
+  worker           run tasks from the queue that fronts share on Redis (tasks.store: redis://…)
   run "PROMPT"     one agent run in the foreground, no server; prints the result as JSON
   config           print the effective configuration, secrets redacted, each value's source
   help [COMMAND]   this text, or a command's
@@ -29,8 +30,9 @@ Run \`klym <command> --help\` for a command's options.`,
 Serves start_async_agent_task, check_task_status, cancel_agent_task, list_agent_tasks and
 describe_capabilities over MCP (Streamable HTTP /mcp, legacy HTTP+SSE /sse), the REST API
 (/api/tasks) and GET /healthz. Keeps tasks in .klym/tasks.db under the working directory
-(tasks.store: memory, or sqlite:<path>), so they survive a restart. Shuts down gracefully on
-SIGINT/SIGTERM.
+(tasks.store: memory, or sqlite:<path>), so they survive a restart. With tasks.store
+redis://host:port/db, many fronts and workers share the tasks (tasks.concurrency 0: a front
+only). Shuts down gracefully on SIGINT/SIGTERM.
 
 Options:
   --stdio                  serve one MCP client over stdin/stdout instead of HTTP
@@ -62,6 +64,22 @@ Options:
   --policy NAME            read-only, or a policy from the configuration
   --progress               show progress on stderr even when it is not a terminal
   --no-progress            never show progress
+  -h, --help               this help
+
+${CONFIG_FLAGS}`,
+
+  worker: `Usage: klym worker [options]
+
+Runs tasks from the queue that \`klym serve\` fronts share on Redis: tasks.store must be
+redis://[user:password@]host:port/db (rediss:// for TLS). Runs up to tasks.concurrency tasks at
+once; a worker that dies has its tasks taken over by another within tasks.lockDurationMs +
+tasks.stalledIntervalMs (60 s by default). Serves only GET /healthz, on worker.host:worker.port.
+On SIGINT/SIGTERM it takes no new task, lets running ones finish within tasks.shutdownGraceMs,
+and hands the rest back to be resumed by another worker.
+
+Options:
+  --host HOST              address of the health endpoint (default 127.0.0.1)
+  -p, --port PORT          its port (default 8766; 0 picks a free one)
   -h, --help               this help
 
 ${CONFIG_FLAGS}`,

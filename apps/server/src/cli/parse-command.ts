@@ -3,7 +3,7 @@ import { KlymError } from '@klym/core';
 import type { Assignment } from '../config/sources.ts';
 
 /** The commands of `klym`. */
-export type CommandName = 'serve' | 'run' | 'config';
+export type CommandName = 'serve' | 'worker' | 'run' | 'config';
 
 /** A command line, understood: help, or a command with its options. */
 export type ParsedCommand = { readonly command: 'help'; readonly topic: CommandName | undefined } | CommandLine;
@@ -50,6 +50,7 @@ const RUN_FLAGS: Options = {
 
 const OPTIONS: Record<CommandName, Options> = {
   serve: { ...COMMON, ...SERVER_FLAGS, stdio: { type: 'boolean' } },
+  worker: { ...COMMON, ...SERVER_FLAGS },
   run: { ...COMMON, ...RUN_FLAGS, progress: { type: 'boolean' }, 'no-progress': { type: 'boolean' } },
   // `klym config` takes every flag that sets a key, to show what a `serve` or `run` command line would use.
   config: { ...COMMON, ...SERVER_FLAGS, ...RUN_FLAGS, json: { type: 'boolean' } },
@@ -101,7 +102,9 @@ export function parseCommand(argv: readonly string[]): ParsedCommand {
   for (const [flag, keyPath] of Object.entries(KEY_FLAGS)) {
     const value = values[flag];
     if (value === undefined) continue;
-    assignments.push({ path: keyPath, value: Array.isArray(value) ? value.map(String) : value, source: `flag --${flag}` });
+    // A worker's --host and --port are those of its health endpoint.
+    const target = command === 'worker' && keyPath[0] === 'server' ? ['worker', ...keyPath.slice(1)] : keyPath;
+    assignments.push({ path: target, value: Array.isArray(value) ? value.map(String) : value, source: `flag --${flag}` });
   }
   for (const text of (values.upstream as string[] | undefined) ?? []) {
     const [name, url] = splitPair(text);

@@ -90,8 +90,16 @@ describe('mapping the configuration onto core and the server', () => {
     expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'sqlite:/var/lib/klym/tasks.db' }), cwd).taskStore).toBe('sqlite:/var/lib/klym/tasks.db');
     expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'memory', KLYM_TASKS_RESUME_ON_RESTART: 'false' }), cwd)).toMatchObject({ taskStore: 'memory', resumeOnRestart: false });
     expect(() => configWith({ KLYM_TASKS_STORE: 'postgres://db/klym' })).toThrow(
-      'tasks.store = "postgres://db/klym": expected "memory" or "sqlite:<path>" (e.g. sqlite:.klym/tasks.db) (env KLYM_TASKS_STORE)',
+      'tasks.store = "postgres://db/klym": expected "memory", "sqlite:<path>" (e.g. sqlite:.klym/tasks.db) or "redis://host:port/db" (rediss:// for TLS) (env KLYM_TASKS_STORE)',
     );
+  });
+
+  it('takes a Redis store and its queue settings; tasks.concurrency 0 only with one; the URL\'s password is a secret', () => {
+    const config = configWith({ KLYM_TASKS_STORE: 'redis://:hunter2-secret@redis:6379/2', KLYM_TASKS_CONCURRENCY: '0', KLYM_TASKS_LOCK_DURATION_MS: '5000' });
+    const options = serverOptions(config, '/srv/klym');
+    expect(options).toMatchObject({ taskStore: 'redis://:hunter2-secret@redis:6379/2', maxConcurrentTasks: 0, sharedQueue: { lockDurationMs: 5_000, stalledIntervalMs: 30_000 } });
+    expect(configSecrets(config)).toContain('hunter2-secret');
+    expect(() => configWith({ KLYM_TASKS_CONCURRENCY: '0' })).toThrow('tasks.concurrency = 0: expected at least 1: only with a Redis `tasks.store` can a process run no tasks');
   });
 
   it('runs tasks on the runner thread by default; `inline` on the thread that serves requests', () => {

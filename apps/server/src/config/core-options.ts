@@ -48,6 +48,8 @@ export function configSecrets(config: KlymConfig): string[] {
       if (/authorization|token|key|secret|passw|cookie/i.test(name)) secrets.push(value.replace(/^(Bearer|Basic)\s+/i, ''));
     }
   }
+  // A Redis store's URL may carry a password.
+  if (/^rediss?:\/\//.test(config.tasks.store) && URL.canParse(config.tasks.store)) secrets.push(decodeURIComponent(new URL(config.tasks.store).password));
   return [...new Set(secrets.filter((secret): secret is string => secret !== undefined && secret.length >= 4))];
 }
 
@@ -89,6 +91,7 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
     taskLog: { maxBytes: config.tasks.logMaxBytes },
     taskStore: taskStoreIn(config.tasks.store, cwd),
     taskRunner: config.tasks.runner,
+    sharedQueue: { lockDurationMs: config.tasks.lockDurationMs, stalledIntervalMs: config.tasks.stalledIntervalMs },
     resumeOnRestart: config.tasks.resumeOnRestart,
     writeBack: { upstream: config.writeBack.upstream, byDefault: config.writeBack.enabled, timeZone: config.writeBack.timeZone },
     shutdownGraceMs: config.tasks.shutdownGraceMs,

@@ -65,7 +65,7 @@ describe('config file', () => {
     const cwd = workspace({ 'klym.config.yaml': 'server:\n  prot: 80\ntasks:\n  concurrency: -2\nbudget:\n  default: { maxSteps: 500 }\n' });
     const message = failure({ cwd });
     expect(message).toContain('server.prot: unknown key (did you mean "port"?) (file klym.config.yaml)');
-    expect(message).toContain('tasks.concurrency = -2: Too small: expected number to be >0 (file klym.config.yaml)');
+    expect(message).toContain('tasks.concurrency = -2: Too small: expected number to be >=0 (file klym.config.yaml)');
     const crossKey = failure({ cwd: workspace({ 'klym.config.yaml': 'budget:\n  default: { maxSteps: 500 }\n' }) });
     expect(crossKey).toContain('budget.default.maxSteps = 500: expected at most `budget.max.maxSteps` (100) (file klym.config.yaml)');
   });

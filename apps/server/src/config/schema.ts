@@ -1,4 +1,4 @@
-import { TASK_DEFAULTS } from '@klym/core';
+import { TASK_DEFAULTS, TASK_QUEUE_DEFAULTS } from '@klym/core';
 import { z } from 'zod';
 import { SERVER_DEFAULTS, isLoopback } from '../server/server-options.ts';
 import { milliseconds, mcpServerSchema, upstreamNameSchema, upstreamSchema } from './upstream-schema.ts';
@@ -45,7 +45,9 @@ function isTimeZone(name: string): boolean {
   }
 }
 
-const taskStoreSchema = z.string().regex(/^(?:memory|sqlite:.+)$/s, 'expected "memory" or "sqlite:<path>" (e.g. sqlite:.klym/tasks.db)');
+const taskStoreSchema = z
+  .string()
+  .regex(/^(?:memory|sqlite:.+|rediss?:\/\/.+)$/s, 'expected "memory", "sqlite:<path>" (e.g. sqlite:.klym/tasks.db) or "redis://host:port/db" (rediss:// for TLS)');
 
 const providerSchema = z.strictObject({
   apiKey: z.string().min(1).optional(),
@@ -101,9 +103,12 @@ export const configObjectSchema = z.strictObject({
     .prefault({}),
   tasks: z
     .strictObject({
-      /** Tasks running at once; more wait as `pending`. @default 4 */
-      concurrency: positiveInt.default(TASK_DEFAULTS.concurrency),
-      /** Tasks waiting as `pending` at most; one more is refused (`TASK_QUEUE_FULL`). @default 1_000 */
+      /**
+       * Tasks running at once in this process; more wait as `pending`. With a Redis store, 0 makes `klym serve` a
+       * front only: it starts, reads and cancels tasks, and `klym worker` processes run them. @default 4
+       */
+      concurrency: z.number().int().min(0).default(TASK_DEFAULTS.concurrency),
+      /** Tasks waiting as `pending` at most (with a Redis store, across every front); one more is refused (`TASK_QUEUE_FULL`). @default 1_000 */
       maxQueued: positiveInt.default(TASK_DEFAULTS.maxQueued),
       /** How long a finished task is kept, in milliseconds. @default 3_600_000 (1 h) */
       ttlMs: positiveMs.default(TASK_DEFAULTS.ttlMs),
@@ -113,7 +118,11 @@ export const configObjectSchema = z.strictObject({
       timeoutMs: positiveMs.default(TASK_DEFAULTS.timeoutMs),
       /** On shutdown, how long running tasks may finish before they are cancelled. @default 10_000 */
       shutdownGraceMs: milliseconds.default(TASK_DEFAULTS.shutdownGraceMs),
-      /** Where tasks are kept: `memory` (lost on restart), or `sqlite:<path>`, a file relative to the working directory. @default 'sqlite:.klym/tasks.db' */
+      /**
+       * Where tasks are kept: `memory` (lost on restart), `sqlite:<path>` (a file relative to the working directory, one
+       * process), or `redis://[user:password@]host:port/db` (`rediss://` for TLS), shared by many fronts and workers.
+       * @default 'sqlite:.klym/tasks.db'
+       */
       store: taskStoreSchema.default(CLI_TASK_STORE),
       /**
        * Where tasks' runs execute: `thread`, on a worker thread of their own, so that polls and starts are answered
@@ -122,6 +131,13 @@ export const configObjectSchema = z.strictObject({
       runner: z.enum(['thread', 'inline']).default(CLI_TASK_RUNNER),
       /** Whether a task that was running when Klym stopped resumes from its last step on restart; `false` ends it as `error` (`TASK_INTERRUPTED`). @default true */
       resumeOnRestart: z.boolean().default(TASK_DEFAULTS.resumeOnRestart),
+      /**
+       * With a Redis store: how long a worker's lock on a task lasts unless renewed (every half of it). A worker that
+       * died has its task taken over by another within `lockDurationMs` + `stalledIntervalMs`. @default 30_000
+       */
+      lockDurationMs: positiveMs.default(TASK_QUEUE_DEFAULTS.lockDurationMs),
+      /** With a Redis store: how often workers look for tasks whose worker stopped renewing its lock. @default 30_000 */
+      stalledIntervalMs: positiveMs.default(TASK_QUEUE_DEFAULTS.stalledIntervalMs),
     })
     .prefault({}),
   /** Which upstream tools tasks may call; a caller can only narrow this. `*` matches any run of characters. */
@@ -176,6 +192,15 @@ export const configObjectSchema = z.strictObject({
       sessionIdleMs: positiveMs.default(SERVER_DEFAULTS.sessionIdleMs),
     })
     .prefault({}),
+  /** `klym worker`: it serves only `GET /healthz`, on its own address. */
+  worker: z
+    .strictObject({
+      /** Address of the health endpoint. @default '127.0.0.1' */
+      host: z.string().min(1).default(SERVER_DEFAULTS.host),
+      /** Port of the health endpoint; 0 picks a free one. @default 8766 */
+      port: z.number().int().min(0).max(65_535).default(SERVER_DEFAULTS.workerPort),
+    })
+    .prefault({}),
 });
 
 /** The configuration as validated, before `mcpServers` is merged into `upstreams`. */
@@ -208,6 +233,9 @@ export function crossCheck(config: ParsedConfig): { path: (string | number)[]; m
   }
   for (const name of Object.keys(config.mcpServers)) {
     if (name in config.upstreams) issues.push({ path: ['mcpServers', name], message: `an upstream named "${name}" is also in \`upstreams\`` });
+  }
+  if (config.tasks.concurrency === 0 && !/^rediss?:\/\//.test(config.tasks.store)) {
+    issues.push({ path: ['tasks', 'concurrency'], message: 'expected at least 1: only with a Redis `tasks.store` can a process run no tasks (its workers run them)' });
   }
   const policy = config.tools.policy;
   if (policy !== undefined && policy !== 'read-only' && !(policy in config.policies)) {

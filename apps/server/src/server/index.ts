@@ -11,3 +11,4 @@ export { handleProcessFaults, type ProcessFaultOptions } from './process-faults.
 export { SERVER_DEFAULTS, isLoopback, resolveServerOptions, type KlymServerOptions, type ResolvedServerOptions, type ServerLog } from './server-options.ts';
 export { handleShutdownSignals, startKlymServer, type RunningKlymServer, type ShutdownSignalOptions } from './start-server.ts';
 export { serveStdio, type StdioKlym } from './stdio.ts';
+export { startKlymWorker, type RunningKlymWorker } from './start-worker.ts';

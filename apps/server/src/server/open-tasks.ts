@@ -11,9 +11,11 @@ import {
   type SessionPool,
   type TaskService,
   type TaskServiceOptions,
+  type TaskQueue,
   type TaskStore,
   type UpstreamLogEntry,
 } from '@klym/core';
+import { redactUrl } from '../config/redact.ts';
 import type { ResolvedServerOptions } from './server-options.ts';
 
 /** The task service the server mounts, with what it opened for it. */
@@ -23,8 +25,8 @@ export interface OpenedTasks {
   close(): Promise<void>;
 }
 
-/** A store spec: `memory`, or `sqlite:<path>`. */
-const STORE_SPEC = /^(?:memory|sqlite:(.+))$/s;
+/** A store spec: `memory`, `sqlite:<path>`, or a Redis URL. */
+const STORE_SPEC = /^(?:memory|sqlite:(.+)|(rediss?:\/\/.+))$/s;
 
 /**
  * Opens what the server's tasks need, in this order: the task store (`options.taskStore`), the pool
@@ -44,6 +46,8 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
   try {
     const store = await openTaskStore(options.taskStore, options.taskLog);
     if (store !== undefined && typeof options.taskStore === 'string') opened.push(() => store.close());
+    // A Redis store says what its server's settings put at risk (no append-only file, eviction).
+    for (const warning of (store as { readonly warnings?: readonly string[] } | undefined)?.warnings ?? []) options.log(`klym: ${warning}`, 'warning');
     let pool: SessionPool | undefined = options.pool;
     if (pool === undefined) {
       const own = await createSessionPool({ upstreams: options.upstreams ?? {}, onLog: upstreamLog(options) });
@@ -51,23 +55,35 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
       pool = own;
     }
     let run: AgentRunner | undefined = options.run;
-    if (options.taskRunner === 'thread') {
+    // A front (no task runs here: its workers run them) needs no runner thread.
+    if (options.taskRunner === 'thread' && options.maxConcurrentTasks !== 0) {
       const runner = createThreadRunner({ upstreams: threadUpstreams(options), onLog: upstreamLog(options) });
       opened.push(() => runner.close());
       run = runner;
     }
-    const service = createTaskService({
-      ...serviceOptions(options),
-      pool,
-      ...(run === undefined ? {} : { run }),
-      ...(store === undefined ? {} : { store }),
-      ...(options.taskLog === undefined ? {} : { log: options.taskLog }),
-      ...(options.maxConcurrentTasks === undefined ? {} : { maxConcurrent: options.maxConcurrentTasks }),
-      ...(options.maxQueuedTasks === undefined ? {} : { maxQueued: options.maxQueuedTasks }),
-      ...(options.taskTtlMs === undefined ? {} : { ttlMs: options.taskTtlMs }),
-      // Tokens name principals; a log, an error or a result must never quote one.
-      secrets: [...Object.values(options.auth?.tokens ?? {}), ...(options.secrets ?? [])],
-    });
+    const queue = options.queue ?? (await sharedQueueFor(options));
+    const serviceOf = (): TaskService =>
+      createTaskService({
+        ...serviceOptions(options),
+        pool,
+        ...(queue === undefined ? {} : { queue }),
+        ...(run === undefined ? {} : { run }),
+        ...(store === undefined ? {} : { store }),
+        ...(options.taskLog === undefined ? {} : { log: options.taskLog }),
+        ...(options.maxConcurrentTasks === undefined ? {} : { maxConcurrent: options.maxConcurrentTasks }),
+        ...(options.maxQueuedTasks === undefined ? {} : { maxQueued: options.maxQueuedTasks }),
+        ...(options.taskTtlMs === undefined ? {} : { ttlMs: options.taskTtlMs }),
+        // Tokens name principals; a log, an error or a result must never quote one.
+        secrets: [...Object.values(options.auth?.tokens ?? {}), ...(options.secrets ?? [])],
+      });
+    let service: TaskService;
+    try {
+      service = serviceOf();
+    } catch (error) {
+      // The task manager closes the queue it was given; one it never got is closed here.
+      if (queue !== undefined && queue !== options.queue) await queue.close({ graceMs: 0 }).catch(() => {});
+      throw error;
+    }
     let closing: Promise<void> | undefined;
     return {
       service,
@@ -86,6 +102,18 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
     await closeOpened().catch(() => {});
     throw error;
   }
+}
+
+/**
+ * The queue of a Redis store: a BullMQ queue in the same Redis, shared by every front and worker on it.
+ * The task manager opens and closes it. `undefined` for any other store: tasks queue in this process.
+ * @throws {KlymError} `STORE_UNAVAILABLE` when Redis cannot be reached in time
+ */
+async function sharedQueueFor(options: ResolvedServerOptions): Promise<TaskQueue | undefined> {
+  const url = typeof options.taskStore === 'string' ? STORE_SPEC.exec(options.taskStore)?.[2] : undefined;
+  if (url === undefined) return undefined;
+  const { createBullmqTaskQueue } = await import('@klym/core/redis');
+  return createBullmqTaskQueue({ url, ...options.sharedQueue, onLog: (line, level) => options.log(line, level) });
 }
 
 /**
@@ -122,6 +150,8 @@ function serviceOptions(options: ResolvedServerOptions): Omit<TaskServiceOptions
     taskTtlMs: _taskTtlMs,
     taskLog: _taskLog,
     taskStore: _taskStore,
+    sharedQueue: _sharedQueue,
+    queue: _queue,
     taskRunner: _taskRunner,
     run: _run,
     log: _log,
@@ -131,15 +161,21 @@ function serviceOptions(options: ResolvedServerOptions): Omit<TaskServiceOptions
 }
 
 /**
- * The store `spec` names: a given store as it is, `undefined` for `memory` (the task manager's own), or
- * the SQLite store at `sqlite:<path>` (relative to the working directory), opened here.
- * @throws {KlymError} `CONFIG_INVALID` for a spec of another shape; `STORE_UNAVAILABLE` when the file cannot be opened.
+ * The store `spec` names: a given store as it is, `undefined` for `memory` (the task manager's own), the
+ * SQLite store at `sqlite:<path>` (relative to the working directory), or the Redis store at a
+ * `redis://`/`rediss://` URL, opened here.
+ * @throws {KlymError} `CONFIG_INVALID` for a spec of another shape; `STORE_UNAVAILABLE` when the file or Redis cannot be opened.
  */
 export async function openTaskStore(spec: TaskStore | string | undefined, log: BoundedLogOptions | undefined): Promise<TaskStore | undefined> {
   if (spec === undefined || typeof spec !== 'string') return spec;
   const match = STORE_SPEC.exec(spec);
-  if (match === null) throw new KlymError('CONFIG_INVALID', `Expected \`taskStore\` to be "memory" or "sqlite:<path>", got "${spec.slice(0, 200)}"`);
-  const file = match[1];
+  if (match === null) throw new KlymError('CONFIG_INVALID', `Expected \`taskStore\` to be "memory", "sqlite:<path>" or "redis://host:port/db", got "${redactUrl(spec).slice(0, 200)}"`);
+  const [, file, redisUrl] = match;
+  if (redisUrl !== undefined) {
+    // Loaded only when asked for, like SQLite; its errors name host:port/db, never the password.
+    const { createRedisTaskStore } = await import('@klym/core/redis');
+    return createRedisTaskStore({ url: redisUrl, ...(log === undefined ? {} : { log }) });
+  }
   if (file === undefined) return undefined;
   const resolved = path.resolve(file);
   try {

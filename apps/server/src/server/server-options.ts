@@ -9,6 +9,8 @@ export type ServerLog = (line: string, level?: LoggingLevel) => void;
 export const SERVER_DEFAULTS = {
   host: '127.0.0.1',
   port: 8765,
+  /** `klym worker`'s health endpoint. */
+  workerPort: 8766,
   /** 1 MiB. */
   maxBodyBytes: 1_048_576,
   /** 30 min. */
@@ -49,11 +51,19 @@ export interface KlymServerOptions extends Omit<TaskServiceOptions, 'pool' | 'st
   /** Bounds of each task's log. @default { maxBytes: 262_144, maxEntryBytes: 4_096 } */
   readonly taskLog?: BoundedLogOptions;
   /**
-   * Where tasks are kept: a store (closed by whoever created it), `memory`, or `sqlite:<path>` (a file,
-   * relative to the working directory; the server opens it at start and closes it after the task manager).
+   * Where tasks are kept: a store (closed by whoever created it), `memory`, `sqlite:<path>` (a file,
+   * relative to the working directory), or `redis://[user:password@]host:port/db` (`rediss://` for TLS),
+   * which also puts the queue there (see `sharedQueue`); the server opens a store it is given by name at
+   * start and closes it after the task manager.
    * @default 'memory'
    */
   readonly taskStore?: TaskStore | string;
+  /**
+   * With a Redis `taskStore` (`redis://…`), tasks wait on a BullMQ queue in the same Redis that every front
+   * and worker shares; these tune how a dead worker's task is taken over (see `createBullmqTaskQueue`). A
+   * `queue` passed in is used as it is. @default TASK_QUEUE_DEFAULTS
+   */
+  readonly sharedQueue?: { readonly lockDurationMs?: number; readonly stalledIntervalMs?: number; readonly maxStalledCount?: number };
   /**
    * Where tasks' runs execute: `thread`, on a worker thread with its own pool over `upstreams` (so that
    * requests are answered while runs keep it busy; needs `upstreams`, not `pool`, and no `run`), or

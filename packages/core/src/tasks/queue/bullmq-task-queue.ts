@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { TASK_QUEUE_DEFAULTS } from '../../defaults.ts';
 import { KlymError } from '../../errors.ts';
 import { createRedactor } from '../../redact.ts';
 import { startBullmqWorker, type BullmqWorker } from './bullmq-worker.ts';
@@ -8,23 +9,6 @@ import { createQueueLog, isConnectionFailure, messageOf, type QueueLogListener }
 import { redisTargetOf } from './redis-target.ts';
 import type { TaskQueue } from './task-queue.ts';
 
-/** Defaults of {@link createBullmqTaskQueue}, defined once. */
-export const TASK_QUEUE_DEFAULTS = {
-  /** Prefix of BullMQ's keys; with the queue's name they read `klym:bull:tasks:…`, beside the task store's `klym:…`. */
-  prefix: 'klym:bull',
-  /** The queue's name: processes that name the same one serve the same tasks. */
-  name: 'tasks',
-  /** How long a worker's lock on a task it runs lasts unless renewed (it is renewed every half of it). */
-  lockDurationMs: 30_000,
-  /** How often workers look for tasks whose worker stopped renewing its lock. */
-  stalledIntervalMs: 30_000,
-  /** How many times a task may be taken over from a worker that stopped; once more ends it as `TASK_INTERRUPTED`. */
-  maxStalledCount: 1,
-  /** How long the first connection to Redis may take. */
-  connectTimeoutMs: 10_000,
-  /** How long one call to Redis may take before it counts as failed. */
-  commandTimeoutMs: 5_000,
-} as const;
 
 /** Options of {@link createBullmqTaskQueue}. */
 export interface BullmqTaskQueueOptions {

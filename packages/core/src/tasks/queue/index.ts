@@ -3,5 +3,5 @@
  * `@klym/core/redis` that belong to the queue (the Redis task store is beside them).
  * @module
  */
-export { TASK_QUEUE_DEFAULTS, createBullmqTaskQueue, type BullmqTaskQueue, type BullmqTaskQueueOptions } from './bullmq-task-queue.ts';
+export { createBullmqTaskQueue, type BullmqTaskQueue, type BullmqTaskQueueOptions } from './bullmq-task-queue.ts';
 export type { QueueLogListener } from './queue-log.ts';
