@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
 import { temporaryDirectory } from './cli-harness.ts';
+import { startRedisServer } from './support/redis-server.ts';
 import { freePort } from './support/upstream-servers.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -126,5 +127,72 @@ describe('docker-compose.yml', () => {
     // Tasks are kept under the working directory, which compose mounts as a volume (/klym/.klym).
     expect(existsSync(path.join(workdir.path, '.klym', 'tasks.db'))).toBe(true);
     expect(compose.services.klym).toMatchObject({ volumes: [expect.stringMatching(/:\/klym\/\.klym$/)] });
+  });
+});
+
+describe('docker-compose.scale.yml', () => {
+  const compose = parse(readFileSync(path.join(root, 'docker-compose.scale.yml'), 'utf8')) as {
+    services: Record<string, Service & { image?: string; command?: string[]; deploy?: { replicas: number } }>;
+  };
+
+  it('adds Redis (append-only, no eviction), one front that runs no task, and two workers, on the same images', () => {
+    expect(Object.keys(compose.services).toSorted()).toEqual(['grynya-mcp-server', 'klym-front', 'klym-worker', 'redis']);
+    const { redis, 'klym-front': front, 'klym-worker': worker } = compose.services as Record<string, Service & { image?: string; command?: string[]; deploy?: { replicas: number } }>;
+    expect(redis?.command).toEqual(['redis-server', '--appendonly', 'yes', '--maxmemory-policy', 'noeviction']);
+    expect(front?.environment).toMatchObject({ KLYM_CONFIG: 'deploy/klym.scale.yaml', KLYM_TASKS_CONCURRENCY: '0' });
+    expect(front?.ports).toEqual(['127.0.0.1:8765:8765']);
+    expect(worker?.command?.at(-1)).toBe('worker');
+    expect(worker?.deploy?.replicas).toBe(2);
+    expect(worker?.build).toEqual(front?.build);
+    const config = parse(readFileSync(path.join(root, 'deploy/klym.scale.yaml'), 'utf8')) as { tasks: { store: string } };
+    expect(config.tasks.store).toBe('redis://redis:6379/0');
+  });
+
+  it("runs the services' commands: a task started on the front runs on a worker, and the workers answer /healthz", async () => {
+    const redisArgs = (compose.services.redis?.command ?? []).slice(1);
+    const redis = await startRedisServer({ args: redisArgs });
+    try {
+      const grynyaImage = image((compose.services['grynya-mcp-server'] as Service).build.dockerfile);
+      const grynyaPort = await freePort();
+      const grynya = run(withFlag(grynyaImage.cmd, '--port', String(grynyaPort)), grynyaImage.env);
+      await vi.waitFor(() => expect(grynya.output()).toContain('/sse'), { timeout: 15_000, interval: 50 });
+      const front = compose.services['klym-front'] as Service;
+      const worker = compose.services['klym-worker'] as Service & { command: string[] };
+      const klymImage = image(front.build.dockerfile);
+      const token = 'compose-test-token-0123456789';
+      // Inside compose the names redis and grynya-mcp-server resolve; here both listen on loopback.
+      const local = { KLYM_TASKS_STORE: redis.url, KLYM_UPSTREAMS: JSON.stringify({ grynya: { url: `http://127.0.0.1:${grynyaPort}/sse` } }) };
+      const fixed = (service: Service): Record<string, string> => Object.fromEntries(Object.entries(service.environment ?? {}).filter(([, value]) => !value.includes('${')));
+      const frontPort = await freePort();
+      const frontRun = run(klymImage.cmd, { ...klymImage.env, ...fixed(front), ...local, KLYM_SERVER_TOKENS: JSON.stringify({ grynya: token }), KLYM_SERVER_PORT: String(frontPort) }, workdir.path);
+      const workerPorts = [await freePort(), await freePort()];
+      for (const port of workerPorts) run(worker.command, { ...klymImage.env, ...fixed(worker), ...local, KLYM_WORKER_PORT: String(port) }, workdir.path);
+      for (const port of workerPorts) {
+        await vi.waitFor(async () => expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).toMatchObject({ role: 'worker' }), { timeout: 15_000, interval: 100 });
+      }
+      const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      const started = await vi.waitFor(
+        async () => {
+          const response = await fetch(`http://127.0.0.1:${frontPort}/api/tasks`, { method: 'POST', headers: auth, body: JSON.stringify({ prompt: 'check the graph' }) });
+          expect(response.status).toBe(202);
+          return (await response.json()) as { task_id: string };
+        },
+        { timeout: 15_000, interval: 100 },
+      );
+      const done = await vi.waitFor(
+        async () => {
+          const task = (await (await fetch(`http://127.0.0.1:${frontPort}/api/tasks/${started.task_id}`, { headers: auth })).json()) as { status: string; result?: string };
+          expect(task.status).toBe('completed');
+          return task;
+        },
+        { timeout: 15_000, interval: 100 },
+      );
+      // The self-check reached grynya from a worker: the front itself runs no task.
+      expect(done.result).toMatch(/grynya/);
+      expect(frontRun.output()).toContain('a front only');
+      expect(frontRun.output()).not.toMatch(/appendonly|maxmemory-policy/);
+    } finally {
+      await redis.close();
+    }
   });
 });
