@@ -21,11 +21,11 @@ describe('klym --help', () => {
   it('lists every command, short', async () => {
     const { code, stdout } = await klym(['--help']);
     expect(code).toBe(0);
-    for (const command of ['serve', 'serve --stdio', 'run "PROMPT"', 'config', 'help [COMMAND]']) expect(stdout).toContain(`  ${command}`);
+    for (const command of ['serve', 'serve --stdio', 'worker', 'run "PROMPT"', 'config', 'help [COMMAND]']) expect(stdout).toContain(`  ${command}`);
     expect(stdout.split('\n').length).toBeLessThan(20);
   });
 
-  it.each(['serve', 'run', 'config'])('`klym %s --help` names every option the command accepts, in lines a terminal shows whole', async (command) => {
+  it.each(['serve', 'worker', 'run', 'config'])('`klym %s --help` names every option the command accepts, in lines a terminal shows whole', async (command) => {
     const { code, stdout } = await klym([command, '--help']);
     expect(code).toBe(0);
     expect(stdout).toMatch(new RegExp(`^Usage: klym ${command}`));
@@ -37,7 +37,7 @@ describe('klym --help', () => {
       const argv = [command, ...(command === 'run' ? ['p'] : []), `--${option}`, ...(['stdio', 'json', 'progress', 'no-progress'].includes(option) ? [] : ['1'])];
       expect(() => parseCommand(argv)).not.toThrow(/Unknown option/);
     }
-    const accepted = { serve: ['stdio', 'host', 'port'], run: ['system-prompt', 'max-steps', 'max-tokens', 'max-cost-usd', 'timeout-ms', 'allow', 'deny', 'policy', 'progress', 'no-progress'], config: ['json'] }[command] ?? [];
+    const accepted = { serve: ['stdio', 'host', 'port'], worker: ['host', 'port'], run: ['system-prompt', 'max-steps', 'max-tokens', 'max-cost-usd', 'timeout-ms', 'allow', 'deny', 'policy', 'progress', 'no-progress'], config: ['json'] }[command] ?? [];
     expect([...accepted, 'config', 'set', 'upstream', 'model', 'log-level'].filter((option) => !named.includes(option))).toEqual([]);
   });
 

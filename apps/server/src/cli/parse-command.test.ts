@@ -41,6 +41,17 @@ describe('parseCommand', () => {
     ]);
   });
 
+  it("sets a worker's --host and --port on its health endpoint (worker.*), not on server.*", () => {
+    expect(line(['worker', '--port', '0']).assignments).toEqual([{ path: ['worker', 'port'], value: '0', source: 'flag --port' }]);
+    expect(line(['worker', '--host', '0.0.0.0', '-p', '9100', '--set', 'server.port=1']).assignments).toEqual([
+      { path: ['worker', 'host'], value: '0.0.0.0', source: 'flag --host' },
+      { path: ['worker', 'port'], value: '9100', source: 'flag --port' },
+      { path: ['server', 'port'], value: '1', source: 'flag --set server.port' },
+    ]);
+    expect(parseCommand(['worker', '--help'])).toEqual({ command: 'help', topic: 'worker' });
+    expect(refusal(['worker', '--stdio'])).toMatch(/^Unknown option '--stdio' \(see `klym worker --help`\)$/);
+  });
+
   it('knows --progress, --no-progress and --json', () => {
     expect(line(['run', 'x']).progress).toBeUndefined();
     expect(line(['run', 'x', '--progress']).progress).toBe(true);
