@@ -2,8 +2,12 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/** One answer of the fake: a model turn (rendered in the endpoint's streaming format), an HTTP failure, or no answer at all. */
+/**
+ * One answer of the fake: a model turn (rendered in the endpoint's streaming format), an HTTP failure, no answer at
+ * all, or an answer given `later`, once the test settles its promise (the request waits meanwhile).
+ */
 export type FakeReply =
+  | { readonly kind: 'later'; readonly reply: PromiseLike<FakeReply> }
   | { readonly kind: 'turn'; readonly text?: string; readonly toolCalls?: readonly { readonly name: string; readonly args: unknown }[]; readonly usage?: { readonly input: number; readonly output: number } }
   | { readonly kind: 'fail'; readonly status: number; readonly headers?: Readonly<Record<string, string>>; readonly body: string }
   | { readonly kind: 'hang' };
@@ -26,6 +30,8 @@ export interface FakeLlmServer extends AsyncDisposable {
   readonly requests: FakeRequest[];
   /** Replies still to give, in order; a request with none left gets a 500. (Empty when a function decides.) */
   readonly replies: FakeReply[];
+  /** Requests given a `hang` whose client closed the connection (a model request that was cancelled); not those the fake's own `close` cut. */
+  readonly abandoned: FakeRequest[];
   close(): Promise<void>;
 }
 
@@ -39,6 +45,8 @@ export async function startFakeLlmServer(replies: readonly FakeReply[] | ((reque
   const queue: FakeReply[] = typeof replies === 'function' ? [] : [...replies];
   const decide = typeof replies === 'function' ? replies : (): FakeReply | undefined => queue.shift();
   const hanging = new Set<ServerResponse>();
+  const abandoned: FakeRequest[] = [];
+  let closing: Promise<void> | undefined;
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -53,18 +61,20 @@ export async function startFakeLlmServer(replies: readonly FakeReply[] | ((reque
       const path = request.url ?? '/';
       const received = { path, headers: request.headers, body, json };
       requests.push(received);
-      answer(path, decide(received), response, hanging);
+      answer(path, decide(received), response, hanging, () => {
+        if (closing === undefined) abandoned.push(received);
+      });
     });
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
-  let closing: Promise<void> | undefined;
   const fake: FakeLlmServer = {
     openaiBaseUrl: `http://127.0.0.1:${port}/v1`,
     googleBaseUrl: `http://127.0.0.1:${port}/v1beta`,
     requests,
     replies: queue,
+    abandoned,
     close() {
       closing ??= (async () => {
         for (const response of hanging) response.destroy();
@@ -79,14 +89,21 @@ export async function startFakeLlmServer(replies: readonly FakeReply[] | ((reque
   return fake;
 }
 
-function answer(path: string, reply: FakeReply | undefined, response: ServerResponse, hanging: Set<ServerResponse>): void {
+function answer(path: string, reply: FakeReply | undefined, response: ServerResponse, hanging: Set<ServerResponse>, onAbandoned: () => void): void {
   if (reply === undefined) {
     response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'the fake has no reply left' } }));
     return;
   }
+  if (reply.kind === 'later') {
+    void Promise.resolve(reply.reply).then((settled) => answer(path, settled, response, hanging, onAbandoned));
+    return;
+  }
   if (reply.kind === 'hang') {
     hanging.add(response);
-    response.on('close', () => hanging.delete(response));
+    response.on('close', () => {
+      hanging.delete(response);
+      onAbandoned();
+    });
     return;
   }
   if (reply.kind === 'fail') {
