@@ -57,3 +57,13 @@ export const TASK_QUEUE_DEFAULTS = {
   /** How long one call to Redis may take before it counts as failed. */
   commandTimeoutMs: 5_000,
 } as const;
+
+/** Defaults of Klym's tasks as MCP tasks and of progress notifications (`@klym/core/mcp`), defined once. */
+export const MCP_TASK_DEFAULTS = {
+  /** How long a client should wait between two `tasks/get` of a task, in milliseconds (the `pollInterval` it is told). */
+  pollIntervalMs: 1_000,
+  /** The least time between two `notifications/progress` of one task, in milliseconds: more steps in between are told as one. */
+  progressIntervalMs: 1_000,
+  /** Tasks one page of `tasks/list` holds. */
+  listPageSize: TASK_DEFAULTS.listPageSize,
+} as const;

@@ -4,7 +4,7 @@
  */
 export { KlymError, isKlymError, type KlymErrorCode, type KlymErrorOptions } from './errors.ts';
 export { REDACTED, createRedactor, type Redactor } from './redact.ts';
-export { DEFAULT_MAX_STEPS, MAX_TIMER_MS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS } from './defaults.ts';
+export { DEFAULT_MAX_STEPS, MAX_TIMER_MS, MCP_TASK_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS } from './defaults.ts';
 export {
   createSessionPool,
   type CloseOptions,

@@ -1,9 +1,10 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ProgressToken } from '@modelcontextprotocol/sdk/types.js';
 import { isKlymError } from '../errors.ts';
 import { cancelTaskShape, checkTaskShape, listTasksShape, startTaskShape } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { TaskRecord } from '../tasks/task-types.ts';
+import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
 
 /** The `instructions` an MCP server serving the task tools can give in `initialize`. */
 export const TASK_TOOLS_INSTRUCTIONS =
@@ -14,6 +15,8 @@ export const TASK_TOOLS_INSTRUCTIONS =
 /** What a tool handler is given besides its arguments (the part of the SDK's `RequestHandlerExtra` used here). */
 export interface TaskToolExtra {
   readonly authInfo?: { readonly clientId?: string } | undefined;
+  /** The request's `_meta`: a `progressToken` asks for `notifications/progress` of the task it starts. */
+  readonly _meta?: { readonly progressToken?: ProgressToken } | undefined;
 }
 
 /** Options of {@link registerTaskTools}. */
@@ -53,7 +56,11 @@ function endLine(task: TaskRecord): string {
  * The caller's principal comes from the request (`authInfo.clientId`), never from the session, so tasks
  * survive reconnects. When `server` was created with the `logging` capability, the end of each task
  * started through it is logged to its client (`notifications/message`, `info`, or `error` for a failed
- * task: `task <id> ended: cancelled (shutdown)`, `… ended: error (TASK_TIMEOUT)`), at the level the client set with `logging/setLevel`. Call it before `server.connect()`.
+ * task: `task <id> ended: cancelled (shutdown)`, `… ended: error (TASK_TIMEOUT)`), at the level the client set with `logging/setLevel`.
+ * A start carrying `_meta.progressToken` gets `notifications/progress` of its task's steps while the session
+ * is open, at most once a second (`progress`: steps done, `total`: the step budget, `message`: the tools
+ * called and the tokens so far); the start has been answered by then, so the client must accept progress of
+ * a token whose request is over. Call it before `server.connect()`.
  *
  * @example
  * ```ts
@@ -65,6 +72,7 @@ function endLine(task: TaskRecord): string {
 export function registerTaskTools(server: McpServer, service: TaskService, options: RegisterTaskToolsOptions = {}): void {
   const principalOf = options.principal ?? defaultPrincipal;
   const started = new Set<string>();
+  const progress = createProgressReporter(server, service);
 
   server.registerTool(
     'start_async_agent_task',
@@ -82,8 +90,11 @@ export function registerTaskTools(server: McpServer, service: TaskService, optio
     },
     (args, extra) =>
       answer(async () => {
-        const view = await service.start(args, principalOf(extra));
+        const principal = principalOf(extra);
+        const view = await service.start(args, principal);
         started.add(view.task_id);
+        const token = progressTokenOf(extra);
+        if (token !== undefined) progress.watch(view.task_id, principal, token);
         return view;
       }),
   );
@@ -156,6 +167,7 @@ export function registerTaskTools(server: McpServer, service: TaskService, optio
   const previous = server.server.onclose;
   server.server.onclose = () => {
     unsubscribe();
+    progress.close();
     previous?.();
   };
 }

@@ -70,6 +70,8 @@ export interface TaskService extends AsyncDisposable {
   /** The task manager underneath (for code that wants records rather than views). */
   readonly tasks: TaskManager;
   readonly pool: SessionPool;
+  /** How long a finished task stays visible before it is evicted, in milliseconds (the manager's `ttlMs`). */
+  readonly ttlMs: number;
   /**
    * `start_async_agent_task`: narrows the request to what the server allows and queues it. The same
    * principal with the same `idempotency_key` gets the task it already started, whatever its status.
@@ -156,6 +158,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
   const service: TaskService = {
     tasks,
     pool,
+    ttlMs: options.ttlMs ?? TASK_DEFAULTS.ttlMs,
     async start(args, principal) {
       const request = await narrowTaskRequest(parseArgs(startTaskSchema, args), limits, listTools);
       // With a key used before, this is the earlier task: its own model and budget are what it runs under.
