@@ -59,7 +59,7 @@ export function mountMcpRoutes(app: Hono<Env>, service: TaskService, sessions: M
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => sessions.add({ id, kind: 'streamable-http', transport, server, principal }),
     });
-    const server = await connectKlymMcpServer(service, transport);
+    const server = await connectKlymMcpServer(service, transport, principal);
     const response = await transport.handleRequest(c.req.raw, { parsedBody: parsed.body, authInfo: authInfo(principal) });
     // Refused before a session began (bad Accept, a second initialize in a batch): nothing will ever close this server, and it listens to task events.
     if (transport.sessionId === undefined) await server.close();
@@ -81,7 +81,7 @@ export function mountMcpRoutes(app: Hono<Env>, service: TaskService, sessions: M
     if (outgoing === undefined) return c.json({ error: { code: 'INTERNAL', message: 'Legacy SSE needs the Node server (@hono/node-server)' } }, 501);
     if (sessions.closed) return c.json({ error: { code: 'SHUTTING_DOWN', message: 'Klym is shutting down' } }, 503);
     const transport = new SSEServerTransport('/messages', outgoing);
-    const server = await connectKlymMcpServer(service, transport);
+    const server = await connectKlymMcpServer(service, transport, c.get('principal'));
     sessions.add({ id: transport.sessionId, kind: 'sse', transport, server, principal: c.get('principal') });
     return RESPONSE_ALREADY_SENT;
   });

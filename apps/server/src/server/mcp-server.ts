@@ -1,5 +1,5 @@
 import type { TaskService } from '@klym/core';
-import { TASK_TOOLS_INSTRUCTIONS, registerTaskTools } from '@klym/core/mcp';
+import { MCP_TASKS_CAPABILITY, TASK_TOOLS_INSTRUCTIONS, createMcpTaskStore, registerAgentTaskTool, registerTaskTools } from '@klym/core/mcp';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { refuseInvalidParams } from './json-rpc.ts';
@@ -8,12 +8,16 @@ import { refuseInvalidParams } from './json-rpc.ts';
 export const SERVER_INFO = { name: 'klym', version: '0.1.0' } as const;
 
 /**
- * Builds the MCP server of one client session: core's five task tools over `service`, and the `logging`
- * capability (`logging/setLevel` is honoured; the end of each task started in this session is logged to it).
+ * Builds the MCP server of one client session: core's five task tools and `run_agent_task` over `service`,
+ * the `logging` capability (`logging/setLevel` is honoured; the end of each task started in this session is
+ * logged to it) and the `tasks` capability, whose `tasks/*` requests see the tasks of `principal` — the
+ * principal the session belongs to (`anonymous` over stdio).
  */
-export function createKlymMcpServer(service: TaskService): McpServer {
-  const mcp = new McpServer(SERVER_INFO, { capabilities: { logging: {} }, instructions: TASK_TOOLS_INSTRUCTIONS });
+export function createKlymMcpServer(service: TaskService, principal = 'anonymous'): McpServer {
+  const taskStore = createMcpTaskStore(service, { principal });
+  const mcp = new McpServer(SERVER_INFO, { capabilities: { logging: {}, tasks: MCP_TASKS_CAPABILITY }, taskStore, instructions: TASK_TOOLS_INSTRUCTIONS });
   registerTaskTools(mcp, service);
+  registerAgentTaskTool(mcp, service, taskStore);
   return mcp;
 }
 
@@ -22,8 +26,8 @@ export function createKlymMcpServer(service: TaskService): McpServer {
  * with each request's params checked first: params that do not fit the method are answered `-32602
  * Invalid params` naming the field, not the SDK's `-32603` with a zod dump.
  */
-export async function connectKlymMcpServer(service: TaskService, transport: Transport): Promise<McpServer> {
-  const mcp = createKlymMcpServer(service);
+export async function connectKlymMcpServer(service: TaskService, transport: Transport, principal = 'anonymous'): Promise<McpServer> {
+  const mcp = createKlymMcpServer(service, principal);
   await mcp.connect(transport);
   refuseInvalidParams(transport);
   return mcp;
