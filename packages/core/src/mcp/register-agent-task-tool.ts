@@ -1,10 +1,11 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { isTerminal } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
-import type { ServerCapabilities, Task } from '@modelcontextprotocol/sdk/types.js';
+import type { McpError, RequestId, ServerCapabilities, Task } from '@modelcontextprotocol/sdk/types.js';
 import { startTaskShape } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { McpTaskStore } from './mcp-task-store.ts';
 import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
+import { answerRefusedTaskStarts, refusal } from './task-start-refusals.ts';
 
 /** The `tasks` capability a server serving `run_agent_task` declares: task-augmented `tools/call`, `tasks/list`, `tasks/cancel`. */
 export const MCP_TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } } as const satisfies NonNullable<ServerCapabilities['tasks']>;
@@ -21,7 +22,9 @@ export const AGENT_TASK_TOOL_NAME = 'run_agent_task';
  * {@link MCP_TASKS_CAPABILITY}. While its session is open the client is sent `notifications/tasks/status`
  * at each transition of the tasks it started here (as the task manager of this process hears them: on a
  * front whose tasks run on workers, their end), and, when the call carried `_meta.progressToken`,
- * `notifications/progress` of its steps at most once a second. Call it before `server.connect()`.
+ * `notifications/progress` of its steps at most once a second. A start that cannot be made answers the
+ * JSON-RPC error naming why (`-32602` for a bad argument, `-32603` with the Klym code otherwise, e.g.
+ * `TASK_QUEUE_FULL`). Call it before `server.connect()`.
  *
  * @example
  * ```ts
@@ -34,6 +37,7 @@ export const AGENT_TASK_TOOL_NAME = 'run_agent_task';
 export function registerAgentTaskTool(server: McpServer, service: TaskService, store: McpTaskStore): void {
   const started = new Set<string>();
   const progress = createProgressReporter(server, service);
+  const refusals = new Map<RequestId, McpError>();
 
   server.experimental.tasks.registerToolTask(
     AGENT_TASK_TOOL_NAME,
@@ -49,7 +53,10 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
     },
     {
       createTask: async (_args, extra) => {
-        const task = await extra.taskStore.createTask({});
+        const task = await extra.taskStore.createTask({}).catch((error: unknown) => {
+          refusals.set(extra.requestId, refusal(error));
+          throw error;
+        });
         started.add(task.taskId);
         const token = progressTokenOf(extra);
         if (token !== undefined) progress.watch(task.taskId, store.principal, token);
@@ -61,6 +68,8 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
       getTaskResult: async (_args, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as never,
     },
   );
+
+  answerRefusedTaskStarts(server, AGENT_TASK_TOOL_NAME, refusals);
 
   const tell = (task: Task): void => {
     if (!server.isConnected()) return;
