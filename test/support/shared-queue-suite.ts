@@ -3,7 +3,7 @@
 import { connect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startRedisServer, type RedisServer } from './redis-server.ts';
-import { ended, endsOf, logTypes, me, openRig, type OpenSharedStore, type SharedQueueRig } from './shared-queue.ts';
+import { ended, endsOf, eventsOf, logTypes, me, openRig, type OpenSharedStore, type SharedQueueRig } from './shared-queue.ts';
 
 /**
  * The suite, for stores made by `stores()`: called once per test, it answers how each process of that test
@@ -37,6 +37,15 @@ export function describeSharedQueue(label: string, stores: () => OpenSharedStore
       // The front's listeners (an MCP session that started the task) hear of the end made on the worker, once.
       await expect.poll(() => endsOf(front, task.id), { timeout: 5_000 }).toEqual(['completed']);
       expect(endsOf(worker, task.id)).toEqual(['completed']);
+    });
+
+    it("tells a front's listeners of the start made on a worker, then of the end (MCP's notifications/tasks/status)", async () => {
+      await open();
+      const front = await rig.front();
+      await rig.worker();
+      const task = await front.tasks.start({ prompt: 'slow one' }, me);
+      await ended(front.tasks, task.id);
+      await expect.poll(() => eventsOf(front, task.id), { timeout: 5_000 }).toEqual(['task-create', 'task-start', 'task-end']);
     });
 
     it('cancels from a front a run under way on a worker: its upstream call is cancelled, and the worker moves on', async () => {

@@ -154,5 +154,8 @@ export async function logTypes(tasks: TaskManager, id: string): Promise<string[]
 }
 
 /** The `task-end` events a process's listener was told of for a task: its own ends and those it heard of. */
+/** The lifecycle events a process's listeners heard of one task, in order. */
+export const eventsOf = (process: KlymProcess, id: string): string[] => process.events.filter((event) => event.task.id === id).map((event) => event.type);
+
 export const endsOf = (process: KlymProcess, id: string): string[] =>
   process.events.filter((event) => event.type === 'task-end' && event.task.id === id).map((event) => event.task.status);

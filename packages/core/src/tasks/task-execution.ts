@@ -3,7 +3,7 @@ import { KlymError, isKlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { Redactor } from '../redact.ts';
-import type { RunOutcome, TaskLease } from './queue/task-queue.ts';
+import type { AnnouncedEvent, RunOutcome, TaskLease } from './queue/task-queue.ts';
 import type { AgentRunner, TaskEvent } from './task-manager.ts';
 import { createProgress, eventData } from './task-progress.ts';
 import { completionOf, runOptionsOf, type TaskRunDefaults } from './task-run.ts';
@@ -26,7 +26,8 @@ export interface TaskExecutionContext {
   readonly writeBack: WriteBackOptions | undefined;
   readonly onEvent: ((event: TaskEvent) => void) | undefined;
   /** A task ended here (after its `task-end` event): the queue tells the processes that share it. */
-  readonly announceEnd: (id: string) => void;
+  /** Tells the other processes of a shared queue that a task started, resumed or ended here. */
+  readonly announce: (type: AnnouncedEvent, id: string) => void;
 }
 
 /** Running tasks, and ending them: what the task manager and its queue share. */
@@ -71,7 +72,7 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     if (task !== undefined) {
       log(id, 'task-end', { status: task.status, ...(task.error ? { error: task.error } : {}), ...(task.cancelReason ? { reason: task.cancelReason } : {}) });
       emit({ type: 'task-end', task });
-      context.announceEnd(id);
+      context.announce('task-end', id);
     }
     return task;
   };
@@ -139,8 +140,10 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       await store.update(id, { resumes: [...(task.resumes ?? []), fromStep] });
       log(id, 'task-resume', { fromStep, interruptedCalls: checkpoint?.current?.calls.filter((call) => call.output === undefined).map((call) => call.toolName) ?? [] });
       emit({ type: 'task-resume', task });
+      context.announce('task-resume', id);
     } else {
       emit({ type: 'task-start', task });
+      context.announce('task-start', id);
       log(id, 'task-start', { model: task.request.model ?? defaults.model ?? 'default' });
     }
     // The run's own signal: the lease's (cancel, release) and the task's time limit.

@@ -50,7 +50,7 @@ const shared = (): TaskQueue => ({
   cancel: async () => {},
   waiting: async () => 0,
   hasFreeSlot: () => false,
-  ended: () => {},
+  announce: () => {},
   close: async () => {},
 });
 

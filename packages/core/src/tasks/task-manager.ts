@@ -169,7 +169,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     resumeOnRestart,
     writeBack: options.writeBack,
     onEvent: options.onEvent,
-    announceEnd: (id) => queue.ended(id),
+    announce: (type, id) => queue.announce(type, id),
   });
   const { log, emit, finish } = execution;
   let closing: Promise<void> | undefined;
@@ -200,9 +200,9 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       const task = await store.get(id);
       return task === undefined || isTerminal(task.status);
     },
-    endedElsewhere: (id) =>
+    heardElsewhere: (type, id) =>
       void store.get(id).then(
-        (task) => task !== undefined && isTerminal(task.status) && emit({ type: 'task-end', task }),
+        (task) => task !== undefined && (type === 'task-end') === isTerminal(task.status) && emit({ type, task }),
         () => {},
       ),
   });

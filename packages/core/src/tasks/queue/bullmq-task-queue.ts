@@ -7,7 +7,9 @@ import { createRedactor } from '../../redact.ts';
 import { startBullmqWorker, type BullmqWorker } from './bullmq-worker.ts';
 import { createQueueLog, isConnectionFailure, messageOf, type QueueLogListener } from './queue-log.ts';
 import { redisTargetOf } from './redis-target.ts';
-import type { TaskQueue } from './task-queue.ts';
+import type { AnnouncedEvent, TaskQueue } from './task-queue.ts';
+
+const ANNOUNCED = new Set<AnnouncedEvent>(['task-start', 'task-resume', 'task-end']);
 
 
 /** Options of {@link createBullmqTaskQueue}. */
@@ -95,8 +97,8 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
   const queue = new Queue(settings.name, { connection: producer, prefix: settings.prefix });
   queue.on('error', (error) => log.failed(error));
   const cancelChannel = `${settings.prefix}:${settings.name}:cancel`;
-  const endedChannel = `${settings.prefix}:${settings.name}:ended`;
-  // Who announces an end, so that a process does not hear its own.
+  const eventsChannel = `${settings.prefix}:${settings.name}:events`;
+  // Who announces an event, so that a process does not hear its own.
   const instance = randomUUID();
 
   const reached = await Promise.race([queue.waitUntilReady().then(() => true), new Promise<false>((resolve) => setTimeout(resolve, settings.connectTimeoutMs, false).unref())]).catch(() => false);
@@ -137,12 +139,12 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
           log,
         });
       }
-      // Every process hears of cancels (for its runs) and of tasks ended elsewhere (for its listeners).
+      // Every process hears of cancels (for its runs) and of tasks started, resumed and ended elsewhere (for its listeners).
       const listener = (subscriber = new Redis({ ...connection, maxRetriesPerRequest: null }));
       listener.on('message', (channel: string, message: string) => {
         if (channel === cancelChannel) worker?.abort(message);
-        const [from, id] = message.split(' ', 2);
-        if (channel === endedChannel && from !== instance && id !== undefined) consumer.endedElsewhere(id);
+        const [from, type, id] = message.split(' ', 3);
+        if (channel === eventsChannel && from !== instance && id !== undefined && ANNOUNCED.has(type as AnnouncedEvent)) consumer.heardElsewhere(type as AnnouncedEvent, id);
       });
       listener.on('error', (error: unknown) => log.failed(error));
       // On every (re)connect: subscribed again (ioredis resends it; this waits for it), then a cancel sent
@@ -150,7 +152,7 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
       listener.on('ready', () => {
         log.ready();
         void listener
-          .subscribe(cancelChannel, endedChannel)
+          .subscribe(cancelChannel, eventsChannel)
           .then(() => worker?.recheck())
           .catch((error: unknown) => log.failed(error));
       });
@@ -181,9 +183,9 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
       }
     },
     hasFreeSlot: () => false,
-    ended(id) {
+    announce(type, id) {
       // A notification: one lost while Redis is away costs a listener its news, not the task its end.
-      void producer.publish(endedChannel, `${instance} ${id}`).catch(() => {});
+      void producer.publish(eventsChannel, `${instance} ${type} ${id}`).catch(() => {});
     },
     close({ graceMs }) {
       closing ??= (async () => {

@@ -52,7 +52,7 @@ export function createInProcessTaskQueue(): TaskQueue {
     },
     hasFreeSlot: () => consumer !== undefined && live.size < consumer.concurrency,
     // No other process to tell.
-    ended: () => {},
+    announce: () => {},
     close({ graceMs }) {
       closing ??= (async () => {
         const taker = consumer;

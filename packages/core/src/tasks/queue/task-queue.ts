@@ -1,3 +1,6 @@
+/** The lifecycle events a shared queue carries between processes. */
+export type AnnouncedEvent = 'task-start' | 'task-resume' | 'task-end';
+
 /**
  * How one task's run ended, as the queue that handed it out needs to know: `ended` — the task is finished
  * in the store (or already was, or is gone); `left` — it is still `pending` or `running` there (its run
@@ -41,8 +44,11 @@ export interface TaskConsumer {
   interrupt(id: string, why: (step: number) => string): Promise<void>;
   /** Whether a task has ended, or is gone: asked for the runs of this process when a cancel may have been missed. */
   hasEnded(id: string): Promise<boolean>;
-  /** A task ended in another process that shares the queue: the manager tells its listeners (`task-end`). */
-  endedElsewhere(id: string): void;
+  /**
+   * A task started, resumed or ended in another process that shares the queue: the manager tells its
+   * listeners (`task-start`, `task-resume`, `task-end`) with the task as stored.
+   */
+  heardElsewhere(type: AnnouncedEvent, id: string): void;
 }
 
 /**
@@ -78,10 +84,11 @@ export interface TaskQueue {
   /** Whether a task added now would start at once in this process (its first `currentStep`); a shared queue cannot tell, and says no. */
   hasFreeSlot(): boolean;
   /**
-   * A task ended in this process: a shared queue tells the other processes, whose managers tell their
-   * listeners (an MCP session that started the task there is told it ended). Fire and forget.
+   * A task started, resumed or ended in this process: a shared queue tells the other processes, whose
+   * managers tell their listeners (an MCP session that started the task on a front is told of each
+   * transition). Fire and forget.
    */
-  ended(id: string): void;
+  announce(type: AnnouncedEvent, id: string): void;
   /**
    * Takes no more tasks, lets runs end within `graceMs`, then stops the rest: an in-process queue cancels
    * its queued and running tasks (`consumer.cancel`); a shared one hands its running tasks back to be
