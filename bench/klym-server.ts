@@ -8,15 +8,17 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { ChildServer } from './servers.ts';
 
 export interface KlymChild {
+  readonly pid: number;
   readonly mcpUrl: string;
   readonly url: string;
   ask<T = Record<string, unknown>>(type: string): Promise<T>;
   stop(): Promise<void>;
 }
 
-export async function startKlymChild(options: Record<string, unknown>): Promise<KlymChild> {
-  const child = fork(path.join(import.meta.dirname, 'klym-child.ts'), [JSON.stringify(options)], {
-    execArgv: ['--conditions=klym-source', '--expose-gc', ...(process.env.KLYM_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : [])],
+/** Starts Klym's server in a process of its own; `root` is the checkout whose server it runs (this one by default). */
+export async function startKlymChild(options: Record<string, unknown>, root = path.resolve(import.meta.dirname, '..')): Promise<KlymChild> {
+  const child = fork(path.join(root, 'bench/klym-child.ts'), [JSON.stringify(options)], {
+    execArgv: ['--conditions=klym-source', '--expose-gc', ...(process.env.KLYM_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(process.env.KLYM_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.KLYM_BENCH_PROFILE_DIR ?? '/tmp/prof'}`] : [])],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const [ready] = (await once(child, 'message')) as [{ mcpUrl: string; url: string }];
@@ -26,6 +28,7 @@ export async function startKlymChild(options: Record<string, unknown>): Promise<
     return (await answer)[0];
   };
   return {
+    pid: child.pid ?? 0,
     mcpUrl: ready.mcpUrl,
     url: ready.url,
     ask,
