@@ -6,6 +6,7 @@ import path from 'node:path';
 import {
   KlymError,
   type AgentCheckpoint,
+  type CheckpointTaken,
   SELF_CHECK_OK,
   createMemoryTaskStore,
   createScriptedModel,
@@ -13,6 +14,7 @@ import {
   createTaskManager,
   createThreadRunner,
   isKlymError,
+  runAgent,
   type SessionPool,
   type TaskManager,
   type TaskManagerOptions,
@@ -66,6 +68,12 @@ async function fakeOpenAi(replies: readonly FakeReply[]): Promise<Awaited<Return
   const llm = await startFakeLlmServer(replies);
   cleanups.push(() => llm.close());
   return llm;
+}
+
+/** An onCheckpoint that keeps what it is handed. */
+function checkpointListener() {
+  const saved: { checkpoint: AgentCheckpoint; beforeCall: boolean | undefined }[] = [];
+  return { saved, onCheckpoint: (checkpoint: AgentCheckpoint, taken?: CheckpointTaken) => void saved.push({ checkpoint, beforeCall: taken?.beforeCall }) };
 }
 
 /** The nice value of each thread of this process (Linux: field 19 of its stat). */
@@ -181,6 +189,47 @@ describe('tasks on the runner thread', () => {
       // What a store that appends by identity (the SQLite one) relies on: only new messages are written.
       expect(before.every((message, position) => checkpoint.messages[position] === message)).toBe(true);
     }
+  });
+
+  it('hands onCheckpoint what an inline run hands it: the same checkpoints, which of them a call waits for, and a result whose conversation is the last one', async () => {
+    const { pool, runner } = await setUp();
+    const [inline, threaded] = [checkpointListener(), checkpointListener()];
+
+    const [inlineRun, threadRun] = await Promise.all([runAgent({ pool, prompt: 'Self-check', onCheckpoint: inline.onCheckpoint }), runner({ pool, prompt: 'Self-check', onCheckpoint: threaded.onCheckpoint })]);
+
+    // Before the call, after it, after each of the two steps.
+    expect(threaded.saved.map((saved) => saved.beforeCall)).toEqual([true, false, false, false]);
+    expect(inline.saved.map((saved) => saved.beforeCall)).toEqual([true, false, false, false]);
+    const timeless = ({ checkpoint: { elapsedMs: _elapsedMs, ...rest } }: (typeof threaded.saved)[number]) => rest;
+    expect(threaded.saved.map(timeless)).toEqual(inline.saved.map(timeless));
+    expect(threadRun.messages).toEqual(inlineRun.messages);
+    expect(inlineRun.messages).toBe(inline.saved.at(-1)?.checkpoint.messages);
+    expect(threadRun.messages).toBe(threaded.saved.at(-1)?.checkpoint.messages);
+  });
+
+  it('goes on past a checkpoint nobody waits for that could not be stored: the call is sent, and the task completes', async () => {
+    const { grynya, pool, runner } = await setUp();
+    const memory = createMemoryTaskStore();
+    let failures = 0;
+    const store = {
+      ...memory,
+      saveCheckpoint: (id: string, checkpoint: AgentCheckpoint) => {
+        // Only the record before the call is kept; the ones after the call and after each step fail.
+        const beforeCall = checkpoint.current?.calls.some((call) => call.output === undefined) ?? false;
+        if (!beforeCall) {
+          failures++;
+          throw new Error('the disk is full');
+        }
+        memory.saveCheckpoint(id, checkpoint);
+      },
+    };
+    const tasks = manager({ pool, run: runner, store });
+
+    const task = await tasks.start({ prompt: 'Self-check' }, me);
+
+    expect(await ended(tasks, task.id)).toMatchObject({ status: 'completed', result: { text: expect.stringMatching(new RegExp(`^${SELF_CHECK_OK}`)) } });
+    expect(grynya.stats.calls.query_graph).toBe(1);
+    expect(failures).toBe(3);
   });
 
   it('close() ends the runs under way and the thread: their calls are cut, their sessions closed, later runs refused', async () => {

@@ -60,6 +60,7 @@ export type {
   AgentToolCall,
   AgentUsage,
   BudgetName,
+  CheckpointTaken,
   ModelPrice,
   InFlightToolCall,
   ModelProviders,

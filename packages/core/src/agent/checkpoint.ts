@@ -2,11 +2,14 @@ import type { ModelMessage } from 'ai';
 import { KlymError } from '../errors.ts';
 import type { ToolResultOutput } from '../tools/tool-result.ts';
 import type { StepProgress } from './run-step.ts';
-import type { AgentCheckpoint, InFlightToolCall } from './types.ts';
+import type { AgentCheckpoint, CheckpointTaken, InFlightToolCall } from './types.ts';
 
 /** What a model reads for a call that was sent but whose result was never recorded. */
 export const INTERRUPTED_CALL_MESSAGE =
   'This tool call was interrupted by a restart of Klym before its result was recorded. Its outcome is unknown: it may or may not have taken effect. Klym did not retry it; check before calling it again.';
+
+const BEFORE_CALL: CheckpointTaken = Object.freeze({ beforeCall: true });
+const NOT_BEFORE_CALL: CheckpointTaken = Object.freeze({ beforeCall: false });
 
 /** A run's state at the end of its last completed step: a checkpoint without `current` and `elapsedMs`. */
 export type CompletedRun = Omit<AgentCheckpoint, 'current' | 'elapsedMs'>;
@@ -32,7 +35,7 @@ export interface Checkpointer extends StepProgress {
  * listener that throws (or returns a Promise that rejects) has failed to store the checkpoint: before a
  * call's request, the call then fails unsent (`STORE_UNAVAILABLE`); any other time, the run goes on.
  */
-export function createCheckpointer(onCheckpoint: ((checkpoint: AgentCheckpoint) => void) | undefined, elapsedMs: () => number): Checkpointer {
+export function createCheckpointer(onCheckpoint: ((checkpoint: AgentCheckpoint, taken: CheckpointTaken) => void) | undefined, elapsedMs: () => number): Checkpointer {
   let done: CompletedRun | undefined;
   let current: { step: number; text: string; calls: InFlightToolCall[] } | undefined;
   /**
@@ -48,7 +51,7 @@ export function createCheckpointer(onCheckpoint: ((checkpoint: AgentCheckpoint) 
       ...(current === undefined ? {} : { current: { step: current.step, text: current.text, calls: [...current.calls] } }),
     };
     try {
-      const returned: unknown = onCheckpoint(checkpoint);
+      const returned: unknown = onCheckpoint(checkpoint, strict ? BEFORE_CALL : NOT_BEFORE_CALL);
       if (returned instanceof Promise) {
         if (strict) return returned.then(() => {}, (error: unknown) => Promise.reject(unsent(error)));
         returned.catch(() => {});

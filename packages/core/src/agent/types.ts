@@ -141,6 +141,15 @@ export interface AgentCheckpoint {
   readonly current?: { readonly step: number; readonly text: string; readonly calls: readonly InFlightToolCall[] };
 }
 
+/** When a checkpoint was taken, as `onCheckpoint`'s second argument. */
+export interface CheckpointTaken {
+  /**
+   * Right before a tool call's request: the call waits for the listener (the Promise it returns), and is
+   * not sent if it fails. Otherwise (after a step, after a call answered) nothing waits for it.
+   */
+  readonly beforeCall: boolean;
+}
+
 /** The `code` of a `tool-error` event: a {@link KlymErrorCode}, or a call the model made wrong. */
 export type ToolErrorCode = KlymErrorCode | 'INVALID_TOOL_INPUT' | 'NO_SUCH_TOOL';
 
@@ -251,9 +260,11 @@ export interface RunAgentOptions {
    * returns has recorded the call, so a call whose result was never recorded is known, and never replayed
    * after a restart. A listener may instead return a Promise (a store on another thread or over the network): the call's
    * request then waits until it resolves. A listener that throws or rejects (a store that failed) does not
-   * stop the run; before a call, that call fails unsent with `STORE_UNAVAILABLE`.
+   * stop the run; before a call, that call fails unsent with `STORE_UNAVAILABLE`. The second argument,
+   * which `runAgent` always passes, says which checkpoints a call waits for (`beforeCall`): a store
+   * elsewhere can hurry those and take its time over the rest.
    */
-  readonly onCheckpoint?: (checkpoint: AgentCheckpoint) => void;
+  readonly onCheckpoint?: (checkpoint: AgentCheckpoint, taken?: CheckpointTaken) => void;
   /**
    * Continues a run from its checkpoint instead of starting with `prompt` (which is then not added
    * again): steps, usage, texts and run time carry over, so every budget counts what the checkpoint used

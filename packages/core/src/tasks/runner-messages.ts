@@ -38,16 +38,25 @@ export type ToRunnerThread =
   | { readonly type: 'stored'; readonly id: number; readonly seq: number; readonly error?: string }
   | { readonly type: 'close'; readonly drainTimeoutMs: number };
 
+/** A conversation as the first `kept` messages of the one the receiver holds for the run, then `added`. */
+export interface ConversationDelta {
+  readonly kept: number;
+  readonly added: readonly ModelMessage[];
+}
+
 /** From the runner thread to the main thread. */
 export type FromRunnerThread =
   | { readonly type: 'event'; readonly id: number; readonly event: AgentEvent }
   /**
    * A checkpoint, its conversation as a delta: the first `kept` messages of the run's previous checkpoint
    * (or of its `resume`), then `added`. The receiver rebuilds it from its own objects, so a store that
-   * appends by identity (SQLite's) still appends, and only new messages are copied across.
+   * appends by identity (SQLite's) still appends, and only new messages are copied across. `seq` is set
+   * on a before-call checkpoint only: its call waits for the `stored` answer of that `seq`; nothing waits
+   * for the others, which get no answer.
    */
-  | { readonly type: 'checkpoint'; readonly id: number; readonly seq: number; readonly checkpoint: Omit<AgentCheckpoint, 'messages'>; readonly kept: number; readonly added: readonly ModelMessage[] }
-  | { readonly type: 'end'; readonly id: number; readonly result: AgentRunResult }
+  | ({ readonly type: 'checkpoint'; readonly id: number; readonly seq?: number; readonly checkpoint: Omit<AgentCheckpoint, 'messages'> } & ConversationDelta)
+  /** A run's result, its `messages` as a delta from its last checkpoint's, as a checkpoint's are. */
+  | ({ readonly type: 'end'; readonly id: number; readonly result: Omit<AgentRunResult, 'messages'> } & ConversationDelta)
   | { readonly type: 'fail'; readonly id: number; readonly error: PortableError }
   | { readonly type: 'log'; readonly entry: UpstreamLogEntry }
   /** A promise on the thread rejected and nobody handled it. */
@@ -70,12 +79,18 @@ export function fromPortableError(error: PortableError): KlymError {
   });
 }
 
-/** The number of leading messages two conversations share, by identity. */
-export function sharedPrefix(previous: readonly ModelMessage[], next: readonly ModelMessage[]): number {
+/** `next` as a delta from `previous`: the leading messages they share (by identity) counted, the rest copied. */
+export function conversationDelta(previous: readonly ModelMessage[], next: readonly ModelMessage[]): ConversationDelta {
   const limit = Math.min(previous.length, next.length);
-  let same = 0;
-  while (same < limit && previous[same] === next[same]) same++;
-  return same;
+  let kept = 0;
+  while (kept < limit && previous[kept] === next[kept]) kept++;
+  return { kept, added: kept === next.length ? [] : next.slice(kept) };
+}
+
+/** The conversation a {@link ConversationDelta} stands for, from `held`: `held` itself when nothing changed. */
+export function applyConversationDelta(held: readonly ModelMessage[], delta: ConversationDelta): readonly ModelMessage[] {
+  if (delta.kept === held.length && delta.added.length === 0) return held;
+  return [...held.slice(0, delta.kept), ...delta.added];
 }
 
 /**
@@ -83,9 +98,11 @@ export function sharedPrefix(previous: readonly ModelMessage[], next: readonly M
  * array, in order, so that a run's dozens of events cost one hand-over, not one each. A message someone
  * waits for (`urgent`: a before-call checkpoint, its answer, a run's end) goes out with the batch at the
  * end of the current task instead: on a busy loop the next turn can be tens of milliseconds away, and a
- * tool call waits for that round trip. A batch the structured clone refuses (a class instance in a
- * provider's metadata, say) goes as its JSON instead, which is what a run's results and checkpoints are
- * promised to survive.
+ * tool call waits for that round trip. "The end of the task" is a `process.nextTick`, which runs once
+ * the microtasks queued so far and those they queue have run: the answers to a batch of checkpoints,
+ * each a promise's reaction, go back as one batch. A batch the structured clone refuses (a class
+ * instance in a provider's metadata, say) goes as its JSON instead, which is what a run's results and
+ * checkpoints are promised to survive.
  */
 export function createSender<Message>(port: { postMessage(value: unknown): void }): (message: Message, urgent?: boolean) => void {
   let batch: Message[] = [];
@@ -108,7 +125,7 @@ export function createSender<Message>(port: { postMessage(value: unknown): void 
     batch.push(message);
     if (urgent && scheduled !== 'task') {
       scheduled = 'task';
-      queueMicrotask(flush);
+      process.nextTick(flush);
     } else if (scheduled === undefined) {
       scheduled = 'turn';
       setImmediate(flush);

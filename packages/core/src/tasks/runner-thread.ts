@@ -8,7 +8,7 @@ import { runAgent } from '../agent/run-agent.ts';
 import { KlymError } from '../errors.ts';
 import { createSessionPool } from '../pool/session-pool.ts';
 import type { SessionScope } from '../pool/session-scope.ts';
-import { createSender, sharedPrefix, toPortableError, type FromRunnerThread, type PortableRunOptions, type RunnerThreadData, type ToRunnerThread } from './runner-messages.ts';
+import { conversationDelta, createSender, toPortableError, type FromRunnerThread, type PortableRunOptions, type RunnerThreadData, type ToRunnerThread } from './runner-messages.ts';
 
 interface ThreadRun {
   readonly controller: AbortController;
@@ -49,15 +49,18 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
           scope,
           signal: controller.signal,
           onEvent: (event) => post({ type: 'event', id, event }),
-          onCheckpoint: ({ messages, ...checkpoint }) => {
-            const stored = new Promise<void>((resolve, reject) => stores.set(++seq, { resolve, reject }));
-            const kept = sharedPrefix(shared, messages);
+          onCheckpoint: ({ messages, ...checkpoint }, taken) => {
+            const delta = conversationDelta(shared, messages);
             shared = messages;
-            post({ type: 'checkpoint', id, seq, checkpoint, kept, added: messages.slice(kept) }, true);
+            // Nothing waits for a checkpoint taken after a step or a call: it crosses with the turn's batch, unanswered.
+            if (taken?.beforeCall === false) return void post({ type: 'checkpoint', id, checkpoint, ...delta });
+            const stored = new Promise<void>((resolve, reject) => stores.set(++seq, { resolve, reject }));
+            post({ type: 'checkpoint', id, seq, checkpoint, ...delta }, true);
             return stored;
           },
         });
-        post({ type: 'end', id, result }, true);
+        const { messages, ...rest } = result;
+        post({ type: 'end', id, result: rest, ...conversationDelta(shared, messages) }, true);
       } catch (error) {
         post({ type: 'fail', id, error: toPortableError(error) }, true);
       } finally {

@@ -1,11 +1,11 @@
 import { Worker } from 'node:worker_threads';
 import type { ModelMessage } from 'ai';
-import type { AgentCheckpoint, AgentRunResult, RunAgentOptions } from '../agent/types.ts';
+import type { AgentCheckpoint, AgentRunResult, CheckpointTaken, RunAgentOptions } from '../agent/types.ts';
 import { KlymError } from '../errors.ts';
 import { resolveUpstreamConfig, type UpstreamConfig } from '../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
 import { createRedactor } from '../redact.ts';
-import { createSender, fromPortableError, type FromRunnerThread, type PortableRunOptions, type RunnerThreadData, type ToRunnerThread } from './runner-messages.ts';
+import { applyConversationDelta, createSender, fromPortableError, type FromRunnerThread, type PortableRunOptions, type RunnerThreadData, type ToRunnerThread } from './runner-messages.ts';
 import type { AgentRunner } from './task-manager.ts';
 
 /** Options of {@link createThreadRunner}. */
@@ -122,20 +122,25 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
       case 'checkpoint': {
         const run = thread.runs.get(message.id);
         const { id, seq } = message;
-        const reply = (error?: unknown): void =>
-          thread.send({ type: 'stored', id, seq, ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }) }, true);
+        // Only a before-call checkpoint is answered: its call waits for the answer.
+        const reply = (error?: unknown): void => {
+          if (seq !== undefined) thread.send({ type: 'stored', id, seq, ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }) }, true);
+        };
         if (run === undefined) {
           reply();
           break;
         }
-        run.messages = [...run.messages.slice(0, message.kept), ...message.added];
+        run.messages = applyConversationDelta(run.messages, message);
         const checkpoint: AgentCheckpoint = { ...message.checkpoint, messages: run.messages };
-        run.stored = run.stored.then(() => store(run.options.onCheckpoint, checkpoint)).then(() => reply(), reply);
+        const taken = seq === undefined ? NOT_BEFORE_CALL : BEFORE_CALL;
+        run.stored = run.stored.then(() => store(run.options.onCheckpoint, checkpoint, taken)).then(() => reply(), reply);
         break;
       }
-      case 'end':
-        settle(thread, message.id, (run) => run.resolve(message.result));
+      case 'end': {
+        const messages = applyConversationDelta(thread.runs.get(message.id)?.messages ?? [], message);
+        settle(thread, message.id, (run) => run.resolve({ ...message.result, messages }));
         break;
+      }
       case 'fail':
         settle(thread, message.id, (run) => run.reject(fromPortableError(message.error)));
         break;
@@ -246,9 +251,12 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
   return Object.assign(run, { redactsEvents: true as const, close, [Symbol.asyncDispose]: close });
 }
 
+const BEFORE_CALL: CheckpointTaken = Object.freeze({ beforeCall: true });
+const NOT_BEFORE_CALL: CheckpointTaken = Object.freeze({ beforeCall: false });
+
 /** Stores one checkpoint through the run's listener, waiting for it if it returns a Promise. */
-async function store(onCheckpoint: RunAgentOptions['onCheckpoint'], checkpoint: AgentCheckpoint): Promise<void> {
-  await onCheckpoint?.(checkpoint);
+async function store(onCheckpoint: RunAgentOptions['onCheckpoint'], checkpoint: AgentCheckpoint, taken: CheckpointTaken): Promise<void> {
+  await onCheckpoint?.(checkpoint, taken);
 }
 
 /**
