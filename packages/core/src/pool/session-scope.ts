@@ -82,8 +82,11 @@ export function openSessionScope(id: string, upstreamNamed: (name: string) => Up
     },
     close() {
       closing ??= (async () => {
-        const reason = new KlymError('ABORTED', `The session scope "${id}" closed`);
-        for (const call of inFlight) call.abort(reason);
+        // Made only when a call is cut: an error captures its stack when made, and most scopes close with none in flight.
+        if (inFlight.size > 0) {
+          const reason = new KlymError('ABORTED', `The session scope "${id}" closed`);
+          for (const call of inFlight) call.abort(reason);
+        }
         await end();
       })();
       return closing;
