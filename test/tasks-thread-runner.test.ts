@@ -207,6 +207,28 @@ describe('tasks on the runner thread', () => {
     expect(threadRun.messages).toBe(threaded.saved.at(-1)?.checkpoint.messages);
   });
 
+  it('stores checkpoints one after another when the store answers later: in the order they were taken, the run ending after the last', async () => {
+    const { pool, runner } = await setUp();
+    const inline: AgentCheckpoint[] = [];
+    await runAgent({ pool, prompt: 'Self-check', onCheckpoint: (checkpoint) => void inline.push(checkpoint) });
+    const stored: AgentCheckpoint[] = [];
+    let storing = 0;
+    let mostAtOnce = 0;
+    // Each store answers a few turns later; a second one begun before the first ended would show as two at once.
+    const onCheckpoint = async (checkpoint: AgentCheckpoint): Promise<void> => {
+      mostAtOnce = Math.max(mostAtOnce, ++storing);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      stored.push(checkpoint);
+      storing--;
+    };
+
+    const result = await runner({ pool, prompt: 'Self-check', onCheckpoint });
+
+    expect(mostAtOnce).toBe(1);
+    expect(stored.map((checkpoint) => [checkpoint.steps, checkpoint.current?.calls.length])).toEqual(inline.map((checkpoint) => [checkpoint.steps, checkpoint.current?.calls.length]));
+    expect(result.messages).toBe(stored.at(-1)?.messages);
+  });
+
   it('goes on past a checkpoint nobody waits for that could not be stored: the call is sent, and the task completes', async () => {
     const { grynya, pool, runner } = await setUp();
     const memory = createMemoryTaskStore();
