@@ -4,12 +4,19 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * One answer of the fake: a model turn (rendered in the endpoint's streaming format), an HTTP failure, no answer at
- * all, or an answer given `later`, once the test settles its promise (the request waits meanwhile).
+ * all, or an answer given `later`, once the test settles its promise (the request waits meanwhile). A turn or a
+ * failure with `delayMs` is answered that long after its request arrived, as a model that takes its time would.
  */
 export type FakeReply =
   | { readonly kind: 'later'; readonly reply: PromiseLike<FakeReply> }
-  | { readonly kind: 'turn'; readonly text?: string; readonly toolCalls?: readonly { readonly name: string; readonly args: unknown }[]; readonly usage?: { readonly input: number; readonly output: number } }
-  | { readonly kind: 'fail'; readonly status: number; readonly headers?: Readonly<Record<string, string>>; readonly body: string }
+  | {
+      readonly kind: 'turn';
+      readonly text?: string;
+      readonly toolCalls?: readonly { readonly name: string; readonly args: unknown }[];
+      readonly usage?: { readonly input: number; readonly output: number };
+      readonly delayMs?: number;
+    }
+  | { readonly kind: 'fail'; readonly status: number; readonly headers?: Readonly<Record<string, string>>; readonly body: string; readonly delayMs?: number }
   | { readonly kind: 'hang' };
 
 /** A request the fake received. */
@@ -47,6 +54,7 @@ export async function startFakeLlmServer(replies: readonly FakeReply[] | ((reque
   const hanging = new Set<ServerResponse>();
   const abandoned: FakeRequest[] = [];
   let closing: Promise<void> | undefined;
+  const delayed = new Set<NodeJS.Timeout>();
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -61,9 +69,20 @@ export async function startFakeLlmServer(replies: readonly FakeReply[] | ((reque
       const path = request.url ?? '/';
       const received = { path, headers: request.headers, body, json };
       requests.push(received);
-      answer(path, decide(received), response, hanging, () => {
+      const reply = decide(received);
+      const onAbandon = (): void => {
         if (closing === undefined) abandoned.push(received);
-      });
+      };
+      const delayMs = reply?.kind === 'turn' || reply?.kind === 'fail' ? (reply.delayMs ?? 0) : 0;
+      if (delayMs <= 0) {
+        answer(path, reply, response, hanging, onAbandon);
+        return;
+      }
+      const timer = setTimeout(() => {
+        delayed.delete(timer);
+        answer(path, reply, response, hanging, onAbandon);
+      }, delayMs);
+      delayed.add(timer);
     });
   });
   server.listen(0, '127.0.0.1');
@@ -77,6 +96,7 @@ export async function startFakeLlmServer(replies: readonly FakeReply[] | ((reque
     abandoned,
     close() {
       closing ??= (async () => {
+        for (const timer of delayed) clearTimeout(timer);
         for (const response of hanging) response.destroy();
         server.closeAllConnections();
         server.close();
