@@ -1,29 +1,46 @@
 // `pnpm bench`: every scenario, each measured side by side in one run, printed as Markdown tables
 // (docs/benchmarks.md keeps the latest figures and says what each scenario measures).
+// `--quick` is a shorter run; `--only <name>[,<name>…]` runs only the scenarios named (see `scenarios`).
 import os from 'node:os';
 import { failureFigures } from './failure-figures.ts';
 import { freshVsPooled } from './fresh-vs-pooled.ts';
 import { poolOverhead } from './pool-overhead.ts';
+import { scaleOut } from './scale-out.ts';
 import { serverFigures } from './server-figures.ts';
 import { storeFigures } from './store-figures.ts';
 
 const quick = process.argv.includes('--quick');
 const scale = quick ? { rounds: 4, perRound: 50 } : { rounds: 10, perRound: 200 };
 
+/** Every scenario, in the order they run: its name for `--only`, its heading, and its run. */
+const scenarios: readonly (readonly [name: string, heading: string, run: () => Promise<string[]>])[] = [
+  ['pool-overhead', '## 1. Pool overhead per call: pooled callTool vs raw SDK Client.callTool on an open session', () => poolOverhead(scale)],
+  [
+    'fresh-vs-pooled',
+    '## 2. Task start to first tool result: pooled session vs fresh connection per task (legacy SSE)',
+    () => freshVsPooled({ rounds: scale.rounds, perRound: Math.max(10, scale.perRound / 10) }),
+  ],
+  ['failure', '## 3. The pool under failure: kill, restart, and a dead upstream', () => failureFigures({ rounds: quick ? 2 : 5 })],
+  ['store', '## 7. The task store alone: SQLite against memory, in one process', () => storeFigures({ quick })],
+  ['server', '## The Klym server', () => serverFigures({ quick })],
+  ['scale-out', '## 8. Scale out on Redis: fronts and workers as processes', () => scaleOut({ quick })],
+];
+
+const onlyAt = process.argv.indexOf('--only');
+const only = onlyAt === -1 ? undefined : (process.argv[onlyAt + 1] ?? '').split(',').filter((name) => name !== '');
+const unknown = only?.filter((name) => !scenarios.some(([known]) => known === name)) ?? [];
+if (only?.length === 0 || unknown.length > 0) {
+  console.error(`Expected --only followed by scenario names (${scenarios.map(([name]) => name).join(', ')}), got ${only?.length === 0 ? 'none' : unknown.map((name) => `"${name}"`).join(', ')}`);
+  process.exit(1);
+}
+
 console.log(`# Klym benchmarks — ${new Date().toISOString()}`);
-console.log(`Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB${quick ? ' (--quick)' : ''}\n`);
+console.log(`Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB${quick ? ' (--quick)' : ''}${only === undefined ? '' : ` (--only ${only.join(',')})`}\n`);
 
-console.log('## 1. Pool overhead per call: pooled callTool vs raw SDK Client.callTool on an open session\n');
-console.log((await poolOverhead(scale)).join('\n'));
-
-console.log('\n## 2. Task start to first tool result: pooled session vs fresh connection per task (legacy SSE)\n');
-console.log((await freshVsPooled({ rounds: scale.rounds, perRound: Math.max(10, scale.perRound / 10) })).join('\n'));
-
-console.log('\n## 3. The pool under failure: kill, restart, and a dead upstream\n');
-console.log((await failureFigures({ rounds: quick ? 2 : 5 })).join('\n'));
-
-console.log('\n## 7. The task store alone: SQLite against memory, in one process\n');
-console.log((await storeFigures({ quick })).join('\n'));
-
-console.log('\n## The Klym server\n');
-console.log((await serverFigures({ quick })).join('\n'));
+let first = true;
+for (const [name, heading, run] of scenarios) {
+  if (only !== undefined && !only.includes(name)) continue;
+  console.log(`${first ? '' : '\n'}${heading}\n`);
+  console.log((await run()).join('\n'));
+  first = false;
+}
