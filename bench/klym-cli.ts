@@ -77,8 +77,8 @@ export async function startTask(front: string, prompt: string): Promise<string> 
   return (await rest<{ task_id: string }>(`${front}/api/tasks`, { body: { prompt } })).task_id;
 }
 
-/** One task's status view (`created_at`, `finished_at`, `status`, …). */
-export const taskOf = (front: string, id: string): Promise<{ status: string; created_at: string; finished_at?: string }> => rest(`${front}/api/tasks/${id}`);
+/** One task's status view (`created_at`, `started_at`, `finished_at`, `status`, …). */
+export const taskOf = (front: string, id: string): Promise<{ status: string; created_at: string; started_at?: string; finished_at?: string }> => rest(`${front}/api/tasks/${id}`);
 
 /** A task's log entries, oldest first. */
 export const logOf = async (front: string, id: string): Promise<{ time: string; type: string; data: Record<string, unknown> }[]> =>

@@ -22,7 +22,7 @@ const until = async (check: () => Promise<boolean> | boolean, what: string, time
 };
 
 /** One round: a front and worker A; a task that A runs, held in its tool call; worker B; A killed. */
-async function takeover(settings: Settings, round: number): Promise<{ resumedMs: number; endedMs: number }> {
+async function takeover(settings: Settings, round: number): Promise<{ ranMs: number; resumedMs: number; endedMs: number }> {
   await using grynya = await createFakeGrynya();
   await using llm = await startFakeLlmServer(scriptedSteps({ delayMs: 0, toolSteps: 1 }));
   const redis = await startRedisServer();
@@ -45,6 +45,7 @@ async function takeover(settings: Settings, round: number): Promise<{ resumedMs:
     // B starts only once A holds the task, so that the task is the one on the worker killed.
     await until(() => (grynya.stats.calls.query_graph ?? 0) === 1, 'the task to call query_graph on worker A');
     await started('worker', 4);
+    const { started_at: startedAt } = await taskOf(front.url, id);
     const killedAt = Date.now();
     await doomed.kill();
     grynya.faults.hang = false;
@@ -61,7 +62,9 @@ async function takeover(settings: Settings, round: number): Promise<{ resumedMs:
       if (view.finished_at !== undefined && view.status !== 'completed') throw new Error(`the task taken over ended as ${view.status}`);
       return view.finished_at !== undefined;
     }, 'the task to end on worker B');
-    return { resumedMs: resumedAt - killedAt, endedMs: endedAt - killedAt };
+    // The call A had sent has an unknown outcome: it must not have been sent again.
+    if (grynya.stats.calls.query_graph !== 1) throw new Error(`grynya saw ${grynya.stats.calls.query_graph} query_graph calls for one task: a call was replayed`);
+    return { ranMs: killedAt - Date.parse(startedAt ?? ''), resumedMs: resumedAt - killedAt, endedMs: endedAt - killedAt };
   } finally {
     await Promise.allSettled(processes.map((process) => process.stop()));
     await redis.close();
@@ -76,20 +79,21 @@ export async function scaleOutTakeover(options: { quick: boolean }): Promise<str
   const rows: string[] = [];
   const figures: string[] = [];
   const measure = async (settings: Settings, rounds: number, label: string, name: string): Promise<void> => {
-    const times: { resumedMs: number; endedMs: number }[] = [];
+    const times: { ranMs: number; resumedMs: number; endedMs: number }[] = [];
     for (let round = 0; round < rounds; round++) times.push(await takeover(settings, round));
-    rows.push(`| ${label} | ${times.map((time) => seconds(time.resumedMs)).join(', ')} | ${times.map((time) => seconds(time.endedMs)).join(', ')} |`);
+    const column = (key: 'ranMs' | 'resumedMs' | 'endedMs'): string => times.map((time) => seconds(time[key])).join(', ');
+    rows.push(`| ${label} | ${column('ranMs')} | ${column('resumedMs')} | ${column('endedMs')} |`);
     const resumed = times.map((time) => time.resumedMs).toSorted((a, b) => a - b);
     figures.push(figure(name, resumed[Math.floor(resumed.length / 2)] ?? Number.NaN, 0));
   };
   await measure(short, options.quick ? 1 : 3, '`lockDurationMs: 2000`, `stalledIntervalMs: 1000`', 'takeover_ms');
   if (!options.quick) await measure({}, 1, 'defaults: `lockDurationMs: 30000`, `stalledIntervalMs: 30000`', 'takeover_default_ms');
   return [
-    '| queue settings | SIGKILL → task running on the other worker (`task-resume`) | SIGKILL → task completed |',
-    '| --- | --- | --- |',
+    '| queue settings | task started → SIGKILL | SIGKILL → task running on the other worker (`task-resume`) | SIGKILL → task completed |',
+    '| --- | --- | --- | --- |',
     ...rows,
     '',
-    'Two workers (one front); the task is held in a query_graph call on worker A when A is killed; worker B resumes it from its checkpoint, ' +
+    'Two workers (one front); the task is held in a query_graph call on worker A; worker B is started then, and A is killed as soon as B is ready. B resumes the task from its checkpoint, ' +
       "and its model, told the call's outcome is unknown, answers. Times run from the kill to the timestamps worker B gave the `task-resume` entry and the task's end; " +
       'each round (listed in order) has a Redis and processes of its own.',
     '',
