@@ -1,4 +1,4 @@
-import type { AgentCheckpoint, BoundedLogOptions, TaskLogPage, TaskRecord, TaskStore } from '@klym/core';
+import type { AgentCheckpoint, BoundedLogOptions, ClaimedWebhookMessage, TaskLogPage, TaskRecord, TaskStore, WebhookMessage } from '@klym/core';
 import { BoundedLog } from '@klym/core';
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -21,6 +21,19 @@ export const taskRecord = (id: string, fields: Partial<TaskRecord> = {}): TaskRe
   createdAt: '2026-01-01T00:00:00.000Z',
   currentStep: 'queued',
   usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: undefined },
+  ...fields,
+});
+
+/** A webhook message of task t1 as a test stores one; `fields` override. */
+export const webhookMessage = (id: string, fields: Partial<WebhookMessage> = {}): WebhookMessage => ({
+  id,
+  taskId: 't1',
+  endpoint: 'ops',
+  type: 'task.completed',
+  payload: `{"type":"task.completed","data":{"task_id":"t1","n":"${id}"}}`,
+  createdAt: 1_000,
+  attempts: 0,
+  nextAttemptAt: 1_000,
   ...fields,
 });
 
@@ -299,6 +312,43 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       const loaded = await store.loadCheckpoint('t1');
       await store.saveCheckpoint('t1', checkpointOf([...(loaded?.messages ?? []), userMessage('m4')]));
       expect((await store.loadCheckpoint('t1'))?.messages).toEqual([m1, userMessage('m2 again'), m3, userMessage('m4')]);
+    });
+
+    it('keeps webhook messages in an outbox: each id once, claimed by one claim at a time, settled only under its lease', async () => {
+      await using store = await open();
+      await store.insert(taskRecord('t1', { status: 'completed', finishedAt: '2026-01-01T00:00:00.000Z' }));
+      await store.addWebhookMessages([webhookMessage('m1', { nextAttemptAt: 1_000 }), webhookMessage('m2', { nextAttemptAt: 5_000 })]);
+      // Stored once: the same id again (another process storing the same event) changes nothing.
+      await store.addWebhookMessages([webhookMessage('m1', { payload: '{"changed":true}', nextAttemptAt: 0 })]);
+      // A message outlives its task's eviction: the receiver is still owed the event.
+      expect(await store.evict(new Date('2026-02-01T00:00:00.000Z'))).toHaveLength(1);
+
+      const claims = (await Promise.all(Array.from({ length: 100 }, () => store.claimWebhookMessages(2_000, 10_000, 10)))).flat();
+      expect(claims).toHaveLength(1);
+      const [first] = claims as [ClaimedWebhookMessage];
+      expect(first).toEqual({ ...webhookMessage('m1', { nextAttemptAt: 1_000 }), lease: expect.any(String), leaseUntil: 12_000 });
+      // Leased, it is not due again before its lease ends.
+      const [second] = (await store.claimWebhookMessages(6_000, 10_000, 10)) as [ClaimedWebhookMessage];
+      expect(second).toMatchObject({ id: 'm2', attempts: 0 });
+      expect(await store.claimWebhookMessages(6_000, 10_000, 10)).toEqual([]);
+      expect(await store.settleWebhookMessage(second, { attempts: 1, nextAttemptAt: 20_000 })).toBe(true);
+
+      // Its claim never settled (its process died): due again at its lease's end, under a new lease.
+      const [again] = (await store.claimWebhookMessages(12_000, 10_000, 10)) as [ClaimedWebhookMessage];
+      expect(again).toMatchObject({ id: 'm1', attempts: 0 });
+      expect(again.lease).not.toBe(first.lease);
+      expect(await store.settleWebhookMessage(first, 'done')).toBe(false);
+      expect(await store.settleWebhookMessage(again, 'done')).toBe(true);
+      expect(await store.settleWebhookMessage(again, 'done')).toBe(false);
+
+      await store.addWebhookMessages([webhookMessage('m3', { nextAttemptAt: 25_000 }), webhookMessage('m4', { nextAttemptAt: 21_000 })]);
+      expect(await store.claimWebhookMessages(30_000, 10_000, 0)).toEqual([]);
+      const due = await store.claimWebhookMessages(30_000, 10_000, 2);
+      expect(due.map((message) => [message.id, message.attempts, message.nextAttemptAt])).toEqual([
+        ['m2', 1, 20_000],
+        ['m4', 0, 21_000],
+      ]);
+      expect((await store.claimWebhookMessages(30_000, 10_000, 10)).map((message) => message.id)).toEqual(['m3']);
     });
 
     it('closes idempotently', async () => {

@@ -127,3 +127,13 @@ export {
   type UpstreamHealthView,
 } from './tasks/capabilities.ts';
 export { PROMPT_PROVENANCE_CHARS, dayIdOf, writeBackResult, type WriteBackOptions, type WriteBackProvenance } from './tasks/write-back.ts';
+// webhooks
+export {
+  WEBHOOK_EVENTS,
+  type ClaimedWebhookMessage,
+  type WebhookEndpoint,
+  type WebhookEventType,
+  type WebhookMessage,
+  type WebhookOutbox,
+  type WebhookSettlement,
+} from './webhooks/webhook-types.ts';

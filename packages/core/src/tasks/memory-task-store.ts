@@ -1,6 +1,7 @@
 import type { AgentCheckpoint } from '../agent/types.ts';
 import { TASK_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
+import { createMemoryOutbox } from '../webhooks/memory-outbox.ts';
 import { BoundedLog, type BoundedLogOptions, type TaskLogPage } from './task-log.ts';
 import { isTerminal, type TaskFilter, type TaskListPage, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';
 
@@ -20,8 +21,8 @@ interface Entry {
 }
 
 /**
- * The library's default {@link TaskStore}: tasks, their bounded logs and checkpoints in this process's
- * memory. Lost on restart (`createSqliteTaskStore` of `@klym/core/sqlite` is the durable one).
+ * The library's default {@link TaskStore}: tasks, their bounded logs, checkpoints and webhook outbox in
+ * this process's memory. Lost on restart (`createSqliteTaskStore` of `@klym/core/sqlite` is the durable one).
  * Transitions are atomic because each one checks and writes within one synchronous turn.
  */
 export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): TaskStore {
@@ -29,6 +30,8 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
   const tasks = new Map<string, Entry>();
   const keys = new Map<string, string>();
   let nextSeq = 0;
+  // Webhook messages outlive their task's eviction: a receiver is still owed the event.
+  const outbox = createMemoryOutbox();
 
   const apply = (id: string, patch: TaskPatch): TaskRecord | undefined => {
     const entry = tasks.get(id);
@@ -121,6 +124,7 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
     async loadCheckpoint(id) {
       return tasks.get(id)?.checkpoint;
     },
+    ...outbox,
     // Nothing to release: what it holds stays readable until the last reference goes.
     async close() {},
     [Symbol.asyncDispose]: () => store.close(),

@@ -7,6 +7,7 @@ import { DatabaseSync } from 'node:sqlite';
 import type { ModelMessage } from 'ai';
 import * as fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { webhookMessage } from '../../../../test/support/task-store-contract.ts';
 import type { AgentCheckpoint } from '../agent/types.ts';
 import { KlymError } from '../errors.ts';
 import { migrateSchema, TASK_STORE_SCHEMA_VERSION } from './sqlite/schema.ts';
@@ -378,7 +379,7 @@ describe('createSqliteTaskStore: the file', () => {
     expect((await readFile(path)).subarray(0, 15).toString()).toBe('SQLite format 3');
   });
 
-  it('migrates a version 1 file, keeping its tasks and logs, and then has idempotency and checkpoints', async () => {
+  it('migrates a version 1 file, keeping its tasks and logs, and then has idempotency, checkpoints and a durable webhook outbox', async () => {
     const path = join(dir, 'v1.db');
     const old = task('t1', { status: 'completed', finishedAt: '2026-01-01T00:00:05.000Z', result: { text: 'ok', finalText: 'ok', finishReason: 'stop', model: 'scripted', toolCalls: 0 } });
     const v1 = new DatabaseSync(path);
@@ -408,6 +409,12 @@ describe('createSqliteTaskStore: the file', () => {
       expect(await store.insert(task('t3', { request: { prompt: 'c', idempotencyKey: 'k' } }))).toEqual(keyed);
       store.saveCheckpoint('t2', checkpoint([userMessage('m1')]));
       expect(await store.loadCheckpoint('t2')).toEqual(checkpoint([userMessage('m1')]));
+      await store.addWebhookMessages([webhookMessage('m1')]);
+    }
+    {
+      // The webhook outbox (version 3) kept what was stored before the file was closed.
+      await using store = await createSqliteTaskStore({ path });
+      expect(await store.claimWebhookMessages(2_000, 1_000, 10)).toMatchObject([webhookMessage('m1')]);
     }
     const migrated = new DatabaseSync(path);
     expect(migrated.prepare('PRAGMA user_version').get()).toEqual({ user_version: TASK_STORE_SCHEMA_VERSION });

@@ -3,6 +3,7 @@ import { isKlymError, KlymError } from '../errors.ts';
 import { createCheckpointTable } from './sqlite/checkpoint-table.ts';
 import { createLogTable } from './sqlite/log-table.ts';
 import { openTaskDatabase } from './sqlite/open-database.ts';
+import { createOutboxTable } from './sqlite/outbox-table.ts';
 import { createTaskTable } from './sqlite/task-table.ts';
 import type { BoundedLogOptions } from './task-log.ts';
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStore } from './task-types.ts';
@@ -25,8 +26,8 @@ export interface SqliteTaskStoreOptions {
 
 /**
  * A durable {@link TaskStore} in a SQLite file, on Node's built-in `node:sqlite`: task records, bounded
- * logs (the same byte bound as the in-memory store's), results, usage and run checkpoints survive a
- * restart, and a crash of the process (WAL, `synchronous=NORMAL`: not a crash of the machine).
+ * logs (the same byte bound as the in-memory store's), results, usage, run checkpoints and the webhook
+ * outbox survive a restart, and a crash of the process (WAL, `synchronous=NORMAL`: not a crash of the machine).
  *
  * `appendLog` only buffers: the buffer is written in one transaction per tick, or as soon as
  * `batchEntries` entries wait, and before any other call does its work, so every read sees every append
@@ -59,6 +60,7 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
   const tasks = createTaskTable(db);
   const logs = createLogTable(db, { maxBytes, maxEntryBytes, batchEntries });
   const checkpoints = createCheckpointTable(db);
+  const outbox = createOutboxTable(db);
   let closing: Promise<void> | undefined;
 
   const failed = (error: unknown): KlymError =>
@@ -158,6 +160,15 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
     },
     async loadCheckpoint(id) {
       return use(() => checkpoints.read(id));
+    },
+    async addWebhookMessages(messages) {
+      use(() => outbox.add(messages));
+    },
+    async claimWebhookMessages(now, leaseMs, limit) {
+      return use(() => outbox.claim(now, leaseMs, limit));
+    },
+    async settleWebhookMessage(claim, settlement) {
+      return use(() => outbox.settle(claim, settlement));
     },
     close,
     [Symbol.asyncDispose]: close,

@@ -1,5 +1,6 @@
 import type { AgentBudget, AgentCheckpoint, ToolSelection } from '../agent/types.ts';
 import type { KlymErrorCode } from '../errors.ts';
+import type { WebhookOutbox } from '../webhooks/webhook-types.ts';
 import type { TaskLogPage } from './task-log.ts';
 
 /**
@@ -116,12 +117,13 @@ export interface TaskListPage {
 }
 
 /**
- * Where tasks are kept: records, bounded logs, and run checkpoints. In memory (`createMemoryTaskStore`,
- * the library's default) or in SQLite (`createSqliteTaskStore`, durable); a shared store implements the
- * same interface. Status changes go through `transition`, which must be atomic: of many concurrent
- * transitions out of one status, exactly one applies. Whoever creates a store closes it.
+ * Where tasks are kept: records, bounded logs, run checkpoints, and the outbox of webhook messages. In
+ * memory (`createMemoryTaskStore`, the library's default) or in SQLite (`createSqliteTaskStore`, durable);
+ * a shared store implements the same interface. Status changes go through `transition`, which must be
+ * atomic: of many concurrent transitions out of one status, exactly one applies; so must an outbox claim:
+ * of many concurrent claims, one gets a message. Whoever creates a store closes it.
  */
-export interface TaskStore extends AsyncDisposable {
+export interface TaskStore extends WebhookOutbox, AsyncDisposable {
   /**
    * Stores a new task and resolves it. When the task has an `idempotencyKey` that the same principal
    * already used, nothing is stored and the existing task is resolved instead (atomically: of two

@@ -5,6 +5,7 @@ import type { BoundedLogOptions } from '../task-log.ts';
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from '../task-types.ts';
 import { createCheckpoints } from './checkpoints.ts';
 import { createLogStreams } from './log-stream.ts';
+import { createRedisOutbox } from './outbox.ts';
 import { openRedisConnection } from './redis-connection.ts';
 import { redisKeys } from './redis-keys.ts';
 import { scriptsOf, type ScriptReply } from './scripts.ts';
@@ -83,6 +84,7 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
   const scripts = scriptsOf(client);
   const logs = createLogStreams(scripts, keys, { maxBytes, maxEntryBytes });
   const checkpoints = createCheckpoints(scripts, keys);
+  const outbox = createRedisOutbox(scripts, prefix);
   let closing: Promise<void> | undefined;
 
   /** Runs `work` while the store is open, with its failure as the `STORE_UNAVAILABLE` that says what was being done. */
@@ -204,6 +206,15 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
     },
     loadCheckpoint(id) {
       return use(`read the checkpoint of task ${id}`, () => checkpoints.load(id));
+    },
+    addWebhookMessages(messages) {
+      return use('store webhook messages', () => outbox.addWebhookMessages(messages));
+    },
+    claimWebhookMessages(now, leaseMs, limit) {
+      return use('claim webhook messages', () => outbox.claimWebhookMessages(now, leaseMs, limit));
+    },
+    settleWebhookMessage(claim, settlement) {
+      return use(`settle webhook message ${claim.id}`, () => outbox.settleWebhookMessage(claim, settlement));
     },
     close,
     [Symbol.asyncDispose]: close,

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { OUTBOX_SCRIPTS } from './outbox-scripts.ts';
 
 /*
  * The store's Lua scripts. Each runs atomically in Redis, so a check and the write it guards (a status
@@ -240,6 +241,7 @@ export const REDIS_SCRIPTS = {
   klymRead: { lua: READ, numberOfKeys: 2, readOnly: true },
   klymSaveCheckpoint: { lua: SAVE_CHECKPOINT, numberOfKeys: 3 },
   klymLoadCheckpoint: { lua: LOAD_CHECKPOINT, numberOfKeys: 2, readOnly: true },
+  ...OUTBOX_SCRIPTS,
 } as const;
 
 /** A reply of a script: Lua tables become arrays, strings strings, integers numbers, nil and false `null`. */

@@ -60,6 +60,24 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (task_id, idx)
   ) WITHOUT ROWID;
   `,
+  // 3: the outbox of webhook messages. No reference to tasks: a message outlives its task's eviction.
+  `
+  CREATE TABLE webhook_outbox (
+    id TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    -- Milliseconds since the epoch.
+    created_at INTEGER NOT NULL,
+    attempts INTEGER NOT NULL,
+    -- When it is due; while a claim holds it, when that claim's lease ends.
+    next_attempt_at INTEGER NOT NULL,
+    -- The token of the claim holding it ('' when none).
+    lease TEXT NOT NULL DEFAULT ''
+  ) WITHOUT ROWID;
+  CREATE INDEX webhook_outbox_by_due ON webhook_outbox (next_attempt_at);
+  `,
 ];
 
 /** The schema version this Klym writes: a file of a higher version was written by a newer Klym. */
