@@ -67,3 +67,17 @@ export const MCP_TASK_DEFAULTS = {
   /** Tasks one page of `tasks/list` holds. */
   listPageSize: TASK_DEFAULTS.listPageSize,
 } as const;
+
+/** Defaults of webhook endpoints (`createTaskService`'s `webhooks`), defined once. */
+export const WEBHOOK_DEFAULTS = {
+  /** The events an endpoint receives when it names none. */
+  events: ['task.completed', 'task.failed', 'task.cancelled'],
+  /** How long a message is retried after its event, in milliseconds (24 h); then it is given up. */
+  retryForMs: 86_400_000,
+  /** The delay before the first retry, in milliseconds; it doubles with each attempt (with jitter). */
+  retryDelayMs: 5_000,
+  /** The longest delay between two attempts, in milliseconds (1 h). */
+  maxRetryDelayMs: 3_600_000,
+  /** How long a receiver may take to answer one attempt, in milliseconds. */
+  timeoutMs: 10_000,
+} as const;

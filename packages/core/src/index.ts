@@ -4,7 +4,7 @@
  */
 export { KlymError, isKlymError, type KlymErrorCode, type KlymErrorOptions } from './errors.ts';
 export { REDACTED, createRedactor, type Redactor } from './redact.ts';
-export { DEFAULT_MAX_STEPS, MAX_TIMER_MS, MCP_TASK_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS } from './defaults.ts';
+export { DEFAULT_MAX_STEPS, MAX_TIMER_MS, MCP_TASK_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS } from './defaults.ts';
 export {
   createSessionPool,
   type CloseOptions,
@@ -128,6 +128,8 @@ export {
 } from './tasks/capabilities.ts';
 export { PROMPT_PROVENANCE_CHARS, dayIdOf, writeBackResult, type WriteBackOptions, type WriteBackProvenance } from './tasks/write-back.ts';
 // webhooks
+export { createWebhookDispatcher, type WebhookDispatcher, type WebhookDispatcherOptions } from './webhooks/webhook-dispatcher.ts';
+export type { WebhookPayload } from './webhooks/webhook-payload.ts';
 export {
   WEBHOOK_EVENTS,
   type ClaimedWebhookMessage,

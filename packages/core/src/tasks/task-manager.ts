@@ -80,7 +80,13 @@ export interface TaskManagerOptions {
 
 /** A task's lifecycle, as {@link TaskManagerOptions.onEvent} receives it (noun-verb). */
 export type TaskEvent =
-  | { readonly type: 'task-create' | 'task-start' | 'task-resume' | 'task-end' | 'task-evict'; readonly task: TaskRecord }
+  | { readonly type: 'task-create' | 'task-evict'; readonly task: TaskRecord }
+  | {
+      readonly type: 'task-start' | 'task-resume' | 'task-end';
+      readonly task: TaskRecord;
+      /** It happened in another process sharing the queue, which had its own event: this one only hears of it. */
+      readonly elsewhere?: true;
+    }
   | { readonly type: 'task-write-back'; readonly task: TaskRecord };
 
 /** Who is asking: tasks are visible only to the principal who started them. */
@@ -202,7 +208,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     },
     heardElsewhere: (type, id) =>
       void store.get(id).then(
-        (task) => task !== undefined && (type === 'task-end') === isTerminal(task.status) && emit({ type, task }),
+        (task) => task !== undefined && (type === 'task-end') === isTerminal(task.status) && emit({ type, task, elsewhere: true }),
         () => {},
       ),
   });

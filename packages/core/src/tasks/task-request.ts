@@ -37,6 +37,12 @@ export const startTaskShape = {
     .max(200)
     .optional()
     .describe('Your key for this start: starting again with the same key answers the task it started (whatever its status) instead of a new one. Use it to retry safely.'),
+  webhook: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .describe("The name of one of the server's configured webhook endpoints, to be told when this task starts or ends (the endpoint's configuration says which). A name only: never a URL."),
 };
 
 /** Arguments of `check_task_status` (also `GET /api/tasks/:id`). */
@@ -93,6 +99,8 @@ export interface RequestLimits extends AccessRules {
   readonly defaultBudget: AgentBudget;
   readonly maxBudget: AgentBudget;
   readonly systemPrompt?: string;
+  /** The webhook endpoints a start may name in `webhook`. @default none */
+  readonly webhooks?: readonly string[];
 }
 
 const BUDGET_KEYS = [
@@ -104,14 +112,19 @@ const BUDGET_KEYS = [
 
 /**
  * Turns a caller's arguments into a task request that stays inside what the server allows: `model` must
- * be a configured name, each `budget` field is capped by the server's maximum, and `tools` can only narrow
- * the server's selection. `listTools` gives the pool's real tools, over which two allow lists are
- * intersected (by {@link toolAccess}, the rule the runs apply).
+ * be a configured name, and so must `webhook` (an endpoint's name, never a URL); each `budget` field is
+ * capped by the server's maximum, and `tools` can only narrow the server's selection. `listTools` gives
+ * the pool's real tools, over which two allow lists are intersected (by {@link toolAccess}, the rule the
+ * runs apply).
  * @throws {KlymError} `INVALID_ARGUMENT` naming the field and what it may be.
  */
 export async function narrowTaskRequest(args: StartTaskArgs, limits: RequestLimits, listTools: () => Promise<readonly PoolTool[]>): Promise<TaskRequest> {
   if (args.model !== undefined && !limits.models.includes(args.model)) {
     throw new KlymError('INVALID_ARGUMENT', `\`model\`: "${args.model.slice(0, 80)}" is not offered here; choose one of: ${limits.models.join(', ')}`);
+  }
+  if (args.webhook !== undefined && !(limits.webhooks ?? []).includes(args.webhook)) {
+    const known = limits.webhooks === undefined || limits.webhooks.length === 0 ? 'none is configured here' : `choose one of: ${limits.webhooks.join(', ')}`;
+    throw new KlymError('INVALID_ARGUMENT', `\`webhook\`: "${args.webhook.slice(0, 80)}" is not a webhook endpoint here; ${known}`);
   }
   const budget: { -readonly [Key in keyof AgentBudget]: number } = {};
   for (const [wire, key] of BUDGET_KEYS) {
@@ -129,6 +142,7 @@ export async function narrowTaskRequest(args: StartTaskArgs, limits: RequestLimi
     ...(systemPrompt === undefined ? {} : { systemPrompt }),
     ...(args.record_result === undefined ? {} : { recordResult: args.record_result }),
     ...(args.idempotency_key === undefined ? {} : { idempotencyKey: args.idempotency_key }),
+    ...(args.webhook === undefined ? {} : { webhook: args.webhook }),
   };
 }
 

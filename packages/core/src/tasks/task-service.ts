@@ -4,6 +4,9 @@ import { KlymError } from '../errors.ts';
 import type { PoolTool, SessionPool } from '../pool/session-pool.ts';
 import { createRedactor } from '../redact.ts';
 import { assertAccessRules, type ToolSelection } from '../tools/tool-policy.ts';
+import { createWebhookDispatcher, type WebhookDispatcher } from '../webhooks/webhook-dispatcher.ts';
+import type { WebhookEndpoint } from '../webhooks/webhook-types.ts';
+import { createMemoryTaskStore } from './memory-task-store.ts';
 import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthView } from './capabilities.ts';
 import { createTaskManager, type TaskEvent, type TaskManager, type TaskManagerOptions } from './task-manager.ts';
 import type { TaskRunDefaults } from './task-run.ts';
@@ -58,6 +61,11 @@ export interface TaskServiceOptions
   readonly shutdownGraceMs?: number;
   /** Receives task lifecycle events (as `onEvent` subscribers do). */
   readonly onEvent?: (event: TaskEvent) => void;
+  /**
+   * Webhook endpoints, by name, told of task events (signed, at least once, from an outbox in `store`). A
+   * start may name one in `webhook`; an endpoint with `all: true` is told of every task. @default {}
+   */
+  readonly webhooks?: Readonly<Record<string, WebhookEndpoint>>;
 }
 
 /**
@@ -92,7 +100,11 @@ export interface TaskService extends AsyncDisposable {
   health(): Promise<HealthView>;
   /** Subscribes to task lifecycle events; returns the unsubscribe function. */
   onEvent(listener: (event: TaskEvent) => void): () => void;
-  /** Closes the task manager: refuses new tasks, gives running ones `shutdownGraceMs`, then cancels them with `shutdown`. Idempotent. Closes neither the pool nor the store. */
+  /**
+   * Closes the task manager: refuses new tasks, gives running ones `shutdownGraceMs`, then cancels them with
+   * `shutdown`; then stops delivering webhooks (what is left in the outbox waits for the next start).
+   * Idempotent. Closes neither the pool nor the store.
+   */
   close(): Promise<void>;
 }
 
@@ -123,6 +135,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     ...(options.upstreamTools === undefined ? {} : { upstreams: options.upstreamTools }),
     ...(options.policies === undefined ? {} : { policies: options.policies }),
     ...(options.readOnlyTools === undefined ? {} : { readOnlyTools: options.readOnlyTools }),
+    webhooks: Object.keys(options.webhooks ?? {}),
   };
   assertAccessRules(limits);
   const graceMs = options.shutdownGraceMs ?? TASK_DEFAULTS.shutdownGraceMs;
@@ -134,9 +147,20 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
   if (options.onEvent !== undefined) listeners.add(options.onEvent);
 
   const { pool } = options;
+  // The outbox is the tasks' store: without one given, the service makes the in-memory one the manager would, to share it.
+  const hooked = Object.keys(options.webhooks ?? {}).length > 0;
+  const ownStore = hooked && options.store === undefined ? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log }) : undefined;
+  const store = options.store ?? ownStore;
+  let webhooks: WebhookDispatcher | undefined;
+  if (hooked && store !== undefined) {
+    const dispatcher = createWebhookDispatcher({ store, endpoints: options.webhooks ?? {}, secrets: [...(options.secrets ?? []), providers?.openai?.apiKey, providers?.google?.apiKey, providers?.compatible?.apiKey].filter((secret) => secret !== undefined) });
+    listeners.add((event) => void dispatcher.enqueue(event));
+    webhooks = dispatcher;
+  }
   const tasks = createTaskManager({
     pool,
-    ...pick(options, ['store', 'queue', 'log', 'run', 'maxConcurrent', 'maxQueued', 'ttlMs', 'resumeOnRestart', 'writeBack']),
+    ...pick(options, ['queue', 'log', 'run', 'maxConcurrent', 'maxQueued', 'ttlMs', 'resumeOnRestart', 'writeBack']),
+    ...(store === undefined ? {} : { store }),
     taskTimeoutMs,
     ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
     defaults: {
@@ -213,7 +237,12 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       return () => void listeners.delete(listener);
     },
     close() {
-      closing ??= tasks.close({ graceMs, reason: 'shutdown' });
+      // Tasks first: those the close cancels have their events stored in the outbox before it stops.
+      closing ??= (async () => {
+        await tasks.close({ graceMs, reason: 'shutdown' });
+        await webhooks?.close();
+        await ownStore?.close();
+      })();
       return closing;
     },
     [Symbol.asyncDispose]: () => service.close(),

@@ -25,6 +25,8 @@ export interface TaskRequest {
   readonly budget?: AgentBudget;
   /** Write the result into the graph at the end. @default the manager's `writeBack.byDefault` */
   readonly recordResult?: boolean;
+  /** The name of a configured webhook endpoint to tell of this task's events (never a URL). @default none */
+  readonly webhook?: string;
   /**
    * The caller's key for this start: another start by the same principal with the same key answers the
    * existing task (whatever its status, across restarts, until it is evicted) instead of starting one.

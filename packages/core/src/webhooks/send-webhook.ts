@@ -1,0 +1,47 @@
+import { Webhook } from 'standardwebhooks';
+import type { ResolvedWebhookEndpoint } from './webhook-endpoints.ts';
+import type { WebhookMessage } from './webhook-types.ts';
+
+/** What one attempt came to: the receiver's status (2xx is delivered), or why there was none. */
+export type AttemptOutcome = { readonly ok: boolean; readonly status: number } | { readonly ok: false; readonly error: string };
+
+/**
+ * POSTs `message` to its endpoint once, signed as Standard Webhooks says (`webhook-id`, `webhook-timestamp`
+ * of this attempt, `webhook-signature` v1: HMAC-SHA256 by the `standardwebhooks` library). A redirect is not
+ * followed (the endpoint's URL is the operator's choice, where it leads is not); an answer later than the
+ * endpoint's `timeoutMs`, or `signal`, cuts the attempt short. Never throws: the outcome says what happened,
+ * naming neither the URL nor the secret.
+ */
+export async function sendWebhook(endpoint: ResolvedWebhookEndpoint, message: WebhookMessage, signal?: AbortSignal): Promise<AttemptOutcome> {
+  const now = new Date();
+  const timeout = AbortSignal.timeout(endpoint.timeoutMs);
+  try {
+    const response = await fetch(endpoint.url, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'Klym-Webhooks',
+        'webhook-id': message.id,
+        'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+        'webhook-signature': new Webhook(endpoint.secret).sign(message.id, now, message.payload),
+      },
+      body: message.payload,
+      signal: signal === undefined ? timeout : AbortSignal.any([timeout, signal]),
+    });
+    // The body is not read; cancelling it gives the connection back.
+    await response.body?.cancel().catch(() => {});
+    return { ok: response.status >= 200 && response.status < 300, status: response.status };
+  } catch (error) {
+    if (timeout.aborted) return { ok: false, error: `no answer within ${endpoint.timeoutMs} ms` };
+    if (signal?.aborted) return { ok: false, error: 'Klym stopped during the attempt; its outcome is unknown' };
+    return { ok: false, error: reasonOf(error) };
+  }
+}
+
+/** A fetch failure in a few words: undici's cause (`connect ECONNREFUSED 127.0.0.1:9`) rather than "fetch failed". */
+function reasonOf(error: unknown): string {
+  const cause = error instanceof Error ? error.cause : undefined;
+  if (cause instanceof Error) return `${(cause as { code?: string }).code ?? cause.name}: ${cause.message}`.replace(/^(\w+): \1 /, '$1 ');
+  return error instanceof Error ? error.message : String(error);
+}

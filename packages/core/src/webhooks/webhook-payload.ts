@@ -1,0 +1,69 @@
+import { createHash } from 'node:crypto';
+import { TASK_DEFAULTS } from '../defaults.ts';
+import { clipText } from '../internal/clip-text.ts';
+import type { Redactor } from '../redact.ts';
+import type { TaskEvent } from '../tasks/task-manager.ts';
+import type { TaskRecord } from '../tasks/task-types.ts';
+import type { WebhookEventType } from './webhook-types.ts';
+
+/** The body of a webhook message (Standard Webhooks' shape): concise, plain data, never a secret. */
+export interface WebhookPayload {
+  readonly type: WebhookEventType;
+  /** When the event happened, ISO 8601. */
+  readonly timestamp: string;
+  readonly data: {
+    readonly task_id: string;
+    readonly status: TaskRecord['status'];
+    /** Who started the task. */
+    readonly principal: string;
+    readonly finish_reason?: string;
+    readonly error?: { readonly code: string; readonly message: string };
+    readonly cancel_reason?: string;
+    /** The final answer's first 400 characters; `check_task_status` with `full_result` gives it whole. */
+    readonly result_preview?: string;
+    readonly result_truncated?: true;
+  };
+}
+
+/** The webhook event a task event is, if any: a start, or an end by its status. A resume is not a start. */
+export function webhookEventOf(event: TaskEvent): WebhookEventType | undefined {
+  if (event.type === 'task-start') return 'task.started';
+  if (event.type !== 'task-end') return undefined;
+  switch (event.task.status) {
+    case 'completed':
+      return 'task.completed';
+    case 'error':
+      return 'task.failed';
+    case 'cancelled':
+      return 'task.cancelled';
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The `webhook-id` of a task's event for an endpoint: the same whichever process stores it, so storing it
+ * twice stores one message, and a receiver that deduplicates by id sees the event once.
+ */
+export function webhookMessageId(taskId: string, endpoint: string, type: WebhookEventType): string {
+  return `msg_${createHash('sha256').update(JSON.stringify([taskId, endpoint, type])).digest('base64url').slice(0, 32)}`;
+}
+
+/** The payload of `type` for `task`, passed through `redact` (the task service's: configured secrets and secret-shaped text). */
+export function webhookPayload(type: WebhookEventType, task: TaskRecord, redact: Redactor): WebhookPayload {
+  const answer = task.result?.finalText;
+  const preview = answer === undefined || answer === '' ? undefined : clipText(answer, TASK_DEFAULTS.resultPreviewChars);
+  return redact.value({
+    type,
+    timestamp: (type === 'task.started' ? task.startedAt : task.finishedAt) ?? new Date().toISOString(),
+    data: {
+      task_id: task.id,
+      status: task.status,
+      principal: task.principal,
+      ...(task.result === undefined ? {} : { finish_reason: task.result.finishReason }),
+      ...(task.error === undefined ? {} : { error: { code: task.error.code, message: task.error.message } }),
+      ...(task.cancelReason === undefined ? {} : { cancel_reason: task.cancelReason }),
+      ...(preview === undefined ? {} : { result_preview: preview, ...(preview !== answer ? { result_truncated: true as const } : {}) }),
+    },
+  });
+}
