@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { configSecrets, modelProviders, poolUpstreams, serverOptions, upstreamToolRules } from './core-options.ts';
+import { formatConfigYaml } from './format-config.ts';
 import { resolveConfig } from './resolve-config.ts';
 
 const cwd = mkdtempSync(path.join(tmpdir(), 'klym-core-options-'));
@@ -106,6 +107,26 @@ describe('mapping the configuration onto core and the server', () => {
     expect(serverOptions(configWith({}), cwd).taskRunner).toBe('thread');
     expect(serverOptions(configWith({ KLYM_TASKS_RUNNER: 'inline' }), cwd).taskRunner).toBe('inline');
     expect(() => configWith({ KLYM_TASKS_RUNNER: 'process' })).toThrow('tasks.runner = "process": Invalid option: expected one of "thread"|"inline" (env KLYM_TASKS_RUNNER)');
+  });
+
+  it('hands the webhook endpoints to the task service with their defaults; `klym config` redacts each secret, and an error never shows one', () => {
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    const env = { KLYM_WEBHOOKS: JSON.stringify({ ops: { url: 'https://hooks.example.com/klym', secret, events: ['task.started', 'task.failed'] }, audit: { url: 'http://127.0.0.1:9/h', secret, all: true, retryForMs: 60_000 } }) };
+    const resolved = resolveConfig({ cwd, env });
+    expect(serverOptions(resolved.config, cwd).webhooks).toEqual({
+      ops: { url: 'https://hooks.example.com/klym', secret, events: ['task.started', 'task.failed'], all: false, retryForMs: 86_400_000, retryDelayMs: 5_000, maxRetryDelayMs: 3_600_000, timeoutMs: 10_000 },
+      audit: { url: 'http://127.0.0.1:9/h', secret, events: ['task.completed', 'task.failed', 'task.cancelled'], all: true, retryForMs: 60_000, retryDelayMs: 5_000, maxRetryDelayMs: 3_600_000, timeoutMs: 10_000 },
+    });
+    expect(configSecrets(resolved.config)).toEqual(expect.arrayContaining([secret, secret.slice('whsec_'.length)]));
+    const printed = formatConfigYaml(resolved);
+    expect(printed).toContain('secret: <redacted> # env KLYM_WEBHOOKS');
+    expect(printed).not.toContain(secret.slice('whsec_'.length));
+
+    const badSecret = 'my-plain-password-123';
+    expect(() => configWith({ KLYM_WEBHOOKS: JSON.stringify({ ops: { url: 'https://hooks.example.com/', secret: badSecret } }) })).toThrow(/webhooks\.ops\.secret = <redacted>: expected `whsec_`/);
+    expect(() => configWith({ KLYM_WEBHOOKS: JSON.stringify({ ops: { url: 'https://hooks.example.com/', secret: badSecret } }) })).not.toThrow(badSecret);
+    expect(() => configWith({ KLYM_WEBHOOKS: JSON.stringify({ ops: { url: 'https://hooks.example.com/', secret, events: ['task.done'] } }) })).toThrow(/webhooks\.ops\.events\[0\] = "task.done": Invalid option/);
+    expect(() => configWith({ KLYM_WEBHOOKS: JSON.stringify({ ops: { url: 'https://hooks.example.com/', secret, headers: {} } }) })).toThrow(/headers/);
   });
 
   it('collects every secret the configuration holds, to scrub from output', () => {

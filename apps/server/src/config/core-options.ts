@@ -48,6 +48,7 @@ export function configSecrets(config: KlymConfig): string[] {
       if (/authorization|token|key|secret|passw|cookie/i.test(name)) secrets.push(value.replace(/^(Bearer|Basic)\s+/i, ''));
     }
   }
+  for (const webhook of Object.values(config.webhooks)) secrets.push(webhook.secret, webhook.secret.slice('whsec_'.length));
   // A Redis store's URL may carry a password.
   if (/^rediss?:\/\//.test(config.tasks.store) && URL.canParse(config.tasks.store)) secrets.push(decodeURIComponent(new URL(config.tasks.store).password));
   return [...new Set(secrets.filter((secret): secret is string => secret !== undefined && secret.length >= 4))];
@@ -94,6 +95,7 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
     sharedQueue: { lockDurationMs: config.tasks.lockDurationMs, stalledIntervalMs: config.tasks.stalledIntervalMs },
     resumeOnRestart: config.tasks.resumeOnRestart,
     writeBack: { upstream: config.writeBack.upstream, byDefault: config.writeBack.enabled, timeZone: config.writeBack.timeZone },
+    webhooks: config.webhooks,
     shutdownGraceMs: config.tasks.shutdownGraceMs,
   };
 }

@@ -1,4 +1,4 @@
-import { TASK_DEFAULTS, TASK_QUEUE_DEFAULTS } from '@klym/core';
+import { TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS, WEBHOOK_EVENTS } from '@klym/core';
 import { z } from 'zod';
 import { SERVER_DEFAULTS, isLoopback } from '../server/server-options.ts';
 import { milliseconds, mcpServerSchema, upstreamNameSchema, upstreamSchema } from './upstream-schema.ts';
@@ -48,6 +48,37 @@ function isTimeZone(name: string): boolean {
 const taskStoreSchema = z
   .string()
   .regex(/^(?:memory|sqlite:.+|rediss?:\/\/.+)$/s, 'expected "memory", "sqlite:<path>" (e.g. sqlite:.klym/tasks.db) or "redis://host:port/db" (rediss:// for TLS)');
+
+/**
+ * A webhook endpoint: where task events are POSTed, signed. A start names one by its key (`webhook: ops`); a
+ * caller never gives a URL.
+ */
+const webhookSchema = z.strictObject({
+  /** Where events are POSTed (http or https). Redirects are not followed. */
+  url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }),
+  /** The Standard Webhooks signing secret: `whsec_` and the base64 of 24 to 64 random bytes. Secret. */
+  secret: z.string().regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, 'expected `whsec_` and the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)'),
+  /** The events it receives: `task.started`, `task.completed`, `task.failed`, `task.cancelled`. @default ['task.completed', 'task.failed', 'task.cancelled'] */
+  events: z
+    .array(z.enum(WEBHOOK_EVENTS))
+    .min(1)
+    .default([...WEBHOOK_DEFAULTS.events]),
+  /** Receive the events of every task, not only of those whose start named this endpoint. @default false */
+  all: z.boolean().default(false),
+  /** How long a message is retried after its event, in milliseconds; then it is given up. @default 86_400_000 (24 h) */
+  retryForMs: positiveMs.default(WEBHOOK_DEFAULTS.retryForMs),
+  /** The delay before the first retry, in milliseconds; it doubles with each attempt, with jitter. @default 5_000 */
+  retryDelayMs: positiveMs.default(WEBHOOK_DEFAULTS.retryDelayMs),
+  /** The longest delay between two attempts, in milliseconds. @default 3_600_000 (1 h) */
+  maxRetryDelayMs: positiveMs.default(WEBHOOK_DEFAULTS.maxRetryDelayMs),
+  /** How long the receiver may take to answer, in milliseconds; a slower answer is a failed attempt. @default 10_000 */
+  timeoutMs: positiveMs.default(WEBHOOK_DEFAULTS.timeoutMs),
+});
+
+const webhookNameSchema = z
+  .string()
+  .max(32, 'expected a webhook endpoint name of at most 32 characters')
+  .regex(/^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$/, 'expected a webhook endpoint name of letters and digits joined by single "-" or "_"');
 
 const providerSchema = z.strictObject({
   apiKey: z.string().min(1).optional(),
@@ -155,6 +186,8 @@ export const configObjectSchema = z.strictObject({
   policies: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected a policy name of letters, digits, "-" and "_"'), z.strictObject({ allow: patterns.optional(), deny: patterns.optional(), readOnly: z.boolean().optional() })).default({}),
   /** Tools (namespaced patterns) counted as read-only besides those annotated `readOnlyHint`. @default [] */
   readOnlyTools: patterns.default([]),
+  /** Webhook endpoints by name, told of task events (signed, retried, at least once). @default {} */
+  webhooks: z.record(webhookNameSchema, webhookSchema).default({}),
   /** Writing each task's result into the graph as an `Analysis` node linked to its day. */
   writeBack: z
     .strictObject({
