@@ -148,6 +148,8 @@ describe('createWebhookDispatcher', () => {
     expect(() => createWebhookDispatcher({ store, endpoints: { ops: { url: 'http://127.0.0.1:1/', secret: bad } } })).toThrow(
       expect.objectContaining({ code: 'CONFIG_INVALID', message: expect.stringMatching(/^Expected `webhooks\.ops\.secret` to be a Standard Webhooks secret(?!.*not-a-whsec)/) }),
     );
+    // Node's base64 decoder would take it; the signing library's would not.
+    expect(() => createWebhookDispatcher({ store, endpoints: { ops: { url: 'http://x/', secret: `${webhookSecret()}A` } } })).toThrow(/`webhooks.ops.secret`/);
     expect(() => createWebhookDispatcher({ store, endpoints: { ops: { url: 'ftp://example.com/', secret: webhookSecret() } } })).toThrow(/`webhooks.ops.url`/);
     expect(() => createWebhookDispatcher({ store, endpoints: { ops: { url: 'http://x/', secret: webhookSecret(), events: ['task.done' as 'task.started'] } } })).toThrow(/`webhooks.ops.events`/);
   });

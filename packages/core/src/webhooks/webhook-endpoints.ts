@@ -1,3 +1,4 @@
+import { Webhook } from 'standardwebhooks';
 import { MAX_TIMER_MS, WEBHOOK_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import { WEBHOOK_EVENTS, type WebhookEndpoint, type WebhookEventType } from './webhook-types.ts';
@@ -26,7 +27,9 @@ export function resolveWebhookEndpoints(endpoints: Readonly<Record<string, Webho
     if (typeof endpoint.url !== 'string' || !URL.canParse(endpoint.url) || !/^https?:$/.test(new URL(endpoint.url).protocol)) throw invalid('url', 'an http(s) URL');
     const key = typeof endpoint.secret === 'string' ? SECRET.exec(endpoint.secret)?.[1] : undefined;
     const bytes = key === undefined ? 0 : Buffer.from(key, 'base64').length;
-    if (bytes < 24 || bytes > 64) throw invalid('secret', 'a Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes (e.g. `whsec_$(openssl rand -base64 32)`)');
+    if (bytes < 24 || bytes > 64 || !signs(endpoint.secret)) {
+      throw invalid('secret', 'a Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes (e.g. `whsec_$(openssl rand -base64 32)`)');
+    }
     const events = endpoint.events ?? WEBHOOK_DEFAULTS.events;
     for (const event of events) if (!WEBHOOK_EVENTS.includes(event)) throw invalid('events', `a list of ${WEBHOOK_EVENTS.join(', ')}`, event);
     const milliseconds = (option: 'retryForMs' | 'retryDelayMs' | 'maxRetryDelayMs' | 'timeoutMs'): number => {
@@ -55,4 +58,14 @@ export function resolveWebhookEndpoints(endpoints: Readonly<Record<string, Webho
  */
 export function endpointsFor(endpoints: ReadonlyMap<string, ResolvedWebhookEndpoint>, event: WebhookEventType, webhook: string | undefined): ResolvedWebhookEndpoint[] {
   return [...endpoints.values()].filter((endpoint) => endpoint.events.has(event) && (endpoint.all || endpoint.name === webhook));
+}
+
+/** Whether the signing library takes `secret` (its base64 decoder is stricter than Node's). */
+function signs(secret: string): boolean {
+  try {
+    new Webhook(secret).sign('msg_check', new Date(), '');
+    return true;
+  } catch {
+    return false;
+  }
 }
