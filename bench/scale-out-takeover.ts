@@ -87,7 +87,7 @@ export async function scaleOutTakeover(options: { quick: boolean }): Promise<str
     figures.push(figure(name, resumed[Math.floor(resumed.length / 2)] ?? Number.NaN, 0));
   };
   await measure(short, options.quick ? 1 : 3, '`lockDurationMs: 2000`, `stalledIntervalMs: 1000`', 'takeover_ms');
-  if (!options.quick) await measure({}, 1, 'defaults: `lockDurationMs: 30000`, `stalledIntervalMs: 30000`', 'takeover_default_ms');
+  if (!options.quick) await measure({}, 1, 'defaults: `lockDurationMs: 30000`, `stalledIntervalMs: 10000`', 'takeover_default_ms');
   return [
     '| queue settings | task started → SIGKILL | SIGKILL → task running on the other worker (`task-resume`) | SIGKILL → task completed |',
     '| --- | --- | --- | --- |',

@@ -48,8 +48,12 @@ export const TASK_QUEUE_DEFAULTS = {
   name: 'tasks',
   /** How long a worker's lock on a task it runs lasts unless renewed (it is renewed every half of it). */
   lockDurationMs: 30_000,
-  /** How often workers look for tasks whose worker stopped renewing its lock. */
-  stalledIntervalMs: 30_000,
+  /**
+   * How often workers look for tasks whose worker stopped renewing its lock. A stalled job is found in two
+   * checks (one marks it, the next moves it back once its lock is gone), so a dead worker's task is taken
+   * over within about `lockDurationMs` + 2 × this: 50 s.
+   */
+  stalledIntervalMs: 10_000,
   /** How many times a task may be taken over from a worker that stopped; once more ends it as `TASK_INTERRUPTED`. */
   maxStalledCount: 1,
   /** How long the first connection to Redis may take. */

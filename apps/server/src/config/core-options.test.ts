@@ -98,7 +98,7 @@ describe('mapping the configuration onto core and the server', () => {
   it('takes a Redis store and its queue settings; tasks.concurrency 0 only with one; the URL\'s password is a secret', () => {
     const config = configWith({ KLYM_TASKS_STORE: 'redis://:hunter2-secret@redis:6379/2', KLYM_TASKS_CONCURRENCY: '0', KLYM_TASKS_LOCK_DURATION_MS: '5000' });
     const options = serverOptions(config, '/srv/klym');
-    expect(options).toMatchObject({ taskStore: 'redis://:hunter2-secret@redis:6379/2', maxConcurrentTasks: 0, sharedQueue: { lockDurationMs: 5_000, stalledIntervalMs: 30_000 } });
+    expect(options).toMatchObject({ taskStore: 'redis://:hunter2-secret@redis:6379/2', maxConcurrentTasks: 0, sharedQueue: { lockDurationMs: 5_000, stalledIntervalMs: 10_000 } });
     expect(configSecrets(config)).toContain('hunter2-secret');
     expect(() => configWith({ KLYM_TASKS_CONCURRENCY: '0' })).toThrow('tasks.concurrency = 0: expected at least 1: only with a Redis `tasks.store` can a process run no tasks');
   });

@@ -164,10 +164,10 @@ export const configObjectSchema = z.strictObject({
       resumeOnRestart: z.boolean().default(TASK_DEFAULTS.resumeOnRestart),
       /**
        * With a Redis store: how long a worker's lock on a task lasts unless renewed (every half of it). A worker that
-       * died has its task taken over by another within `lockDurationMs` + `stalledIntervalMs`. @default 30_000
+       * died has its task taken over by another within about `lockDurationMs` + 2 × `stalledIntervalMs` (50 s). @default 30_000
        */
       lockDurationMs: positiveMs.default(TASK_QUEUE_DEFAULTS.lockDurationMs),
-      /** With a Redis store: how often workers look for tasks whose worker stopped renewing its lock. @default 30_000 */
+      /** With a Redis store: how often workers look for tasks whose worker stopped renewing its lock. @default 10_000 */
       stalledIntervalMs: positiveMs.default(TASK_QUEUE_DEFAULTS.stalledIntervalMs),
     })
     .prefault({}),

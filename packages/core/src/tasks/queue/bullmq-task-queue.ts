@@ -22,11 +22,14 @@ export interface BullmqTaskQueueOptions {
   readonly name?: string;
   /**
    * How long a worker's lock on a task it runs lasts unless renewed; it is renewed every half of it. With
-   * `stalledIntervalMs`, it bounds how soon a worker that died has its task taken over: at most the sum
-   * (60 s by default). @default 30_000
+   * `stalledIntervalMs`, it bounds how soon a worker that died has its task taken over: within about
+   * `lockDurationMs` + 2 × `stalledIntervalMs` (50 s by default). @default 30_000
    */
   readonly lockDurationMs?: number;
-  /** How often workers look for tasks whose worker stopped renewing its lock. @default 30_000 */
+  /**
+   * How often workers look for tasks whose worker stopped renewing its lock; BullMQ finds a stalled job in
+   * two checks (one marks it, the next moves it back). @default 10_000
+   */
   readonly stalledIntervalMs?: number;
   /**
    * How many times a task may be taken over from a worker that stopped renewing its lock (it died, or its
@@ -57,8 +60,8 @@ export interface BullmqTaskQueue extends TaskQueue, AsyncDisposable {
  *
  * - A worker takes a job, and the task runs, resumes from its checkpoint, or is dropped, by its status.
  * - A cancel made anywhere reaches the run at once: every worker listens on a Redis channel.
- * - A worker that died stops renewing its lock, and its task is taken over after at most `lockDurationMs` +
- *   `stalledIntervalMs`; a worker whose lock was lost stops its run. A task never runs on two workers.
+ * - A worker that died stops renewing its lock, and its task is taken over within about `lockDurationMs` +
+ *   2 × `stalledIntervalMs`; a worker whose lock was lost stops its run. A task never runs on two workers.
  * - The manager's `close({ graceMs })` takes no new tasks, lets runs end within the grace, then hands the
  *   rest back `running` with their checkpoints, and another worker resumes them at once.
  * - Redis down: adding a task fails at once with `STORE_UNAVAILABLE`, nothing throws elsewhere, and every
