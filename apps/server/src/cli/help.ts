@@ -74,8 +74,8 @@ Runs tasks from the queue that \`klym serve\` fronts share on Redis: tasks.store
 redis://[user:password@]host:port/db (rediss:// for TLS). Runs up to tasks.concurrency tasks at
 once; a worker that dies has its tasks taken over by another within about
 tasks.lockDurationMs + 2 × tasks.stalledIntervalMs (50 s by default). Serves only GET /healthz,
-on worker.host:worker.port. On SIGINT/SIGTERM it takes no new task, lets running ones finish within tasks.shutdownGraceMs,
-and hands the rest back to be resumed by another worker.
+on worker.host:worker.port. On SIGINT/SIGTERM it takes no new task, lets running ones finish
+within tasks.shutdownGraceMs, and hands the rest back to be resumed by another worker.
 
 Options:
   --host HOST              address of the health endpoint (default 127.0.0.1)
