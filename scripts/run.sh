@@ -35,6 +35,14 @@ case "${1:-}" in
       $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends redis-server >&2 \
         || { echo "scripts/run.sh: could not install redis-server with apt-get; install Debian's redis-server package" >&2; exit 1; }
     fi
+    # The dashboard's tests (issue #15) drive Debian's Chromium with playwright-core: the browser download
+    # of playwright does not work on our machines. Recommends included: they bring the fonts pages render with.
+    if [ "${1:-}" = test ] && [ ! -x /usr/bin/chromium ]; then
+      echo "Installing Debian's chromium for the dashboard's tests …" >&2
+      sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+      $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >&2 \
+        || { echo "scripts/run.sh: could not install chromium with apt-get; install Debian's chromium package" >&2; exit 1; }
+    fi
     ;;
 esac
 
