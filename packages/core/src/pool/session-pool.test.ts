@@ -180,6 +180,8 @@ describe('createSessionPool', () => {
       sessions: { live: 2, opened: 2, borrowed: 0 },
       calls: { started: 5, succeeded: 5, failed: 0, inFlight: 0 },
     });
+    // Each call waited a little: their time is counted, for a mean latency.
+    expect(pool.status().waiting?.calls.totalMs).toBeGreaterThan(0);
   });
 });
 

@@ -42,7 +42,14 @@ export interface UpstreamStatus {
     /** Connects tried since start-up, failed ones included. */
     readonly connectAttempts: number;
   };
-  readonly calls: { readonly started: number; readonly succeeded: number; readonly failed: number; readonly inFlight: number };
+  readonly calls: {
+    readonly started: number;
+    readonly succeeded: number;
+    readonly failed: number;
+    readonly inFlight: number;
+    /** Milliseconds the ended calls took, summed (waiting for a session included): over `succeeded + failed`, their mean latency. */
+    readonly totalMs: number;
+  };
   /**
    * A stdio upstream's stderr over all its sessions: bytes read, lines handed to `onLog`, and bytes dropped
    * (the rest of lines past 8 KiB; lines past 256 KiB at once and 64 KiB a second).

@@ -41,7 +41,7 @@ export class Upstream {
   #connecting = 0;
   #connectFailing = false;
   #downReason: UpstreamStatus['reason'];
-  #calls = { started: 0, succeeded: 0, failed: 0 };
+  #calls = { started: 0, succeeded: 0, failed: 0, totalMs: 0 };
   #lastError: UpstreamStatus['lastError'];
   #probeTimer: NodeJS.Timeout | undefined;
   #closing = false;
@@ -166,9 +166,10 @@ export class Upstream {
     use: (session: UpstreamSession, call: InFlightCall) => Promise<T>,
     source: SessionSource = this.#sessions,
     calls?: Set<InFlightCall>,
-    counts?: { started: number; succeeded: number; failed: number },
+    counts?: { started: number; succeeded: number; failed: number; totalMs: number },
   ): Promise<T> {
     if (counts !== undefined) counts.started++;
+    const startedAt = performance.now();
     if (this.#closing) {
       if (counts !== undefined) counts.failed++;
       throw new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name });
@@ -221,6 +222,7 @@ export class Upstream {
       call.end();
       this.#inFlight.delete(call);
       calls?.delete(call);
+      if (counts !== undefined) counts.totalMs += performance.now() - startedAt;
     }
   }
 
