@@ -67,7 +67,7 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
     upstreams: poolUpstreams(config),
     host: config.server.host,
     port: config.server.port,
-    ...(Object.keys(config.server.tokens).length > 0 ? { auth: { tokens: { ...config.server.tokens } } } : {}),
+    ...(Object.keys(config.server.tokens).length > 0 ? { auth: { tokens: { ...config.server.tokens }, admins: [...config.server.admins] } } : {}),
     allowedHosts: config.server.allowedHosts,
     allowedOrigins: config.server.allowedOrigins,
     maxBodyBytes: config.server.bodyLimitBytes,

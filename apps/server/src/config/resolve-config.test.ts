@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isKlymError } from '@klym/core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { poolUpstreams } from './core-options.ts';
+import { poolUpstreams, serverOptions } from './core-options.ts';
 import { resolveConfig, type ResolveConfigOptions } from './resolve-config.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'klym-config-'));
@@ -189,5 +189,14 @@ describe('cross-key checks', () => {
     expect(failure({ cwd: workspace(), flags: [{ path: ['tools', 'policy'], value: 'careful', source: 'flag --policy' }] })).toContain(
       'tools.policy = "careful": expected `read-only` or a policy from `policies` (none) (flag --policy)',
     );
+  });
+
+  it('a dashboard admin must be a principal of the tokens', () => {
+    const tokens = 'server:\n  tokens: { ops: 0123456789abcdef, grynya: fedcba9876543210 }\n';
+    expect(failure({ cwd: workspace({ 'klym.config.yaml': `${tokens}  admins: [root]\n` }) })).toContain(
+      'server.admins[0] = "root": expected a principal of `server.tokens` (ops, grynya) (file klym.config.yaml)',
+    );
+    const { config } = resolveConfig({ cwd: workspace({ 'klym.config.yaml': `${tokens}  admins: [ops]\n` }) });
+    expect(serverOptions(config, '/').auth).toMatchObject({ admins: ['ops'] });
   });
 });

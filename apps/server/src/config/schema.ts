@@ -215,6 +215,8 @@ export const configObjectSchema = z.strictObject({
       port: z.number().int().min(0).max(65_535).default(SERVER_DEFAULTS.port),
       /** Bearer tokens by principal (`grynya: <token>`); without any, everyone is `anonymous`. Secret. @default {} */
       tokens: z.record(z.string().regex(/^[A-Za-z0-9_.@-]+$/, 'expected a principal name of letters, digits and "_.@-"'), z.string().min(16, 'expected a token of at least 16 characters')).default({}),
+      /** Principals of `tokens` who see every principal's tasks on the dashboard (the others see their own). @default [] */
+      admins: z.array(z.string().min(1)).default([]),
       /** Host names an `Origin` header may name besides loopback; requests with another Origin get 403, requests without one pass. @default [] */
       allowedOrigins: z.array(z.string().min(1)).default([]),
       /** Host names the `Host` header may name besides loopback (`localhost`, `127.0.0.1`, `::1`) and the bound host; others get 403. @default [] */
@@ -286,6 +288,9 @@ export function crossCheck(config: ParsedConfig): { path: (string | number)[]; m
       issues.push({ path, message: `needs an API key for the ${provider} provider: set ${variable}, \`llm.apiKey\` or \`llm.providers.${provider}.apiKey\`` });
     }
   }
+  config.server.admins.forEach((admin, index) => {
+    if (!Object.hasOwn(config.server.tokens, admin)) issues.push({ path: ['server', 'admins', index], message: `expected a principal of \`server.tokens\` (${Object.keys(config.server.tokens).join(', ') || 'none'})` });
+  });
   if (!isLoopback(config.server.host) && Object.keys(config.server.tokens).length === 0) {
     issues.push({ path: ['server', 'host'], message: `binding "${config.server.host}" (not loopback) needs \`server.tokens\`` });
   }

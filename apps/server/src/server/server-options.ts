@@ -32,8 +32,12 @@ export interface KlymServerOptions extends Omit<TaskServiceOptions, 'pool' | 'st
   readonly host?: string;
   /** Port to listen on; 0 picks a free one. @default 8765 */
   readonly port?: number;
-  /** Bearer tokens, by principal: `{ grynya: '<token>' }`. Without it every caller is `anonymous`. Tokens are never shown in output. @default undefined (no auth) */
-  readonly auth?: { readonly tokens: Readonly<Record<string, string>> };
+  /**
+   * Bearer tokens, by principal: `{ grynya: '<token>' }`. Without it every caller is `anonymous`. Tokens are
+   * never shown in output. `admins` names principals who see every principal's tasks on the dashboard.
+   * @default undefined (no auth; `admins`: [])
+   */
+  readonly auth?: { readonly tokens: Readonly<Record<string, string>>; readonly admins?: readonly string[] };
   /** Host names (no port) the `Host` header may name besides loopback (`localhost`, `127.0.0.1`, `::1`, always allowed) and the bound host; others get 403. @default [] */
   readonly allowedHosts?: readonly string[];
   /** Host names an `Origin` header may name besides loopback (always allowed); requests with another Origin get 403, requests without one pass. @default [] */
@@ -111,6 +115,9 @@ export function resolveServerOptions(options: KlymServerOptions): ResolvedServer
   check('port', options.port, (value) => Number.isInteger(value) && value >= 0 && value <= 65_535, 'an integer from 0 to 65535');
   check('maxBodyBytes', options.maxBodyBytes, positive, 'a positive number');
   check('sessionIdleMs', options.sessionIdleMs, positive, 'a positive number');
+  for (const admin of options.auth?.admins ?? []) {
+    if (!Object.hasOwn(options.auth?.tokens ?? {}, admin)) throw new KlymError('CONFIG_INVALID', `Expected \`auth.admins\` to name principals of \`auth.tokens\`, got "${admin}"`);
+  }
   const host = options.host ?? SERVER_DEFAULTS.host;
   const bound = host.replace(/^\[|\]$/g, '').toLowerCase();
   const extra = bound === '0.0.0.0' || bound === '::' ? [] : [bound];
