@@ -3,6 +3,7 @@ import { isKlymError, type KlymErrorCode, type TaskService } from '@klym/core';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { createDashboard } from '../dashboard/dashboard.ts';
 import { bearerAuth, hostAndOriginGuard, type GuardVariables } from './guards.ts';
 import { mountMcpRoutes } from './mcp-routes.ts';
 import { McpSessions } from './mcp-sessions.ts';
@@ -38,7 +39,8 @@ const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = {
 
 /**
  * Builds Klym's HTTP surface from typed options: MCP over Streamable HTTP (`/mcp`) and legacy SSE
- * (`/sse`, `/messages`), the REST API (`/api/tasks…`) and `GET /healthz`, behind the Host/Origin
+ * (`/sse`, `/messages`), the REST API (`/api/tasks…`), `GET /healthz` and the web dashboard (`/`, `/dashboard/…`,
+ * with its own login where tokens are configured), behind the Host/Origin
  * allow-lists (403), bearer auth (401) and a body limit (413). Opens the task store (`taskStore`) and the
  * pool (unless `options.pool` is given), and core's task service over them.
  *
@@ -75,6 +77,7 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
   }
   mountMcpRoutes(app, service, sessions);
   mountRestApi(app, service);
+  app.route('/', createDashboard({ service, store: tasks.store, options: resolved }));
 
   let closing: Promise<void> | undefined;
   const klym: KlymApp = {

@@ -48,12 +48,26 @@ export function hostAndOriginGuard(options: ResolvedServerOptions): MiddlewareHa
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 
 /**
+ * The principal whose token `presented` is, or `undefined`: compared in constant time with every token, so
+ * timing says nothing about which one (or whether any) matched. Shared by the bearer auth and the dashboard's login.
+ */
+export function createTokenMatcher(tokens: Readonly<Record<string, string>>): (presented: string) => string | undefined {
+  const known = Object.entries(tokens).map(([principal, token]) => ({ principal, digest: digest(token) }));
+  return (presented) => {
+    const hashed = digest(presented);
+    let principal: string | undefined;
+    for (const token of known) if (timingSafeEqual(hashed, token.digest)) principal ??= token.principal;
+    return principal;
+  };
+}
+
+/**
  * Sets the caller's principal. With `auth.tokens`, a request must carry `Authorization: Bearer <token>`
  * naming one of them (compared in constant time), else 401; tokens anywhere else (query string) are not
  * accepted. Without auth, everyone is `anonymous`.
  */
 export function bearerAuth(options: ResolvedServerOptions): MiddlewareHandler<{ Variables: GuardVariables }> {
-  const tokens = Object.entries(options.auth?.tokens ?? {}).map(([principal, token]) => ({ principal, digest: digest(token) }));
+  const principalOf = createTokenMatcher(options.auth?.tokens ?? {});
   return async (c, next) => {
     if (options.auth === undefined) {
       c.set('principal', 'anonymous');
@@ -61,10 +75,7 @@ export function bearerAuth(options: ResolvedServerOptions): MiddlewareHandler<{ 
       return undefined;
     }
     const match = /^Bearer +(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
-    const presented = match ? digest(match[1] as string) : undefined;
-    // Compare with every token, so timing says nothing about which one (or whether any) matched.
-    let principal: string | undefined;
-    for (const token of tokens) if (presented !== undefined && timingSafeEqual(presented, token.digest)) principal ??= token.principal;
+    const principal = match ? principalOf(match[1] as string) : undefined;
     if (principal === undefined) {
       c.header('WWW-Authenticate', 'Bearer realm="klym"');
       const message = match ? 'The bearer token is not valid' : 'A bearer token is required in the Authorization header';

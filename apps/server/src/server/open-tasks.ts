@@ -1,6 +1,7 @@
 import path from 'node:path';
 import {
   KlymError,
+  createMemoryTaskStore,
   createRedactor,
   createSessionPool,
   createTaskService,
@@ -21,6 +22,8 @@ import type { ResolvedServerOptions } from './server-options.ts';
 /** The task service the server mounts, with what it opened for it. */
 export interface OpenedTasks {
   readonly service: TaskService;
+  /** The store the service keeps its tasks in (for views across principals, such as the dashboard's admin's). */
+  readonly store: TaskStore;
   /** Closes the task service (grace period, then `shutdown`), then the pool and the store if they were opened here. Idempotent. */
   close(): Promise<void>;
 }
@@ -44,8 +47,11 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
     if (failures.length > 0) throw new AggregateError(failures, 'Klym could not close everything its tasks used');
   };
   try {
-    const store = await openTaskStore(options.taskStore, options.taskLog);
-    if (store !== undefined && typeof options.taskStore === 'string') opened.push(() => store.close());
+    const named = await openTaskStore(options.taskStore, options.taskLog);
+    if (named !== undefined && typeof options.taskStore === 'string') opened.push(() => named.close());
+    // The memory store is made here rather than by the task manager, so that the server can read it too.
+    const store = named ?? createMemoryTaskStore(options.taskLog === undefined ? {} : { log: options.taskLog });
+    if (named === undefined) opened.push(() => store.close());
     // A Redis store says what its server's settings put at risk (no append-only file, eviction).
     for (const warning of (store as { readonly warnings?: readonly string[] } | undefined)?.warnings ?? []) options.log(`klym: ${warning}`, 'warning');
     let pool: SessionPool | undefined = options.pool;
@@ -68,8 +74,7 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
         pool,
         ...(queue === undefined ? {} : { queue }),
         ...(run === undefined ? {} : { run }),
-        ...(store === undefined ? {} : { store }),
-        ...(options.taskLog === undefined ? {} : { log: options.taskLog }),
+        store,
         ...(options.maxConcurrentTasks === undefined ? {} : { maxConcurrent: options.maxConcurrentTasks }),
         ...(options.maxQueuedTasks === undefined ? {} : { maxQueued: options.maxQueuedTasks }),
         ...(options.taskTtlMs === undefined ? {} : { ttlMs: options.taskTtlMs }),
@@ -87,6 +92,7 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
     let closing: Promise<void> | undefined;
     return {
       service,
+      store,
       close() {
         closing ??= (async () => {
           try {

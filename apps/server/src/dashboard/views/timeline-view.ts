@@ -1,0 +1,92 @@
+import type { AgentUsage } from '@klym/core';
+import { html } from 'hono/html';
+import type { TimelineItem, TimelineNote, TimelineStep, TimelineToolCall } from '../timeline.ts';
+import { formatCost, formatCount, formatDuration, formatTime, preview, type Html } from './format.ts';
+
+const tokens = (usage: AgentUsage | undefined): string =>
+  usage === undefined ? '' : `${formatCount(usage.inputTokens)} in / ${formatCount(usage.outputTokens)} out tokens${usage.estimated ? ' (estimated)' : ''}`;
+
+const str = (value: unknown): string => (typeof value === 'string' ? value : preview(value, 120));
+
+/** A note of no step, in words. */
+function noteText(note: TimelineNote): string {
+  const { data } = note;
+  switch (note.type) {
+    case 'task-create':
+      return `Queued for ${str(data.model)}${data.recordResult === true ? ', its result to be written back' : ''}`;
+    case 'task-start':
+      return `Started on ${str(data.model)}`;
+    case 'task-resume':
+      return `Resumed after step ${str(data.fromStep)}${Array.isArray(data.interruptedCalls) && data.interruptedCalls.length > 0 ? ` (interrupted: ${data.interruptedCalls.join(', ')})` : ''}`;
+    case 'task-end': {
+      const error = data.error as { code?: string; message?: string } | undefined;
+      return `Ended ${str(data.status)}${error === undefined ? '' : ` — ${error.code}: ${error.message}`}${data.reason === undefined ? '' : ` (${str(data.reason)})`}`;
+    }
+    case 'run-start': {
+      const tools = Array.isArray(data.tools) ? data.tools.length : 0;
+      const unavailable = Array.isArray(data.unavailable) ? (data.unavailable as { upstream: string; error: string }[]) : [];
+      return `Run on ${str(data.model)} with ${tools} ${tools === 1 ? 'tool' : 'tools'}${unavailable.map((item) => `; ${item.upstream} unavailable: ${item.error}`).join('')}`;
+    }
+    case 'run-end': {
+      const error = data.error as { code?: string; message?: string } | undefined;
+      const usage = data.usage as AgentUsage | undefined;
+      return `Run ended: ${str(data.finishReason)} after ${str(data.steps)} steps, ${usage === undefined ? '?' : formatCount(usage.totalTokens)} tokens, ${typeof data.costUsd === 'number' ? `${formatCost(data.costUsd)}, ` : ''}${formatDuration(data.elapsedMs as number | undefined)}${error === undefined ? '' : ` — ${error.code}: ${error.message}`}`;
+    }
+    case 'budget':
+      return `Budget ${str(data.name)} used up: ${str(data.used)} of ${str(data.limit)}`;
+    case 'write-back':
+      return `Write-back ${str(data.status)} (${str(data.nodeId)})${data.error === undefined ? '' : `: ${str(data.error)}`}`;
+    case 'upstream-log': {
+      const entry = (data.entry ?? {}) as Record<string, unknown>;
+      return `[${str(entry.upstream)} ${str(entry.level)}] ${str(entry.message)}`;
+    }
+    default:
+      return preview(data, 200);
+  }
+}
+
+function toolView(call: TimelineToolCall): Html {
+  const outcome =
+    call.outcome === 'running'
+      ? html`<span class="outcome">running…</span>`
+      : call.outcome === 'ok'
+        ? html`<span class="outcome">ok</span>`
+        : html`<span class="outcome">${call.outcome === 'denied' ? 'denied' : 'error'}</span>`;
+  const detail = call.error ?? call.preview;
+  return html`<li class="tool tool-${call.outcome}">
+  <div class="tool-head"><code class="tool-name">${call.toolName}</code> ${outcome} <span class="meta">${call.durationMs === undefined ? '' : formatDuration(call.durationMs)}</span></div>
+  <div class="args"><span class="label">args</span> <code>${preview(call.args ?? {}, 240)}</code></div>
+  ${detail === undefined ? '' : html`<div class="${call.outcome === 'ok' ? 'result' : 'error'}"><span class="label">${call.outcome === 'ok' ? 'result' : call.outcome}</span> ${preview(detail, 400)}</div>`}
+</li>`;
+}
+
+function stepView(step: TimelineStep): Html {
+  const { llm, end } = step;
+  return html`<li class="step" data-step="${step.step}">
+  <div class="step-head"><h3>Step ${step.step}</h3>${
+    end === undefined ? html`<span class="meta">running…</span>` : html`<span class="meta">run so far ${formatDuration(end.elapsedMs)} · ${formatCount(end.usage.totalTokens)} tokens${end.costUsd === undefined ? '' : ` · ${formatCost(end.costUsd)}`}</span>`
+  }</div>
+  ${
+    llm === undefined
+      ? ''
+      : html`<div class="llm">
+    <div><span class="label">LLM call</span> <span class="meta">${llm.durationMs === undefined ? 'waiting for the model…' : formatDuration(llm.durationMs)}${llm.usage === undefined ? '' : ` · ${tokens(llm.usage)}`}${llm.finishReason === undefined ? '' : ` · ${llm.finishReason}`}</span></div>
+    ${llm.text === undefined ? '' : html`<p class="llm-text">${preview(llm.text, 600)}</p>`}
+  </div>`
+  }
+  ${step.tools.length === 0 ? '' : html`<ul class="tools">${step.tools.map(toolView)}</ul>`}
+  ${step.logs.length === 0 ? '' : html`<ul class="upstream-logs">${step.logs.map((log) => html`<li class="level-${log.level}">[${log.upstream} ${log.level}] ${preview(log.message, 300)}</li>`)}</ul>`}
+</li>`;
+}
+
+/** A task's timeline: its steps as cards, and the task's own notes between them, oldest first. */
+export function timelineView(items: readonly TimelineItem[], dropped: number): Html {
+  return html`<ol class="timeline">
+${dropped > 0 ? html`<li class="note dropped">${dropped} older log entries were dropped to keep the log bounded; the timeline starts after them.</li>` : ''}
+${items.map((item) =>
+  item.kind === 'step'
+    ? stepView(item)
+    : html`<li class="note note-${item.type}"><time datetime="${item.time}">${formatTime(item.time).slice(11)}</time> ${noteText(item)}</li>`,
+)}
+</ol>`;
+}
