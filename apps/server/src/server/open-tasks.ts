@@ -167,7 +167,7 @@ function serviceOptions(options: ResolvedServerOptions): Omit<TaskServiceOptions
 }
 
 /**
- * The store `spec` names: a given store as it is, `undefined` for `memory` (the task manager's own), the
+ * The store `spec` names: a given store as it is, `undefined` for `memory` (`openTasks` then makes one), the
  * SQLite store at `sqlite:<path>` (relative to the working directory), or the Redis store at a
  * `redis://`/`rediss://` URL, opened here.
  * @throws {KlymError} `CONFIG_INVALID` for a spec of another shape; `STORE_UNAVAILABLE` when the file or Redis cannot be opened.
