@@ -7,7 +7,7 @@ const entry = (type: string, data: Record<string, unknown>, time = '2026-01-01T0
 const usage = { inputTokens: 10, outputTokens: 2, totalTokens: 12, estimated: false };
 
 describe('buildTimeline', () => {
-  it("puts each step's LLM call, tool calls and upstream logs together, the task's notes in between", () => {
+  it("puts each step's LLM call and tool calls together, the task's notes and upstream logs in between", () => {
     const items = buildTimeline([
       entry('task-start', { model: 'scripted' }),
       entry('step-start', { step: 1 }),
@@ -15,13 +15,13 @@ describe('buildTimeline', () => {
       entry('llm-response', { step: 1, finishReason: 'tool-calls', usage, text: 'Looking.' }, '2026-01-01T00:00:02.500Z'),
       entry('tool-call', { step: 1, toolCallId: 'a', toolName: 'grynya__query_graph', args: { query: 'RETURN 1' } }),
       entry('tool-call', { step: 1, toolCallId: 'b', toolName: 'grynya__add_node', args: {} }),
-      entry('upstream-log', { step: 1, entry: { upstream: 'grynya', source: 'notification', level: 'info', message: 'query ran' } }),
+      entry('upstream-log', { upstream: 'grynya', source: 'notification', level: 'info', message: 'query ran' }),
       entry('tool-result', { step: 1, toolCallId: 'a', toolName: 'grynya__query_graph', durationMs: 12, isError: false, preview: '{"status":"success"}' }),
       entry('tool-denied', { step: 1, toolCallId: 'b', toolName: 'grynya__add_node', policy: 'read-only', reason: 'it writes' }),
       entry('step-end', { step: 1, usage, costUsd: undefined, elapsedMs: 1_600 }),
       entry('task-end', { status: 'completed' }),
     ]);
-    expect(items.map((item) => (item.kind === 'note' ? item.type : `step ${item.step}`))).toEqual(['task-start', 'step 1', 'task-end']);
+    expect(items.map((item) => (item.kind === 'note' ? item.type : `step ${item.step}`))).toEqual(['task-start', 'step 1', 'upstream-log', 'task-end']);
     expect(items[1]).toEqual({
       kind: 'step',
       step: 1,
@@ -30,7 +30,6 @@ describe('buildTimeline', () => {
         { toolCallId: 'a', toolName: 'grynya__query_graph', args: { query: 'RETURN 1' }, outcome: 'ok', durationMs: 12, preview: '{"status":"success"}' },
         { toolCallId: 'b', toolName: 'grynya__add_node', args: {}, outcome: 'denied', error: 'read-only: it writes' },
       ],
-      logs: [{ seq: 7, upstream: 'grynya', level: 'info', message: 'query ran' }],
       end: { usage, elapsedMs: 1_600 },
     });
   });

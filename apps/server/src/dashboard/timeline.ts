@@ -32,13 +32,14 @@ export interface TimelineStep {
   readonly step: number;
   readonly llm?: TimelineLlmCall;
   readonly tools: readonly TimelineToolCall[];
-  /** What upstreams logged while serving the step's calls. */
-  readonly logs: readonly { readonly seq: number; readonly upstream: string; readonly level: string; readonly message: string }[];
   /** From `step-end`: the run's use so far; absent while the step runs. */
   readonly end?: { readonly usage: AgentUsage; readonly costUsd?: number; readonly elapsedMs: number };
 }
 
-/** A log entry that belongs to no step (the task's own notes, the run's start and end, a budget hit). */
+/**
+ * A log entry that belongs to no step: the task's own notes, the run's start and end, a budget hit, and
+ * what upstreams logged (the task log keeps an `upstream-log` as the upstream's entry, without its step).
+ */
 export interface TimelineNote {
   readonly kind: 'note';
   readonly seq: number;
@@ -51,7 +52,7 @@ export interface TimelineNote {
 export type TimelineItem = TimelineStep | TimelineNote;
 
 type Mutable<T> = { -readonly [Key in keyof T]: T[Key] };
-type StepDraft = Mutable<Omit<TimelineStep, 'tools' | 'logs'>> & { tools: Mutable<TimelineToolCall>[]; logs: Mutable<TimelineStep['logs'][number]>[]; llmAt?: number };
+type StepDraft = Mutable<Omit<TimelineStep, 'tools'>> & { tools: Mutable<TimelineToolCall>[]; llmAt?: number };
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 const number = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
@@ -59,8 +60,7 @@ const number = (value: unknown): number | undefined => (typeof value === 'number
 /**
  * Groups a task's log entries (the agent's events and the task's own `task-*` notes, oldest first) into
  * steps: each step's LLM call with its tokens and duration (between `llm-request` and `llm-response`, by
- * the entries' times), its tool calls with their outcomes, and what upstreams logged for it. Entries of no
- * step stay notes in place. A bounded log may have dropped older entries: a step is built from what is left.
+ * the entries' times) and its tool calls with their outcomes. Entries of no step stay notes in place. A bounded log may have dropped older entries: a step is built from what is left.
  */
 export function buildTimeline(entries: readonly TaskLogEntry[]): TimelineItem[] {
   const items: TimelineItem[] = [];
@@ -68,7 +68,7 @@ export function buildTimeline(entries: readonly TaskLogEntry[]): TimelineItem[] 
   const stepOf = (step: number): StepDraft => {
     let draft = steps.get(step);
     if (draft === undefined) {
-      draft = { kind: 'step', step, tools: [], logs: [] };
+      draft = { kind: 'step', step, tools: [] };
       steps.set(step, draft);
       items.push(draft);
     }
@@ -87,7 +87,7 @@ export function buildTimeline(entries: readonly TaskLogEntry[]): TimelineItem[] 
   for (const entry of entries) {
     const { data } = entry;
     const step = number(data.step);
-    if (step === undefined || !['step-start', 'llm-request', 'llm-response', 'tool-call', 'tool-result', 'tool-error', 'tool-denied', 'step-end', 'upstream-log'].includes(entry.type)) {
+    if (step === undefined || !['step-start', 'llm-request', 'llm-response', 'tool-call', 'tool-result', 'tool-error', 'tool-denied', 'step-end'].includes(entry.type)) {
       items.push({ kind: 'note', seq: entry.seq, time: entry.time, type: entry.type, data });
       continue;
     }
@@ -132,11 +132,6 @@ export function buildTimeline(entries: readonly TaskLogEntry[]): TimelineItem[] 
       case 'step-end':
         draft.end = { usage: data.usage as AgentUsage, ...(number(data.costUsd) === undefined ? {} : { costUsd: number(data.costUsd) }), elapsedMs: number(data.elapsedMs) ?? 0 };
         break;
-      case 'upstream-log': {
-        const logged = (data.entry ?? {}) as Readonly<Record<string, unknown>>;
-        draft.logs.push({ seq: entry.seq, upstream: text(logged.upstream) ?? '?', level: text(logged.level) ?? 'info', message: text(logged.message) ?? '' });
-        break;
-      }
       default:
         break;
     }

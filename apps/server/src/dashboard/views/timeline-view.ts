@@ -36,10 +36,8 @@ function noteText(note: TimelineNote): string {
       return `Budget ${str(data.name)} used up: ${str(data.used)} of ${str(data.limit)}`;
     case 'write-back':
       return `Write-back ${str(data.status)} (${str(data.nodeId)})${data.error === undefined ? '' : `: ${str(data.error)}`}`;
-    case 'upstream-log': {
-      const entry = (data.entry ?? {}) as Record<string, unknown>;
-      return `[${str(entry.upstream)} ${str(entry.level)}] ${str(entry.message)}`;
-    }
+    case 'upstream-log':
+      return preview(`[${str(data.upstream)} ${str(data.level)}] ${str(data.message)}`, 400);
     default:
       return preview(data, 200);
   }
@@ -75,7 +73,6 @@ function stepView(step: TimelineStep): Html {
   </div>`
   }
   ${step.tools.length === 0 ? '' : html`<ul class="tools">${step.tools.map(toolView)}</ul>`}
-  ${step.logs.length === 0 ? '' : html`<ul class="upstream-logs">${step.logs.map((log) => html`<li class="level-${log.level}">[${log.upstream} ${log.level}] ${preview(log.message, 300)}</li>`)}</ul>`}
 </li>`;
 }
 
