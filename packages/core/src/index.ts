@@ -73,6 +73,7 @@ export {
   type AgentRunner,
   type Caller,
   type CancelOutcome,
+  type StartOptions,
   type TaskEvent,
   type TaskManager,
   type TaskManagerOptions,
@@ -139,3 +140,7 @@ export {
   type WebhookOutbox,
   type WebhookSettlement,
 } from './webhooks/webhook-types.ts';
+// telemetry
+export { TRACER_NAME, type TracingOptions } from './telemetry/tracing.ts';
+export type { AgentTracing } from './telemetry/run-tracing.ts';
+export { carrierOf, contextOf, traceCarrierOf, type TraceCarrier } from './telemetry/trace-context.ts';

@@ -26,7 +26,7 @@ export async function generateStep(input: StepInput, record: StepRecord): Promis
     abortSignal: signal,
     providerOptions: input.providerOptions,
     ...(input.temperature === undefined ? {} : { temperature: input.temperature }),
-    telemetry: TELEMETRY_OFF,
+    telemetry: input.telemetry ?? TELEMETRY_OFF,
     onLanguageModelCallEnd: ({ content }) => {
       if (signal.aborted) return;
       for (const part of content) {

@@ -1,13 +1,14 @@
 import { APICallError, type ModelMessage } from 'ai';
 import { KlymError } from '../errors.ts';
 import { createRedactor } from '../redact.ts';
+import { startRunTracing, type RunTracing } from '../telemetry/run-tracing.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
 import { assertCheckpoint, createCheckpointer, resumeFrom } from './checkpoint.ts';
 import { removeOrphanedToolCalls } from './history.ts';
 import { withVisibleTools } from './language-model.ts';
 import { resolveModel } from './model-resolver.ts';
-import { runStep } from './run-step.ts';
+import { runStep, type StepInput } from './run-step.ts';
 import type { RunContext } from './self-check.ts';
 import { DEFAULT_SYSTEM_PROMPT, renderSystemPrompt } from './system-prompt.ts';
 import type { AgentEvent, AgentRunResult, AgentToolCall, AgentUsage, RunAgentOptions } from './types.ts';
@@ -79,6 +80,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
   const finish = (finishReason: string): AgentRunResult => {
     const costUsd = costOf(usage, price);
     emit({ type: 'run-end', finishReason, steps, usage, costUsd, elapsedMs: elapsed() });
+    tracing?.end({ finishReason, usage });
     // Tool calls are redacted like events; text and messages stay as the model and tools wrote them.
     return {
       text: texts.join('\n\n'),
@@ -104,6 +106,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     emit({ type: 'budget', ...hit });
     return finish(`budget:${hit.name}`);
   };
+  // Off by default: then no span, no AI SDK telemetry (it costs every step even with nothing listening), no `_meta`.
+  const tracing: RunTracing | undefined = options.tracing === undefined ? undefined : await startRunTracing(options.tracing, name, redactor.text);
   // Without a caller's scope the run is one: its sessions of `task`-scoped upstreams close when it ends.
   const scope = options.scope ?? options.pool.openScope('run');
 
@@ -145,6 +149,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
       onDuration: (toolCallId, durationMs) => durations.set(toolCallId, durationMs),
       onRequest: (call) => checkpoints.sent(call),
+      ...(tracing === undefined ? {} : { tracing: tracing.toolCalls }),
     });
     const visibleModel = withVisibleTools(model, new Set(catalog.allowed.map((tool) => tool.name)));
     const system = renderSystemPrompt(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, catalog.describe());
@@ -164,7 +169,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       checkpoints.beginStep(currentStep, { steps: currentStep - 1, messages, texts: savedTexts, usage, toolCalls: callCount });
 
       emit({ type: 'step-start', step: currentStep });
-      const outcome = await runStep({
+      const input: StepInput = {
         step: currentStep,
         model: visibleModel,
         streams,
@@ -182,7 +187,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
         accessOf,
         emit,
         progress: checkpoints,
-      });
+        ...(tracing === undefined ? {} : { telemetry: tracing.telemetry }),
+      };
+      const outcome = tracing === undefined ? await runStep(input) : await tracing.step(currentStep, () => runStep(input));
       // A new array, never `push`: the checkpoints handed out hold the old one, and it must not change under them.
       if (outcome.messages.length > 0) messages = messages.concat(outcome.messages);
       if (outcome.text !== '') {
@@ -206,11 +213,14 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
     if (options.scope === undefined) await scope.close();
+    // A run that threw before it could say how it ended (its catalog, a store) still closes its span.
+    tracing?.end();
   }
 
   function failed(error: unknown): KlymError {
     const failure = new KlymError('MODEL_ERROR', redactor.text(`Model ${name} failed: ${describeModelError(error)}`), { cause: redactor.value(error) });
     emit({ type: 'run-end', finishReason: 'error', steps, usage, costUsd: costOf(usage, price), elapsedMs: elapsed(), error: { code: failure.code, message: failure.message } });
+    tracing?.end({ finishReason: 'error', usage, error: failure });
     return failure;
   }
 }

@@ -1,4 +1,4 @@
-import type { ModelMessage, ToolSet } from 'ai';
+import type { ModelMessage, TelemetryOptions, ToolSet } from 'ai';
 import type { ToolAccess } from '../tools/tool-policy.ts';
 import type { ToolResultOutput } from '../tools/tool-result.ts';
 import { generateStep } from './generate-step.ts';
@@ -32,6 +32,8 @@ export interface StepInput {
   readonly maxRetries: number;
   readonly signal: AbortSignal;
   readonly providerOptions: ProviderOptions;
+  /** The AI SDK's telemetry, for a traced run. @default off (`{ isEnabled: false }`) */
+  readonly telemetry?: TelemetryOptions;
   /** Tool durations measured around the upstream call, by tool call id. */
   readonly durations: ReadonlyMap<string, number>;
   readonly accessOf: (toolName: string) => ToolAccess | undefined;

@@ -23,7 +23,7 @@ export async function streamStep(input: StepInput, record: StepRecord): Promise<
     abortSignal: input.signal,
     providerOptions: input.providerOptions,
     ...(input.temperature === undefined ? {} : { temperature: input.temperature }),
-    telemetry: TELEMETRY_OFF,
+    telemetry: input.telemetry ?? TELEMETRY_OFF,
     // Errors arrive as stream parts; without this the SDK would print them to the console.
     onError: () => {},
   });

@@ -3,6 +3,7 @@ import type { KlymErrorCode } from '../errors.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { SessionScope } from '../pool/session-scope.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
+import type { AgentTracing } from '../telemetry/run-tracing.ts';
 import type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules } from '../tools/tool-policy.ts';
 
 export type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules };
@@ -276,4 +277,13 @@ export interface RunAgentOptions {
    * @throws {KlymError} `CONFIG_INVALID` for a checkpoint that is not one, naming the field.
    */
   readonly resume?: AgentCheckpoint;
+  /**
+   * Traces the run with OpenTelemetry: its span (`invoke_agent klym`, child of `tracing.parent` or the active
+   * context), a span per step (`step <n>`), the AI SDK's own spans of each model call (`invoke_agent <model>` →
+   * `chat <model>`, `execute_tool <tool>`), and a `tools/call <tool>` span per upstream call, whose W3C
+   * context goes to the upstream in `params._meta`. Nesting the AI SDK's spans needs a context manager
+   * registered with `@opentelemetry/api` (as an OpenTelemetry Node SDK does).
+   * @default off: no span, the AI SDK's telemetry off, nothing added to a call's `_meta`
+   */
+  readonly tracing?: AgentTracing;
 }

@@ -5,6 +5,7 @@ import { KlymError, isKlymError } from '../errors.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
 import { toMcpTask, toToolResult } from './mcp-task-view.ts';
+import { startOptionsOf } from './start-options.ts';
 
 /** Options of {@link createMcpTaskStore}. */
 export interface McpTaskStoreOptions {
@@ -72,7 +73,7 @@ export function createMcpTaskStore(service: TaskService, options: McpTaskStoreOp
     principal: options.principal,
     toTask,
     async createTask(_params: CreateTaskOptions, _requestId, request: Request) {
-      const started = await service.start(request.params?.arguments ?? {}, options.principal);
+      const started = await service.start(request.params?.arguments ?? {}, options.principal, startOptionsOf(request.params?.['_meta']));
       return toTask(await visible(started.task_id));
     },
     async getTask(taskId) {

@@ -5,6 +5,7 @@ import { cancelTaskShape, checkTaskShape, listTasksShape, startTaskShape } from 
 import type { TaskService } from '../tasks/task-service.ts';
 import type { TaskRecord } from '../tasks/task-types.ts';
 import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
+import { startOptionsOf } from './start-options.ts';
 
 /** The `instructions` an MCP server serving the task tools can give in `initialize`. */
 export const TASK_TOOLS_INSTRUCTIONS =
@@ -15,8 +16,11 @@ export const TASK_TOOLS_INSTRUCTIONS =
 /** What a tool handler is given besides its arguments (the part of the SDK's `RequestHandlerExtra` used here). */
 export interface TaskToolExtra {
   readonly authInfo?: { readonly clientId?: string } | undefined;
-  /** The request's `_meta`: a `progressToken` asks for `notifications/progress` of the task it starts. */
-  readonly _meta?: { readonly progressToken?: ProgressToken } | undefined;
+  /**
+   * The request's `_meta`: a `progressToken` asks for `notifications/progress` of the task it starts; a W3C
+   * `traceparent` (with its `tracestate`) makes the task's span a child of the caller's.
+   */
+  readonly _meta?: { readonly progressToken?: ProgressToken; readonly traceparent?: unknown; readonly tracestate?: unknown } | undefined;
 }
 
 /** Options of {@link registerTaskTools}. */
@@ -91,7 +95,7 @@ export function registerTaskTools(server: McpServer, service: TaskService, optio
     (args, extra) =>
       answer(async () => {
         const principal = principalOf(extra);
-        const view = await service.start(args, principal);
+        const view = await service.start(args, principal, startOptionsOf(extra['_meta']));
         started.add(view.task_id);
         const token = progressTokenOf(extra);
         if (token !== undefined) progress.watch(view.task_id, principal, token);

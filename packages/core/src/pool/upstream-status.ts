@@ -13,6 +13,12 @@ export interface CallToolOptions {
   readonly onProgress?: (progress: Progress) => void;
   /** Receives what the upstream logs (notifications, stderr) while it serves this call. */
   readonly onLog?: (entry: UpstreamLogEntry) => void;
+  /**
+   * Entries for the request's `params._meta`, sent as they are: a trace context's `traceparent` and
+   * `tracestate` (SEP-414), so that the upstream's span of the call is a child of the caller's.
+   * @default none: the request carries no `_meta` (but a `progressToken` when `onProgress` is given)
+   */
+  readonly meta?: Readonly<Record<string, unknown>>;
 }
 
 /** One upstream as `status()` shows it. */

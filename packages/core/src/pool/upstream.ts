@@ -234,7 +234,7 @@ export class Upstream {
   /** One `tools/call` on `session`, cut short with `call`. */
   #callOn(session: UpstreamSession, call: InFlightCall, toolName: string, args: Record<string, unknown>, options: CallToolOptions): Promise<CallToolResult> {
     const timeout = options.timeoutMs ?? this.config.requestMs;
-    const request = { name: toolName, arguments: args };
+    const request = options.meta === undefined ? { name: toolName, arguments: args } : { name: toolName, arguments: args, _meta: { ...options.meta } };
     if (options.onProgress === undefined) return call.request(session, session.client.callTool(request, undefined, { timeout }) as Promise<CallToolResult>);
     return this.#callWithProgress(session, call, request, timeout, options.onProgress);
   }
@@ -243,7 +243,7 @@ export class Upstream {
   async #callWithProgress(
     session: UpstreamSession,
     call: InFlightCall,
-    request: { name: string; arguments: Record<string, unknown> },
+    request: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> },
     timeout: number,
     onProgress: NonNullable<CallToolOptions['onProgress']>,
   ): Promise<CallToolResult> {

@@ -3,6 +3,7 @@ import type { AgentCheckpoint, AgentEvent, AgentRunResult, RunAgentOptions } fro
 import { KlymError, isKlymError, type KlymErrorCode } from '../errors.ts';
 import type { UpstreamConfig } from '../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
+import type { AgentTracing } from '../telemetry/run-tracing.ts';
 
 /** What the runner thread is started with (`workerData`). */
 export interface RunnerThreadData {
@@ -13,11 +14,15 @@ export interface RunnerThreadData {
   readonly aiSdkLogWarnings?: false;
   /** Steps below the process's scheduling priority the thread runs at. */
   readonly niceness: number;
+  /** The module the thread imports before any run (`ThreadRunnerOptions.setup`), as a URL string. */
+  readonly setup?: string;
 }
 
 /** The part of a run's options that crosses the thread; the thread supplies the pool, scope, signal and listeners. */
-export type PortableRunOptions = Omit<RunAgentOptions, 'pool' | 'scope' | 'signal' | 'onEvent' | 'onCheckpoint' | 'model'> & {
+export type PortableRunOptions = Omit<RunAgentOptions, 'pool' | 'scope' | 'signal' | 'onEvent' | 'onCheckpoint' | 'model' | 'tracing'> & {
   readonly model?: string;
+  /** The run's tracing without its tracer (the thread's registered provider makes the spans), its parent as W3C data. */
+  readonly tracing?: Omit<AgentTracing, 'tracer'>;
   /** The scope's id on the main thread (the task's id): the thread opens its own scope under it. */
   readonly scopeId: string;
 };

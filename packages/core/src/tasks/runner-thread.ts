@@ -30,6 +30,9 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
   // The main thread checked the upstreams; should opening still fail, each run reports it.
   opening.catch(() => {});
   const runs = new Map<number, ThreadRun>();
+  // What is per thread (an OpenTelemetry SDK): loaded before any run; a module that fails to load fails each run.
+  const setup: Promise<{ close?: unknown } | undefined> = data.setup === undefined ? Promise.resolve(undefined) : import(data.setup);
+  setup.catch(() => {});
 
   const start = (id: number, options: PortableRunOptions): ThreadRun => {
     const controller = new AbortController();
@@ -41,6 +44,7 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
     const execute = async (): Promise<void> => {
       let scope: SessionScope | undefined;
       try {
+        await setup;
         const pool = await opening;
         scope = pool.openScope(scopeId);
         const result = await runAgent({
@@ -98,6 +102,7 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
           for (const run of left) run.controller.abort(new KlymError('ABORTED', 'The runner thread is closing'));
           await Promise.allSettled(left.map((run) => run.done));
           await opening.then((pool) => pool.close({ drainTimeoutMs: message.drainTimeoutMs })).catch(() => {});
+          await setup.then((module) => (typeof module?.close === 'function' ? module.close() : undefined)).catch(() => {});
           post({ type: 'closed' });
         })();
         break;

@@ -3,6 +3,9 @@ import { KlymError, isKlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { Redactor } from '../redact.ts';
+import { startTaskSpan } from '../telemetry/task-span.ts';
+import type { ToolCallTracing } from '../telemetry/tool-call-span.ts';
+import type { TracingOptions } from '../telemetry/tracing.ts';
 import type { AnnouncedEvent, RunOutcome, TaskLease } from './queue/task-queue.ts';
 import type { AgentRunner, TaskEvent } from './task-manager.ts';
 import { createProgress, eventData } from './task-progress.ts';
@@ -25,6 +28,8 @@ export interface TaskExecutionContext {
   readonly resumeOnRestart: boolean;
   readonly writeBack: WriteBackOptions | undefined;
   readonly onEvent: ((event: TaskEvent) => void) | undefined;
+  /** Traces each run of a task; absent when tracing is off. */
+  readonly tracing: TracingOptions | undefined;
   /** A task ended here (after its `task-end` event): the queue tells the processes that share it. */
   /** Tells the other processes of a shared queue that a task started, resumed or ended here. */
   readonly announce: (type: AnnouncedEvent, id: string) => void;
@@ -89,7 +94,7 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     log(task.id, 'write-back', { status: 'failed', nodeId: task.writeBack.nodeId, error });
   };
 
-  const recordResult = async (task: TaskRecord): Promise<void> => {
+  const recordResult = async (task: TaskRecord, tracing: ToolCallTracing | undefined): Promise<void> => {
     const text = task.result?.finalText ?? '';
     const provenance = {
       prompt: redact.text(task.request.prompt),
@@ -97,7 +102,7 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       principal: task.principal,
       finishReason: task.result?.finishReason ?? 'unknown',
     };
-    const outcome = await writeBackResult(context.pool, { id: task.id, text, time: new Date(task.finishedAt ?? Date.now()), provenance }, context.writeBack);
+    const outcome = await writeBackResult(context.pool, { id: task.id, text, time: new Date(task.finishedAt ?? Date.now()), provenance }, context.writeBack, tracing);
     const updated = await store.update(task.id, { writeBack: outcome.error === undefined ? outcome : { ...outcome, error: redact.text(outcome.error) } });
     log(task.id, 'write-back', { ...outcome });
     if (updated !== undefined) emit({ type: 'task-write-back', task: updated });
@@ -175,14 +180,16 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     };
     // The task's own sessions of `task`-scoped upstreams: closed in `finally`, on cancel, timeout and release too.
     const scope = context.pool.openScope(id);
-    const runOptions = runOptionsOf(task, { pool: context.pool, scope, defaults, secrets: context.secrets, taskTimeoutMs: context.taskTimeoutMs, signal: controller.signal, onEvent, onCheckpoint, checkpoint });
+    const span = context.tracing === undefined ? undefined : startTaskSpan(context.tracing, task, resumed, redact.text);
+    const tracing = span === undefined ? undefined : { ...context.tracing, ...(span.carrier === undefined ? {} : { parent: span.carrier }) };
+    const runOptions = runOptionsOf(task, { pool: context.pool, scope, defaults, secrets: context.secrets, taskTimeoutMs: context.taskTimeoutMs, signal: controller.signal, onEvent, onCheckpoint, checkpoint, tracing });
     try {
       const result = await raceAbort(Promise.resolve().then(() => context.run(runOptions)), controller.signal).finally(progress.save);
       if (result.finishReason === 'cancelled' || controller.signal.aborted) throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);
       if (!(await lease.holds())) return 'left';
       const record = task.request.recordResult ?? context.writeBack?.byDefault ?? false;
       const done = await finish(id, ['running'], completionOf(task, result, { checkpoint, writeBack: record, redact }));
-      if (done !== undefined && record) await recordResult(done);
+      if (done !== undefined && record) await recordResult(done, span?.toolCalls);
     } catch (error) {
       // Released: the task stays `running` with its checkpoint, for the run that takes it up next.
       if (lease.released()) return 'left';
@@ -202,6 +209,7 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       lease.signal.removeEventListener('abort', onLeaseAbort);
       // A run that ignored its abort still has its calls cut here: the scope aborts what it has in flight.
       await scope.close();
+      if (span !== undefined) span.end(await store.get(id).catch(() => undefined));
     }
     return 'ended';
   };

@@ -5,6 +5,8 @@ import { runAgent } from '../agent/run-agent.ts';
 import { KlymError } from '../errors.ts';
 import { createRedactor } from '../redact.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
+import type { TraceCarrier } from '../telemetry/trace-context.ts';
+import type { TracingOptions } from '../telemetry/tracing.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
 import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
 import type { TaskQueue } from './queue/task-queue.ts';
@@ -76,6 +78,12 @@ export interface TaskManagerOptions {
   readonly secrets?: readonly string[];
   /** Receives task lifecycle events. */
   readonly onEvent?: (event: TaskEvent) => void;
+  /**
+   * Traces tasks with OpenTelemetry: each run of a task is a `klym task` span — a child of the trace context
+   * its start carried (`start`'s `trace`), starting when the task was created — with the run's spans
+   * (`runAgent`'s `tracing`) and the write-back's call beneath it. @default off: no span at all
+   */
+  readonly tracing?: TracingOptions;
 }
 
 /** A task's lifecycle, as {@link TaskManagerOptions.onEvent} receives it (noun-verb). */
@@ -94,6 +102,12 @@ export interface Caller {
   readonly principal: string;
 }
 
+/** How a task is started, beside what it asks for. */
+export interface StartOptions {
+  /** The W3C trace context of the request that starts it (an MCP request's `params._meta`): kept with the task, the parent of its spans. */
+  readonly trace?: TraceCarrier;
+}
+
 /** What `cancel` did. */
 export interface CancelOutcome {
   /** Whether this call cancelled the task (false when it had already finished or another cancel won). */
@@ -110,7 +124,7 @@ export interface TaskManager extends AsyncDisposable {
    * @throws {KlymError} `SHUTTING_DOWN` after `close()`; `TASK_QUEUE_FULL` past `maxQueued`;
    * `STORE_UNAVAILABLE` when the store or a shared queue cannot be reached (the task, if stored, ends as `error`)
    */
-  start(request: TaskRequest, caller: Caller): Promise<TaskRecord>;
+  start(request: TaskRequest, caller: Caller, options?: StartOptions): Promise<TaskRecord>;
   /** @throws {KlymError} `TASK_NOT_FOUND` when no task of that id is visible to `caller` */
   get(id: string, caller: Caller): Promise<TaskRecord>;
   /** Log entries with `seq > after`, at most `limit`. @throws {KlymError} `TASK_NOT_FOUND` */
@@ -175,6 +189,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     resumeOnRestart,
     writeBack: options.writeBack,
     onEvent: options.onEvent,
+    tracing: options.tracing,
     announce: (type, id) => queue.announce(type, id),
   });
   const { log, emit, finish } = execution;
@@ -246,7 +261,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   sweeper.unref();
 
   const manager: TaskManager = {
-    async start(request, caller) {
+    async start(request, caller, startOptions = {}) {
       if (closing) throw new KlymError('SHUTTING_DOWN', 'Klym is shutting down and takes no new tasks');
       await recovered;
       if (request.idempotencyKey !== undefined) {
@@ -266,6 +281,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         createdAt: new Date().toISOString(),
         currentStep: queue.hasFreeSlot() ? 'starting' : 'queued',
         usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: undefined },
+        ...(startOptions.trace === undefined ? {} : { trace: startOptions.trace }),
       };
       const stored = await store.insert(task);
       if (stored.id !== id) return stored; // another start with the same key won

@@ -2,10 +2,11 @@ import type { AgentCheckpoint, AgentEvent, AgentRunResult, RunAgentOptions } fro
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { SessionScope } from '../pool/session-scope.ts';
 import type { Redactor } from '../redact.ts';
+import type { AgentTracing } from '../telemetry/run-tracing.ts';
 import type { TaskPatch, TaskRecord } from './task-types.ts';
 
 /** Run options every task gets unless its request says otherwise (and the request may only narrow). */
-export type TaskRunDefaults = Omit<RunAgentOptions, 'pool' | 'scope' | 'prompt' | 'signal' | 'onEvent' | 'model'> & { readonly model?: string };
+export type TaskRunDefaults = Omit<RunAgentOptions, 'pool' | 'scope' | 'prompt' | 'signal' | 'onEvent' | 'model' | 'tracing'> & { readonly model?: string };
 
 /** What a task's run is wired to: the manager's side of it. */
 export interface TaskRunWiring {
@@ -19,6 +20,8 @@ export interface TaskRunWiring {
   readonly onCheckpoint: (checkpoint: AgentCheckpoint) => void;
   /** The checkpoint to continue, for a task resumed after a restart. */
   readonly checkpoint: AgentCheckpoint | undefined;
+  /** The run's tracing, its parent the task's span; absent when tracing is off. */
+  readonly tracing?: AgentTracing | undefined;
 }
 
 /**
@@ -44,6 +47,7 @@ export function runOptionsOf(task: TaskRecord, wiring: TaskRunWiring): RunAgentO
     onEvent: wiring.onEvent,
     onCheckpoint: wiring.onCheckpoint,
     ...(wiring.checkpoint === undefined ? {} : { resume: wiring.checkpoint }),
+    ...(wiring.tracing === undefined ? {} : { tracing: wiring.tracing }),
   };
 }
 

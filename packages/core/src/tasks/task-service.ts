@@ -8,7 +8,7 @@ import { createWebhookDispatcher, type WebhookDispatcher } from '../webhooks/web
 import type { WebhookEndpoint } from '../webhooks/webhook-types.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
 import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthView } from './capabilities.ts';
-import { createTaskManager, type TaskEvent, type TaskManager, type TaskManagerOptions } from './task-manager.ts';
+import { createTaskManager, type StartOptions, type TaskEvent, type TaskManager, type TaskManagerOptions } from './task-manager.ts';
 import type { TaskRunDefaults } from './task-run.ts';
 import {
   cancelTaskSchema,
@@ -43,7 +43,7 @@ type ServiceRunOptions = Pick<TaskRunDefaults, 'providers' | 'prices' | 'maxRetr
  * request is narrowed to.
  */
 export interface TaskServiceOptions
-  extends Pick<TaskManagerOptions, 'pool' | 'store' | 'queue' | 'log' | 'run' | 'maxConcurrent' | 'maxQueued' | 'taskTimeoutMs' | 'ttlMs' | 'resumeOnRestart' | 'writeBack'>,
+  extends Pick<TaskManagerOptions, 'pool' | 'store' | 'queue' | 'log' | 'run' | 'maxConcurrent' | 'maxQueued' | 'taskTimeoutMs' | 'ttlMs' | 'resumeOnRestart' | 'writeBack' | 'tracing'>,
     ServiceRunOptions {
   /** The models a caller may name in `model`; the first is the default. @default TASK_DEFAULTS.models (['scripted']) */
   readonly models?: readonly string[];
@@ -83,9 +83,10 @@ export interface TaskService extends AsyncDisposable {
   /**
    * `start_async_agent_task`: narrows the request to what the server allows and queues it. The same
    * principal with the same `idempotency_key` gets the task it already started, whatever its status.
+   * `options.trace` is the W3C trace context the request carried (see `traceCarrierOf`), the parent of the task's spans.
    * @throws {KlymError} `INVALID_ARGUMENT`, `TASK_QUEUE_FULL`, `SHUTTING_DOWN`
    */
-  start(args: unknown, principal: string): Promise<TaskStartView>;
+  start(args: unknown, principal: string, options?: StartOptions): Promise<TaskStartView>;
   /** `check_task_status`: a glance of at most 1,200 characters by default; `log_after` pages the log, `full_result` gives the whole answer. */
   status(args: unknown, principal: string): Promise<TaskStatusView>;
   /** A page of a task's log, entries whole: `{ task_id, after?, limit? }` (limit up to 500). */
@@ -159,7 +160,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
   }
   const tasks = createTaskManager({
     pool,
-    ...pick(options, ['queue', 'log', 'run', 'maxConcurrent', 'maxQueued', 'ttlMs', 'resumeOnRestart', 'writeBack']),
+    ...pick(options, ['queue', 'log', 'run', 'maxConcurrent', 'maxQueued', 'ttlMs', 'resumeOnRestart', 'writeBack', 'tracing']),
     ...(store === undefined ? {} : { store }),
     taskTimeoutMs,
     ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
@@ -183,10 +184,10 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     tasks,
     pool,
     ttlMs: options.ttlMs ?? TASK_DEFAULTS.ttlMs,
-    async start(args, principal) {
+    async start(args, principal, startOptions) {
       const request = await narrowTaskRequest(parseArgs(startTaskSchema, args), limits, listTools);
       // With a key used before, this is the earlier task: its own model and budget are what it runs under.
-      const task = await tasks.start(request, { principal });
+      const task = await tasks.start(request, { principal }, startOptions);
       return {
         task_id: task.id,
         status: task.status,

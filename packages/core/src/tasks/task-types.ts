@@ -1,5 +1,6 @@
 import type { AgentBudget, AgentCheckpoint, ToolSelection } from '../agent/types.ts';
 import type { KlymErrorCode } from '../errors.ts';
+import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import type { WebhookOutbox } from '../webhooks/webhook-types.ts';
 import type { TaskLogPage } from './task-log.ts';
 
@@ -90,10 +91,12 @@ export interface TaskRecord {
   readonly elapsedMs?: number;
   /** When the task was resumed after a restart: the step it continued after, each time. */
   readonly resumes?: readonly number[];
+  /** The W3C trace context the start request carried (`params._meta`): the task's spans are its children, after a restart too. */
+  readonly trace?: TraceCarrier;
 }
 
 /** A change to a task's fields other than its identity. */
-export type TaskPatch = Partial<Omit<TaskRecord, 'id' | 'principal' | 'request' | 'createdAt'>>;
+export type TaskPatch = Partial<Omit<TaskRecord, 'id' | 'principal' | 'request' | 'createdAt' | 'trace'>>;
 
 /** What a store's `list` filters by. */
 export interface TaskFilter {

@@ -1,10 +1,13 @@
 import { Worker } from 'node:worker_threads';
+import { context, trace } from '@opentelemetry/api';
 import type { ModelMessage } from 'ai';
 import type { AgentCheckpoint, AgentRunResult, CheckpointTaken, RunAgentOptions } from '../agent/types.ts';
 import { KlymError } from '../errors.ts';
 import { resolveUpstreamConfig, type UpstreamConfig } from '../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
 import { createRedactor } from '../redact.ts';
+import type { AgentTracing } from '../telemetry/run-tracing.ts';
+import { carrierOf } from '../telemetry/trace-context.ts';
 import { applyConversationDelta, createSender, fromPortableError, type FromRunnerThread, type PortableRunOptions, type RunnerThreadData, type ToRunnerThread } from './runner-messages.ts';
 import type { AgentRunner } from './task-manager.ts';
 
@@ -27,6 +30,14 @@ export interface ThreadRunnerOptions {
    * status polls — runs first, and the runs take what it leaves. 0 keeps the process's priority. @default 10
    */
   readonly niceness?: number;
+  /**
+   * A module the thread imports before its first run, for what is per thread: `klym serve` registers an
+   * OpenTelemetry SDK there when tracing is on, since the thread has globals of its own (a run's `tracing`
+   * crosses without its `tracer`, and the thread's registered provider makes the spans). If the module
+   * exports `close()`, the thread awaits it when it closes (to flush what it buffered). A module that
+   * fails to load fails each run with its error. @default none
+   */
+  readonly setup?: string | URL;
 }
 
 /** A runner of tasks' agents on a worker thread of its own: an {@link AgentRunner} that must be closed. */
@@ -90,6 +101,7 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
     // The AI SDK prints its warnings unless this global says not to; the thread has globals of its own.
     ...((globalThis as { AI_SDK_LOG_WARNINGS?: unknown }).AI_SDK_LOG_WARNINGS === false ? { aiSdkLogWarnings: false as const } : {}),
     niceness: nicenessOf(options.niceness ?? 10),
+    ...(options.setup === undefined ? {} : { setup: String(options.setup) }),
   };
   const drainTimeoutMs = options.drainTimeoutMs ?? 5_000;
   let current: RunnerThread | undefined;
@@ -281,14 +293,22 @@ function portableUpstreams(upstreams: Readonly<Record<string, UpstreamConfig>>):
  * @throws {KlymError} `CONFIG_INVALID` for a model object, or another option that is a function.
  */
 function portableRunOptions(options: RunAgentOptions): PortableRunOptions {
-  const { pool: _pool, scope, signal: _signal, onEvent: _onEvent, onCheckpoint: _onCheckpoint, model, ...rest } = options;
+  const { pool: _pool, scope, signal: _signal, onEvent: _onEvent, onCheckpoint: _onCheckpoint, model, tracing, ...rest } = options;
   if (model !== undefined && typeof model !== 'string') {
     throw new KlymError('CONFIG_INVALID', `Expected \`model\` to be a model name on the runner thread, got a model object (${model.provider}:${model.modelId}); only names cross the thread`);
   }
   for (const [key, value] of Object.entries(rest)) {
     if (typeof value === 'function') throw new KlymError('CONFIG_INVALID', `Expected \`${key}\` to be data on the runner thread, got a function; it cannot cross the thread`);
   }
-  return { ...rest, ...(model === undefined ? {} : { model }), scopeId: scope?.id ?? 'run' };
+  return { ...rest, ...(model === undefined ? {} : { model }), ...(tracing === undefined ? {} : { tracing: portableTracing(tracing) }), scopeId: scope?.id ?? 'run' };
+}
+
+/** A run's tracing as it crosses: its parent, else the active span here, as W3C data; no tracer. */
+function portableTracing({ tracer: _tracer, ...tracing }: AgentTracing): Omit<AgentTracing, 'tracer'> {
+  if (tracing.parent !== undefined) return tracing;
+  const active = trace.getSpanContext(context.active());
+  const parent = active === undefined ? undefined : carrierOf(active);
+  return parent === undefined ? tracing : { ...tracing, parent };
 }
 
 function nicenessOf(value: number): number {

@@ -1,5 +1,6 @@
 import { clipText } from '../internal/clip-text.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
+import { traceToolCall, type ToolCallTracing } from '../telemetry/tool-call-span.ts';
 import type { WriteBackOutcome } from './task-types.ts';
 
 /** Where and how a task's result is written into the graph. */
@@ -47,6 +48,7 @@ export async function writeBackResult(
   pool: SessionPool,
   task: { readonly id: string; readonly text: string; readonly time: Date; readonly provenance?: WriteBackProvenance },
   options: WriteBackOptions = {},
+  tracing?: ToolCallTracing,
 ): Promise<WriteBackOutcome> {
   const nodeId = `klym_${task.id}`;
   const time = task.time.toISOString();
@@ -64,12 +66,15 @@ export async function writeBackResult(
           partial: provenance.finishReason.startsWith('budget:'),
         };
   try {
-    const reply = await pool.callTool(
-      options.upstream ?? 'grynya',
-      'add_node',
-      { node_type: 'Analysis', node_data: { id: nodeId, full_text: task.text, time, ...origin }, day_id: dayId, time },
-      { timeoutMs: options.timeoutMs ?? 30_000 },
-    );
+    const upstream = options.upstream ?? 'grynya';
+    const send = (meta?: Readonly<Record<string, unknown>>) =>
+      pool.callTool(
+        upstream,
+        'add_node',
+        { node_type: 'Analysis', node_data: { id: nodeId, full_text: task.text, time, ...origin }, day_id: dayId, time },
+        { timeoutMs: options.timeoutMs ?? 30_000, ...(meta === undefined ? {} : { meta }) },
+      );
+    const reply = tracing === undefined ? await send() : await traceToolCall(tracing, { upstream, toolName: 'add_node' }, (meta) => send(meta && { ...meta }));
     const text = reply.content.map((item) => (item.type === 'text' ? item.text : '')).join('');
     let parsed: unknown;
     try {

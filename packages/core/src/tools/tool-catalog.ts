@@ -6,6 +6,8 @@ import { raceAbort } from '../internal/abort.ts';
 import type { PoolTool, SessionPool } from '../pool/session-pool.ts';
 import type { SessionScope } from '../pool/session-scope.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
+import { traceToolCall, type ToolCallTracing } from '../telemetry/tool-call-span.ts';
+import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import { assertAccessRules, isReadOnlyTool, toolAccess, type AccessRules, type ToolAccess } from './tool-policy.ts';
 import { resolveProbe, type ResolvedProbe } from './tool-probe.ts';
 import { toModelOutput } from './tool-result.ts';
@@ -47,6 +49,11 @@ export interface ToolCallHooks {
    * rejects) fails the call, unsent.
    */
   readonly onRequest?: (call: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown }) => void | Promise<void>;
+  /**
+   * Traces each call: a `tools/call <tool>` span of the MCP conventions, whose W3C context goes in the
+   * request's `params._meta`. @default none: no span, and no `_meta` added
+   */
+  readonly tracing?: ToolCallTracing;
 }
 
 /** The pool's tools for one run, with the run's policies applied. */
@@ -173,12 +180,15 @@ function toAiTool(tool: CatalogTool, pool: SessionPool, validators: Validators, 
       // Awaited only when it is a Promise: a synchronous store's record costs the call no extra tick.
       if (recorded instanceof Promise) await recorded;
       const started = performance.now();
-      try {
-        return await (hooks.scope ?? pool).callTool(tool.upstream, tool.originalName, input as Record<string, unknown>, {
+      const send = (meta?: TraceCarrier): Promise<CallToolResult> =>
+        (hooks.scope ?? pool).callTool(tool.upstream, tool.originalName, input as Record<string, unknown>, {
           ...(abortSignal === undefined ? {} : { signal: abortSignal }),
           ...(hooks.timeoutMs === undefined ? {} : { timeoutMs: hooks.timeoutMs }),
           ...(hooks.onLog === undefined ? {} : { onLog: (entry: UpstreamLogEntry) => hooks.onLog?.(entry, toolCallId) }),
+          ...(meta === undefined ? {} : { meta: { ...meta } }),
         });
+      try {
+        return hooks.tracing === undefined ? await send() : await traceToolCall(hooks.tracing, { upstream: tool.upstream, toolName: tool.originalName, toolCallId }, send);
       } finally {
         hooks.onDuration?.(toolCallId, performance.now() - started);
       }
