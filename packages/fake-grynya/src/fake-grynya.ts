@@ -39,6 +39,8 @@ export interface FakeGrynyaStats {
   refusedBeforeInitialize: number;
   /** MCP sessions open now, over both transports. */
   sessionsOpen: number;
+  /** The `params._meta` of the latest tool calls (the last 100), oldest first: what a client sent besides the arguments, such as a trace context. */
+  readonly callMeta: { readonly tool: string; readonly meta: Readonly<Record<string, unknown>> | undefined }[];
 }
 
 /** A running fake grynya-mcp-server. */
@@ -79,7 +81,7 @@ export async function createFakeGrynya(options: FakeGrynyaOptions = {}): Promise
   const allowedHosts = options.allowedHosts === undefined ? undefined : new Set(options.allowedHosts.map((name) => name.toLowerCase()));
   const graph = new Graph();
   const faults: Faults = { delayMs: 0, hang: false, dbDisconnected: false, error: undefined };
-  const stats: FakeGrynyaStats = { initialize: 0, toolCalls: 0, calls: {}, cancelled: 0, rejectedHost: 0, refusedBeforeInitialize: 0, sessionsOpen: 0 };
+  const stats: FakeGrynyaStats = { initialize: 0, toolCalls: 0, calls: {}, cancelled: 0, rejectedHost: 0, refusedBeforeInitialize: 0, sessionsOpen: 0, callMeta: [] };
   const sseSessions = new Map<string, SSEServerTransport>();
   const httpSessions = new Map<string, StreamableHTTPServerTransport>();
   const servers = new Set<McpServer>();
@@ -87,6 +89,12 @@ export async function createFakeGrynya(options: FakeGrynyaOptions = {}): Promise
   let http: Server | undefined;
   let port = options.port ?? 0;
   let closed: Promise<void> | undefined;
+
+  function recordMeta(params: Record<string, unknown> | undefined): void {
+    const meta = params?.['_meta'];
+    stats.callMeta.push({ tool: String(params?.['name']), meta: typeof meta === 'object' && meta !== null ? { ...meta } : undefined });
+    if (stats.callMeta.length > 100) stats.callMeta.shift();
+  }
 
   /** Connects a fresh MCP server to `transport`, refusing requests until the session is initialized, counting what arrives. */
   async function serve(transport: Transport): Promise<void> {
@@ -121,6 +129,7 @@ export async function createFakeGrynya(options: FakeGrynyaOptions = {}): Promise
           return;
         }
       }
+      if (isJSONRPCRequest(message) && message.method === 'tools/call') recordMeta(message.params);
       handle(message, extra);
     };
   }

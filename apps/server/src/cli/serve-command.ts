@@ -3,6 +3,7 @@ import { handleProcessFaults, serveStdio, startKlymServer } from '../server/inde
 import { configFor, EXIT, type CliIo } from './cli.ts';
 import { aborted, logSink, upstreamNames } from './log-sink.ts';
 import type { CommandLine } from './parse-command.ts';
+import { openTracing } from '../telemetry/tracing-env.ts';
 
 /**
  * `klym serve`: Klym's MCP server, built from the layered configuration, until `io.signal` aborts
@@ -14,7 +15,13 @@ import type { CommandLine } from './parse-command.ts';
 export async function serveCommand(parsed: CommandLine, io: CliIo): Promise<number> {
   const { config, file } = configFor(parsed, io);
   const sink = logSink(config, io);
-  const options = { ...serverOptions(config, io.cwd), log: sink.log };
+  // Off unless the standard OTEL_* environment asks for it; a variable Klym cannot honour stops start-up, named.
+  const tracing = await openTracing(io.env).catch(async (error: unknown) => {
+    await sink.close();
+    throw error;
+  });
+  if (tracing !== undefined) sink.log(`klym: tracing on: spans go to ${tracing.destination}`);
+  const options = { ...serverOptions(config, io.cwd), log: sink.log, ...(tracing === undefined ? {} : { tracing: { tracer: tracing.tracer } }) };
   const fault = new AbortController();
   const stopHandling = handleProcessFaults({ log: sink.log, secrets: configSecrets(config), shutdown: () => fault.abort() });
   const stopped = Promise.race([aborted(io.signal), aborted(fault.signal)]);
@@ -41,6 +48,8 @@ export async function serveCommand(parsed: CommandLine, io: CliIo): Promise<numb
     return status();
   } finally {
     stopHandling();
+    // After the server closed: the spans of the tasks it ended are exported too.
+    await tracing?.close();
     await sink.close();
   }
 }

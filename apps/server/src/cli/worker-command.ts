@@ -2,6 +2,7 @@ import { configSecrets, serverOptions } from '../config/core-options.ts';
 import { handleProcessFaults, startKlymWorker } from '../server/index.ts';
 import { configFor, EXIT, type CliIo } from './cli.ts';
 import type { CommandLine } from './parse-command.ts';
+import { openTracing } from '../telemetry/tracing-env.ts';
 import { aborted, logSink, upstreamNames } from './log-sink.ts';
 
 /** `host:port/db` of a Redis URL: never its user or password. */
@@ -19,7 +20,13 @@ const redisWhere = (url: string): string => {
 export async function workerCommand(parsed: CommandLine, io: CliIo): Promise<number> {
   const { config, file } = configFor(parsed, io);
   const sink = logSink(config, io);
-  const options = { ...serverOptions(config, io.cwd), host: config.worker.host, port: config.worker.port, log: sink.log };
+  // Off unless the standard OTEL_* environment asks for it; a variable Klym cannot honour stops start-up, named.
+  const tracing = await openTracing(io.env).catch(async (error: unknown) => {
+    await sink.close();
+    throw error;
+  });
+  if (tracing !== undefined) sink.log(`klym: tracing on: spans go to ${tracing.destination}`);
+  const options = { ...serverOptions(config, io.cwd), host: config.worker.host, port: config.worker.port, log: sink.log, ...(tracing === undefined ? {} : { tracing: { tracer: tracing.tracer } }) };
   const fault = new AbortController();
   const stopHandling = handleProcessFaults({ log: sink.log, secrets: configSecrets(config), shutdown: () => fault.abort() });
   try {
@@ -34,6 +41,8 @@ export async function workerCommand(parsed: CommandLine, io: CliIo): Promise<num
     return fault.signal.aborted ? EXIT.failure : EXIT.ok;
   } finally {
     stopHandling();
+    // After the server closed: the spans of the tasks it ended are exported too.
+    await tracing?.close();
     await sink.close();
   }
 }

@@ -17,6 +17,7 @@ import {
   type UpstreamLogEntry,
 } from '@klym/core';
 import { redactUrl } from '../config/redact.ts';
+import { THREAD_TRACING_SETUP } from '../telemetry/tracing-env.ts';
 import type { ResolvedServerOptions } from './server-options.ts';
 
 /** The task service the server mounts, with what it opened for it. */
@@ -63,7 +64,12 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
     let run: AgentRunner | undefined = options.run;
     // A front (no task runs here: its workers run them) needs no runner thread.
     if (options.taskRunner === 'thread' && options.maxConcurrentTasks !== 0) {
-      const runner = createThreadRunner({ upstreams: threadUpstreams(options), onLog: upstreamLog(options) });
+      const runner = createThreadRunner({
+        upstreams: threadUpstreams(options),
+        onLog: upstreamLog(options),
+        // The thread's runs make their spans through an SDK of its own, started from the same environment.
+        ...(options.tracing === undefined ? {} : { setup: THREAD_TRACING_SETUP }),
+      });
       opened.push(() => runner.close());
       run = runner;
     }
