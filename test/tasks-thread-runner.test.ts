@@ -18,8 +18,10 @@ import {
   type SessionPool,
   type TaskManager,
   type TaskManagerOptions,
+  type TaskEvent,
   type TaskRecord,
   type ThreadRunner,
+  type UpstreamCall,
   type UpstreamConfig,
   type UpstreamLogEntry,
 } from '@klym/core';
@@ -94,6 +96,28 @@ describe('tasks on the runner thread', () => {
     const [inlineLog, threadLog] = await Promise.all([entriesOf(inline, a.id), entriesOf(threaded, b.id)]);
     expect(threadLog.map((entry) => entry.type)).toEqual(inlineLog.map((entry) => entry.type));
     expect(threadLog.map((entry) => entry.type)).toEqual(expect.arrayContaining(['run-start', 'tool-call', 'tool-result', 'step-end', 'run-end', 'task-end']));
+  });
+
+  it("hands the thread pool's tool calls to onCall, and each step's tokens to the manager's listener as task-step", async () => {
+    const grynya = await createFakeGrynya();
+    cleanups.push(() => grynya.close());
+    const upstreams = { grynya: { url: grynya.sseUrl, transport: 'sse' as const } };
+    const pool = await createSessionPool({ upstreams });
+    cleanups.push(() => pool.close({ drainTimeoutMs: 100 }));
+    const calls: UpstreamCall[] = [];
+    const runner = createThreadRunner({ upstreams, onCall: (call) => calls.push(call), drainTimeoutMs: 100 });
+    cleanups.push(() => runner.close());
+    const events: TaskEvent[] = [];
+    const tasks = manager({ pool, run: runner, onEvent: (event) => events.push(event) });
+
+    const task = await tasks.start({ prompt: 'Self-check' }, me);
+
+    expect(await ended(tasks, task.id)).toMatchObject({ status: 'completed', usage: { steps: 2 } });
+    await expect.poll(() => calls.map(({ durationMs: _durationMs, ...call }) => call)).toEqual([{ upstream: 'grynya', toolName: 'query_graph', listed: true, outcome: 'ok' }]);
+    const steps = events.flatMap((event) => (event.type === 'task-step' ? [event] : []));
+    expect(steps.map((event) => event.step)).toEqual([1, 2]);
+    expect(steps.every((event) => event.task.id === task.id && event.costUsd === 0 && event.usage.inputTokens > 0)).toBe(true);
+    expect(events.some((event) => 'elsewhere' in event)).toBe(false);
   });
 
   it("keeps what an upstream logged while serving the task's calls, and hands the pool's log to onLog", async () => {

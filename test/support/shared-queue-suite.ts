@@ -46,6 +46,8 @@ export function describeSharedQueue(label: string, stores: () => OpenSharedStore
       const task = await front.tasks.start({ prompt: 'slow one' }, me);
       await ended(front.tasks, task.id);
       await expect.poll(() => eventsOf(front, task.id), { timeout: 5_000 }).toEqual(['task-create', 'task-start', 'task-end']);
+      // Heard, not had: a listener counting what happened here (metrics) must not count them twice.
+      expect(front.events.filter((event) => event.task.id === task.id).map((event) => 'elsewhere' in event && event.elsewhere === true)).toEqual([false, true, true]);
     });
 
     it('cancels from a front a run under way on a worker: its upstream call is cancelled, and the worker moves on', async () => {

@@ -15,7 +15,7 @@ export {
   type ToolListing,
 } from './pool/session-pool.ts';
 export type { SessionScope } from './pool/session-scope.ts';
-export type { CallToolOptions, UpstreamStatus } from './pool/upstream-status.ts';
+export type { CallToolOptions, UpstreamCall, UpstreamStatus } from './pool/upstream-status.ts';
 export type { TransportKind, UpstreamConfig } from './pool/upstream-config.ts';
 export type { UpstreamLogEntry } from './pool/upstream-session.ts';
 export { MAX_TOOL_NAME_LENGTH, TOOL_NAME_SEPARATOR, namespaceToolName } from './pool/tool-name.ts';

@@ -9,6 +9,7 @@ import {
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { KlymError } from '../errors.ts';
+import type { UpstreamCall } from './upstream-status.ts';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
 import { createSessionPool } from './session-pool.ts';
 
@@ -22,6 +23,13 @@ function waitingServer(): McpServer {
     });
     return { content: [{ type: 'text', text: `waited ${ms}` }] };
   });
+  return server;
+}
+
+/** The waiting server, with a `refuse` tool that answers `isError: true`. */
+function refusingServer(): McpServer {
+  const server = waitingServer();
+  server.registerTool('refuse', {}, () => ({ isError: true, content: [{ type: 'text', text: 'no' }] }));
   return server;
 }
 
@@ -182,6 +190,27 @@ describe('createSessionPool', () => {
     });
     // Each call waited a little: their time is counted, for a mean latency.
     expect(pool.status().waiting?.calls.totalMs).toBeGreaterThan(0);
+  });
+
+  it('tells onCall of each tool call once it ended: ok, an isError answer, a failure by its code, and whether the tool was listed', async () => {
+    const calls: UpstreamCall[] = [];
+    await using pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(refusingServer) }, onCall: (call) => calls.push(call) });
+    await pool.listTools();
+
+    await pool.callTool('waiting', 'wait', { ms: 0 });
+    await pool.callTool('waiting', 'refuse');
+    await expect(pool.callTool('waiting', 'wait', { ms: -1 }, { timeoutMs: 50 })).rejects.toMatchObject({ code: 'UPSTREAM_TIMEOUT' });
+    await pool.callTool('waiting', 'made-up').catch(() => {});
+    // Listings are not calls.
+    await pool.listTools();
+
+    expect(calls.map(({ durationMs: _durationMs, ...call }) => call)).toEqual([
+      { upstream: 'waiting', toolName: 'wait', listed: true, outcome: 'ok' },
+      { upstream: 'waiting', toolName: 'refuse', listed: true, outcome: 'tool-error' },
+      { upstream: 'waiting', toolName: 'wait', listed: true, outcome: 'UPSTREAM_TIMEOUT' },
+      { upstream: 'waiting', toolName: 'made-up', listed: false, outcome: expect.stringMatching(/^(tool-error|UPSTREAM_ERROR)$/) },
+    ]);
+    expect(calls.every((call) => call.durationMs >= 0)).toBe(true);
   });
 });
 

@@ -3,7 +3,7 @@ import { KlymError } from '../errors.ts';
 import { openSessionScope, type OpenSessionScope, type SessionScope } from './session-scope.ts';
 import { namespaceToolName } from './tool-name.ts';
 import { Upstream } from './upstream.ts';
-import type { CallToolOptions, UpstreamStatus } from './upstream-status.ts';
+import type { CallToolOptions, UpstreamCall, UpstreamStatus } from './upstream-status.ts';
 import { resolveUpstreamConfig, type UpstreamConfig } from './upstream-config.ts';
 import type { UpstreamLogEntry } from './upstream-session.ts';
 
@@ -15,6 +15,11 @@ export interface SessionPoolOptions {
   readonly clientInfo?: { readonly name: string; readonly version: string };
   /** Receives what upstreams log: `notifications/message`, and stderr lines of stdio servers. */
   readonly onLog?: (entry: UpstreamLogEntry) => void;
+  /**
+   * Receives every tool call once it has ended (through the pool or a scope of it): its upstream, tool,
+   * outcome and duration, for metrics. Called synchronously; keep it cheap. A listing is not a call.
+   */
+  readonly onCall?: (call: UpstreamCall) => void;
 }
 
 /** An upstream tool as the pool lists it. */
@@ -110,7 +115,7 @@ export async function createSessionPool(options: SessionPoolOptions): Promise<Se
   const upstreams = new Map(
     configs.map((config) => [
       config.name,
-      new Upstream(config, { clientInfo: options.clientInfo ?? { name: 'klym', version: '0.1.0' }, onLog: options.onLog ?? (() => {}) }),
+      new Upstream(config, { clientInfo: options.clientInfo ?? { name: 'klym', version: '0.1.0' }, onLog: options.onLog ?? (() => {}), onCall: options.onCall }),
     ]),
   );
   const toolIndex = new Map<string, { upstream: string; toolName: string }>();

@@ -10,6 +10,8 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 export class ToolCache {
   readonly #list: () => Promise<readonly Tool[]>;
   #tools: readonly Tool[] | undefined;
+  /** The names of the last good list, for `has`. */
+  #names: ReadonlySet<string> = new Set();
   #due = true;
   /** Counts announced changes, so that a listing that began before one does not clear it. */
   #changes = 0;
@@ -23,6 +25,11 @@ export class ToolCache {
   /** Whether a last good list is served now by `get({ fresh })`, with no listing to wait for. */
   serves({ fresh = false } = {}): boolean {
     return this.#tools !== undefined && !(fresh && this.#due);
+  }
+
+  /** Whether the last good list has a tool of this name (false before any listing). */
+  has(name: string): boolean {
+    return this.#names.has(name);
   }
 
   /** Whether a listing is under way. */
@@ -59,6 +66,7 @@ export class ToolCache {
     const changes = this.#changes;
     const tools = await this.#list();
     this.#tools = tools;
+    this.#names = new Set(tools.map((tool) => tool.name));
     // A change announced while listing may have come too late for this answer.
     this.#due = this.#changes !== changes;
     return tools;

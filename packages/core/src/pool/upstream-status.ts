@@ -1,4 +1,5 @@
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
+import type { KlymErrorCode } from '../errors.ts';
 import type { CircuitBreakerStatus } from './circuit-breaker.ts';
 import type { TransportKind } from './upstream-config.ts';
 import type { UpstreamLogEntry } from './upstream-session.ts';
@@ -62,4 +63,21 @@ export interface UpstreamStatus {
    */
   readonly stderr?: { readonly bytes: number; readonly lines: number; readonly droppedBytes: number };
   readonly lastError: { readonly code: string; readonly message: string; readonly at: string } | undefined;
+}
+
+/**
+ * One tool call through the pool, once it has ended, as `onCall` of `createSessionPool` receives it: for
+ * metrics, so every field is bounded (no arguments, no result, no task).
+ */
+export interface UpstreamCall {
+  /** The upstream's configured name. */
+  readonly upstream: string;
+  /** The tool's name on its upstream, as the caller asked for it. */
+  readonly toolName: string;
+  /** Whether the upstream's last tool list had `toolName`: a name it never listed may be anything a caller made up. */
+  readonly listed: boolean;
+  /** `ok`; `tool-error` when the upstream answered with `isError: true`; else the code the call failed with (`UPSTREAM_TIMEOUT`, `ABORTED`, …). */
+  readonly outcome: 'ok' | 'tool-error' | KlymErrorCode;
+  /** From the call to its end, waiting for a session included. */
+  readonly durationMs: number;
 }

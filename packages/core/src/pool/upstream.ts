@@ -8,13 +8,14 @@ import { InFlightCall } from './in-flight-call.ts';
 import { connectFailure, SessionLender, type Pooled, type SessionSource } from './session-lender.ts';
 import { ToolCache } from './tool-cache.ts';
 import type { ResolvedUpstreamConfig } from './upstream-config.ts';
-import type { CallToolOptions, UpstreamStatus } from './upstream-status.ts';
+import type { CallToolOptions, UpstreamCall, UpstreamStatus } from './upstream-status.ts';
 import { openSession, type SessionHooks, type UpstreamLogEntry, type UpstreamSession } from './upstream-session.ts';
 import type { StderrCounts } from './upstream-stderr.ts';
 
 interface UpstreamOptions {
   readonly clientInfo: SessionHooks['clientInfo'];
   readonly onLog: (entry: UpstreamLogEntry) => void;
+  readonly onCall: ((call: UpstreamCall) => void) | undefined;
 }
 
 /**
@@ -97,7 +98,27 @@ export class Upstream {
    * is replaced. `calls` is where a scope keeps the calls it may abort.
    */
   callTool(toolName: string, args: Record<string, unknown>, options: CallToolOptions = {}, source?: SessionSource, calls?: Set<InFlightCall>): Promise<CallToolResult> {
-    return this.#withSession(toolName, options, (session, call) => this.#callOn(session, call, toolName, args, options), source, calls, this.#calls);
+    const calling = this.#withSession(toolName, options, (session, call) => this.#callOn(session, call, toolName, args, options), source, calls, this.#calls);
+    const { onCall } = this.#options;
+    if (onCall === undefined) return calling;
+    const startedAt = performance.now();
+    const observe = (outcome: UpstreamCall['outcome']): void => {
+      try {
+        onCall({ upstream: this.name, toolName, listed: this.#tools.has(toolName), outcome, durationMs: performance.now() - startedAt });
+      } catch {
+        // An observer's failure is its own: the call's outcome stands.
+      }
+    };
+    return calling.then(
+      (result) => {
+        observe(result.isError === true ? 'tool-error' : 'ok');
+        return result;
+      },
+      (error: unknown) => {
+        observe(isKlymError(error) ? error.code : 'UPSTREAM_ERROR');
+        throw error;
+      },
+    );
   }
 
   /** Lends a session for a scope to hold across calls: counted against `pool.max`, waiting bounded by `acquireMs`, behind the breaker. */

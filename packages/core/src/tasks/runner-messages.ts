@@ -4,6 +4,7 @@ import { KlymError, isKlymError, type KlymErrorCode } from '../errors.ts';
 import type { UpstreamConfig } from '../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
 import type { AgentTracing } from '../telemetry/run-tracing.ts';
+import type { UpstreamCall } from '../pool/upstream-status.ts';
 
 /** What the runner thread is started with (`workerData`). */
 export interface RunnerThreadData {
@@ -16,6 +17,8 @@ export interface RunnerThreadData {
   readonly niceness: number;
   /** The module the thread imports before any run (`ThreadRunnerOptions.setup`), as a URL string. */
   readonly setup?: string;
+  /** Whether the main thread listens to the pool's calls (`onCall`): only then are they sent. */
+  readonly observeCalls: boolean;
 }
 
 /** The part of a run's options that crosses the thread; the thread supplies the pool, scope, signal and listeners. */
@@ -64,6 +67,8 @@ export type FromRunnerThread =
   | ({ readonly type: 'end'; readonly id: number; readonly result: Omit<AgentRunResult, 'messages'> } & ConversationDelta)
   | { readonly type: 'fail'; readonly id: number; readonly error: PortableError }
   | { readonly type: 'log'; readonly entry: UpstreamLogEntry }
+  /** A tool call of the thread's pool ended (sent only with `observeCalls`). */
+  | { readonly type: 'call'; readonly call: UpstreamCall }
   /** A promise on the thread rejected and nobody handled it. */
   | { readonly type: 'rejection'; readonly error: { readonly name: string; readonly message: string; readonly stack?: string } }
   | { readonly type: 'closed' };

@@ -26,7 +26,13 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
     post({ type: 'rejection', error: { name: error.name, message: error.message, ...(error.stack === undefined ? {} : { stack: error.stack }) } });
   });
   // Listening starts now, not once the pool is open: a message that came before would be lost to a listener added later.
-  const opening = createSessionPool({ upstreams: data.upstreams, ...(data.clientInfo === undefined ? {} : { clientInfo: data.clientInfo }), onLog: (entry) => post({ type: 'log', entry }) });
+  const opening = createSessionPool({
+    upstreams: data.upstreams,
+    ...(data.clientInfo === undefined ? {} : { clientInfo: data.clientInfo }),
+    onLog: (entry) => post({ type: 'log', entry }),
+    // Batched with the run's events: a step's calls cost the main thread nothing more than its events do.
+    ...(data.observeCalls ? { onCall: (call) => post({ type: 'call', call }) } : {}),
+  });
   // The main thread checked the upstreams; should opening still fail, each run reports it.
   opening.catch(() => {});
   const runs = new Map<number, ThreadRun>();

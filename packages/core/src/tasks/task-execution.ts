@@ -160,6 +160,8 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     const leftMs = Math.max(0, context.taskTimeoutMs - spentMs);
     const timer = setTimeout(() => controller.abort(new KlymError('TASK_TIMEOUT', `Task ${id} ran past its run-time limit of ${context.taskTimeoutMs} ms`)), leftMs);
     const progress = createProgress(store, task);
+    // A step-end's cost is the run's so far, a resumed task's earlier steps included: a step's own is the difference.
+    let costSoFar = task.usage.costUsd ?? 0;
     const onEvent = (event: AgentEvent): void => {
       // A released run's task is someone else's now: what it still reports is not the task's.
       if (lease.released()) return;
@@ -167,6 +169,12 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
         logEvent(id, event);
         // Events after a cancel or timeout are logged, but the task's step and usage stay as they ended.
         if (!controller.signal.aborted) progress.apply(event);
+        if (event.type === 'step-end') {
+          const costUsd = event.costUsd === undefined ? undefined : Math.max(0, event.costUsd - costSoFar);
+          costSoFar = event.costUsd ?? costSoFar;
+          // Its tokens were spent whether or not the task was cancelled meanwhile.
+          emit({ type: 'task-step', task, step: event.step, usage: event.usage, costUsd });
+        }
       } catch {
         // A malformed event must not break the run.
       }

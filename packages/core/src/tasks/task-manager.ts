@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { AgentRunResult, RunAgentOptions } from '../agent/types.ts';
+import type { AgentRunResult, AgentUsage, RunAgentOptions } from '../agent/types.ts';
 import { TASK_DEFAULTS } from '../defaults.ts';
 import { runAgent } from '../agent/run-agent.ts';
 import { KlymError } from '../errors.ts';
@@ -92,8 +92,19 @@ export type TaskEvent =
   | {
       readonly type: 'task-start' | 'task-resume' | 'task-end';
       readonly task: TaskRecord;
-      /** It happened in another process sharing the queue, which had its own event: this one only hears of it. */
+      /** It happened in another process sharing the queue, which had its own event: this one only heard of it. */
       readonly elsewhere?: true;
+    }
+  | {
+      /** A step of the task's run ended in this process. */
+      readonly type: 'task-step';
+      /** The task as its run began (its usage is not this step's). */
+      readonly task: TaskRecord;
+      readonly step: number;
+      /** The step's own tokens. */
+      readonly usage: AgentUsage;
+      /** What the step cost, in USD; `undefined` when the model has no price. */
+      readonly costUsd: number | undefined;
     }
   | { readonly type: 'task-write-back'; readonly task: TaskRecord };
 

@@ -5,6 +5,7 @@ import type { AgentCheckpoint, AgentRunResult, CheckpointTaken, RunAgentOptions 
 import { KlymError } from '../errors.ts';
 import { resolveUpstreamConfig, type UpstreamConfig } from '../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
+import type { UpstreamCall } from '../pool/upstream-status.ts';
 import { createRedactor } from '../redact.ts';
 import type { AgentTracing } from '../telemetry/run-tracing.ts';
 import { carrierOf } from '../telemetry/trace-context.ts';
@@ -22,6 +23,11 @@ export interface ThreadRunnerOptions {
   readonly clientInfo?: { readonly name: string; readonly version: string };
   /** Receives what the thread's upstreams log, as `createSessionPool`'s `onLog` does. */
   readonly onLog?: (entry: UpstreamLogEntry) => void;
+  /**
+   * Receives every tool call of the thread's pool once it has ended, as `createSessionPool`'s `onCall`
+   * does: they cross with the runs' events, a turn's worth at a time.
+   */
+  readonly onCall?: (call: UpstreamCall) => void;
   /** On `close()`, how long runs' calls may take to end before the thread's pool aborts them. @default 5_000 */
   readonly drainTimeoutMs?: number;
   /**
@@ -102,6 +108,7 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
     ...((globalThis as { AI_SDK_LOG_WARNINGS?: unknown }).AI_SDK_LOG_WARNINGS === false ? { aiSdkLogWarnings: false as const } : {}),
     niceness: nicenessOf(options.niceness ?? 10),
     ...(options.setup === undefined ? {} : { setup: String(options.setup) }),
+    observeCalls: options.onCall !== undefined,
   };
   const drainTimeoutMs = options.drainTimeoutMs ?? 5_000;
   let current: RunnerThread | undefined;
@@ -161,6 +168,13 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
           options.onLog?.(message.entry);
         } catch {
           // The log's failure must not break a run.
+        }
+        break;
+      case 'call':
+        try {
+          options.onCall?.(message.call);
+        } catch {
+          // An observer's failure must not break a run.
         }
         break;
       case 'rejection': {
