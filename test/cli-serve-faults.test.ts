@@ -106,7 +106,8 @@ describe('klym serve under process faults', () => {
     const { klym, url } = await serve(cwd.path, { env: env('rejection'), nodeArgs: ['--import', FAULT_INJECTOR] });
     try {
       klym.child.kill('SIGUSR2');
-      const [line] = (await klym.waitFor(/^klym: unhandled rejection.*$/m, 'stderr')) as [string];
+      // One JSON line (stderr is not a terminal), its message the line.
+      const [, line] = (await klym.waitFor(/^\{"level":"error",.*"msg":"(klym: unhandled rejection.*)"\}$/m, 'stderr')) as [string, string];
       expect(line).toMatch(/^klym: unhandled rejection \(logged; serving goes on\): Error: injected rejection; .*Authorization: \[redacted\].* \(at .*fault-injector\.ts:\d+:\d+\)\)$/);
       expect(klym.stderr()).not.toContain(TOKEN);
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
@@ -126,7 +127,7 @@ describe('klym serve under process faults', () => {
     klym.child.kill('SIGUSR2');
     const { code, stderr } = await klym.exited();
     expect(code).toBe(2);
-    expect(stderr).toMatch(/^klym: uncaught exception; shutting down \(running tasks get a grace period, then are cancelled\): Error: injected exception; .*Authorization: \[redacted\]/m);
+    expect(stderr).toMatch(/^\{"level":"critical",.*"msg":"klym: uncaught exception; shutting down \(running tasks get a grace period, then are cancelled\): Error: injected exception; .*Authorization: \[redacted\].*"\}$/m);
     expect(stderr).not.toContain(TOKEN);
     // One line, not Node's stack trace.
     expect(stderr).not.toMatch(/^\s+at /m);

@@ -88,10 +88,44 @@ describe('klym serve', () => {
       return stderr;
     };
     const info = await serveUntilReady();
-    expect(info).toMatch(/^\[fixture info\] stdio fixture ready, pid \d+$/m);
-    expect(info).toMatch(/^klym: shutting down/m);
+    // Not on a terminal: one JSON object a line, its message the line.
+    const messages = info.trimEnd().split('\n').map((line) => JSON.parse(line) as { level: string; msg: string });
+    expect(messages).toContainEqual({ level: 'info', time: expect.any(String), msg: expect.stringMatching(/^\[fixture info\] stdio fixture ready, pid \d+$/) });
+    expect(messages).toContainEqual(expect.objectContaining({ level: 'info', msg: expect.stringMatching(/^klym: shutting down/) }));
     const warning = await serveUntilReady('--set', 'logging.level=warning');
     expect(warning).not.toMatch(/fixture ready|shutting down/);
+  });
+
+  it('logs one JSON line per HTTP request: method, route pattern, status, duration and principal; never a token or the raw path', async () => {
+    using directory = temporaryDirectory();
+    const token = 'cli-log-token-0123456789abcdef';
+    const metricsToken = 'cli-metrics-token-0123456789abcdef';
+    const env = { KLYM_SERVER_TOKENS: JSON.stringify({ ops: token }), KLYM_METRICS_TOKEN: metricsToken, KLYM_TASKS_STORE: 'memory' };
+    const klym = startKlym(['serve', '--port', '0'], { cwd: directory.path, env });
+    try {
+      const [, url] = (await klym.waitFor(/Klym is serving MCP at (http:\/\/127\.0\.0\.1:\d+)\/mcp/)) as [string, string];
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${url}/api/tasks/no-such-task-id-42`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404);
+      expect((await fetch(`${url}/api/tasks`, { headers: { authorization: `Bearer ${metricsToken}` } })).status).toBe(401);
+      expect((await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })).status).toBe(200);
+    } finally {
+      klym.child.kill('SIGTERM');
+    }
+    const { code, stderr } = await klym.exited();
+    expect(code).toBe(0);
+    const requests = stderr
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((entry) => 'method' in entry)
+      .map(({ time: _time, msg: _msg, durationMs, ...entry }) => ({ ...entry, timed: typeof durationMs === 'number' }));
+    expect(requests).toEqual([
+      { level: 'info', method: 'GET', route: '/healthz', status: 200, timed: true },
+      { level: 'info', method: 'GET', route: '/api/tasks/:id', status: 404, principal: 'ops', timed: true },
+      { level: 'info', method: 'GET', route: '/api/tasks', status: 401, timed: true },
+      { level: 'info', method: 'GET', route: '/metrics', status: 200, principal: 'metrics', timed: true },
+    ]);
+    for (const secret of [token, metricsToken, 'no-such-task-id-42']) expect(stderr).not.toContain(secret);
   });
 
   it('stops at start-up when the task store cannot be opened: exit 1, one line naming the file and why', async () => {

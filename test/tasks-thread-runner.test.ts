@@ -350,7 +350,7 @@ describe('klym serve when its runner thread dies', () => {
     expect(await run('Self-check')).toMatchObject({ status: 'completed' });
     // A rejection nobody handled on the thread is the process's, as it would be inline: logged, and the run goes on.
     expect(await run('crash: reject')).toMatchObject({ status: 'completed' });
-    await klym.waitFor(/^klym: unhandled rejection \(logged; serving goes on\): Error: the fixture left a rejection on the runner thread/m, 'stderr');
+    await klym.waitFor(/"level":"error",.*"msg":"klym: unhandled rejection \(logged; serving goes on\): Error: the fixture left a rejection on the runner thread/, 'stderr');
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
 
     klym.child.kill('SIGTERM');

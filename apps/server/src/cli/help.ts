@@ -29,10 +29,10 @@ Run \`klym <command> --help\` for a command's options.`,
 
 Serves start_async_agent_task, check_task_status, cancel_agent_task, list_agent_tasks and
 describe_capabilities over MCP (Streamable HTTP /mcp, legacy HTTP+SSE /sse), the REST API
-(/api/tasks) and GET /healthz. Keeps tasks in .klym/tasks.db under the working directory
-(tasks.store: memory, or sqlite:<path>), so they survive a restart. With tasks.store
-redis://host:port/db, many fronts and workers share the tasks (tasks.concurrency 0: a front
-only). Shuts down gracefully on SIGINT/SIGTERM.
+(/api/tasks), GET /healthz and GET /metrics (Prometheus). Keeps tasks in .klym/tasks.db under
+the working directory (tasks.store: memory, or sqlite:<path>), so they survive a restart.
+With tasks.store redis://host:port/db, many fronts and workers share the tasks
+(tasks.concurrency 0: a front only). Shuts down gracefully on SIGINT/SIGTERM.
 
 Options:
   --stdio                  serve one MCP client over stdin/stdout instead of HTTP
@@ -73,9 +73,9 @@ ${CONFIG_FLAGS}`,
 Runs tasks from the queue that \`klym serve\` fronts share on Redis: tasks.store must be
 redis://[user:password@]host:port/db (rediss:// for TLS). Runs up to tasks.concurrency tasks at
 once; a worker that dies has its tasks taken over by another within about
-tasks.lockDurationMs + 2 × tasks.stalledIntervalMs (50 s by default). Serves only GET /healthz,
-on worker.host:worker.port. On SIGINT/SIGTERM it takes no new task, lets running ones finish
-within tasks.shutdownGraceMs, and hands the rest back to be resumed by another worker.
+tasks.lockDurationMs + 2 × tasks.stalledIntervalMs (50 s by default). Serves only GET /healthz
+and GET /metrics, on worker.host:worker.port. On SIGINT/SIGTERM it takes no new task, lets
+running ones finish within tasks.shutdownGraceMs, and hands the rest back to another worker.
 
 Options:
   --host HOST              address of the health endpoint (default 127.0.0.1)

@@ -42,7 +42,7 @@ export function modelProviders(config: KlymConfig): ModelProviders {
 /** Every secret the configuration holds (provider keys, tokens, secret headers and env values), to scrub from output. */
 export function configSecrets(config: KlymConfig): string[] {
   const providers = modelProviders(config);
-  const secrets = [providers.openai?.apiKey, providers.google?.apiKey, providers.compatible?.apiKey, config.llm.apiKey, ...Object.values(config.server.tokens)];
+  const secrets = [providers.openai?.apiKey, providers.google?.apiKey, providers.compatible?.apiKey, config.llm.apiKey, ...Object.values(config.server.tokens), config.metrics.token];
   for (const upstream of Object.values(config.upstreams)) {
     for (const [name, value] of [...Object.entries(upstream.headers ?? {}), ...Object.entries(upstream.env ?? {})]) {
       if (/authorization|token|key|secret|passw|cookie/i.test(name)) secrets.push(value.replace(/^(Bearer|Basic)\s+/i, ''));
@@ -68,6 +68,7 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
     host: config.server.host,
     port: config.server.port,
     ...(Object.keys(config.server.tokens).length > 0 ? { auth: { tokens: { ...config.server.tokens }, admins: [...config.server.admins] } } : {}),
+    ...(config.metrics.token === undefined ? {} : { metrics: { token: config.metrics.token } }),
     allowedHosts: config.server.allowedHosts,
     allowedOrigins: config.server.allowedOrigins,
     maxBodyBytes: config.server.bodyLimitBytes,

@@ -205,6 +205,15 @@ export const configObjectSchema = z.strictObject({
       level: z.enum(LOG_LEVELS).default('info'),
       /** `stderr`, or a file path to append to. @default 'stderr' */
       destination: z.string().min(1).default('stderr'),
+      /** `json` (one object a line), `pretty` (readable text), or `auto`: pretty on a terminal's stderr, else JSON. @default 'auto' */
+      format: z.enum(['json', 'pretty', 'auto']).default('auto'),
+    })
+    .prefault({}),
+  /** `GET /metrics` (Prometheus) of `klym serve` and of each `klym worker`'s health port. */
+  metrics: z
+    .strictObject({
+      /** The bearer token `/metrics` takes instead of `server.tokens` (a scraper needs no principal). Secret. @default none: guarded like the API */
+      token: z.string().min(16, 'expected a token of at least 16 characters').optional(),
     })
     .prefault({}),
   server: z

@@ -4,10 +4,13 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { createDashboard } from '../dashboard/dashboard.ts';
+import type { KlymMetrics } from '../metrics/klym-metrics.ts';
+import { metricsFor, mountMetrics } from '../metrics/metrics-route.ts';
 import { bearerAuth, hostAndOriginGuard, type GuardVariables } from './guards.ts';
 import { mountMcpRoutes } from './mcp-routes.ts';
 import { McpSessions } from './mcp-sessions.ts';
 import { openTasks } from './open-tasks.ts';
+import { requestLog } from './request-log.ts';
 import { mountRestApi } from './rest-api.ts';
 import { resolveServerOptions, type KlymServerOptions, type ResolvedServerOptions } from './server-options.ts';
 
@@ -21,6 +24,8 @@ export interface KlymApp extends AsyncDisposable {
   readonly options: ResolvedServerOptions;
   /** Open MCP sessions (both transports). */
   readonly sessions: McpSessions;
+  /** What `GET /metrics` serves. */
+  readonly metrics: KlymMetrics;
   /**
    * Refuses new sessions, gives running tasks the grace period then cancels them, closes MCP sessions,
    * then the pool and the task store if the app opened them. Idempotent.
@@ -39,9 +44,10 @@ const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = {
 
 /**
  * Builds Klym's HTTP surface from typed options: MCP over Streamable HTTP (`/mcp`) and legacy SSE
- * (`/sse`, `/messages`), the REST API (`/api/tasks…`), `GET /healthz` and the web dashboard (`/`, `/dashboard/…`,
- * with its own login where tokens are configured), behind the Host/Origin
- * allow-lists (403), bearer auth (401) and a body limit (413). Opens the task store (`taskStore`) and the
+ * (`/sse`, `/messages`), the REST API (`/api/tasks…`), `GET /healthz`, `GET /metrics` (Prometheus) and the
+ * web dashboard (`/`, `/dashboard/…`, with its own login where tokens are configured), behind the
+ * Host/Origin allow-lists (403), bearer auth (401) and a body limit (413); each request is logged as one
+ * line (`requestLog`). Opens the task store (`taskStore`) and the
  * pool (unless `options.pool` is given), and core's task service over them.
  *
  * @throws {KlymError} `CONFIG_INVALID` when an option is wrong; `STORE_UNAVAILABLE` when the task store cannot be opened.
@@ -53,8 +59,10 @@ const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = {
  */
 export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp> {
   const resolved = resolveServerOptions(options);
-  const tasks = await openTasks(resolved);
+  const metrics = metricsFor(resolved);
+  const tasks = await openTasks(resolved, { onCall: (call) => metrics.observeCall(call), onEvent: (event) => metrics.observeTaskEvent(event) });
   const { service } = tasks;
+  metrics.watch(service);
   const sessions = new McpSessions(resolved.sessionIdleMs);
   const app = new Hono<{ Bindings: Partial<HttpBindings>; Variables: GuardVariables }>();
 
@@ -65,8 +73,10 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
   });
   app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route ${c.req.method} ${c.req.path}` } }, 404));
 
+  app.use('*', requestLog(resolved.log));
   app.use('*', hostAndOriginGuard(resolved));
   app.get('/healthz', async (c) => c.json(await service.health()));
+  mountMetrics(app, metrics, resolved);
   const limit = bodyLimit({
     maxSize: resolved.maxBodyBytes,
     onError: (c) => c.json({ error: { code: 'PAYLOAD_TOO_LARGE', message: `The request body is larger than ${resolved.maxBodyBytes} bytes` } }, 413),
@@ -85,6 +95,7 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
     service,
     options: resolved,
     sessions,
+    metrics,
     close() {
       closing ??= (async () => {
         sessions.stopAccepting();

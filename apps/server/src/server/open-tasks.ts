@@ -13,7 +13,9 @@ import {
   type TaskService,
   type TaskServiceOptions,
   type TaskQueue,
+  type TaskEvent,
   type TaskStore,
+  type UpstreamCall,
   type UpstreamLogEntry,
 } from '@klym/core';
 import { redactUrl } from '../config/redact.ts';
@@ -29,6 +31,14 @@ export interface OpenedTasks {
   close(): Promise<void>;
 }
 
+/** What watches the tasks as they run (the server's metrics). */
+export interface TaskObservers {
+  /** Every upstream tool call once it ended, on the main thread's pool and the runner thread's (not on a `pool` passed in). */
+  readonly onCall?: (call: UpstreamCall) => void;
+  /** The task service's lifecycle events, from the first. */
+  readonly onEvent?: (event: TaskEvent) => void;
+}
+
 /** A store spec: `memory`, `sqlite:<path>`, or a Redis URL. */
 const STORE_SPEC = /^(?:memory|sqlite:(.+)|(rediss?:\/\/.+))$/s;
 
@@ -40,7 +50,7 @@ const STORE_SPEC = /^(?:memory|sqlite:(.+)|(rediss?:\/\/.+))$/s;
  *
  * @throws {KlymError} `CONFIG_INVALID` for an options error; `STORE_UNAVAILABLE` naming the store's file and why it cannot be opened.
  */
-export async function openTasks(options: ResolvedServerOptions): Promise<OpenedTasks> {
+export async function openTasks(options: ResolvedServerOptions, observers: TaskObservers = {}): Promise<OpenedTasks> {
   const opened: (() => Promise<void>)[] = [];
   const closeOpened = async (): Promise<void> => {
     const failures: unknown[] = [];
@@ -57,7 +67,7 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
     for (const warning of (store as { readonly warnings?: readonly string[] } | undefined)?.warnings ?? []) options.log(`klym: ${warning}`, 'warning');
     let pool: SessionPool | undefined = options.pool;
     if (pool === undefined) {
-      const own = await createSessionPool({ upstreams: options.upstreams ?? {}, onLog: upstreamLog(options) });
+      const own = await createSessionPool({ upstreams: options.upstreams ?? {}, onLog: upstreamLog(options), ...(observers.onCall === undefined ? {} : { onCall: observers.onCall }) });
       opened.push(() => own.close());
       pool = own;
     }
@@ -67,6 +77,7 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
       const runner = createThreadRunner({
         upstreams: threadUpstreams(options),
         onLog: upstreamLog(options),
+        ...(observers.onCall === undefined ? {} : { onCall: observers.onCall }),
         // The thread's runs make their spans through an SDK of its own, started from the same environment.
         ...(options.tracing === undefined ? {} : { setup: THREAD_TRACING_SETUP }),
       });
@@ -84,8 +95,9 @@ export async function openTasks(options: ResolvedServerOptions): Promise<OpenedT
         ...(options.maxConcurrentTasks === undefined ? {} : { maxConcurrent: options.maxConcurrentTasks }),
         ...(options.maxQueuedTasks === undefined ? {} : { maxQueued: options.maxQueuedTasks }),
         ...(options.taskTtlMs === undefined ? {} : { ttlMs: options.taskTtlMs }),
+        ...(observers.onEvent === undefined ? {} : { onEvent: observers.onEvent }),
         // Tokens name principals; a log, an error or a result must never quote one.
-        secrets: [...Object.values(options.auth?.tokens ?? {}), ...(options.secrets ?? [])],
+        secrets: serverSecrets(options),
       });
     let service: TaskService;
     try {
@@ -139,9 +151,14 @@ function threadUpstreams(options: ResolvedServerOptions): NonNullable<ResolvedSe
   return options.upstreams ?? {};
 }
 
+/** The server's own secrets (bearer tokens, the metrics token) and those it was given. */
+function serverSecrets(options: ResolvedServerOptions): string[] {
+  return [...Object.values(options.auth?.tokens ?? {}), ...(options.metrics?.token === undefined ? [] : [options.metrics.token]), ...(options.secrets ?? [])];
+}
+
 /** What upstreams log, to the server's log as `[upstream level] message` at its level, secrets scrubbed. */
 function upstreamLog(options: ResolvedServerOptions): (entry: UpstreamLogEntry) => void {
-  const scrub = createRedactor([...Object.values(options.auth?.tokens ?? {}), ...(options.secrets ?? [])]).text;
+  const scrub = createRedactor(serverSecrets(options)).text;
   return (entry) => options.log(scrub(`[${entry.upstream} ${entry.level}] ${entry.message.replace(/\s*\n\s*/g, ' ')}`), entry.level);
 }
 
@@ -165,6 +182,7 @@ function serviceOptions(options: ResolvedServerOptions): Omit<TaskServiceOptions
     sharedQueue: _sharedQueue,
     queue: _queue,
     taskRunner: _taskRunner,
+    metrics: _metrics,
     run: _run,
     log: _log,
     ...own

@@ -2,8 +2,12 @@ import type { BoundedLogOptions, SessionPool, TaskServiceOptions, TaskStore, Ups
 import { KlymError } from '@klym/core';
 import type { LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 
-/** Where the server reports what it does: one line (never a secret), with how severe it is (MCP's levels; `info` when not given). */
-export type ServerLog = (line: string, level?: LoggingLevel) => void;
+/**
+ * Where the server reports what it does: one line (never a secret), with how severe it is (MCP's levels;
+ * `info` when not given), and the line's facts as fields for a structured log (a request's `method`,
+ * `route`, `status`, `durationMs`, `principal`).
+ */
+export type ServerLog = (line: string, level?: LoggingLevel, fields?: Readonly<Record<string, unknown>>) => void;
 
 /** Defaults of the server's own options (the task options take theirs from `@klym/core`'s `TASK_DEFAULTS`). */
 export const SERVER_DEFAULTS = {
@@ -42,6 +46,12 @@ export interface KlymServerOptions extends Omit<TaskServiceOptions, 'pool' | 'st
   readonly allowedHosts?: readonly string[];
   /** Host names an `Origin` header may name besides loopback (always allowed); requests with another Origin get 403, requests without one pass. @default [] */
   readonly allowedOrigins?: readonly string[];
+  /**
+   * `GET /metrics` (Prometheus): with `token`, it takes only `Authorization: Bearer <token>` (never shown in
+   * output); without, the same bearer tokens as the API (`auth`), or none where the API needs none.
+   * @default {} (guarded like the API)
+   */
+  readonly metrics?: { readonly token?: string };
   /** Largest request body, in bytes; larger ones get 413. @default 1_048_576 */
   readonly maxBodyBytes?: number;
   /** An MCP session (either transport) with no request for this long is closed. @default 1_800_000 */

@@ -1,13 +1,15 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
+import { serve, type HttpBindings } from '@hono/node-server';
 import { KlymError, type TaskService } from '@klym/core';
 import { Hono } from 'hono';
-import { hostAndOriginGuard } from './guards.ts';
+import { metricsFor, mountMetrics } from '../metrics/metrics-route.ts';
+import { hostAndOriginGuard, type GuardVariables } from './guards.ts';
+import { requestLog } from './request-log.ts';
 import { openTasks } from './open-tasks.ts';
 import { SERVER_DEFAULTS, resolveServerOptions, type KlymServerOptions } from './server-options.ts';
 
-/** A running `klym worker`: it runs tasks from the shared queue, and answers `GET /healthz`. */
+/** A running `klym worker`: it runs tasks from the shared queue, and answers `GET /healthz` and `GET /metrics`. */
 export interface RunningKlymWorker extends AsyncDisposable {
   /** `http://<host>:<port>` of its health endpoint. */
   readonly url: string;
@@ -25,7 +27,8 @@ export interface RunningKlymWorker extends AsyncDisposable {
 /**
  * Starts a worker: the task service over a shared queue (a Redis `taskStore`), running up to
  * `maxConcurrentTasks` tasks at once, with `GET /healthz` on `host`:`port` (8766 by default; the health view of the
- * server, plus `role: "worker"`), behind the same Host/Origin allow-lists. It serves no MCP and no REST.
+ * server, plus `role: "worker"`) and `GET /metrics` (the server's metrics of this process, guarded as the
+ * server's), behind the same Host/Origin allow-lists. It serves no MCP and no REST.
  *
  * @throws {KlymError} `CONFIG_INVALID` without a Redis `taskStore` (or a `queue`), or with `maxConcurrentTasks` 0; `STORE_UNAVAILABLE` when Redis cannot be reached.
  */
@@ -34,11 +37,15 @@ export async function startKlymWorker(options: KlymServerOptions): Promise<Runni
   if (!shared) throw new KlymError('CONFIG_INVALID', 'Expected a Redis `tasks.store` (redis://host:port/db) for `klym worker`: a worker takes its tasks from the queue that fronts share there');
   if (options.maxConcurrentTasks === 0) throw new KlymError('CONFIG_INVALID', 'Expected `tasks.concurrency` of at least 1 for `klym worker`, got 0: a worker runs tasks');
   const resolved = resolveServerOptions({ ...options, port: options.port ?? SERVER_DEFAULTS.workerPort });
-  const tasks = await openTasks(resolved);
-  const app = new Hono();
+  const metrics = metricsFor(resolved);
+  const tasks = await openTasks(resolved, { onCall: (call) => metrics.observeCall(call), onEvent: (event) => metrics.observeTaskEvent(event) });
+  metrics.watch(tasks.service);
+  const app = new Hono<{ Bindings: Partial<HttpBindings>; Variables: GuardVariables }>();
+  app.use('*', requestLog(resolved.log));
   app.use('*', hostAndOriginGuard(resolved));
   app.get('/healthz', async (c) => c.json({ role: 'worker', ...(await tasks.service.health()) }));
-  app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route ${c.req.method} ${c.req.path}: a worker serves only GET /healthz` } }, 404));
+  mountMetrics(app, metrics, resolved);
+  app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route ${c.req.method} ${c.req.path}: a worker serves only GET /healthz and GET /metrics` } }, 404));
   const server = serve({ fetch: app.fetch, hostname: resolved.host, port: resolved.port });
   try {
     if (!server.listening) await once(server, 'listening');

@@ -1,0 +1,26 @@
+import type { HttpBindings } from '@hono/node-server';
+import { TASK_DEFAULTS } from '@klym/core';
+import type { Hono } from 'hono';
+import { bearerAuth, type GuardVariables } from '../server/guards.ts';
+import type { ResolvedServerOptions } from '../server/server-options.ts';
+import { createKlymMetrics, type KlymMetrics } from './klym-metrics.ts';
+
+/**
+ * Serves `GET /metrics` in the Prometheus text format. With `metrics.token` it takes only that bearer
+ * token (its principal is `metrics`); without, it is guarded as the API is (`auth.tokens`, or nobody's
+ * where the API needs none). A request without the token gets 401, as the API's.
+ */
+export function mountMetrics(app: Hono<{ Bindings: Partial<HttpBindings>; Variables: GuardVariables }>, metrics: KlymMetrics, options: ResolvedServerOptions): void {
+  const token = options.metrics?.token;
+  const guard = bearerAuth(token === undefined ? options : { ...options, auth: { tokens: { metrics: token } } });
+  app.get('/metrics', guard, async (c) => {
+    const { contentType, body } = await metrics.render();
+    return c.body(body, 200, { 'Content-Type': contentType });
+  });
+}
+
+/** The server's metrics, their model labels bounded by the models its tasks may name. */
+export function metricsFor(options: ResolvedServerOptions): KlymMetrics {
+  const models = options.models !== undefined && options.models.length > 0 ? options.models : TASK_DEFAULTS.models;
+  return createKlymMetrics({ models, log: options.log });
+}

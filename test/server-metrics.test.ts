@@ -1,0 +1,130 @@
+// Issue #15, part 2: `GET /metrics` of a real server (and of a worker's health port), scraped after tasks
+// ran on the runner thread over the fake grynya with the scripted model.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startKlymServer, startKlymWorker } from '../apps/server/src/server/index.ts';
+import { scrape, valueOf, type Sample } from './support/prometheus.ts';
+import { startRedisServer, type RedisServer } from './support/redis-server.ts';
+import { startHarness, type ServerHarness } from './support/server-harness.ts';
+import { createFakeGrynya } from '@klym/fake-grynya';
+
+const TOKEN = 'api-token-0123456789abcdef';
+const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
+});
+
+async function harness(options: Parameters<typeof startHarness>[0]): Promise<ServerHarness> {
+  const started = await startHarness(options);
+  cleanups.push(() => started.cleanup());
+  return started;
+}
+
+/** Starts a task over REST and waits for its end; its id. */
+async function runTask(url: string, token: string): Promise<string> {
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const started = (await (await fetch(`${url}/api/tasks`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'Self-check, please' }) })).json()) as { task_id: string };
+  await expect
+    .poll(async () => ((await (await fetch(`${url}/api/tasks/${started.task_id}`, { headers })).json()) as { status: string }).status, { timeout: 15_000 })
+    .toBe('completed');
+  return started.task_id;
+}
+
+/** Every label value of the samples named `name`, by label. */
+const labelValues = (samples: readonly Sample[], name: string, label: string): string[] => [...new Set(samples.filter((sample) => sample.name === name).map((sample) => sample.labels[label] as string))].toSorted();
+
+describe('GET /metrics', () => {
+  it('counts tasks, upstream calls made on the runner thread, tokens and cost, with bounded labels, and process metrics', async () => {
+    const { server } = await harness({ auth: { tokens: { 'principal-of-grynya': TOKEN } }, taskRunner: 'thread' });
+    const ids = [await runTask(server.url, TOKEN), await runTask(server.url, TOKEN)];
+    // A call by a name the upstream never listed: its label must not be whatever a caller wrote.
+    await server.klym.service.pool.callTool('grynya', 'made_up_tool_for_metrics').catch(() => {});
+
+    const samples = await scrape(`${server.url}/metrics`, TOKEN);
+
+    expect(valueOf(samples, 'klym_tasks', { status: 'completed' })).toBe(2);
+    expect(valueOf(samples, 'klym_tasks', { status: 'running' })).toBe(0);
+    expect(valueOf(samples, 'klym_queue_depth')).toBe(0);
+    expect(valueOf(samples, 'klym_tasks_started_total')).toBe(2);
+    expect(valueOf(samples, 'klym_task_duration_seconds_count', { status: 'completed' })).toBe(2);
+    // The self-check's one query_graph per task ran on the runner thread's pool.
+    expect(valueOf(samples, 'klym_upstream_calls_total', { upstream: 'grynya', tool: 'query_graph', outcome: 'ok' })).toBe(2);
+    expect(valueOf(samples, 'klym_upstream_call_duration_seconds_count', { upstream: 'grynya', tool: 'query_graph', outcome: 'ok' })).toBe(2);
+    expect(valueOf(samples, 'klym_upstream_calls_total', { upstream: 'grynya', tool: 'other' })).toBe(1);
+    expect(valueOf(samples, 'klym_upstream_state', { upstream: 'grynya', state: 'ready' })).toBe(1);
+    expect(valueOf(samples, 'klym_upstream_state', { upstream: 'grynya', state: 'down' })).toBe(0);
+    expect(valueOf(samples, 'klym_llm_tokens_total', { model: 'scripted', kind: 'input' })).toBeGreaterThan(0);
+    expect(valueOf(samples, 'klym_llm_tokens_total', { model: 'scripted', kind: 'output' })).toBeGreaterThan(0);
+    expect(valueOf(samples, 'klym_llm_cost_usd_total', { model: 'scripted' })).toBe(0);
+    expect(valueOf(samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(valueOf(samples, 'nodejs_eventloop_lag_seconds')).toBeDefined();
+
+    // Bounded labels: fixed sets, the configured upstream and model, listed tools; never a task id, principal or prompt.
+    expect(labelValues(samples, 'klym_tasks', 'status')).toEqual(['cancelled', 'completed', 'error', 'pending', 'running']);
+    expect(labelValues(samples, 'klym_upstream_calls_total', 'tool')).toEqual(['other', 'query_graph']);
+    expect(labelValues(samples, 'klym_upstream_state', 'state')).toEqual(['closed', 'connecting', 'down', 'ready']);
+    expect(labelValues(samples, 'klym_llm_tokens_total', 'model')).toEqual(['scripted']);
+    const body = JSON.stringify(samples);
+    for (const secretish of [...ids, 'made_up_tool_for_metrics', 'Self-check', 'principal-of-grynya', TOKEN]) expect(body).not.toContain(secretish);
+  });
+
+  it('is guarded like the API, or by metrics.token alone', async () => {
+    const { server } = await harness({ auth: { tokens: { grynya: TOKEN } } });
+    expect((await fetch(`${server.url}/metrics`)).status).toBe(401);
+    expect((await fetch(`${server.url}/metrics`, { headers: { authorization: 'Bearer not-a-token-at-all' } })).status).toBe(401);
+    expect(await scrape(`${server.url}/metrics`, TOKEN)).toContainEqual(expect.objectContaining({ name: 'klym_queue_depth' }));
+
+    const separate = (await harness({ auth: { tokens: { grynya: TOKEN } }, metrics: { token: METRICS_TOKEN } })).server;
+    const refused = await fetch(`${separate.url}/metrics`);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toBe('Bearer realm="klym"');
+    // An API token is a client's, not a scraper's.
+    expect((await fetch(`${separate.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(401);
+    expect(await scrape(`${separate.url}/metrics`, METRICS_TOKEN)).toContainEqual(expect.objectContaining({ name: 'klym_queue_depth' }));
+    // …and the metrics token opens nothing else.
+    expect((await fetch(`${separate.url}/api/tasks`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).status).toBe(401);
+  });
+});
+
+describe("a worker's health port", () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+  });
+  afterAll(async () => {
+    await redis.close();
+  });
+
+  it('exposes the same metrics, counting the runs it made; the front that heard of them does not count them again', async () => {
+    const grynya = await createFakeGrynya();
+    cleanups.push(() => grynya.close());
+    const options = {
+      port: 0,
+      upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' as const } },
+      taskStore: redis.url,
+      auth: { tokens: { grynya: TOKEN } },
+      metrics: { token: METRICS_TOKEN },
+      shutdownGraceMs: 0,
+      log: () => {},
+    };
+    const front = await startKlymServer({ ...options, maxConcurrentTasks: 0 });
+    cleanups.push(() => front.close());
+    const worker = await startKlymWorker({ ...options, maxConcurrentTasks: 1, taskRunner: 'thread' });
+    cleanups.push(() => worker.close());
+
+    await runTask(front.url, TOKEN);
+
+    expect((await fetch(`${worker.url}/metrics`)).status).toBe(401);
+    const [onWorker, onFront] = await Promise.all([scrape(`${worker.url}/metrics`, METRICS_TOKEN), scrape(`${front.url}/metrics`, METRICS_TOKEN)]);
+    expect(valueOf(onWorker, 'klym_tasks_started_total')).toBe(1);
+    expect(valueOf(onWorker, 'klym_task_duration_seconds_count', { status: 'completed' })).toBe(1);
+    expect(valueOf(onWorker, 'klym_upstream_calls_total', { upstream: 'grynya', tool: 'query_graph', outcome: 'ok' })).toBe(1);
+    expect(valueOf(onWorker, 'klym_llm_tokens_total', { model: 'scripted', kind: 'input' })).toBeGreaterThan(0);
+    expect(valueOf(onWorker, 'klym_tasks', { status: 'completed' })).toBe(1);
+    expect(valueOf(onFront, 'klym_tasks_started_total')).toBe(0);
+    expect(valueOf(onFront, 'klym_task_duration_seconds_count', { status: 'completed' })).toBeUndefined();
+    // The store is shared: every process reports the same task counts.
+    expect(valueOf(onFront, 'klym_tasks', { status: 'completed' })).toBe(1);
+  });
+});
