@@ -69,7 +69,10 @@ async function batch(cluster: Cluster, tasks: number, label: string): Promise<{ 
 }
 
 /** Part 1: throughput with 1, 2 and 4 workers, the three clusters up side by side and measured in alternating order. */
-async function throughput(grynya: ChildServer, options: { rounds: number; tasks: number }): Promise<string[]> {
+async function throughput(grynya: ChildServer, options: { rounds: number; tasksPerWorker: number }): Promise<string[]> {
+  // As many tasks per worker in every cluster: each batch keeps its workers' slots full for as many turns,
+  // so what a batch costs to start and to finish weighs the same on 1 worker as on 4.
+  const tasksOf = (workers: number): number => options.tasksPerWorker * workers;
   await using llm = await startFakeLlmServer(scriptedSteps({ delayMs: STEP_MS, toolSteps: 2 }));
   const clusters: Cluster[] = [];
   try {
@@ -79,26 +82,26 @@ async function throughput(grynya: ChildServer, options: { rounds: number; tasks:
     const batches = new Map<number, { seconds: number; cpuMs: number }[]>(clusters.map((cluster) => [cluster.workers, []]));
     for (let round = 0; round < options.rounds; round++) {
       for (const cluster of round % 2 === 0 ? clusters : clusters.toReversed()) {
-        batches.get(cluster.workers)?.push(await batch(cluster, options.tasks, `r${round}-${cluster.workers}`));
+        batches.get(cluster.workers)?.push(await batch(cluster, tasksOf(cluster.workers), `r${round}-${cluster.workers}`));
       }
     }
     const total = (workers: number, key: 'seconds' | 'cpuMs'): number => (batches.get(workers) ?? []).reduce((sum, measured) => sum + measured[key], 0);
-    const rate = (workers: number): number => (options.tasks * options.rounds) / total(workers, 'seconds');
+    const rate = (workers: number): number => (tasksOf(workers) * options.rounds) / total(workers, 'seconds');
     const rows = [1, 2, 4].map((workers) => {
       const times = (batches.get(workers) ?? []).map((measured) => `${measured.seconds.toFixed(2)} s`).join(', ');
-      const cpuPerTask = total(workers, 'cpuMs') / (options.tasks * options.rounds);
+      const cpuPerTask = total(workers, 'cpuMs') / (tasksOf(workers) * options.rounds);
       const cores = total(workers, 'cpuMs') / 1000 / total(workers, 'seconds');
-      return `| ${workers} | ${workers * PER_WORKER} | ${times} | ${rate(workers).toFixed(2)} | ${ratio(rate(workers) / rate(1))} | ${cpuPerTask.toFixed(1)} ms | ${cores.toFixed(2)} |`;
+      return `| ${workers} | ${workers * PER_WORKER} | ${tasksOf(workers)} | ${times} | ${rate(workers).toFixed(2)} | ${ratio(rate(workers) / rate(1))} | ${cpuPerTask.toFixed(1)} ms | ${cores.toFixed(2)} |`;
     });
-    const ideal = (options.tasks / PER_WORKER) * 3 * STEP_MS;
+    const ideal = (options.tasksPerWorker / PER_WORKER) * 3 * STEP_MS;
     return [
-      `| workers | tasks at once | time per batch of ${options.tasks} (rounds in order) | tasks/s | ÷ 1 worker | Klym CPU per task | cores busy (Klym) |`,
-      '| --- | --- | --- | --- | --- | --- | --- |',
+      '| workers | tasks at once | tasks a batch | time per batch (rounds in order) | tasks/s | ÷ 1 worker | Klym CPU per task | cores busy (Klym) |',
+      '| --- | --- | --- | --- | --- | --- | --- | --- |',
       ...rows,
       '',
       `Each task: three model answers of ${STEP_MS} ms each, two of them calling grynya's query_graph; ${PER_WORKER} tasks at a time per worker. ` +
-        `A batch is ${options.tasks} tasks started at once on the front (\`klym serve\`, \`tasks.concurrency: 0\`), timed from the first start to the last task's \`finished_at\`; ` +
-        `${options.rounds} round(s), the order of the three clusters alternating. One worker at full use would take ${(ideal / 1000).toFixed(1)} s a batch (the model's time alone). ` +
+        `A batch is ${options.tasksPerWorker} tasks per worker started at once on the front (\`klym serve\`, \`tasks.concurrency: 0\`), timed from the first start to the last task's \`finished_at\`; ` +
+        `${options.rounds} round(s), the order of the three clusters alternating. A worker at full use would take ${(ideal / 1000).toFixed(1)} s a batch (the model's time alone). ` +
         `CPU is the front's and the workers' user + system time from /proc/<pid>/stat during the batches; cores busy is that CPU over the batches' time (the machine's cores also run the fake grynya, the model and the benchmark).`,
       '',
       figure('scale_tasks_per_s_1_worker', rate(1)),
@@ -116,7 +119,7 @@ export async function scaleOut(options: { quick: boolean }): Promise<string[]> {
   try {
     return [
       '### 8a. Throughput with 1, 2 and 4 workers\n',
-      ...(await throughput(grynya, { rounds: options.quick ? 1 : 4, tasks: 48 })),
+      ...(await throughput(grynya, { rounds: options.quick ? 1 : 3, tasksPerWorker: options.quick ? 24 : 48 })),
       '\n### 8b. A task\'s CPU and its start to first tool result: Redis (a front and a worker) against embedded SQLite\n',
       ...(await scaleOutCost(grynya, { tasks: options.quick ? 30 : 150 })),
       '\n### 8c. A worker killed with SIGKILL: its task taken over by another\n',
