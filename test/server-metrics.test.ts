@@ -34,6 +34,21 @@ async function runTask(url: string, token: string): Promise<string> {
 /** Every label value of the samples named `name`, by label. */
 const labelValues = (samples: readonly Sample[], name: string, label: string): string[] => [...new Set(samples.filter((sample) => sample.name === name).map((sample) => sample.labels[label] as string))].toSorted();
 
+describe("the dashboard's upstreams page", () => {
+  it("counts the calls that tasks made on the runner thread, whose pool is not the page's", async () => {
+    const { server } = await harness({ taskRunner: 'thread' });
+    await runTask(server.url, 'no-token-needed-on-loopback');
+    await runTask(server.url, 'no-token-needed-on-loopback');
+    const page = await (await fetch(`${server.url}/dashboard/parts/upstreams`)).text();
+    const row = /<tr data-upstream="grynya">([\s\S]*?)<\/tr>/.exec(page)?.[1] ?? '';
+    const cells = [...row.matchAll(/<td class="num">([^<]*)<\/td>/g)].map((match) => match[1]);
+    // Calls ok: the two self-check probes, each one query_graph on the thread's pool.
+    expect(cells[3]).toBe('2');
+    expect(cells[6]).toMatch(/\d+(\.\d)? (ms|s)$/);
+    expect(page).toContain('its runner thread’s included');
+  });
+});
+
 describe('GET /metrics', () => {
   it('counts tasks, upstream calls made on the runner thread, tokens and cost, with bounded labels, and process metrics', async () => {
     const { server } = await harness({ auth: { tokens: { 'principal-of-grynya': TOKEN } }, taskRunner: 'thread' });

@@ -6,6 +6,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { html } from 'hono/html';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { ResolvedServerOptions } from '../server/server-options.ts';
+import type { CallTotals } from '../metrics/klym-metrics.ts';
 import { createDashboardAuth, isSameOrigin, type DashboardAuthOptions, type DashboardVariables } from './dashboard-auth.ts';
 import { createDashboardTasks, mayChange, parseStatus } from './dashboard-tasks.ts';
 import { buildTimeline } from './timeline.ts';
@@ -24,6 +25,11 @@ export interface DashboardOptions {
   /** The server's options: its tokens and admins, secrets, log, and where tasks run. */
   readonly options: ResolvedServerOptions;
   readonly auth?: DashboardAuthOptions;
+  /**
+   * The calls this process made to each upstream, its runner thread's included (the server's metrics):
+   * the upstreams page counts them instead of the main pool's own, which a thread's runs never use.
+   */
+  readonly callTotals?: () => ReadonlyMap<string, CallTotals>;
 }
 
 type Env = { Variables: DashboardVariables };
@@ -160,7 +166,7 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
     return c.redirect(`/dashboard/tasks/${encodeURIComponent(id)}`, 303);
   });
 
-  const upstreams = (): Html => upstreamsPart(redact.value(service.pool.status()), tasksRunHere);
+  const upstreams = (): Html => upstreamsPart(redact.value(service.pool.status()), { tasksRunHere, ...(dashboard.callTotals === undefined ? {} : { callTotals: dashboard.callTotals() }) });
   app.get('/dashboard/upstreams', (c) => render(c, html`<h1>Upstreams</h1>${upstreams()}`, 'Upstreams', 'upstreams'));
   app.get('/dashboard/parts/upstreams', (c) => c.html(upstreams()));
   return app;

@@ -18,12 +18,23 @@ export interface KlymMetrics {
   readonly registry: Registry;
   /** Counts an upstream tool call (a pool's `onCall`, on the main thread or the runner thread). */
   observeCall(call: UpstreamCall): void;
+  /** The calls this process made to each upstream so far, the runner thread's included: for the dashboard. */
+  callTotals(): ReadonlyMap<string, CallTotals>;
   /** Counts what a task event says happened in this process (a service's `onEvent`); events heard from another process are left to it. */
   observeTaskEvent(event: TaskEvent): void;
   /** Reads task counts and upstream states from `service` at each scrape. Returns the function that stops it. */
   watch(service: TaskService): () => void;
   /** The metrics now, as a scrape answers them. */
   render(): Promise<{ readonly contentType: string; readonly body: string }>;
+}
+
+/** What one upstream's calls came to in this process. */
+export interface CallTotals {
+  readonly succeeded: number;
+  /** Calls that ended in an error or an `isError` result. */
+  readonly failed: number;
+  /** Milliseconds the calls took, summed. */
+  readonly totalMs: number;
 }
 
 const STATUSES: readonly TaskStatus[] = ['pending', 'running', ...TERMINAL_STATUSES];
@@ -119,13 +130,20 @@ export function createKlymMetrics(options: KlymMetricsOptions = {}): KlymMetrics
   }
 
   let processMetrics = options.processMetrics ?? true;
+  const totals = new Map<string, { succeeded: number; failed: number; totalMs: number }>();
   return {
     registry,
     observeCall(call) {
       const labels = { upstream: call.upstream, tool: call.listed ? call.toolName : 'other', outcome: call.outcome };
       calls.inc(labels);
       callDuration.observe(labels, call.durationMs / 1000);
+      const total = totals.get(call.upstream) ?? { succeeded: 0, failed: 0, totalMs: 0 };
+      if (call.outcome === 'ok') total.succeeded++;
+      else total.failed++;
+      total.totalMs += call.durationMs;
+      totals.set(call.upstream, total);
     },
+    callTotals: () => totals,
     observeTaskEvent(event) {
       switch (event.type) {
         case 'task-start':

@@ -87,7 +87,7 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
   }
   mountMcpRoutes(app, service, sessions);
   mountRestApi(app, service);
-  app.route('/', createDashboard({ service, store: tasks.store, options: resolved }));
+  app.route('/', createDashboard({ service, store: tasks.store, options: resolved, callTotals: () => metrics.callTotals() }));
 
   let closing: Promise<void> | undefined;
   const klym: KlymApp = {
