@@ -26,23 +26,24 @@ if ! have_node || ! have_pnpm; then
   have_node || { echo "scripts/run.sh: Node $node_major did not install into .toolchain/" >&2; exit 1; }
 fi
 
-# The tests and the benchmark start their own Redis (issue #13): Debian's redis-server, installed when missing.
+# Installs a Debian package with apt-get (as root, else through sudo), or stops naming it.
+#   apt_install PACKAGE WHY [apt-get install flags…]
+apt_install() {
+  local package="$1" why="$2" sudo=""
+  shift 2
+  echo "Installing Debian's $package for $why …" >&2
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" "$package" >&2 \
+    || { echo "scripts/run.sh: could not install $package with apt-get; install Debian's $package package" >&2; exit 1; }
+}
+
 case "${1:-}" in
   test|bench)
-    if ! command -v redis-server >/dev/null 2>&1; then
-      echo "Installing Debian's redis-server for the tests …" >&2
-      sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-      $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends redis-server >&2 \
-        || { echo "scripts/run.sh: could not install redis-server with apt-get; install Debian's redis-server package" >&2; exit 1; }
-    fi
-    # The dashboard's tests (issue #15) drive Debian's Chromium with playwright-core: the browser download
-    # of playwright does not work on our machines. Recommends included: they bring the fonts pages render with.
-    if [ "${1:-}" = test ] && [ ! -x /usr/bin/chromium ]; then
-      echo "Installing Debian's chromium for the dashboard's tests …" >&2
-      sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-      $sudo apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >&2 \
-        || { echo "scripts/run.sh: could not install chromium with apt-get; install Debian's chromium package" >&2; exit 1; }
-    fi
+    # The tests and the benchmark start their own Redis (issue #13).
+    command -v redis-server >/dev/null 2>&1 || apt_install redis-server "the tests" --no-install-recommends
+    # The dashboard's tests (issue #15) drive Debian's Chromium with playwright-core: playwright's browser
+    # download does not work on our machines. Recommends included: they bring the fonts pages render with.
+    [ "${1:-}" != test ] || [ -x /usr/bin/chromium ] || apt_install chromium "the dashboard's tests"
     ;;
 esac
 
