@@ -5,14 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { ModelMessage } from 'ai';
-import * as fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { webhookMessage } from '../../../../test/support/task-store-contract.ts';
 import type { AgentCheckpoint } from '../agent/types.ts';
 import { KlymError } from '../errors.ts';
 import { migrateSchema, TASK_STORE_SCHEMA_VERSION } from './sqlite/schema.ts';
 import { createSqliteTaskStore } from './sqlite-task-store.ts';
-import { BoundedLog, logEntryJson, type TaskLogPage } from './task-log.ts';
+import { logEntryJson } from './task-log.ts';
 import type { TaskRecord, TaskStore } from './task-types.ts';
 
 let dir: string;
@@ -44,9 +43,6 @@ const checkpoint = (messages: readonly ModelMessage[], steps = messages.length):
 });
 
 const userMessage = (text: string): ModelMessage => ({ role: 'user', content: text });
-
-/** A page without entry times, which differ between two logs fed at different moments. */
-const timeless = (page: TaskLogPage) => ({ ...page, entries: page.entries.map(({ time: _time, ...entry }) => entry) });
 
 const storeModule = new URL('./sqlite-task-store.ts', import.meta.url).href;
 
@@ -93,6 +89,8 @@ async function openFails(path: string): Promise<KlymError> {
   return error as KlymError;
 }
 
+// What every store must do is test/support/task-store-contract.ts's, run on SQLite by
+// sqlite-task-store.contract.test.ts; here, what is SQLite's own: the file, batching, reopening.
 describe('createSqliteTaskStore: the TaskStore contract', () => {
   it('keeps every field of a task across close and reopen', async () => {
     const path = join(dir, 'tasks.db');
@@ -117,150 +115,9 @@ describe('createSqliteTaskStore: the TaskStore contract', () => {
     expect(await reopened.get('t1')).toEqual(done);
   });
 
-  it('applies a transition only from the given statuses, once among concurrent ones', async () => {
-    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
-    await store.insert(task('t1'));
-    const results = await Promise.all(Array.from({ length: 5 }, (_, index) => store.transition('t1', ['pending'], { status: 'running', currentStep: `runner ${index}` })));
-    expect(results.filter((result) => result !== undefined)).toHaveLength(1);
-    expect(await store.transition('t1', ['pending'], { status: 'cancelled' })).toBeUndefined();
-    expect(await store.transition('missing', ['pending'], { status: 'running' })).toBeUndefined();
-    const finished = await store.transition('t1', ['running'], { status: 'completed', finishedAt: '2026-01-01T00:01:00.000Z' });
-    expect(finished).toMatchObject({ id: 't1', status: 'completed', finishedAt: '2026-01-01T00:01:00.000Z' });
-    expect(await store.get('t1')).toEqual(finished);
-  });
-
-  it('updates any field but the status, whatever the status', async () => {
-    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
-    await store.insert(task('t1', { status: 'completed' }));
-    const patch = { status: 'running', writeBack: { status: 'pending', nodeId: 'klym_t1', dayId: 'd' } } as const;
-    const updated = await store.update('t1', patch);
-    expect(updated).toMatchObject({ status: 'completed', writeBack: { status: 'pending' } });
-    expect(await store.get('t1')).toEqual(updated);
-    expect(await store.counts()).toMatchObject({ completed: 1, running: 0 });
-    expect(await store.update('missing', { currentStep: 'x' })).toBeUndefined();
-  });
-
-  it('lists newest first in pages with a cursor, filtered, with the total', async () => {
-    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
-    for (let index = 0; index < 7; index++) {
-      await store.insert(task(`t${index}`, { principal: index % 2 === 0 ? 'alice' : 'bob', createdAt: `2026-01-01T00:00:0${index}.000Z` }));
-    }
-    // Two tasks created in the same millisecond: the one inserted later is newer.
-    await store.insert(task('t7', { createdAt: '2026-01-01T00:00:06.000Z' }));
-    const first = await store.list({}, { limit: 3 });
-    expect(first.tasks.map((item) => item.id)).toEqual(['t7', 't6', 't5']);
-    expect(first.total).toBe(8);
-    const second = await store.list({}, { limit: 3, ...(first.nextCursor === undefined ? {} : { cursor: first.nextCursor }) });
-    expect(second.tasks.map((item) => item.id)).toEqual(['t4', 't3', 't2']);
-    const third = await store.list({}, { limit: 3, ...(second.nextCursor === undefined ? {} : { cursor: second.nextCursor }) });
-    expect(third.tasks.map((item) => item.id)).toEqual(['t1', 't0']);
-    expect(third.nextCursor).toBeUndefined();
-
-    const alice = await store.list({ principal: 'alice' });
-    expect(alice).toEqual({ tasks: expect.any(Array), total: 5 });
-    expect(alice.tasks.map((item) => item.id)).toEqual(['t7', 't6', 't4', 't2', 't0']);
-    await store.transition('t3', ['pending'], { status: 'running' });
-    expect((await store.list({ principal: 'bob', status: 'running' })).tasks.map((item) => item.id)).toEqual(['t3']);
-    expect((await store.list({ status: 'pending' }, { limit: 1 })).total).toBe(7);
-    await expect(store.list({}, { cursor: 'not-a-cursor' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(store.list({}, { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-  });
-
-  it('counts tasks by status, and gives the unfinished ones oldest first', async () => {
-    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
-    await store.insert(task('old', { status: 'running', createdAt: '2026-01-01T00:00:01.000Z' }));
-    await store.insert(task('new', { createdAt: '2026-01-01T00:00:03.000Z' }));
-    await store.insert(task('writing', { status: 'completed', createdAt: '2026-01-01T00:00:02.000Z', writeBack: { status: 'pending', nodeId: 'klym_writing', dayId: 'd' } }));
-    await store.insert(task('done', { status: 'error', createdAt: '2026-01-01T00:00:00.000Z' }));
-    expect(await store.counts()).toEqual({ pending: 1, running: 1, completed: 1, error: 1, cancelled: 0 });
-    // A write-back under way when the process died is unfinished business too.
-    expect((await store.unfinished()).map((item) => item.id)).toEqual(['old', 'writing', 'new']);
-  });
-
-  it('evicts finished tasks older than the cutoff with their logs and checkpoints', async () => {
-    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
-    await store.insert(task('old', { status: 'completed', finishedAt: '2026-01-01T00:00:00.000Z', request: { prompt: 'x', idempotencyKey: 'k' } }));
-    await store.insert(task('recent', { status: 'cancelled', finishedAt: '2026-01-01T02:00:00.000Z' }));
-    await store.insert(task('running', { status: 'running' }));
-    store.appendLog('old', 'note', { text: 'hello' });
-    store.saveCheckpoint('old', checkpoint([userMessage('hi')]));
-    const evicted = await store.evict(new Date('2026-01-01T01:00:00.000Z'));
-    expect(evicted.map((item) => item.id)).toEqual(['old']);
-    expect(await store.get('old')).toBeUndefined();
-    expect(await store.readLog('old')).toMatchObject({ entries: [], lastSeq: 0 });
-    expect(await store.loadCheckpoint('old')).toBeUndefined();
-    expect(await store.findByIdempotencyKey('alice', 'k')).toBeUndefined();
-    expect((await store.list()).tasks.map((item) => item.id)).toEqual(['running', 'recent']);
-  });
-
-  it('answers a repeated idempotency key of one principal with the task it started', async () => {
-    const path = join(dir, 'tasks.db');
-    {
-      await using store = await createSqliteTaskStore({ path });
-      const first = await store.insert(task('t1', { request: { prompt: 'a', idempotencyKey: 'k1' } }));
-      const [again, other] = await Promise.all([
-        store.insert(task('t2', { request: { prompt: 'b', idempotencyKey: 'k1' } })),
-        store.insert(task('t3', { principal: 'bob', request: { prompt: 'c', idempotencyKey: 'k1' } })),
-      ]);
-      expect(again).toEqual(first);
-      expect(other.id).toBe('t3');
-      expect(await store.get('t2')).toBeUndefined();
-      expect((await store.list()).total).toBe(2);
-    }
-    await using reopened = await createSqliteTaskStore({ path });
-    expect((await reopened.findByIdempotencyKey('alice', 'k1'))?.id).toBe('t1');
-    expect((await reopened.findByIdempotencyKey('bob', 'k1'))?.id).toBe('t3');
-    expect(await reopened.findByIdempotencyKey('alice', 'k2')).toBeUndefined();
-    expect((await reopened.insert(task('t4', { request: { prompt: 'd', idempotencyKey: 'k1' } }))).id).toBe('t1');
-  });
-
-  it('refuses a second task with an id already stored', async () => {
-    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
-    await store.insert(task('t1'));
-    await expect(store.insert(task('t1', { principal: 'bob' }))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    expect((await store.get('t1'))?.principal).toBe('alice');
-  });
 });
 
 describe('createSqliteTaskStore: logs', () => {
-  it('bounds a log exactly as BoundedLog does', async () => {
-    const data = fc.oneof(
-      fc.record({ text: fc.string({ unit: 'binary', maxLength: 12 }), times: fc.nat(60) }).map(({ text, times }) => ({ text: text.repeat(times) })),
-      fc.record({ nested: fc.record({ list: fc.array(fc.string({ maxLength: 80 }), { maxLength: 25 }) }), n: fc.integer() }),
-    );
-    const operation = fc.oneof(
-      { weight: 6, arbitrary: fc.record({ append: data, type: fc.constantFrom('note', 'tool-call', 'llm-response') }) },
-      { weight: 2, arbitrary: fc.record({ read: fc.tuple(fc.integer({ min: 0, max: 80 }), fc.integer({ min: 0, max: 30 })) }) },
-      { weight: 1, arbitrary: fc.record({ tail: fc.integer({ min: 0, max: 30 }) }) },
-      { weight: 1, arbitrary: fc.constant({ tick: true }) },
-    );
-    const bounds = fc.record({ maxBytes: fc.integer({ min: 150, max: 3_000 }), maxEntryBytes: fc.integer({ min: 40, max: 600 }), batchEntries: fc.integer({ min: 1, max: 8 }) });
-    let run = 0;
-    await fc.assert(
-      fc.asyncProperty(bounds, fc.array(operation, { maxLength: 80 }), async ({ batchEntries, ...log }, operations) => {
-        await using store = await createSqliteTaskStore({ path: join(dir, `log-${run++}.db`), log, batchEntries });
-        const reference = new BoundedLog(log);
-        await store.insert(task('t1'));
-        const pages: { sqlite: TaskLogPage; bounded: TaskLogPage }[] = [];
-        for (const op of operations) {
-          if ('append' in op) {
-            store.appendLog('t1', op.type, op.append);
-            reference.append(op.type, op.append);
-          } else if ('read' in op) {
-            pages.push({ sqlite: await store.readLog('t1', ...op.read), bounded: reference.read(...op.read) });
-          } else if ('tail' in op) {
-            pages.push({ sqlite: await store.tailLog('t1', op.tail), bounded: reference.tail(op.tail) });
-          } else {
-            await new Promise((resolve) => setImmediate(resolve));
-          }
-        }
-        pages.push({ sqlite: await store.readLog('t1', 0, 1_000), bounded: reference.read(0, 1_000) });
-        expect(pages.map((page) => timeless(page.sqlite))).toEqual(pages.map((page) => timeless(page.bounded)));
-      }),
-      { numRuns: 40 },
-    );
-  });
-
   it('keeps entries that fill the bound exactly, whether they were written in one batch or one by one', async () => {
     // Entries 1 to 9 with data { n: 1 } to { n: 9 } all take the same bytes.
     const size = Buffer.byteLength(logEntryJson(1, new Date().toISOString(), 'note', '{"n":1}'));
@@ -275,20 +132,6 @@ describe('createSqliteTaskStore: logs', () => {
     for (const id of ['batched', 'ticked']) {
       expect(await store.readLog(id)).toMatchObject({ entries: [{ seq: 4 }, { seq: 5 }, { seq: 6 }], dropped: 3, droppedBefore: { fromSeq: 1, toSeq: 3 } });
     }
-  });
-
-  it('keeps the newest entries of a flood within the bound, counts the dropped ones and marks the gap', async () => {
-    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db'), log: { maxBytes: 2_000, maxEntryBytes: 200 } });
-    await store.insert(task('t1'));
-    for (let index = 1; index <= 5_000; index++) store.appendLog('t1', 'flood', { line: `line ${index} ${'x'.repeat(50)}` });
-    const page = await store.readLog('t1', 0, 5);
-    const first = page.entries[0]?.seq ?? 0;
-    expect(page).toMatchObject({ lastSeq: 5_000, dropped: first - 1, droppedBefore: { fromSeq: 1, toSeq: first - 1 }, more: true });
-    expect(first).toBeGreaterThan(4_950);
-    const kept = await store.readLog('t1', 0, 1_000);
-    const bytes = kept.entries.reduce((sum, entry) => sum + Buffer.byteLength(JSON.stringify(entry)), 0);
-    expect(bytes).toBeLessThanOrEqual(2_000);
-    expect((await store.tailLog('t1', 1)).entries[0]?.data).toEqual({ line: `line 5000 ${'x'.repeat(50)}` });
   });
 
   it('shows every append to the next read, without waiting for a tick', async () => {
