@@ -100,3 +100,29 @@ export function startKlym(args: readonly string[], options: { cwd: string; env?:
 export function runKlym(args: readonly string[], options: { cwd: string; env?: Record<string, string> }): Promise<KlymExit> {
   return startKlym(args, options).exited();
 }
+
+/** A REST call to a Klym server as `token`'s principal: GET, or POST with `body` as JSON; its status and JSON answer. */
+export async function restCall(url: string, route: string, token: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+  const response = await fetch(`${url}${route}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { Authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+}
+
+/**
+ * Starts `klym serve --config klym.config.json` in `cwd` and waits until it serves; `cleanups` gets what
+ * SIGKILLs it if the test has not ended it.
+ */
+export async function serveKlym(cwd: string, cleanups: (() => Promise<unknown>)[]): Promise<{ klym: KlymProcess; url: string }> {
+  const klym = startKlym(['serve', '--config', 'klym.config.json'], { cwd });
+  cleanups.push(async () => {
+    if (klym.child.exitCode === null && klym.child.signalCode === null) {
+      klym.child.kill('SIGKILL');
+      await klym.exited();
+    }
+  });
+  const [, url] = (await klym.waitFor(/serving MCP at (http:\/\/[^\s]+)\/mcp/)) as RegExpMatchArray;
+  return { klym, url: url as string };
+}

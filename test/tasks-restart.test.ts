@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { startKlym, temporaryDirectory, type KlymProcess } from './cli-harness.ts';
+import { restCall, serveKlym, temporaryDirectory } from './cli-harness.ts';
 import { startFakeLlmServer, type FakeLlmServer, type FakeReply } from './support/fake-llm-server.ts';
 
 const OWNER = 'token-of-grynya-0123456789';
@@ -33,35 +33,14 @@ function modelReplies(llmCalls: Map<string, number>): (request: { body: string }
   };
 }
 
-async function serve(cwd: string): Promise<{ klym: KlymProcess; url: string }> {
-  const klym = startKlym(['serve', '--config', 'klym.config.json'], { cwd });
-  cleanups.push(async () => {
-    if (klym.child.exitCode === null && klym.child.signalCode === null) {
-      klym.child.kill('SIGKILL');
-      await klym.exited();
-    }
-  });
-  const [, url] = (await klym.waitFor(/serving MCP at (http:\/\/[^\s]+)\/mcp/)) as RegExpMatchArray;
-  return { klym, url: url as string };
-}
-
-async function api(url: string, route: string, token: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  const response = await fetch(`${url}${route}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { Authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
-}
-
 const start = async (url: string, body: Record<string, unknown>): Promise<string> => {
-  const { status, json } = await api(url, '/api/tasks', OWNER, body);
+  const { status, json } = await restCall(url, '/api/tasks', OWNER, body);
   expect(status).toBe(202);
   return String(json.task_id);
 };
-const statusOf = async (url: string, id: string): Promise<Record<string, unknown>> => (await api(url, `/api/tasks/${id}?full_result=true`, OWNER)).json;
+const statusOf = async (url: string, id: string): Promise<Record<string, unknown>> => (await restCall(url, `/api/tasks/${id}?full_result=true`, OWNER)).json;
 const logTypes = async (url: string, id: string): Promise<{ type: string; fromStep?: number }[]> =>
-  (await api(url, `/api/tasks/${id}/logs?limit=500`, OWNER)).json.entries as { type: string; fromStep?: number }[];
+  (await restCall(url, `/api/tasks/${id}/logs?limit=500`, OWNER)).json.entries as { type: string; fromStep?: number }[];
 
 describe('klym serve killed with SIGKILL, then started again on the same store', () => {
   it('keeps finished tasks, runs pending ones, resumes running ones without replaying the interrupted tool call', async () => {
@@ -81,7 +60,7 @@ describe('klym serve killed with SIGKILL, then started again on the same store',
     writeFileSync(path.join(directory.path, 'klym.config.json'), JSON.stringify(config));
 
     // The first life: one task completes; one is mid-tool-call, one mid-LLM-request; one waits.
-    const first = await serve(directory.path);
+    const first = await serveKlym(directory.path, cleanups);
     const done = await start(first.url, { prompt: 'prompt-done' });
     await vi.waitFor(async () => expect((await statusOf(first.url, done)).status).toBe('completed'), { timeout: 10_000 });
     grynya.faults.hang = true;
@@ -98,10 +77,10 @@ describe('klym serve killed with SIGKILL, then started again on the same store',
     grynya.faults.hang = false;
 
     // The second life, on the same file.
-    const second = await serve(directory.path);
+    const second = await serveKlym(directory.path, cleanups);
     for (const id of [done, tool, llmTask, pending]) {
       await vi.waitFor(async () => expect((await statusOf(second.url, id)).status).toBe('completed'), { timeout: 15_000 });
-      expect((await api(second.url, `/api/tasks/${id}`, STRANGER)).status).toBe(404);
+      expect((await restCall(second.url, `/api/tasks/${id}`, STRANGER)).status).toBe(404);
     }
 
     const kept = await statusOf(second.url, done);

@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { startKlym, temporaryDirectory, type KlymProcess } from './cli-harness.ts';
+import { restCall, serveKlym, temporaryDirectory } from './cli-harness.ts';
 import { startWebhookReceiver, webhookSecret } from './support/webhook-receiver.ts';
 
 const OWNER = 'token-of-grynya-0123456789';
@@ -13,30 +13,9 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).toReversed()) await cleanup().catch(() => {});
 });
 
-async function serve(cwd: string): Promise<{ klym: KlymProcess; url: string }> {
-  const klym = startKlym(['serve', '--config', 'klym.config.json'], { cwd });
-  cleanups.push(async () => {
-    if (klym.child.exitCode === null && klym.child.signalCode === null) {
-      klym.child.kill('SIGKILL');
-      await klym.exited();
-    }
-  });
-  const [, url] = (await klym.waitFor(/serving MCP at (http:\/\/[^\s]+)\/mcp/)) as RegExpMatchArray;
-  return { klym, url: url as string };
-}
-
-async function api(url: string, route: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  const response = await fetch(`${url}${route}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { Authorization: `Bearer ${OWNER}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
-}
-
 type Delivery = { type: string; event: string; attempt: number; outcome: string; status?: number; webhookId: string };
 const deliveries = async (url: string, id: string): Promise<Delivery[]> =>
-  ((await api(url, `/api/tasks/${id}/logs?limit=500`)).json.entries as Delivery[]).filter((entry) => entry.type === 'webhook-delivery');
+  ((await restCall(url, `/api/tasks/${id}/logs?limit=500`, OWNER)).json.entries as Delivery[]).filter((entry) => entry.type === 'webhook-delivery');
 
 describe('webhooks from klym serve, across a SIGKILL mid-retry', () => {
   it('delivers each event once per webhook-id, signed, after two failures and a restart on the same store', async () => {
@@ -55,8 +34,8 @@ describe('webhooks from klym serve, across a SIGKILL mid-retry', () => {
     };
     writeFileSync(path.join(directory.path, 'klym.config.json'), JSON.stringify(config));
 
-    const first = await serve(directory.path);
-    const started = await api(first.url, '/api/tasks', { prompt: 'Check the graph', webhook: 'ops' });
+    const first = await serveKlym(directory.path, cleanups);
+    const started = await restCall(first.url, '/api/tasks', OWNER, { prompt: 'Check the graph', webhook: 'ops' });
     expect(started.status).toBe(202);
     const id = String(started.json.task_id);
     // Both events failed twice, and their next attempts are scheduled in the store.
@@ -72,7 +51,7 @@ describe('webhooks from klym serve, across a SIGKILL mid-retry', () => {
     expect(receiver.accepted.size).toBe(0);
     accepting = true;
 
-    const second = await serve(directory.path);
+    const second = await serveKlym(directory.path, cleanups);
     await vi.waitFor(() => expect(receiver.accepted.size).toBe(2), { timeout: 15_000 });
     // Every request verified with the endpoint's secret; one id per event, the same before and after the restart.
     expect(receiver.requests.filter((request) => request.invalid !== undefined)).toEqual([]);
@@ -98,7 +77,7 @@ describe('webhooks from klym serve, across a SIGKILL mid-retry', () => {
       ]);
       expect(ofEvent.at(-1)).toMatchObject({ outcome: 'delivered', status: 200 });
     }
-    expect((await api(second.url, `/api/tasks/${id}`)).json.status).toBe('completed');
+    expect((await restCall(second.url, `/api/tasks/${id}`, OWNER)).json.status).toBe('completed');
 
     second.klym.child.kill('SIGTERM');
     const exit = await second.klym.exited();

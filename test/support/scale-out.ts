@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
-import { startKlym, temporaryDirectory, type KlymProcess } from '../cli-harness.ts';
+import { restCall, startKlym, temporaryDirectory, type KlymProcess } from '../cli-harness.ts';
 import { startFakeLlmServer, type FakeLlmServer, type FakeReply } from './fake-llm-server.ts';
 import type { RedisServer } from './redis-server.ts';
 
@@ -112,7 +112,7 @@ export async function startScaleOut(options: ScaleOutOptions): Promise<ScaleOut>
     async front(flags = []) {
       const klym = spawnKlym(['serve', '--set', 'tasks.concurrency=0', ...flags]);
       const [, url = ''] = await klym.waitFor(/serving MCP at (http:\/\/[^\s]+)\/mcp/);
-      return { klym, url, api: (route, body) => api(url, route, body) };
+      return { klym, url, api: (route, body) => restCall(url, route, OWNER, body) };
     },
     async worker(flags = []) {
       const klym = spawnKlym(['worker', ...flags]);
@@ -131,15 +131,6 @@ export async function startScaleOut(options: ScaleOutOptions): Promise<ScaleOut>
       directory[Symbol.dispose]();
     },
   };
-}
-
-async function api(url: string, route: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  const response = await fetch(`${url}${route}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { Authorization: `Bearer ${OWNER}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
 }
 
 /** Starts a task over REST and answers its id; a refusal fails the test with the front's answer. */

@@ -24,6 +24,21 @@ export const taskRecord = (id: string, fields: Partial<TaskRecord> = {}): TaskRe
   ...fields,
 });
 
+/** A finished task with every optional field set, as a store must keep it whole. */
+export const finishedTaskRecord = (id: string): TaskRecord =>
+  taskRecord(id, {
+    status: 'completed',
+    request: { prompt: 'p', model: 'scripted', budget: { maxSteps: 3 }, tools: { allow: ['grynya__*'] }, recordResult: true },
+    startedAt: '2026-01-01T00:00:01.000Z',
+    finishedAt: '2026-01-01T00:00:09.000Z',
+    currentStep: 'done',
+    usage: { steps: 3, inputTokens: 120, outputTokens: 40, totalTokens: 160, costUsd: 0.0012 },
+    result: { text: 'one\n\ntwo', finalText: 'two', finishReason: 'stop', model: 'scripted', toolCalls: 2 },
+    writeBack: { status: 'written', nodeId: `klym_${id}`, dayId: 'd_2026_01_01' },
+    elapsedMs: 8_000,
+    resumes: [2],
+  });
+
 /** A webhook message of task t1 as a test stores one; `fields` override. */
 export const webhookMessage = (id: string, fields: Partial<WebhookMessage> = {}): WebhookMessage => ({
   id,
@@ -66,18 +81,7 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
   describe(`${name}: the TaskStore contract`, () => {
     it('keeps every field of a task', async () => {
       await using store = await open();
-      const done = taskRecord('t1', {
-        status: 'completed',
-        request: { prompt: 'p', model: 'scripted', budget: { maxSteps: 3 }, tools: { allow: ['grynya__*'] }, recordResult: true },
-        startedAt: '2026-01-01T00:00:01.000Z',
-        finishedAt: '2026-01-01T00:00:09.000Z',
-        currentStep: 'done',
-        usage: { steps: 3, inputTokens: 120, outputTokens: 40, totalTokens: 160, costUsd: 0.0012 },
-        result: { text: 'one\n\ntwo', finalText: 'two', finishReason: 'stop', model: 'scripted', toolCalls: 2 },
-        writeBack: { status: 'written', nodeId: 'klym_t1', dayId: 'd_2026_01_01' },
-        elapsedMs: 8_000,
-        resumes: [2],
-      });
+      const done = finishedTaskRecord('t1');
       expect(await store.insert(done)).toEqual(done);
       expect(await store.get('t1')).toEqual(done);
       expect(await store.get('missing')).toBeUndefined();

@@ -1,9 +1,8 @@
-import { configSecrets, serverOptions } from '../config/core-options.ts';
-import { handleProcessFaults, serveStdio, startKlymServer } from '../server/index.ts';
-import { configFor, EXIT, type CliIo } from './cli.ts';
-import { aborted, logSink, upstreamNames } from './log-sink.ts';
+import { serveStdio, startKlymServer } from '../server/index.ts';
+import type { CliIo } from './cli.ts';
+import { upstreamNames } from './log-sink.ts';
 import type { CommandLine } from './parse-command.ts';
-import { openTracing } from '../telemetry/tracing-env.ts';
+import { openServerProcess } from './server-process.ts';
 
 /**
  * `klym serve`: Klym's MCP server, built from the layered configuration, until `io.signal` aborts
@@ -13,24 +12,12 @@ import { openTracing } from '../telemetry/tracing-env.ts';
  * exit status: 0, or 2 after an uncaught exception.
  */
 export async function serveCommand(parsed: CommandLine, io: CliIo): Promise<number> {
-  const { config, file } = configFor(parsed, io);
-  const sink = logSink(config, io);
-  // Off unless the standard OTEL_* environment asks for it; a variable Klym cannot honour stops start-up, named.
-  const tracing = await openTracing(io.env).catch(async (error: unknown) => {
-    await sink.close();
-    throw error;
-  });
-  if (tracing !== undefined) sink.log(`klym: tracing on: spans go to ${tracing.destination}`);
-  const options = { ...serverOptions(config, io.cwd), log: sink.log, ...(tracing === undefined ? {} : { tracing: { tracer: tracing.tracer } }) };
-  const fault = new AbortController();
-  const stopHandling = handleProcessFaults({ log: sink.log, secrets: configSecrets(config), shutdown: () => fault.abort() });
-  const stopped = Promise.race([aborted(io.signal), aborted(fault.signal)]);
-  const status = (): number => (fault.signal.aborted ? EXIT.failure : EXIT.ok);
+  const { config, file, options, stopped, status, close } = await openServerProcess(parsed, io);
   try {
     if (parsed.stdio) {
       // stdout carries MCP messages only; everything else goes to the log.
       const stdio = await serveStdio(options, { ...(io.stdin === undefined ? {} : { stdin: io.stdin }), stdout: io.stdout as unknown as NodeJS.WritableStream });
-      sink.log(`klym: serving MCP over stdio${file === undefined ? '' : ` (config ${file})`}; upstreams: ${upstreamNames(config)}`);
+      options.log(`klym: serving MCP over stdio${file === undefined ? '' : ` (config ${file})`}; upstreams: ${upstreamNames(config)}`);
       await Promise.race([stdio.closed, stopped]);
       await stdio.close();
       return status();
@@ -43,13 +30,10 @@ export async function serveCommand(parsed: CommandLine, io: CliIo): Promise<numb
     );
     await stopped;
     const shared = /^rediss?:\/\//.test(config.tasks.store);
-    sink.log(`klym: shutting down (running tasks get a grace period, then ${shared ? 'go back to the queue for a worker' : 'are cancelled'})`);
+    options.log(`klym: shutting down (running tasks get a grace period, then ${shared ? 'go back to the queue for a worker' : 'are cancelled'})`);
     await server.close();
     return status();
   } finally {
-    stopHandling();
-    // After the server closed: the spans of the tasks it ended are exported too.
-    await tracing?.close();
-    await sink.close();
+    await close();
   }
 }

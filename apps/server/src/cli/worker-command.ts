@@ -1,9 +1,8 @@
-import { configSecrets, serverOptions } from '../config/core-options.ts';
-import { handleProcessFaults, startKlymWorker } from '../server/index.ts';
-import { configFor, EXIT, type CliIo } from './cli.ts';
+import { startKlymWorker } from '../server/index.ts';
+import type { CliIo } from './cli.ts';
+import { upstreamNames } from './log-sink.ts';
 import type { CommandLine } from './parse-command.ts';
-import { openTracing } from '../telemetry/tracing-env.ts';
-import { aborted, logSink, upstreamNames } from './log-sink.ts';
+import { openServerProcess } from './server-process.ts';
 
 /** `host:port/db` of a Redis URL: never its user or password. */
 const redisWhere = (url: string): string => {
@@ -18,31 +17,18 @@ const redisWhere = (url: string): string => {
  * handled as `klym serve` handles them. Resolves with the exit status: 0, or 2 after an uncaught exception.
  */
 export async function workerCommand(parsed: CommandLine, io: CliIo): Promise<number> {
-  const { config, file } = configFor(parsed, io);
-  const sink = logSink(config, io);
-  // Off unless the standard OTEL_* environment asks for it; a variable Klym cannot honour stops start-up, named.
-  const tracing = await openTracing(io.env).catch(async (error: unknown) => {
-    await sink.close();
-    throw error;
-  });
-  if (tracing !== undefined) sink.log(`klym: tracing on: spans go to ${tracing.destination}`);
-  const options = { ...serverOptions(config, io.cwd), host: config.worker.host, port: config.worker.port, log: sink.log, ...(tracing === undefined ? {} : { tracing: { tracer: tracing.tracer } }) };
-  const fault = new AbortController();
-  const stopHandling = handleProcessFaults({ log: sink.log, secrets: configSecrets(config), shutdown: () => fault.abort() });
+  const { config, file, options, stopped, status, close } = await openServerProcess(parsed, io);
   try {
-    const worker = await startKlymWorker(options);
+    const worker = await startKlymWorker({ ...options, host: config.worker.host, port: config.worker.port });
     io.stdout.write(
       `Klym worker is running up to ${config.tasks.concurrency} tasks at once from the queue on redis ${redisWhere(config.tasks.store)}` +
         `${file === undefined ? '' : ` (config ${file})`}\n  health: ${worker.url}/healthz · upstreams: ${upstreamNames(config)} · model: ${config.llm.model}\n`,
     );
-    await Promise.race([aborted(io.signal), aborted(fault.signal)]);
-    sink.log('klym: worker stopping (running tasks get a grace period, then go back to the queue for another worker)');
+    await stopped;
+    options.log('klym: worker stopping (running tasks get a grace period, then go back to the queue for another worker)');
     await worker.close();
-    return fault.signal.aborted ? EXIT.failure : EXIT.ok;
+    return status();
   } finally {
-    stopHandling();
-    // After the server closed: the spans of the tasks it ended are exported too.
-    await tracing?.close();
-    await sink.close();
+    await close();
   }
 }

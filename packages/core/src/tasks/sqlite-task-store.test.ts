@@ -6,13 +6,13 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { ModelMessage } from 'ai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { webhookMessage } from '../../../../test/support/task-store-contract.ts';
+import { finishedTaskRecord, taskRecord as task, webhookMessage } from '../../../../test/support/task-store-contract.ts';
 import type { AgentCheckpoint } from '../agent/types.ts';
 import { KlymError } from '../errors.ts';
 import { migrateSchema, TASK_STORE_SCHEMA_VERSION } from './sqlite/schema.ts';
 import { createSqliteTaskStore } from './sqlite-task-store.ts';
 import { logEntryJson } from './task-log.ts';
-import type { TaskRecord, TaskStore } from './task-types.ts';
+import type { TaskStore } from './task-types.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -22,16 +22,6 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const task = (id: string, fields: Partial<TaskRecord> = {}): TaskRecord => ({
-  id,
-  principal: 'alice',
-  request: { prompt: `do ${id}` },
-  status: 'pending',
-  createdAt: '2026-01-01T00:00:00.000Z',
-  currentStep: 'queued',
-  usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: undefined },
-  ...fields,
-});
 
 const checkpoint = (messages: readonly ModelMessage[], steps = messages.length): AgentCheckpoint => ({
   steps,
@@ -94,17 +84,7 @@ async function openFails(path: string): Promise<KlymError> {
 describe('createSqliteTaskStore: the TaskStore contract', () => {
   it('keeps every field of a task across close and reopen', async () => {
     const path = join(dir, 'tasks.db');
-    const done = task('t1', {
-      status: 'completed',
-      startedAt: '2026-01-01T00:00:01.000Z',
-      finishedAt: '2026-01-01T00:00:09.000Z',
-      currentStep: 'done',
-      usage: { steps: 3, inputTokens: 120, outputTokens: 40, totalTokens: 160, costUsd: 0.0012 },
-      result: { text: 'one\n\ntwo', finalText: 'two', finishReason: 'stop', model: 'scripted', toolCalls: 2 },
-      writeBack: { status: 'written', nodeId: 'klym_t1', dayId: 'day_2026-01-01' },
-      elapsedMs: 8_000,
-      resumes: [2],
-    });
+    const done = finishedTaskRecord('t1');
     {
       await using store = await createSqliteTaskStore({ path });
       expect(await store.insert(done)).toEqual(done);
