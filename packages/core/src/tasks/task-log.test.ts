@@ -1,3 +1,4 @@
+import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BoundedLog } from './task-log.ts';
 
@@ -31,5 +32,15 @@ describe('BoundedLog', () => {
     const entry = log.append('big', { text: 'y'.repeat(100_000), nested: { more: 'z'.repeat(5_000) } });
     expect(Buffer.byteLength(JSON.stringify(entry.data))).toBeLessThanOrEqual(500);
     expect(String(entry.data.text).endsWith('…')).toBe(true);
+  });
+
+  it('counts each entry at the UTF-8 length of its JSON, whatever its text', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.string({ unit: 'binary' }), fc.dictionary(fc.string(), fc.jsonValue())), { minLength: 1, maxLength: 8 }), (appends) => {
+        const log = new BoundedLog({ maxBytes: 1e9, maxEntryBytes: 1e9 });
+        const entries = appends.map(([type, data]) => log.append(type, data));
+        expect(log.bytes).toBe(entries.reduce((total, entry) => total + Buffer.byteLength(JSON.stringify(entry)), 0));
+      }),
+    );
   });
 });

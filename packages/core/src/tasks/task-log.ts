@@ -56,7 +56,7 @@ export class BoundedLog {
   append(type: string, data: Readonly<Record<string, unknown>>, time: Date = new Date()): TaskLogEntry {
     const shrunk = shrinkLogData(data, this.#maxEntryBytes);
     const entry: TaskLogEntry = { seq: ++this.#lastSeq, time: time.toISOString(), type, data: shrunk.data };
-    const bytes = Buffer.byteLength(logEntryJson(entry.seq, entry.time, type, shrunk.json));
+    const bytes = logEntryBytes(entry.seq, entry.time, type, shrunk.bytes);
     this.#entries.push({ entry, bytes });
     this.#bytes += bytes;
     while (this.#bytes > this.#maxBytes && this.#entries.length - this.#head > 1) {
@@ -130,16 +130,32 @@ export function logEntryJson(seq: number, time: string, type: string, dataJson: 
   return `{"seq":${seq},"time":${JSON.stringify(time)},"type":${JSON.stringify(type)},"data":${dataJson}}`;
 }
 
-/** Cuts strings (deeply) so the JSON of `data` fits in about `maxBytes`; resolves the data kept and its JSON. */
-export function shrinkLogData(data: Readonly<Record<string, unknown>>, maxBytes: number): { readonly data: Readonly<Record<string, unknown>>; readonly json: string } {
+/**
+ * The UTF-8 length of {@link logEntryJson}, from its data's length: what the data's JSON already measured is
+ * not built into a second, longer string only to be measured again.
+ */
+export function logEntryBytes(seq: number, time: string, type: string, dataBytes: number): number {
+  return Buffer.byteLength(logEntryJson(seq, time, type, '')) + dataBytes;
+}
+
+/**
+ * Cuts strings (deeply) so the JSON of `data` fits in about `maxBytes`; resolves the data kept, its JSON
+ * and that JSON's UTF-8 length.
+ */
+export function shrinkLogData(
+  data: Readonly<Record<string, unknown>>,
+  maxBytes: number,
+): { readonly data: Readonly<Record<string, unknown>>; readonly json: string; readonly bytes: number } {
   // `?? '{}'`: an object whose toJSON answers undefined still takes the place of an object.
   const json = JSON.stringify(data) ?? '{}';
-  if (Buffer.byteLength(json) <= maxBytes) return { data, json };
+  const bytes = Buffer.byteLength(json);
+  if (bytes <= maxBytes) return { data, json, bytes };
   let limit = Math.max(32, Math.floor(maxBytes / 2));
   for (;;) {
     const cut = cutStrings(data, limit) as Record<string, unknown>;
     const cutJson = JSON.stringify(cut);
-    if (Buffer.byteLength(cutJson) <= maxBytes || limit <= 32) return { data: cut, json: cutJson };
+    const cutBytes = Buffer.byteLength(cutJson);
+    if (cutBytes <= maxBytes || limit <= 32) return { data: cut, json: cutJson, bytes: cutBytes };
     limit = Math.floor(limit / 2);
   }
 }
