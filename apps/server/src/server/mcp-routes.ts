@@ -57,10 +57,9 @@ export function mountMcpRoutes(app: Hono<Env>, service: TaskService, sessions: M
     if (sessions.closed) return rpcError(c, 503, -32000, 'Klym is shutting down');
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      // A POST is answered with its JSON-RPC response as one JSON body, not an SSE stream: Klym sends nothing
-      // tied to a request before its answer (notifications go on the session's GET stream), and a stream costs
-      // the serving thread a web stream, SSE framing and a second socket write per request (~25% of a ping).
-      enableJsonResponse: true,
+      // Answers stay SSE streams: the SDK's JSON answers (`enableJsonResponse`) would save the serving thread
+      // ~20% of a request's CPU, but in SDK 1.32 each one leaves an entry in the session's stream map for the
+      // session's life (modelcontextprotocol/typescript-sdk#2559), and Grynya's polling session is long.
       onsessioninitialized: (id) => sessions.add({ id, kind: 'streamable-http', transport, server, principal }),
     });
     const server = await connectKlymMcpServer(service, transport, principal);

@@ -37,6 +37,8 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
     const entry = tasks.get(id);
     if (entry === undefined) return undefined;
     entry.task = { ...entry.task, ...patch };
+    // A checkpoint is only for resuming a run: a finished task lets its go.
+    if (isTerminal(entry.task.status)) delete entry.checkpoint;
     return entry.task;
   };
   const remove = (entry: Entry): void => {
