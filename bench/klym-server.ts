@@ -62,20 +62,23 @@ export async function waitUntilIdle(klym: KlymChild): Promise<void> {
 
 /** Grynya's status polls in a process of their own (bench/status-poller.ts): tell it the newest task, then stop it for its times. */
 export interface StatusPoller {
+  readonly pid: number | undefined;
   poll(taskId: string): void;
-  stop(): Promise<number[]>;
+  /** Each poll's round trip (ms) and when it began (ms since the epoch: `performance.timeOrigin + performance.now()`). */
+  stop(): Promise<{ readonly times: number[]; readonly began: number[] }>;
 }
 
 export async function startStatusPoller(mcpUrl: string): Promise<StatusPoller> {
   const child = fork(path.join(import.meta.dirname, 'status-poller.ts'), [mcpUrl], { execArgv: ['--conditions=klym-source'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   await once(child, 'message');
   return {
+    pid: child.pid,
     poll: (taskId) => void child.send({ taskId }),
     async stop() {
-      const answer = once(child, 'message') as Promise<[{ times: number[] }]>;
+      const answer = once(child, 'message') as Promise<[{ times: number[]; began: number[] }]>;
       child.send({ stop: true });
-      const [{ times }] = await answer;
-      return times;
+      const [polls] = await answer;
+      return polls;
     },
   };
 }

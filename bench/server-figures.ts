@@ -3,11 +3,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { freePort } from '../test/support/upstream-servers.ts';
+import { processCpuMs } from './proc-cpu.ts';
 import { startFakeGrynyaProcess, type ChildServer } from './servers.ts';
 import { figure, ms, ratio, summarize } from './stats.ts';
 import { statusAtLoad } from './status-at-load.ts';
@@ -78,6 +79,8 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
     let started = 0;
     // Grynya polling while the runner is saturated: check_task_status on the newest task every 20 ms, from its own process.
     const poller = await startStatusPoller(klym.mcpUrl);
+    // Every process on the machine's cores during the run, for what the cores allow (see `cpuBound` below).
+    const cpuBefore = { grynya: processCpuMs(grynya.child.pid), callers: cpuMsOfThisProcess(), poller: processCpuMs(poller.pid) };
     await Promise.all(
       Array.from({ length: 16 }, async () => {
         while (started < tasks) {
@@ -87,8 +90,14 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
         }
       }),
     );
+    // The starts are answered long before the tasks end: polls from here on share the front with task execution only.
+    const startsAnswered = performance.timeOrigin + performance.now();
     await waitUntilIdle(klym);
-    const status = summarize(await poller.stop());
+    const cpuAfter = { grynya: processCpuMs(grynya.child.pid), callers: cpuMsOfThisProcess(), poller: processCpuMs(poller.pid) };
+    const polls = await poller.stop();
+    const status = summarize(polls.times);
+    const whileStarting = summarize(polls.times.filter((_, index) => (polls.began[index] ?? 0) < startsAnswered));
+    const afterStarts = summarize(polls.times.filter((_, index) => (polls.began[index] ?? 0) >= startsAnswered));
     const klymSeconds = (performance.now() - began) / 1000;
     const during = await klym.ask<{ delayP99Ms: number; delayMaxMs: number; cpuMs: number; tasks: Record<string, number> }>('stats');
     await klym.ask('gc');
@@ -97,9 +106,22 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
     await klym.ask('gc');
     const evicted = await klym.ask<{ rss: number; heapUsed: number; tasks: Record<string, number> }>('stats');
 
+    const rawCpuBefore = { grynya: processCpuMs(grynya.child.pid), clients: cpuMsOfThisProcess() };
     const rawSeconds = await rawThroughput(grynya, tasks, concurrency);
+    const rawCpu = { grynya: processCpuMs(grynya.child.pid) - rawCpuBefore.grynya, clients: cpuMsOfThisProcess() - rawCpuBefore.clients };
     const klymRate = (tasks * 5) / klymSeconds;
     const rawRate = (tasks * 5) / rawSeconds;
+    // The CPU each process spent per task; all of it shares the machine's cores, so the run cannot take less
+    // than its sum over the cores, whatever the scheduling: the ratio Klym's CPU cost allows on this machine.
+    const perTask = (from: number, to: number): number => (to - from) / tasks;
+    const spent = {
+      klym: perTask(before.cpuMs, during.cpuMs),
+      grynya: perTask(cpuBefore.grynya, cpuAfter.grynya),
+      callers: perTask(cpuBefore.callers, cpuAfter.callers),
+      poller: perTask(cpuBefore.poller, cpuAfter.poller),
+    };
+    const cores = availableParallelism();
+    const cpuBoundSeconds = ((spent.klym + spent.grynya + spent.callers + spent.poller) * tasks) / 1000 / cores;
     const mb = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;
     return [
       `| ${tasks} tasks × 5 upstream calls, ${concurrency} at a time | time | upstream calls/s |`,
@@ -107,16 +129,24 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
       `| through Klym (scripted model, 5 upstreams → one fake grynya) | ${klymSeconds.toFixed(2)} s | ${klymRate.toFixed(0)} |`,
       `| raw SDK clients, same calls, same concurrency | ${rawSeconds.toFixed(2)} s | ${rawRate.toFixed(0)} |`,
       '',
-      `check_task_status while the runner is saturated (${status.count} polls, every 20 ms, from their own process): p50 ${ms(status.median)}, p99 ${ms(status.p99)}.`,
+      `check_task_status while the runner is saturated (${status.count} polls, every 20 ms, from their own process): p50 ${ms(status.median)}, p99 ${ms(status.p99)};` +
+        ` while the 16 callers' starts were still arriving (${whileStarting.count} polls, the first ${((startsAnswered - performance.timeOrigin - began) / 1000).toFixed(2)} s) p50 ${ms(whileStarting.median)}, p99 ${ms(whileStarting.p99)};` +
+        ` after the last start was answered, with tasks still running (${afterStarts.count} polls) p50 ${ms(afterStarts.median)}, p99 ${ms(afterStarts.p99)}.`,
       `Klym ÷ raw throughput: ${((klymRate / rawRate) * 100).toFixed(0)}%. Klym's process used ${((during.cpuMs - before.cpuMs) / tasks).toFixed(2)} ms of CPU per task (${(((during.cpuMs - before.cpuMs) / 1000 / klymSeconds) * 100).toFixed(0)}% of one core). Its event-loop delay during the run: p99 ${ms(during.delayP99Ms)}, max ${ms(during.delayMaxMs)}. Tasks: ${JSON.stringify(during.tasks)}.`,
+      `CPU per task, by process: Klym ${spent.klym.toFixed(2)} ms, the fake grynya ${spent.grynya.toFixed(2)} ms, the 16 callers (this process) ${spent.callers.toFixed(2)} ms, the poller ${spent.poller.toFixed(2)} ms;` +
+        ` on ${cores} cores the ${tasks} tasks need at least ${cpuBoundSeconds.toFixed(2)} s (took ${klymSeconds.toFixed(2)} s), so Klym's CPU allows at most ${((rawSeconds / cpuBoundSeconds) * 100).toFixed(0)}% of raw throughput here.` +
+        ` The raw run: its clients ${(rawCpu.clients / tasks).toFixed(2)} ms a task (5 calls), the fake grynya ${(rawCpu.grynya / tasks).toFixed(2)} ms.`,
       `Klym's memory after GC: before ${mb(before.rss)} RSS / ${mb(before.heapUsed)} heap; after ${tasks} finished tasks ${mb(after.rss)} / ${mb(after.heapUsed)}` +
         ` (heap retained: ${mb(after.heapUsed - before.heapUsed)} per ${tasks} tasks); after the TTL evicted them ${mb(evicted.rss)} / ${mb(evicted.heapUsed)}.`,
       '',
       figure('throughput_ratio', klymRate / rawRate),
       figure('cpu_ms_per_task', (during.cpuMs - before.cpuMs) / tasks),
+      figure('throughput_ratio_cpu_bound', rawSeconds / cpuBoundSeconds),
       figure('loop_delay_p99_saturated_ms', during.delayP99Ms),
       figure('status_p50_saturated_ms', status.median),
       figure('status_p99_saturated_ms', status.p99),
+      figure('status_p99_saturated_starting_ms', whileStarting.p99),
+      figure('status_p99_saturated_running_ms', afterStarts.p99),
       figure('heap_retained_mib_per_1000_tasks', ((after.heapUsed - before.heapUsed) / MiB) * (1_000 / tasks), 1),
     ];
   } finally {
@@ -260,4 +290,10 @@ export async function serverFigures(options: { quick: boolean }): Promise<string
     await slow.stop();
     await fast.stop();
   }
+}
+
+/** Milliseconds of CPU this process (the benchmark's client) has used so far. */
+function cpuMsOfThisProcess(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
 }

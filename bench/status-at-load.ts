@@ -47,7 +47,7 @@ export async function statusAtLoad(grynya: ChildServer, tasks: number): Promise<
     }
     await Promise.all(starts);
     await waitUntilIdle(klym);
-    const status = summarize(await poller.stop());
+    const status = summarize((await poller.stop()).times);
     const stats = await klym.ask<{ delayP99Ms: number }>('stats');
     return [
       `Saturated: ${saturatedRate.toFixed(0)} tasks/s. At ${LOAD * 100}% of it (a start every ${interval.toFixed(1)} ms, ${tasks} tasks, open loop), check_task_status every 20 ms from its own process (${status.count} polls): p50 ${ms(status.median)}, p99 ${ms(status.p99)}; Klym's event-loop delay p99 ${ms(stats.delayP99Ms)}.`,

@@ -8,9 +8,9 @@
 // process for the measured part, with KLYM_BENCH_NODE_ARGS=--perf-basic-prof to name its JS frames.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { threadCpu } from './proc-cpu.ts';
 import { client, scenarioFiveOptions, startKlymChild, waitUntilIdle, type KlymChild } from './klym-server.ts';
 import { startFakeGrynyaProcess, type ChildServer } from './servers.ts';
 import { summarize } from './stats.ts';
@@ -22,20 +22,6 @@ const here = path.resolve(import.meta.dirname, '..');
 const trees: Record<string, string> = { ...(values.against === undefined ? {} : { before: path.resolve(values.against) }), now: here };
 
 const threadNames = new Map<number, string>();
-
-/** CPU nanoseconds by thread id of a process. */
-function threadCpu(pid: number): Map<number, number> {
-  const cpu = new Map<number, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      cpu.set(Number(tid), Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]));
-      threadNames.set(Number(tid), readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim());
-    } catch {
-      // The thread ended between the listing and the read.
-    }
-  }
-  return cpu;
-}
 
 const sum = (cpu: Map<number, number>): number => [...cpu.values()].reduce((total, value) => total + value, 0);
 
@@ -59,7 +45,7 @@ async function measure(grynya: ChildServer, root: string): Promise<Sample> {
     const perfArgs = process.env.KLYM_BENCH_PERF?.split(' ').filter(Boolean);
     const perf = perfArgs === undefined ? undefined : spawn('perf', [...perfArgs, '-p', String(klym.pid), '-o', `/tmp/klym-perf.${path.basename(root)}.${klym.pid}`], { stdio: 'ignore' });
     if (perf !== undefined) await new Promise((resolve) => setTimeout(resolve, 500));
-    const before = threadCpu(klym.pid);
+    const before = threadCpu(klym.pid, threadNames);
     const grynyaBefore = sum(threadCpu(grynya.child.pid ?? 0));
     let started = 0;
     let refused = 0;
@@ -72,7 +58,7 @@ async function measure(grynya: ChildServer, root: string): Promise<Sample> {
       }),
     );
     await waitUntilIdle(klym);
-    const after = threadCpu(klym.pid);
+    const after = threadCpu(klym.pid, threadNames);
     // Each task must have run: a refused start (a full queue) costs a fraction of one.
     if (refused > 0) throw new Error(`${refused} of ${tasks} starts were refused; measure fewer tasks`);
     if (perf !== undefined) {
