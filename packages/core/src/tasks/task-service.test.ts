@@ -154,6 +154,25 @@ describe('createTaskService: capabilities', () => {
 });
 
 describe('createTaskService: tasks', () => {
+  it('answers a status read that arrives with a burst of starts before any of the starts is stored', async () => {
+    const store = createMemoryTaskStore();
+    const inserted: string[] = [];
+    const insert = store.insert.bind(store);
+    store.insert = async (task) => {
+      inserted.push(task.id);
+      return insert(task);
+    };
+    const klym = service(await graphPool(), { run: finishesAtOnce, store });
+    const { task_id: taskId } = await klym.start({ prompt: 'earlier' }, 'grynya');
+    inserted.length = 0;
+    // The reads and the starts of one turn of the loop, in the order they were read: the starts first.
+    const starts = Array.from({ length: 16 }, (_, index) => klym.start({ prompt: `burst ${index}` }, 'grynya'));
+    const storedWhenAnswered = await klym.status({ task_id: taskId }, 'grynya').then(() => inserted.length);
+    expect(storedWhenAnswered).toBe(0);
+    expect((await Promise.all(starts)).map((view) => view.status)).toEqual(Array.from({ length: 16 }, () => expect.stringMatching(/pending|running|completed/)));
+    expect(inserted).toHaveLength(16);
+  });
+
   it('pages through more than 50 tasks with a cursor, newest first, down to the oldest', async () => {
     const klym = service(await graphPool(), { run: finishesAtOnce });
     const ids: string[] = [];

@@ -185,6 +185,10 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     pool,
     ttlMs: options.ttlMs ?? TASK_DEFAULTS.ttlMs,
     async start(args, principal, startOptions) {
+      // A start costs the serving thread more than any read, and callers send them in bursts: its work waits
+      // for the loop's next check phase, so the requests read in the same turn (Grynya's status polls) are
+      // answered first. Under a burst of 16 callers' starts a poll's p50 fell ~25%, its p90 ~30% (#12).
+      await new Promise((resolve) => setImmediate(resolve));
       const request = await narrowTaskRequest(parseArgs(startTaskSchema, args), limits, listTools);
       // With a key used before, this is the earlier task: its own model and budget are what it runs under.
       const task = await tasks.start(request, { principal }, startOptions);
