@@ -1,7 +1,8 @@
 // Grynya's polls, from a process of their own as Grynya's would be: `check_task_status` on the task the
 // parent names (IPC `{ taskId }`), every 20 ms, on its own MCP session; on `stop` it answers the round
-// trips it measured, each with when it began (milliseconds since the epoch, to compare across processes). Run in its own process, the figures hold no queueing in the benchmark's client,
-// which is busy starting tasks.
+// trips it measured, each with when it began (milliseconds since the epoch, to compare across processes).
+// Run in its own process, the figures hold no queueing in the benchmark's client, which is busy starting
+// tasks.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
