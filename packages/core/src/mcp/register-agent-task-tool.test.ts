@@ -1,7 +1,7 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { connectInMemory } from '../../../../test/support/in-memory-client.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createSessionPool } from '../pool/session-pool.ts';
@@ -43,10 +43,7 @@ async function connect(service: TaskService, principal: string): Promise<Client>
   const server = new McpServer({ name: 'another-agent', version: '1.0.0' }, { capabilities: { tasks: MCP_TASKS_CAPABILITY }, taskStore });
   registerTaskTools(server, service, { principal: () => principal });
   registerAgentTaskTool(server, service, taskStore);
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  await server.connect(serverSide);
-  const client = new Client({ name: 'grynya', version: '1.0.0' });
-  await client.connect(clientSide);
+  const client = await connectInMemory(server);
   cleanups.push(() => client.close());
   return client;
 }

@@ -1,7 +1,7 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { LoggingMessageNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { connectInMemory } from '../../../../test/support/in-memory-client.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createSessionPool, type SessionPool } from '../pool/session-pool.ts';
@@ -44,10 +44,7 @@ async function taskService(): Promise<TaskService> {
 async function connect(service: TaskService, options?: RegisterTaskToolsOptions): Promise<Client> {
   const server = new McpServer({ name: 'another-agent', version: '1.0.0' }, { capabilities: { logging: {} }, instructions: TASK_TOOLS_INSTRUCTIONS });
   registerTaskTools(server, service, options);
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  await server.connect(serverSide);
-  const client = new Client({ name: 'grynya', version: '1.0.0' });
-  await client.connect(clientSide);
+  const client = await connectInMemory(server);
   cleanups.push(() => client.close());
   return client;
 }

@@ -113,20 +113,6 @@ describe('createSqliteTaskStore: logs', () => {
       expect(await store.readLog(id)).toMatchObject({ entries: [{ seq: 4 }, { seq: 5 }, { seq: 6 }], dropped: 3, droppedBefore: { fromSeq: 1, toSeq: 3 } });
     }
   });
-
-  it('shows every append to the next read, without waiting for a tick', async () => {
-    await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
-    await store.insert(task('t1'));
-    store.appendLog('t1', 'a', { n: 1 });
-    store.appendLog('t1', 'b', { n: 2 });
-    expect((await store.readLog('t1')).entries.map((entry) => entry.type)).toEqual(['a', 'b']);
-    store.appendLog('t1', 'c', { n: 3 });
-    expect((await store.get('t1'))?.id).toBe('t1');
-    expect((await store.tailLog('t1', 1)).entries).toMatchObject([{ seq: 3, type: 'c', data: { n: 3 } }]);
-    // An entry of a task that is not stored goes nowhere, as in the in-memory store.
-    store.appendLog('missing', 'x', {});
-    expect(await store.readLog('missing')).toEqual({ entries: [], nextCursor: 0, lastSeq: 0, dropped: 0, more: false });
-  });
 });
 
 describe('createSqliteTaskStore: checkpoints', () => {
