@@ -75,6 +75,22 @@ describe('Streamable HTTP (/mcp)', () => {
     expect(answers).toContainEqual(expect.objectContaining({ id: 13, error: expect.objectContaining({ code: -32602 }) }));
     expect(answers).toContainEqual(expect.objectContaining({ id: 21, result: expect.objectContaining({ tools: expect.any(Array) }) }));
   });
+
+  it('answers each request with one JSON body, and a long session does not grow with the requests it was answered', async () => {
+    const session = server.klym.sessions.use(headers['mcp-session-id'] ?? '', 'streamable-http', 'anonymous');
+    if (session === undefined) throw new Error('Set-up failed: expected the session to be open');
+    // The transport's map of open answer streams (private): SDK 1.32 leaves each JSON answer's entry there for the
+    // session's life (modelcontextprotocol/typescript-sdk#2559) unless patches/@modelcontextprotocol__sdk@*.patch is applied.
+    const streams = Reflect.get(session.transport, '_streamMapping') as Map<string, unknown>;
+    const openStreams = (): number => streams.size;
+    const before = openStreams();
+    for (let id = 100; id < 150; id++) {
+      const response = await post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'check_task_status', arguments: { task_id: 'no-such-task' } } });
+      expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await response.json()).toMatchObject({ jsonrpc: '2.0', id, result: { isError: true } });
+    }
+    expect(openStreams()).toBe(before);
+  });
 });
 
 describe('legacy SSE (/sse + /messages)', () => {
