@@ -47,6 +47,16 @@ const post = (body: string, headers: Record<string, string> = {}): RequestInit =
   headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
 });
 
+const task = (prompt: string): string => JSON.stringify({ prompt });
+/** A stream body has no Content-Length: undici sends it chunked, and a body limit must count its bytes as they arrive. */
+const chunked = (body: string): ReadableStream<Uint8Array> =>
+  new ReadableStream({
+    start(controller) {
+      for (let at = 0; at < body.length; at += 300) controller.enqueue(new TextEncoder().encode(body.slice(at, at + 300)));
+      controller.close();
+    },
+  });
+
 describe('the HTTP guards', () => {
   it('refuses a Host or an Origin outside the allow-lists with 403, by host name', async () => {
     const klym = await app();
@@ -62,6 +72,26 @@ describe('the HTTP guards', () => {
     const big = JSON.stringify({ ...initialize, params: { ...initialize.params, padding: 'x'.repeat(2_000) } });
     expect((await klym.app.request('/mcp', post(big))).status).toBe(413);
     expect((await klym.app.request('/api/tasks', post(JSON.stringify({ prompt: 'x'.repeat(2_000) })))).status).toBe(413);
+  });
+
+  it('answers 413 over a socket to a body over the limit, whether it declares its length or comes in chunks', async () => {
+    const pool = await createSessionPool({ upstreams: {} });
+    cleanups.push(() => pool.close());
+    const server = await startKlymServer({ port: 0, pool, run: quickRunner, log: () => {}, shutdownGraceMs: 0, maxBodyBytes: 1_000 });
+    cleanups.push(() => server.close());
+    const send = (body: string | ReadableStream<Uint8Array>) =>
+      fetch(`${server.url}/api/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, duplex: 'half' } as RequestInit);
+
+    const declared = await send(task('x'.repeat(2_000)));
+    expect(declared.status).toBe(413);
+    expect(await declared.json()).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE', message: 'The request body is larger than 1000 bytes' } });
+    expect((await send(chunked(task('x'.repeat(2_000))))).status).toBe(413);
+    // Under the limit, both kinds are read whole and start a task.
+    for (const body of [task('declared'), chunked(task(`chunked ${'y'.repeat(600)}`))]) {
+      const accepted = await send(body);
+      expect(accepted.status).toBe(202);
+      expect(await accepted.json()).toMatchObject({ task_id: expect.any(String) });
+    }
   });
 
   it('requires a valid bearer token in the Authorization header when auth is configured', async () => {

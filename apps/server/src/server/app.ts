@@ -1,11 +1,11 @@
 import type { HttpBindings } from '@hono/node-server';
 import { isKlymError, type KlymErrorCode, type TaskService } from '@klym/core';
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { createDashboard } from '../dashboard/dashboard.ts';
 import type { KlymMetrics } from '../metrics/klym-metrics.ts';
 import { metricsFor, mountMetrics } from '../metrics/metrics-route.ts';
+import { limitBody } from './body-limit.ts';
 import { bearerAuth, hostAndOriginGuard, type GuardVariables } from './guards.ts';
 import { mountMcpRoutes } from './mcp-routes.ts';
 import { McpSessions } from './mcp-sessions.ts';
@@ -77,10 +77,9 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
   app.use('*', hostAndOriginGuard(resolved));
   app.get('/healthz', async (c) => c.json(await service.health()));
   mountMetrics(app, metrics, resolved);
-  const limit = bodyLimit({
-    maxSize: resolved.maxBodyBytes,
-    onError: (c) => c.json({ error: { code: 'PAYLOAD_TOO_LARGE', message: `The request body is larger than ${resolved.maxBodyBytes} bytes` } }, 413),
-  });
+  const limit = limitBody(resolved.maxBodyBytes, (c) =>
+    c.json({ error: { code: 'PAYLOAD_TOO_LARGE', message: `The request body is larger than ${resolved.maxBodyBytes} bytes` } }, 413),
+  );
   for (const path of ['/mcp', '/sse', '/messages', '/api/*']) {
     app.use(path, bearerAuth(resolved));
     app.use(path, limit);
