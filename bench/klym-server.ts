@@ -21,7 +21,10 @@ export async function startKlymChild(options: Record<string, unknown>, root = pa
     execArgv: ['--conditions=klym-source', '--expose-gc', ...(process.env.KLYM_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(process.env.KLYM_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.KLYM_BENCH_PROFILE_DIR ?? '/tmp/prof'}`] : [])],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const [ready] = (await once(child, 'message')) as [{ mcpUrl: string; url: string }];
+  // A child that fails to start (its error is on this process's stderr) must end the run, not hang it.
+  const failed = once(child, 'exit').then(([code]) => Promise.reject(new Error(`Klym's benchmark server exited with ${String(code)} before it was ready`)));
+  failed.catch(() => {});
+  const [ready] = (await Promise.race([once(child, 'message'), failed])) as [{ mcpUrl: string; url: string }];
   const ask = async <T>(type: string): Promise<T> => {
     const answer = once(child, 'message') as Promise<[T]>;
     child.send({ type });
@@ -33,6 +36,7 @@ export async function startKlymChild(options: Record<string, unknown>, root = pa
     url: ready.url,
     ask,
     async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = once(child, 'exit');
       child.send({ type: 'close' });
       await exited;

@@ -191,20 +191,25 @@ async function coldStart(grynya: ChildServer, rounds: number): Promise<string[]>
     const child: ChildProcess = spawn(
       process.execPath,
       ['--conditions=klym-source', path.join(root, 'apps/server/src/main.ts'), 'serve', '--port', String(port), '--upstream', `grynya=${grynya.sseUrl}`],
-      { stdio: 'ignore', cwd },
+      { stdio: ['ignore', 'ignore', 'pipe'], cwd },
     );
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     try {
       for (;;) {
         const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((response) => response.status === 200, () => false);
         if (ok) break;
-        if (child.exitCode !== null) throw new Error(`klym serve exited with ${child.exitCode}`);
+        if (child.exitCode !== null) throw new Error(`klym serve exited with ${child.exitCode}: ${stderr.trim()}`);
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       times.push(performance.now() - began);
     } finally {
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
-      await exited;
+      // A server that has already exited (a config it refused) sends no second 'exit' to wait for.
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = once(child, 'exit');
+        child.kill('SIGTERM');
+        await exited;
+      }
     }
   }
   rmSync(cwd, { recursive: true, force: true });
