@@ -29,7 +29,8 @@ export function describeSharedQueue(label: string, stores: () => OpenSharedStore
       const front = await rig.front();
       const worker = await rig.worker();
       const task = await front.tasks.start({ prompt: 'quick check' }, me);
-      expect(task).toMatchObject({ status: 'pending', currentStep: 'queued' });
+      // Accepted and queued for a worker, which may already have taken it by the time the start answers.
+      expect(['pending', 'running']).toContain(task.status);
       expect(await ended(front.tasks, task.id)).toMatchObject({ status: 'completed', result: { finalText: 'Done.' } });
       expect(await logTypes(front.tasks, task.id)).toEqual(expect.arrayContaining(['task-create', 'task-start', 'run-start', 'llm-response', 'run-end', 'task-end']));
       expect(tracker.runs.get(task.id)).toEqual([worker.name]);
