@@ -5,8 +5,8 @@ import { bodyLimit } from 'hono/body-limit';
 /**
  * Hono's `bodyLimit`, without what it costs on `@hono/node-server` when the request declares its length:
  * Hono's check reads `c.req.raw.body`, and on the Node server that builds a whole WHATWG `Request` with a
- * web stream over the socket — ~20 KB and a fifth of the serving thread's work for each small JSON-RPC POST
- * (#12), which the handlers never need, since they read the body directly. A request Node parsed with a
+ * web stream over the socket for each POST — ~20 KB, and about a third of the serving thread's CPU while a
+ * burst of starts arrives (#12) — which the handlers never use, since they read the body directly. A request Node parsed with a
  * `Content-Length` (Node has already refused a malformed one) is checked from that header; without one,
  * and without `Transfer-Encoding`, HTTP/1.1 says it has no body. A chunked body, or a request that did not
  * come through Node (`app.request()`), goes through Hono's check, which counts the bytes as they arrive.
