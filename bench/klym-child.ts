@@ -1,13 +1,25 @@
 // Klym's server in its own process for the server benchmarks: started from options given as JSON in
 // argv[2], it tells its URL over IPC and answers `stats` (RSS, heap, event-loop delay since the last
 // `reset`, tasks by status) and `gc`. Run with --expose-gc so that memory figures are after a collection.
+// Beside it, on a thread of the same process that does nothing else, a trivial HTTP endpoint (`floorUrl`):
+// polled with Grynya's polls, it measures what any answer from this process waits for at that moment on
+// the machine's cores, so a poll's time can be set against the machine's floor in the same run.
+import { once } from 'node:events';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
 import { startKlymServer } from '../apps/server/src/server/index.ts';
 
 const options = JSON.parse(process.argv[2] ?? '{}') as Parameters<typeof startKlymServer>[0];
 const server = await startKlymServer({ ...options, log: () => {} });
 // The server listens before its pool has connected; the figures are of a warm one.
 await server.klym.service.pool.warmedUp();
+const floor = new Worker(
+  `const { createServer } = require('node:http');
+  const server = createServer((request, response) => response.end('{}')).listen(0, '127.0.0.1', () => require('node:worker_threads').parentPort.postMessage(server.address().port));`,
+  { eval: true },
+);
+floor.unref();
+const [floorPort] = (await once(floor, 'message')) as [number];
 const delay = monitorEventLoopDelay({ resolution: 1 });
 delay.enable();
 
@@ -29,4 +41,4 @@ process.on('message', async (message: { type: string }) => {
     process.exit(0);
   }
 });
-send({ type: 'ready', mcpUrl: server.mcpUrl, url: server.url });
+send({ type: 'ready', mcpUrl: server.mcpUrl, url: server.url, floorUrl: `http://127.0.0.1:${floorPort}/` });

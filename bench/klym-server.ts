@@ -11,6 +11,8 @@ export interface KlymChild {
   readonly pid: number;
   readonly mcpUrl: string;
   readonly url: string;
+  /** A trivial HTTP endpoint on an otherwise idle thread of the child (absent from an older checkout's child). */
+  readonly floorUrl: string | undefined;
   ask<T = Record<string, unknown>>(type: string): Promise<T>;
   stop(): Promise<void>;
 }
@@ -24,7 +26,7 @@ export async function startKlymChild(options: Record<string, unknown>, root = pa
   // A child that fails to start (its error is on this process's stderr) must end the run, not hang it.
   const failed = once(child, 'exit').then(([code]) => Promise.reject(new Error(`Klym's benchmark server exited with ${String(code)} before it was ready`)));
   failed.catch(() => {});
-  const [ready] = (await Promise.race([once(child, 'message'), failed])) as [{ mcpUrl: string; url: string }];
+  const [ready] = (await Promise.race([once(child, 'message'), failed])) as [{ mcpUrl: string; url: string; floorUrl?: string }];
   const ask = async <T>(type: string): Promise<T> => {
     const answer = once(child, 'message') as Promise<[T]>;
     child.send({ type });
@@ -34,6 +36,7 @@ export async function startKlymChild(options: Record<string, unknown>, root = pa
     pid: child.pid ?? 0,
     mcpUrl: ready.mcpUrl,
     url: ready.url,
+    floorUrl: ready.floorUrl,
     ask,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
@@ -64,25 +67,48 @@ export async function waitUntilIdle(klym: KlymChild): Promise<void> {
   }
 }
 
-/** Grynya's status polls in a process of their own (bench/status-poller.ts): tell it the newest task, then stop it for its times. */
+/** A sample of round trips (ms), each with when it began (ms since the epoch: `performance.timeOrigin + performance.now()`). */
+export interface Timed {
+  readonly times: number[];
+  readonly began: number[];
+}
+
+/**
+ * Grynya's status polls in a process of their own (bench/status-poller.ts): tell it the newest task, then
+ * stop it for its times. Given a floor URL it also times that endpoint between the polls (`floor`).
+ */
 export interface StatusPoller {
   readonly pid: number | undefined;
   poll(taskId: string): void;
-  /** Each poll's round trip (ms) and when it began (ms since the epoch: `performance.timeOrigin + performance.now()`). */
-  stop(): Promise<{ readonly times: number[]; readonly began: number[] }>;
+  /** The polls' round trips, and the floor endpoint's (empty without a floor URL). */
+  stop(): Promise<Timed & { readonly floor: Timed }>;
 }
 
-export async function startStatusPoller(mcpUrl: string): Promise<StatusPoller> {
-  const child = fork(path.join(import.meta.dirname, 'status-poller.ts'), [mcpUrl], { execArgv: ['--conditions=klym-source'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+export async function startStatusPoller(mcpUrl: string, floorUrl?: string): Promise<StatusPoller> {
+  const child = fork(path.join(import.meta.dirname, 'status-poller.ts'), [mcpUrl, ...(floorUrl === undefined ? [] : [floorUrl])], { execArgv: ['--conditions=klym-source'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   await once(child, 'message');
   return {
     pid: child.pid,
     poll: (taskId) => void child.send({ taskId }),
     async stop() {
-      const answer = once(child, 'message') as Promise<[{ times: number[]; began: number[] }]>;
+      const answer = once(child, 'message') as Promise<[Timed & { floor: Timed }]>;
       child.send({ stop: true });
       const [polls] = await answer;
       return polls;
     },
   };
+}
+
+/** Scenario 5's callers: 16 at a time start `tasks` self-checks as fast as they are answered, handing each task to the poller. */
+export async function startAsFastAsAnswered(callers: Client, tasks: number, poller: StatusPoller): Promise<void> {
+  let started = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (started < tasks) {
+        started++;
+        const answer = await callers.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
+        poller.poll(String((answer.structuredContent as { task_id?: unknown } | undefined)?.task_id));
+      }
+    }),
+  );
 }

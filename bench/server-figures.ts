@@ -10,9 +10,10 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { freePort } from '../test/support/upstream-servers.ts';
 import { processCpuMs } from './proc-cpu.ts';
 import { startFakeGrynyaProcess, type ChildServer } from './servers.ts';
-import { figure, ms, ratio, summarize } from './stats.ts';
+import { figure, ms, ratio, summarize, type Summary } from './stats.ts';
+import { frontBurst } from './front-burst.ts';
 import { statusAtLoad } from './status-at-load.ts';
-import { client, scenarioFiveOptions, startKlymChild, startStatusPoller, waitUntilIdle } from './klym-server.ts';
+import { client, scenarioFiveOptions, startKlymChild, startAsFastAsAnswered, startStatusPoller, waitUntilIdle, type Timed } from './klym-server.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const MiB = 2 ** 20;
@@ -76,28 +77,20 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
     await klym.ask('reset');
 
     const began = performance.now();
-    let started = 0;
     // Grynya polling while the runner is saturated: check_task_status on the newest task every 20 ms, from its own process.
-    const poller = await startStatusPoller(klym.mcpUrl);
+    const poller = await startStatusPoller(klym.mcpUrl, klym.floorUrl);
     // Every process on the machine's cores during the run, for what the cores allow (see `cpuBound` below).
     const cpuBefore = { grynya: processCpuMs(grynya.child.pid), callers: cpuMsOfThisProcess(), poller: processCpuMs(poller.pid) };
-    await Promise.all(
-      Array.from({ length: 16 }, async () => {
-        while (started < tasks) {
-          started++;
-          const answer = await grynyaClient.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
-          poller.poll(String((answer.structuredContent as { task_id?: unknown } | undefined)?.task_id));
-        }
-      }),
-    );
+    await startAsFastAsAnswered(grynyaClient, tasks, poller);
     // The starts are answered long before the tasks end: polls from here on share the front with task execution only.
     const startsAnswered = performance.timeOrigin + performance.now();
     await waitUntilIdle(klym);
     const cpuAfter = { grynya: processCpuMs(grynya.child.pid), callers: cpuMsOfThisProcess(), poller: processCpuMs(poller.pid) };
     const polls = await poller.stop();
     const status = summarize(polls.times);
-    const whileStarting = summarize(polls.times.filter((_, index) => (polls.began[index] ?? 0) < startsAnswered));
-    const afterStarts = summarize(polls.times.filter((_, index) => (polls.began[index] ?? 0) >= startsAnswered));
+    const split = (sample: Timed, starting: boolean): Summary => summarize(sample.times.filter((_, index) => (sample.began[index] ?? 0) < startsAnswered === starting));
+    const [whileStarting, afterStarts] = [split(polls, true), split(polls, false)];
+    const floor = { starting: split(polls.floor, true), running: split(polls.floor, false) };
     const klymSeconds = (performance.now() - began) / 1000;
     const during = await klym.ask<{ delayP99Ms: number; delayMaxMs: number; cpuMs: number; tasks: Record<string, number> }>('stats');
     await klym.ask('gc');
@@ -131,7 +124,8 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
       '',
       `check_task_status while the runner is saturated (${status.count} polls, every 20 ms, from their own process): p50 ${ms(status.median)}, p99 ${ms(status.p99)};` +
         ` while the 16 callers' starts were still arriving (${whileStarting.count} polls, the first ${((startsAnswered - performance.timeOrigin - began) / 1000).toFixed(2)} s) p50 ${ms(whileStarting.median)}, p99 ${ms(whileStarting.p99)};` +
-        ` after the last start was answered, with tasks still running (${afterStarts.count} polls) p50 ${ms(afterStarts.median)}, p99 ${ms(afterStarts.p99)}.`,
+        ` after the last start was answered, with tasks still running (${afterStarts.count} polls) p50 ${ms(afterStarts.median)}, p99 ${ms(afterStarts.p99)}.` +
+        ` The floor, a trivial endpoint on an idle thread of Klym's process asked between the polls: p99 ${ms(floor.starting.p99)} while the starts arrived, ${ms(floor.running.p99)} after.`,
       `Klym ÷ raw throughput: ${((klymRate / rawRate) * 100).toFixed(0)}%. Klym's process used ${((during.cpuMs - before.cpuMs) / tasks).toFixed(2)} ms of CPU per task (${(((during.cpuMs - before.cpuMs) / 1000 / klymSeconds) * 100).toFixed(0)}% of one core). Its event-loop delay during the run: p99 ${ms(during.delayP99Ms)}, max ${ms(during.delayMaxMs)}. Tasks: ${JSON.stringify(during.tasks)}.`,
       `CPU per task, by process: Klym ${spent.klym.toFixed(2)} ms, the fake grynya ${spent.grynya.toFixed(2)} ms, the 16 callers (this process) ${spent.callers.toFixed(2)} ms, the poller ${spent.poller.toFixed(2)} ms;` +
         ` on ${cores} cores the ${tasks} tasks need at least ${cpuBoundSeconds.toFixed(2)} s (took ${klymSeconds.toFixed(2)} s), so Klym's CPU allows at most ${((rawSeconds / cpuBoundSeconds) * 100).toFixed(0)}% of raw throughput here.` +
@@ -147,6 +141,8 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
       figure('status_p99_saturated_ms', status.p99),
       figure('status_p99_saturated_starting_ms', whileStarting.p99),
       figure('status_p99_saturated_running_ms', afterStarts.p99),
+      figure('floor_p99_saturated_starting_ms', floor.starting.p99),
+      figure('floor_p99_saturated_running_ms', floor.running.p99),
       figure('heap_retained_mib_per_1000_tasks', ((after.heapUsed - before.heapUsed) / MiB) * (1_000 / tasks), 1),
     ];
   } finally {
@@ -286,6 +282,8 @@ export async function serverFigures(options: { quick: boolean }): Promise<string
       ...(await throughput(fast, options.quick ? 200 : 1_000, 50)),
       '\n### 5b. check_task_status at 70% load\n',
       ...(await statusAtLoad(fast, options.quick ? 200 : 600)),
+      '\n### 5c. check_task_status while requests pour in: starts against pings at their rate\n',
+      ...(await frontBurst(fast, options.quick ? 400 : 2_000)),
       '\n### 6. Cold start\n',
       ...(await coldStart(fast, options.quick ? 3 : 5)),
       '\n### 7. The task store: SQLite against memory, through the server\n',

@@ -36,7 +36,7 @@ export async function statusAtLoad(grynya: ChildServer, tasks: number): Promise<
     // Open loop at 70% of it: a start every 1/rate seconds whatever the answers' pace, polled meanwhile.
     const interval = 1000 / (saturatedRate * LOAD);
     await klym.ask('reset');
-    const poller = await startStatusPoller(klym.mcpUrl);
+    const poller = await startStatusPoller(klym.mcpUrl, klym.floorUrl);
     const loadBegan = performance.now();
     const starts: Promise<void>[] = [];
     for (let index = 0; index < tasks; index++) {
@@ -47,13 +47,16 @@ export async function statusAtLoad(grynya: ChildServer, tasks: number): Promise<
     }
     await Promise.all(starts);
     await waitUntilIdle(klym);
-    const status = summarize((await poller.stop()).times);
+    const polls = await poller.stop();
+    const status = summarize(polls.times);
+    const floor = summarize(polls.floor.times);
     const stats = await klym.ask<{ delayP99Ms: number }>('stats');
     return [
-      `Saturated: ${saturatedRate.toFixed(0)} tasks/s. At ${LOAD * 100}% of it (a start every ${interval.toFixed(1)} ms, ${tasks} tasks, open loop), check_task_status every 20 ms from its own process (${status.count} polls): p50 ${ms(status.median)}, p99 ${ms(status.p99)}; Klym's event-loop delay p99 ${ms(stats.delayP99Ms)}.`,
+      `Saturated: ${saturatedRate.toFixed(0)} tasks/s. At ${LOAD * 100}% of it (a start every ${interval.toFixed(1)} ms, ${tasks} tasks, open loop), check_task_status every 20 ms from its own process (${status.count} polls): p50 ${ms(status.median)}, p99 ${ms(status.p99)}; the floor, a trivial endpoint on an idle thread of Klym's process asked between the polls, p99 ${ms(floor.p99)}; Klym's event-loop delay p99 ${ms(stats.delayP99Ms)}.`,
       '',
       figure('status_p50_load70_ms', status.median),
       figure('status_p99_load70_ms', status.p99),
+      figure('floor_p99_load70_ms', floor.p99),
     ];
   } finally {
     await starter.close();
