@@ -5,12 +5,10 @@
 // `check_task_status` every 20 ms throughout, and between its polls a trivial endpoint on an idle thread of
 // Klym's process: the floor of a round trip on the machine's cores at that moment.
 import type { ChildServer } from './servers.ts';
-import { client, scenarioFiveOptions, startKlymChild, startAsFastAsAnswered, startStatusPoller, waitUntilIdle, type Timed } from './klym-server.ts';
-import { figure, ms, summarize, type Summary } from './stats.ts';
+import { client, scenarioFiveOptions, startKlymChild, startAsFastAsAnswered, startStatusPoller, waitUntilIdle, within } from './klym-server.ts';
+import { figure, ms } from './stats.ts';
 
 const now = (): number => performance.timeOrigin + performance.now();
-const between = (sample: Timed, from: number, to: number): Summary =>
-  summarize(sample.times.filter((_, index) => (sample.began[index] ?? 0) >= from && (sample.began[index] ?? 0) < to));
 
 export async function frontBurst(grynya: ChildServer, tasks: number): Promise<string[]> {
   const klym = await startKlymChild(scenarioFiveOptions(grynya, 50));
@@ -45,7 +43,7 @@ export async function frontBurst(grynya: ChildServer, tasks: number): Promise<st
       ['16 callers send pings at the same rate, the runner still saturated', pingsBegan, runsOnly],
       ['the runs only', runsOnly, ended],
     ] as const;
-    const rows = phases.map(([label, from, to]) => ({ label, seconds: (to - from) / 1000, status: between(polls, from, to), floor: between(floor, from, to) }));
+    const rows = phases.map(([label, from, to]) => ({ label, seconds: (to - from) / 1000, status: within(polls, from, to), floor: within(floor, from, to) }));
     const [starts, pinged, runs] = rows as [(typeof rows)[0], (typeof rows)[0], (typeof rows)[0]];
     return [
       `${tasks} tasks, 50 running at a time. Polls every 20 ms; between them, the floor: a trivial HTTP endpoint on an idle thread of Klym's process.`,

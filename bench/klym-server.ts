@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { ChildServer } from './servers.ts';
+import { summarize, type Summary } from './stats.ts';
 
 export interface KlymChild {
   readonly pid: number;
@@ -71,6 +72,11 @@ export async function waitUntilIdle(klym: KlymChild): Promise<void> {
 export interface Timed {
   readonly times: number[];
   readonly began: number[];
+}
+
+/** The round trips of `sample` that began in [from, to) (ms since the epoch), summarized. */
+export function within(sample: Timed, from: number, to: number): Summary {
+  return summarize(sample.times.filter((_, index) => (sample.began[index] ?? 0) >= from && (sample.began[index] ?? 0) < to));
 }
 
 /**

@@ -10,10 +10,10 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { freePort } from '../test/support/upstream-servers.ts';
 import { processCpuMs } from './proc-cpu.ts';
 import { startFakeGrynyaProcess, type ChildServer } from './servers.ts';
-import { figure, ms, ratio, summarize, type Summary } from './stats.ts';
+import { figure, ms, ratio, summarize } from './stats.ts';
 import { frontBurst } from './front-burst.ts';
 import { statusAtLoad } from './status-at-load.ts';
-import { client, scenarioFiveOptions, startKlymChild, startAsFastAsAnswered, startStatusPoller, waitUntilIdle, type Timed } from './klym-server.ts';
+import { client, scenarioFiveOptions, startKlymChild, startAsFastAsAnswered, startStatusPoller, waitUntilIdle, within } from './klym-server.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const MiB = 2 ** 20;
@@ -88,9 +88,8 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
     const cpuAfter = { grynya: processCpuMs(grynya.child.pid), callers: cpuMsOfThisProcess(), poller: processCpuMs(poller.pid) };
     const polls = await poller.stop();
     const status = summarize(polls.times);
-    const split = (sample: Timed, starting: boolean): Summary => summarize(sample.times.filter((_, index) => (sample.began[index] ?? 0) < startsAnswered === starting));
-    const [whileStarting, afterStarts] = [split(polls, true), split(polls, false)];
-    const floor = { starting: split(polls.floor, true), running: split(polls.floor, false) };
+    const [whileStarting, afterStarts] = [within(polls, 0, startsAnswered), within(polls, startsAnswered, Infinity)];
+    const floor = { starting: within(polls.floor, 0, startsAnswered), running: within(polls.floor, startsAnswered, Infinity) };
     const klymSeconds = (performance.now() - began) / 1000;
     const during = await klym.ask<{ delayP99Ms: number; delayMaxMs: number; cpuMs: number; tasks: Record<string, number> }>('stats');
     await klym.ask('gc');
