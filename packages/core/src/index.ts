@@ -73,6 +73,7 @@ export {
   type AgentRunner,
   type Caller,
   type CancelOutcome,
+  type LogPageRequest,
   type StartOptions,
   type TaskEvent,
   type TaskManager,
@@ -120,6 +121,19 @@ export {
   type TaskSummaryView,
 } from './tasks/task-views.ts';
 export { createTaskService, type TaskService, type TaskServiceOptions } from './tasks/task-service.ts';
+export {
+  cancelTaskSchema,
+  checkTaskSchema,
+  listTasksSchema,
+  parseArgs,
+  startTaskSchema,
+  taskLogsSchema,
+  type CancelTaskArgs,
+  type CheckTaskArgs,
+  type ListTasksArgs,
+  type StartTaskArgs,
+  type TaskLogsArgs,
+} from './tasks/task-request.ts';
 export {
   type CapabilitiesView,
   type HealthView,

@@ -1,11 +1,11 @@
 import type { HttpBindings } from '@hono/node-server';
-import { KlymError, type TaskService } from '@klym/core';
+import { KlymError, cancelTaskSchema, checkTaskSchema, listTasksSchema, parseArgs, startTaskSchema, taskLogsSchema, type TaskService } from '@klym/core';
 import type { Hono } from 'hono';
 import type { GuardVariables } from './guards.ts';
 
 type Env = { Bindings: Partial<HttpBindings>; Variables: GuardVariables };
 
-/** A query parameter as a number when it looks like one (the service's schema then checks it), else as given. */
+/** A query parameter as a number when it looks like one (the route's schema then checks it), else as given. */
 const numeric = (value: string | undefined): number | string | undefined => (value === undefined ? undefined : /^\d+$/.test(value) ? Number(value) : value);
 const flag = (value: string | undefined): boolean | string | undefined => (value === undefined ? undefined : value === 'true' ? true : value === 'false' ? false : value);
 const defined = (record: Record<string, unknown>): Record<string, unknown> => Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined));
@@ -14,7 +14,9 @@ const defined = (record: Record<string, unknown>): Record<string, unknown> => Ob
  * The task operations as a small REST API under `/api`, with the same auth and ownership as the MCP
  * tools and the same JSON: `POST /api/tasks`, `GET /api/tasks?status=&cursor=&limit=`, `GET /api/tasks/:id`
  * (`?full_result=true&log_after=&max_log_entries=`), `GET /api/tasks/:id/logs?after=&limit=`,
- * `POST /api/tasks/:id/cancel`. Errors answer `{ error: { code, message } }` through the app's `onError`.
+ * `POST /api/tasks/:id/cancel`. Each route parses its body or query once, with the schema the MCP tools
+ * give the SDK: an unknown or bad field is a 400 naming it. Errors answer `{ error: { code, message } }`
+ * through the app's `onError`.
  */
 export function mountRestApi(app: Hono<Env>, service: TaskService): void {
   app.post('/api/tasks', async (c) => {
@@ -24,26 +26,31 @@ export function mountRestApi(app: Hono<Env>, service: TaskService): void {
     } catch {
       throw new KlymError('INVALID_ARGUMENT', '`body`: not valid JSON');
     }
-    return c.json(await service.start(body, c.get('principal')), 202);
+    return c.json(await service.start(parseArgs(startTaskSchema, body), c.get('principal')), 202);
   });
   app.get('/api/tasks', async (c) =>
-    c.json(await service.list(defined({ status: c.req.query('status'), cursor: c.req.query('cursor'), limit: numeric(c.req.query('limit')) }), c.get('principal'))),
+    c.json(await service.list(parseArgs(listTasksSchema, defined({ status: c.req.query('status'), cursor: c.req.query('cursor'), limit: numeric(c.req.query('limit')) })), c.get('principal'))),
   );
   app.get('/api/tasks/:id', async (c) =>
     c.json(
       await service.status(
-        defined({
-          task_id: c.req.param('id'),
-          full_result: flag(c.req.query('full_result')),
-          log_after: numeric(c.req.query('log_after')),
-          max_log_entries: numeric(c.req.query('max_log_entries')),
-        }),
+        parseArgs(
+          checkTaskSchema,
+          defined({
+            task_id: c.req.param('id'),
+            full_result: flag(c.req.query('full_result')),
+            log_after: numeric(c.req.query('log_after')),
+            max_log_entries: numeric(c.req.query('max_log_entries')),
+          }),
+        ),
         c.get('principal'),
       ),
     ),
   );
   app.get('/api/tasks/:id/logs', async (c) =>
-    c.json(await service.logs(defined({ task_id: c.req.param('id'), after: numeric(c.req.query('after')), limit: numeric(c.req.query('limit')) }), c.get('principal'))),
+    c.json(
+      await service.logs(parseArgs(taskLogsSchema, defined({ task_id: c.req.param('id'), after: numeric(c.req.query('after')), limit: numeric(c.req.query('limit')) })), c.get('principal')),
+    ),
   );
-  app.post('/api/tasks/:id/cancel', async (c) => c.json(await service.cancel({ task_id: c.req.param('id') }, c.get('principal'))));
+  app.post('/api/tasks/:id/cancel', async (c) => c.json(await service.cancel(parseArgs(cancelTaskSchema, { task_id: c.req.param('id') }), c.get('principal'))));
 }

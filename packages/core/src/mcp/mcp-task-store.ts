@@ -1,7 +1,8 @@
-import type { CreateTaskOptions, TaskStore as SdkTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
-import type { Request, Result, Task } from '@modelcontextprotocol/sdk/types.js';
+import type { TaskStore as SdkTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
+import type { Result, Task } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_TASK_DEFAULTS } from '../defaults.ts';
 import { KlymError, isKlymError } from '../errors.ts';
+import type { StartTaskArgs } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
 import { toMcpTask, toToolResult } from './mcp-task-view.ts';
@@ -24,6 +25,13 @@ export interface McpTaskStoreOptions {
 /** The SDK's `TaskStore` over Klym's task service, with the view of a task it answers. */
 export interface McpTaskStore extends SdkTaskStore {
   readonly principal: string;
+  /**
+   * Starts a Klym task from a task-augmented `tools/call`'s parsed arguments and its `params._meta` (the
+   * trace context), and answers it as an MCP task. A tool's `createTask` handler calls it with the
+   * arguments the SDK parsed; the SDK-facing `createTask`, which has only the unparsed request, is refused.
+   * @throws {KlymError} as `TaskService.start` does
+   */
+  start(args: StartTaskArgs, meta: unknown): Promise<Task>;
   /** A task record as this store shows it (`ttl`, `pollInterval` included). */
   toTask(task: TaskRecord): Task;
 }
@@ -37,8 +45,8 @@ const positiveInteger = (name: string, value: number): number => {
  * The SDK's experimental `TaskStore` (`new McpServer(info, { taskStore })`) backed by Klym's task service,
  * so MCP tasks and Klym's tasks are one set: the MCP `taskId` is the Klym `task_id`, `tasks/list` lists what
  * `list_agent_tasks` lists, `tasks/cancel` cancels as `cancel_agent_task` does, and tasks outlive a restart
- * in whatever store the service keeps them (SQLite, Redis). `createTask` starts a Klym task from the
- * `tools/call` arguments. The SDK passes each call the session id; ownership is by `principal` instead.
+ * in whatever store the service keeps them (SQLite, Redis). `start` starts a Klym task from the
+ * `tools/call` arguments the SDK parsed. The SDK passes each call the session id; ownership is by `principal` instead.
  * The task's `ttl` is the service's `ttlMs`, counted from the task's end (a requested `ttl` is not honoured).
  *
  * @throws {KlymError} `CONFIG_INVALID` for a `pollIntervalMs` or `pageSize` that is not a positive integer.
@@ -72,9 +80,13 @@ export function createMcpTaskStore(service: TaskService, options: McpTaskStoreOp
   return {
     principal: options.principal,
     toTask,
-    async createTask(_params: CreateTaskOptions, _requestId, request: Request) {
-      const started = await service.start(request.params?.arguments ?? {}, options.principal, startOptionsOf(request.params?.['_meta']));
+    async start(args, meta) {
+      const started = await service.start(args, options.principal, startOptionsOf(meta));
       return toTask(await visible(started.task_id));
+    },
+    createTask() {
+      // Only a tool's handler has the arguments the SDK parsed; the request here is as the client sent it.
+      return Promise.reject(new KlymError('INVALID_ARGUMENT', "Klym tasks are started by a tool's createTask handler through McpTaskStore.start, with the arguments the SDK parsed"));
     },
     async getTask(taskId) {
       const task = await find(taskId);

@@ -58,7 +58,7 @@ describe('run_agent_task on any McpServer', () => {
     expect(refused).toBeInstanceOf(McpError);
     expect(refused).toMatchObject({ code: -32602, message: expect.stringMatching(/`model`.*gpt-9/) });
     const missing = await runAgentTask(client, {}).catch((error: unknown) => error);
-    expect(missing).toMatchObject({ code: -32602, message: expect.stringMatching(/`prompt`/) });
+    expect(missing).toMatchObject({ code: -32602, message: expect.stringMatching(/Invalid arguments for tool run_agent_task: .* at prompt$/) });
   });
 
   it('answers a start past the queue bound with TASK_QUEUE_FULL', async () => {

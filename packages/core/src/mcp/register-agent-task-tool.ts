@@ -1,11 +1,11 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { isTerminal } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
-import type { McpError, RequestId, ServerCapabilities, Task } from '@modelcontextprotocol/sdk/types.js';
-import { startTaskShape } from '../tasks/task-request.ts';
+import type { ServerCapabilities, Task } from '@modelcontextprotocol/sdk/types.js';
+import { startTaskSchema, type StartTaskArgs } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { McpTaskStore } from './mcp-task-store.ts';
 import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
-import { answerRefusedTaskStarts, refusal } from './task-start-refusals.ts';
+import { answerRefusedTaskStarts } from './task-start-refusals.ts';
 
 /** The `tasks` capability a server serving `run_agent_task` declares: task-augmented `tools/call`, `tasks/list`, `tasks/cancel`. */
 export const MCP_TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } } as const satisfies NonNullable<ServerCapabilities['tasks']>;
@@ -36,8 +36,8 @@ export const AGENT_TASK_TOOL_NAME = 'run_agent_task';
  */
 export function registerAgentTaskTool(server: McpServer, service: TaskService, store: McpTaskStore): void {
   const started = new Set<string>();
+  const refuse = answerRefusedTaskStarts(server, AGENT_TASK_TOOL_NAME);
   const progress = createProgressReporter(server, service);
-  const refusals = new Map<RequestId, McpError>();
 
   server.experimental.tasks.registerToolTask(
     AGENT_TASK_TOOL_NAME,
@@ -47,14 +47,15 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
         'The same work as start_async_agent_task, served as an MCP task: call it with `task`, follow it with tasks/get ' +
         '(or notifications/tasks/status), and read the final answer with tasks/result. The task id is a Klym task_id, so ' +
         'check_task_status, list_agent_tasks and cancel_agent_task work on it too. Takes the same arguments.',
-      inputSchema: startTaskShape,
+      inputSchema: startTaskSchema,
       execution: { taskSupport: 'required' },
       annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
     },
     {
-      createTask: async (_args, extra) => {
-        const task = await extra.taskStore.createTask({}).catch((error: unknown) => {
-          refusals.set(extra.requestId, refusal(error));
+      createTask: async (args, extra) => {
+        // The SDK parsed `args` with startTaskSchema: its type is lost in registerToolTask's overloads.
+        const task = await store.start(args as StartTaskArgs, extra['_meta']).catch((error: unknown) => {
+          refuse(error);
           throw error;
         });
         started.add(task.taskId);
@@ -69,7 +70,6 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
     },
   );
 
-  answerRefusedTaskStarts(server, AGENT_TASK_TOOL_NAME, refusals);
 
   const tell = (task: Task): void => {
     if (!server.isConnected()) return;

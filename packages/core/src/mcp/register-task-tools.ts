@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, ProgressToken } from '@modelcontextprotocol/sdk/types.js';
 import { isKlymError } from '../errors.ts';
-import { cancelTaskShape, checkTaskShape, listTasksShape, startTaskShape } from '../tasks/task-request.ts';
+import { cancelTaskSchema, checkTaskSchema, listTasksSchema, noArgumentsSchema, startTaskSchema } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { TaskRecord } from '../tasks/task-types.ts';
 import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
@@ -56,7 +56,9 @@ function endLine(task: TaskRecord): string {
 /**
  * Registers Klym's five task tools on `server` over `service`: `start_async_agent_task`,
  * `check_task_status`, `cancel_agent_task`, `list_agent_tasks`, `describe_capabilities`. Results are JSON
- * (text and `structuredContent`); failures are `isError` results with `{ error: { code, message } }`.
+ * (text and `structuredContent`); failures are `isError` results with `{ error: { code, message } }`. The
+ * SDK checks the arguments against the tools' strict input schemas, the only check they get: an unknown or
+ * misspelled argument is an `isError` result naming it (`Unrecognized key: "idempotencyKey"`), nothing started.
  * The caller's principal comes from the request (`authInfo.clientId`), never from the session, so tasks
  * survive reconnects. When `server` was created with the `logging` capability, the end of each task
  * started through it is logged to its client (`notifications/message`, `info`, or `error` for a failed
@@ -89,7 +91,7 @@ export function registerTaskTools(server: McpServer, service: TaskService, optio
         'Optional: `model` (a name from describe_capabilities), `tools` (narrow the allowed tools), `budget` (capped by ' +
         "the server's maximums), `record_result: true` to save the result in the graph as an Analysis node linked to today, " +
         '`idempotency_key` to retry safely: a start with a key you used before answers that task instead of starting another.',
-      inputSchema: startTaskShape,
+      inputSchema: startTaskSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
     },
     (args, extra) =>
@@ -112,7 +114,7 @@ export function registerTaskTools(server: McpServer, service: TaskService, optio
         'limits, elapsed time, the last few log lines with a `next_cursor`, and the final answer when done (cut at 400 ' +
         'characters with result_truncated: true). Small by default so your context stays clean; pass `full_result: true` ' +
         'for the whole answer and every step’s text, or `log_after: <cursor>` to page through the full log.',
-      inputSchema: checkTaskShape,
+      inputSchema: checkTaskSchema,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     (args, extra) => answer(() => service.status(args, principalOf(extra))),
@@ -125,7 +127,7 @@ export function registerTaskTools(server: McpServer, service: TaskService, optio
       description:
         'Stops a pending or running task (its tool calls in flight are cancelled upstream). A task that already ended ' +
         'stays as it was; the reply says so.',
-      inputSchema: cancelTaskShape,
+      inputSchema: cancelTaskSchema,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     (args, extra) => answer(() => service.cancel(args, principalOf(extra))),
@@ -138,7 +140,7 @@ export function registerTaskTools(server: McpServer, service: TaskService, optio
       description:
         'Your tasks, newest first, with status and step, a page at a time (50 unless `limit`); filter with `status`. ' +
         'When there are older ones the reply has a `next_cursor`: pass it as `cursor` for the next page.',
-      inputSchema: listTasksShape,
+      inputSchema: listTasksSchema,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     (args, extra) => answer(() => service.list(args, principalOf(extra))),
@@ -151,7 +153,7 @@ export function registerTaskTools(server: McpServer, service: TaskService, optio
       description:
         'The upstream servers and their state, the namespaced tool names a task may call (for `tools.allow`), the ' +
         'models (for `model`), the tool policies (for `tools.policy`), and the default and maximum budgets.',
-      inputSchema: {},
+      inputSchema: noArgumentsSchema,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     () => answer(() => service.capabilities()),

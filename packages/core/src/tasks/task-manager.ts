@@ -119,6 +119,9 @@ export interface StartOptions {
   readonly trace?: TraceCarrier;
 }
 
+/** Which page of a task's log to read: the newest `tail` entries, or those after `after` (at most `limit`). */
+export type LogPageRequest = { readonly tail: number } | { readonly after?: number; readonly limit?: number };
+
 /** What `cancel` did. */
 export interface CancelOutcome {
   /** Whether this call cancelled the task (false when it had already finished or another cancel won). */
@@ -142,6 +145,11 @@ export interface TaskManager extends AsyncDisposable {
   logs(id: string, caller: Caller, page?: { readonly after?: number; readonly limit?: number }): Promise<TaskLogPage>;
   /** The newest `count` log entries. @throws {KlymError} `TASK_NOT_FOUND` */
   tail(id: string, caller: Caller, count: number): Promise<TaskLogPage>;
+  /**
+   * The task and a page of its log, its visibility checked with the one read of the task: `{ tail: n }` for
+   * the newest n entries, `{ after, limit }` as `logs` takes them. @throws {KlymError} `TASK_NOT_FOUND`
+   */
+  read(id: string, caller: Caller, log: LogPageRequest): Promise<{ readonly task: TaskRecord; readonly log: TaskLogPage }>;
   /** Cancels a pending or running task; a finished one is left as it is, and the outcome says so. @throws {KlymError} `TASK_NOT_FOUND` */
   cancel(id: string, caller: Caller, reason?: string): Promise<CancelOutcome>;
   /** A page of the caller's tasks, newest first. */
@@ -318,6 +326,10 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     async tail(id, caller, count) {
       await visible(id, caller);
       return store.tailLog(id, count);
+    },
+    async read(id, caller, page) {
+      const task = await visible(id, caller);
+      return { task, log: 'tail' in page ? await store.tailLog(id, page.tail) : await store.readLog(id, page.after ?? 0, page.limit ?? 50) };
     },
     async cancel(id, caller, reason = 'cancelled by caller') {
       const before = await visible(id, caller);

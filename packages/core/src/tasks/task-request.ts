@@ -9,7 +9,7 @@ const STATUSES = ['pending', 'running', 'completed', 'error', 'cancelled'] as co
 const taskId = z.string().min(1).max(200);
 
 /** Arguments of `start_async_agent_task` (also the body of `POST /api/tasks`), as a zod shape (what `McpServer.registerTool` takes). */
-export const startTaskShape = {
+const startTaskShape = {
   prompt: z.string().min(1).max(200_000).describe('What Klym should do, in full: it sees nothing of your conversation but this.'),
   system_prompt: z.string().max(50_000).optional().describe('Replaces the default system prompt; `{{tools}}` in it lists the tools.'),
   model: z.string().max(200).optional().describe('One of the model names describe_capabilities lists. Default: the first of them.'),
@@ -46,7 +46,7 @@ export const startTaskShape = {
 };
 
 /** Arguments of `check_task_status` (also `GET /api/tasks/:id`). */
-export const checkTaskShape = {
+const checkTaskShape = {
   task_id: taskId.describe('The id start_async_agent_task returned.'),
   log_after: z.number().int().min(0).optional().describe('Give log entries after this cursor (a `next_cursor` from an earlier reply), in full.'),
   max_log_entries: z.number().int().min(1).max(200).optional().describe('How many log entries to give: default 3 (a glance), or 20 with `log_after`.'),
@@ -54,34 +54,52 @@ export const checkTaskShape = {
 };
 
 /** Arguments of a log page (`GET /api/tasks/:id/logs`). */
-export const taskLogsShape = {
+const taskLogsShape = {
   task_id: taskId.describe('The id start_async_agent_task returned.'),
   after: z.number().int().min(0).optional().describe('Entries after this cursor. Default 0: from the oldest kept.'),
   limit: z.number().int().positive().optional().describe('Entries at most (up to 500). Default 100.'),
 };
 
 /** Arguments of `cancel_agent_task`. */
-export const cancelTaskShape = { task_id: taskId.describe('The id of the task to cancel.') };
+const cancelTaskShape = { task_id: taskId.describe('The id of the task to cancel.') };
 
 /** Arguments of `list_agent_tasks` (also `GET /api/tasks`). */
-export const listTasksShape = {
+const listTasksShape = {
   status: z.enum(STATUSES).optional().describe('Only tasks in this status.'),
   cursor: z.string().min(1).max(500).optional().describe('The `next_cursor` of the page before, for older tasks.'),
   limit: z.number().int().min(1).max(200).optional().describe('Tasks per page (at most 200). Default 50.'),
 };
 
-// Built once: a schema per call would cost a compile of the shape on every request.
+// The schemas every way in parses with, once: the MCP SDK is given them as the tools' input schemas (its parse
+// is the only one there), REST parses its bodies and queries with them. Strict, so a misspelled argument
+// (`idempotencyKey`) is refused by name instead of dropped. Built once: a schema per call would cost a
+// compile of the shape on every request.
+/** Arguments of `start_async_agent_task` and `run_agent_task` (and the body of `POST /api/tasks`). */
 export const startTaskSchema = z.strictObject(startTaskShape);
+/** Arguments of `check_task_status` (and `GET /api/tasks/:id`). */
 export const checkTaskSchema = z.strictObject(checkTaskShape);
+/** Arguments of a log page (`GET /api/tasks/:id/logs`). */
 export const taskLogsSchema = z.strictObject(taskLogsShape);
+/** Arguments of `cancel_agent_task` (and `POST /api/tasks/:id/cancel`). */
 export const cancelTaskSchema = z.strictObject(cancelTaskShape);
+/** Arguments of `list_agent_tasks` (and `GET /api/tasks`). */
 export const listTasksSchema = z.strictObject(listTasksShape);
+/** Arguments of `describe_capabilities`: none. */
+export const noArgumentsSchema = z.strictObject({});
 
 /** Parsed arguments of `start_async_agent_task`. */
 export type StartTaskArgs = z.output<typeof startTaskSchema>;
+/** Parsed arguments of `check_task_status`. */
+export type CheckTaskArgs = z.output<typeof checkTaskSchema>;
+/** Parsed arguments of a log page. */
+export type TaskLogsArgs = z.output<typeof taskLogsSchema>;
+/** Parsed arguments of `cancel_agent_task`. */
+export type CancelTaskArgs = z.output<typeof cancelTaskSchema>;
+/** Parsed arguments of `list_agent_tasks`. */
+export type ListTasksArgs = z.output<typeof listTasksSchema>;
 
 /**
- * Parses wire input against one of the schemas above.
+ * Parses wire input against one of the schemas above (what an edge that is not the MCP SDK, such as REST, calls).
  * @throws {KlymError} `INVALID_ARGUMENT` naming the first bad field (`` `budget.max_steps`: … ``).
  */
 export function parseArgs<Schema extends z.ZodType>(schema: Schema, input: unknown): z.output<Schema> {

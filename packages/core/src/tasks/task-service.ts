@@ -11,14 +11,13 @@ import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthVie
 import { createTaskManager, type StartOptions, type TaskEvent, type TaskManager, type TaskManagerOptions } from './task-manager.ts';
 import type { TaskRunDefaults } from './task-run.ts';
 import {
-  cancelTaskSchema,
-  checkTaskSchema,
-  listTasksSchema,
   narrowTaskRequest,
-  parseArgs,
-  startTaskSchema,
-  taskLogsSchema,
+  type CancelTaskArgs,
+  type CheckTaskArgs,
+  type ListTasksArgs,
   type RequestLimits,
+  type StartTaskArgs,
+  type TaskLogsArgs,
 } from './task-request.ts';
 import {
   MAX_GLANCE_CHARS,
@@ -69,10 +68,11 @@ export interface TaskServiceOptions
 }
 
 /**
- * What an agent serving Klym's tasks needs, whatever it serves them over: wire arguments (snake_case,
- * `unknown` until validated) and the caller's principal in, typed views out. Every method that takes
- * arguments throws `INVALID_ARGUMENT` naming the bad field; one that names a task throws
- * `TASK_NOT_FOUND` when the caller cannot see it.
+ * What an agent serving Klym's tasks needs, whatever it serves them over: the tools' arguments (snake_case,
+ * as the wire has them, already parsed by the edge with the schemas of `task-request.ts`: the MCP SDK with
+ * the tools' input schemas, REST with `parseArgs`) and the caller's principal in, typed views out. A start
+ * whose request the server does not allow (a model, a webhook, a tool policy) throws `INVALID_ARGUMENT`
+ * naming the field; a method that names a task throws `TASK_NOT_FOUND` when the caller cannot see it.
  */
 export interface TaskService extends AsyncDisposable {
   /** The task manager underneath (for code that wants records rather than views). */
@@ -86,15 +86,15 @@ export interface TaskService extends AsyncDisposable {
    * `options.trace` is the W3C trace context the request carried (see `traceCarrierOf`), the parent of the task's spans.
    * @throws {KlymError} `INVALID_ARGUMENT`, `TASK_QUEUE_FULL`, `SHUTTING_DOWN`
    */
-  start(args: unknown, principal: string, options?: StartOptions): Promise<TaskStartView>;
+  start(args: StartTaskArgs, principal: string, options?: StartOptions): Promise<TaskStartView>;
   /** `check_task_status`: a glance of at most 1,200 characters by default; `log_after` pages the log, `full_result` gives the whole answer. */
-  status(args: unknown, principal: string): Promise<TaskStatusView>;
+  status(args: CheckTaskArgs, principal: string): Promise<TaskStatusView>;
   /** A page of a task's log, entries whole: `{ task_id, after?, limit? }` (limit up to 500). */
-  logs(args: unknown, principal: string): Promise<TaskLogPageView>;
+  logs(args: TaskLogsArgs, principal: string): Promise<TaskLogPageView>;
   /** `cancel_agent_task`: cancels a pending or running task; a finished one stays as it was, and the answer says so. */
-  cancel(args: unknown, principal: string): Promise<TaskCancelView>;
+  cancel(args: CancelTaskArgs, principal: string): Promise<TaskCancelView>;
   /** `list_agent_tasks`: `{ status?, cursor?, limit? }` → a page of the caller's tasks, newest first, with a cursor to older ones. */
-  list(args: unknown, principal: string): Promise<TaskListView>;
+  list(args: ListTasksArgs, principal: string): Promise<TaskListView>;
   /** `describe_capabilities`: upstreams and their state, the tools a task may use, models, policies, budgets. */
   capabilities(): Promise<CapabilitiesView>;
   /** Upstream states and task counts; no URL, no secret. */
@@ -189,7 +189,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       // for the loop's next check phase, so the requests read in the same turn (Grynya's status polls) are
       // answered first. Under a burst of 16 callers' starts a poll's p50 fell ~25%, its p90 ~30% (#12).
       await new Promise((resolve) => setImmediate(resolve));
-      const request = await narrowTaskRequest(parseArgs(startTaskSchema, args), limits, listTools);
+      const request = await narrowTaskRequest(args, limits, listTools);
       // With a key used before, this is the earlier task: its own model and budget are what it runs under.
       const task = await tasks.start(request, { principal }, startOptions);
       return {
@@ -200,36 +200,33 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       };
     },
     async status(args, principal) {
-      const parsed = parseArgs(checkTaskSchema, args);
-      const task = await tasks.get(parsed.task_id, { principal });
-      const paging = parsed.log_after !== undefined;
-      const page = paging
-        ? await tasks.logs(task.id, { principal }, { after: parsed.log_after, limit: parsed.max_log_entries ?? 20 })
-        : await tasks.tail(task.id, { principal }, parsed.max_log_entries ?? 3);
-      const glance = !paging && parsed.full_result !== true && parsed.max_log_entries === undefined;
-      return viewTaskStatus(task, page, {
-        fullResult: parsed.full_result ?? false,
+      const paging = args.log_after !== undefined;
+      const { task, log } = await tasks.read(
+        args.task_id,
+        { principal },
+        paging ? { after: args.log_after, limit: args.max_log_entries ?? 20 } : { tail: args.max_log_entries ?? 3 },
+      );
+      const glance = !paging && args.full_result !== true && args.max_log_entries === undefined;
+      return viewTaskStatus(task, log, {
+        fullResult: args.full_result ?? false,
         fullEntries: paging,
         taskTimeoutMs,
         ...(glance ? { maxChars: MAX_GLANCE_CHARS } : {}),
       });
     },
     async logs(args, principal) {
-      const parsed = parseArgs(taskLogsSchema, args);
-      const page = await tasks.logs(parsed.task_id, { principal }, { after: parsed.after ?? 0, limit: Math.min(parsed.limit ?? 100, MAX_LOG_PAGE) });
-      return { task_id: parsed.task_id, ...viewLogPage(page, true) };
+      const page = await tasks.logs(args.task_id, { principal }, { after: args.after ?? 0, limit: Math.min(args.limit ?? 100, MAX_LOG_PAGE) });
+      return { task_id: args.task_id, ...viewLogPage(page, true) };
     },
     async cancel(args, principal) {
-      const parsed = parseArgs(cancelTaskSchema, args);
-      const outcome = await tasks.cancel(parsed.task_id, { principal });
+      const outcome = await tasks.cancel(args.task_id, { principal });
       return { task_id: outcome.task.id, cancelled: outcome.cancelled, status: outcome.task.status, message: outcome.message };
     },
     async list(args, principal) {
-      const parsed = parseArgs(listTasksSchema, args);
       const page = await tasks.list(
         { principal },
-        parsed.status === undefined ? {} : { status: parsed.status },
-        { limit: parsed.limit ?? TASK_DEFAULTS.listPageSize, ...(parsed.cursor === undefined ? {} : { cursor: parsed.cursor }) },
+        args.status === undefined ? {} : { status: args.status },
+        { limit: args.limit ?? TASK_DEFAULTS.listPageSize, ...(args.cursor === undefined ? {} : { cursor: args.cursor }) },
       );
       return viewTaskList(page);
     },
