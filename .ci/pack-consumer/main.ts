@@ -1,5 +1,8 @@
 // An agent that installed @klym/core from its tarball: its entry points, typed, and working.
-import { createSessionPool, createTaskManager, createTaskService, createThreadRunner, isTerminal, KlymError, runAgent, SELF_CHECK_OK, type SessionPool } from '@klym/core';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createSessionPool, createTaskManager, createTaskService, createThreadRunner, isTerminal, KlymError, openTaskBackend, runAgent, SELF_CHECK_OK, type SessionPool } from '@klym/core';
 import { registerTaskTools, TASK_TOOLS_INSTRUCTIONS } from '@klym/core/mcp';
 import { createRedisTaskStore } from '@klym/core/redis';
 import { createInMemoryUpstream } from '@klym/core/testing';
@@ -31,8 +34,11 @@ await tasks.close();
 const runner = createThreadRunner({ upstreams: {} });
 const threaded = await runner({ pool, prompt: 'self-check', model: 'scripted' });
 await runner.close();
-// The five task tools on this agent's own MCP server, called by the SDK's client.
-const service = createTaskService({ pool, shutdownGraceMs: 0 });
+// The five task tools on this agent's own MCP server, called by the SDK's client, over a SQLite task
+// backend (openTaskBackend loads the SQLite store from the built dist by a dynamic import).
+const dataDir = mkdtempSync(path.join(tmpdir(), 'klym-consumer-'));
+const backend = await openTaskBackend(`sqlite:${path.join(dataDir, 'tasks.db')}`);
+const service = createTaskService({ pool, store: backend.store, queue: backend.queue, shutdownGraceMs: 0 });
 const server = new McpServer({ name: 'consumer', version: '1.0.0' }, { capabilities: { logging: {} }, instructions: TASK_TOOLS_INSTRUCTIONS });
 registerTaskTools(server, service);
 const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
@@ -43,6 +49,9 @@ const served = (await client.listTools()).tools.map((tool) => tool.name);
 const described = (await client.callTool({ name: 'describe_capabilities', arguments: {} })).structuredContent as { tools?: { name: string }[] } | undefined;
 await client.close();
 await service.close();
+await backend.close();
+const sqliteKept = existsSync(path.join(dataDir, 'tasks.db'));
+rmSync(dataDir, { recursive: true, force: true });
 await pool.close();
 const closed = await pool.callTool('demo', 'echo', { text: 'late' }).catch((error: unknown) => error);
 // The Redis store's subpath loads ioredis from the tarball's dependencies; nothing listens on port 1.
@@ -50,10 +59,10 @@ const redis = await createRedisTaskStore({ url: 'redis://127.0.0.1:1/0', connect
 
 const text = (result.content as { text: string }[])[0]?.text;
 const ran = run.text.startsWith(SELF_CHECK_OK) && task.status === 'completed' && threaded.finishReason === 'stop' && threaded.model === 'scripted';
-const mcp = served.length === 5 && described?.tools?.[0]?.name === 'demo__echo';
+const mcp = served.length === 5 && described?.tools?.[0]?.name === 'demo__echo' && sqliteKept;
 const redisRefused = redis instanceof KlymError && redis.code === 'STORE_UNAVAILABLE';
 if (listing.tools[0]?.name !== 'demo__echo' || text !== 'from the tarball' || !(closed instanceof KlymError) || closed.code !== 'POOL_CLOSED' || !ran || !mcp || !redisRefused) {
-  console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed, run: run.text, task: task.status, threaded, served, described, redis });
+  console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed, run: run.text, task: task.status, threaded, served, described, sqliteKept, redis });
   process.exit(1);
 }
-console.log(`consumer check passed: ${listing.tools[0].name} answered ${JSON.stringify(text)}; runAgent (scripted): ${run.finishReason}, ${run.steps} steps; task ${task.status}; on the runner thread: ${threaded.finishReason}, ${threaded.steps} step(s); after close: ${closed.code}; @klym/core/mcp served ${served.length} tools; @klym/core/redis refused an unreachable Redis with ${redis.code}`);
+console.log(`consumer check passed: ${listing.tools[0].name} answered ${JSON.stringify(text)}; runAgent (scripted): ${run.finishReason}, ${run.steps} steps; task ${task.status}; on the runner thread: ${threaded.finishReason}, ${threaded.steps} step(s); after close: ${closed.code}; @klym/core/mcp served ${served.length} tools over a SQLite task backend; @klym/core/redis refused an unreachable Redis with ${redis.code}`);

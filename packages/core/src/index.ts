@@ -84,6 +84,7 @@ export { createInProcessTaskQueue } from './tasks/queue/in-process-queue.ts';
 export type { RunOutcome, TaskConsumer, TaskLease, TaskQueue } from './tasks/queue/task-queue.ts';
 export { createThreadRunner, type ThreadRunner, type ThreadRunnerOptions } from './tasks/thread-runner.ts';
 export { createMemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-task-store.ts';
+export { openTaskBackend, type TaskBackend, type TaskBackendOptions } from './tasks/task-backend.ts';
 export { BoundedLog, type BoundedLogOptions, type TaskLogEntry, type TaskLogPage } from './tasks/task-log.ts';
 export {
   TERMINAL_STATUSES,

@@ -1,24 +1,19 @@
-import path from 'node:path';
 import {
   KlymError,
-  createMemoryTaskStore,
   createRedactor,
   createSessionPool,
   createTaskService,
   createThreadRunner,
-  isKlymError,
+  openTaskBackend,
   type AgentRunner,
-  type BoundedLogOptions,
   type SessionPool,
   type TaskService,
   type TaskServiceOptions,
-  type TaskQueue,
   type TaskEvent,
   type TaskStore,
   type UpstreamCall,
   type UpstreamLogEntry,
 } from '@klym/core';
-import { redactUrl } from '../config/redact.ts';
 import { THREAD_TRACING_SETUP } from '../telemetry/tracing-env.ts';
 import type { ResolvedServerOptions } from './server-options.ts';
 
@@ -39,16 +34,14 @@ export interface TaskObservers {
   readonly onEvent?: (event: TaskEvent) => void;
 }
 
-/** A store spec: `memory`, `sqlite:<path>`, or a Redis URL. */
-const STORE_SPEC = /^(?:memory|sqlite:(.+)|(rediss?:\/\/.+))$/s;
-
 /**
- * Opens what the server's tasks need, in this order: the task store (`options.taskStore`), the pool
- * (unless `options.pool` is given), the runner thread (`taskRunner: 'thread'`), then core's task service
- * over them. Whatever it opened is closed in reverse order by `close()` (so the runner thread after the
- * task service has ended its runs), or at once if a later step fails.
+ * Opens what the server's tasks need, in this order: the task backend (`options.taskStore`: a store given
+ * as it is, or `openTaskBackend` of its spec), the pool (unless `options.pool` is given), the runner thread
+ * (`taskRunner: 'thread'`), then core's task service over them. Whatever it opened is closed in reverse
+ * order by `close()` (so the runner thread after the task service has ended its runs), or at once if a
+ * later step fails.
  *
- * @throws {KlymError} `CONFIG_INVALID` for an options error; `STORE_UNAVAILABLE` naming the store's file and why it cannot be opened.
+ * @throws {KlymError} `CONFIG_INVALID` for an options error; `STORE_UNAVAILABLE` naming the store's file or Redis and why it cannot be opened.
  */
 export async function openTasks(options: ResolvedServerOptions, observers: TaskObservers = {}): Promise<OpenedTasks> {
   const opened: (() => Promise<void>)[] = [];
@@ -58,13 +51,23 @@ export async function openTasks(options: ResolvedServerOptions, observers: TaskO
     if (failures.length > 0) throw new AggregateError(failures, 'Klym could not close everything its tasks used');
   };
   try {
-    const named = await openTaskStore(options.taskStore, options.taskLog);
-    if (named !== undefined && typeof options.taskStore === 'string') opened.push(() => named.close());
-    // The memory store is made here rather than by the task manager, so that the server can read it too.
-    const store = named ?? createMemoryTaskStore(options.taskLog === undefined ? {} : { log: options.taskLog });
-    if (named === undefined) opened.push(() => store.close());
-    // A Redis store says what its server's settings put at risk (no append-only file, eviction).
-    for (const warning of (store as { readonly warnings?: readonly string[] } | undefined)?.warnings ?? []) options.log(`klym: ${warning}`, 'warning');
+    const spec = options.taskStore ?? 'memory';
+    let store: TaskStore;
+    let queue = options.queue;
+    if (typeof spec === 'string') {
+      const backend = await openTaskBackend(spec, {
+        ...(options.taskLog === undefined ? {} : { log: options.taskLog }),
+        ...(options.sharedQueue === undefined ? {} : { sharedQueue: options.sharedQueue }),
+        onQueueLog: (line, level) => options.log(line, level),
+      });
+      opened.push(() => backend.close());
+      // A Redis store says what its server's settings put at risk (no append-only file, eviction).
+      for (const warning of backend.warnings) options.log(`klym: ${warning}`, 'warning');
+      store = backend.store;
+      queue ??= backend.queue;
+    } else {
+      store = spec;
+    }
     let pool: SessionPool | undefined = options.pool;
     if (pool === undefined) {
       const own = await createSessionPool({ upstreams: options.upstreams ?? {}, onLog: upstreamLog(options), ...(observers.onCall === undefined ? {} : { onCall: observers.onCall }) });
@@ -84,29 +87,19 @@ export async function openTasks(options: ResolvedServerOptions, observers: TaskO
       opened.push(() => runner.close());
       run = runner;
     }
-    const queue = options.queue ?? (await sharedQueueFor(options));
-    const serviceOf = (): TaskService =>
-      createTaskService({
-        ...serviceOptions(options),
-        pool,
-        ...(queue === undefined ? {} : { queue }),
-        ...(run === undefined ? {} : { run }),
-        store,
-        ...(options.maxConcurrentTasks === undefined ? {} : { maxConcurrent: options.maxConcurrentTasks }),
-        ...(options.maxQueuedTasks === undefined ? {} : { maxQueued: options.maxQueuedTasks }),
-        ...(options.taskTtlMs === undefined ? {} : { ttlMs: options.taskTtlMs }),
-        ...(observers.onEvent === undefined ? {} : { onEvent: observers.onEvent }),
-        // Tokens name principals; a log, an error or a result must never quote one.
-        secrets: serverSecrets(options),
-      });
-    let service: TaskService;
-    try {
-      service = serviceOf();
-    } catch (error) {
-      // The task manager closes the queue it was given; one it never got is closed here.
-      if (queue !== undefined && queue !== options.queue) await queue.close({ graceMs: 0 }).catch(() => {});
-      throw error;
-    }
+    const service = createTaskService({
+      ...serviceOptions(options),
+      pool,
+      ...(queue === undefined ? {} : { queue }),
+      ...(run === undefined ? {} : { run }),
+      store,
+      ...(options.maxConcurrentTasks === undefined ? {} : { maxConcurrent: options.maxConcurrentTasks }),
+      ...(options.maxQueuedTasks === undefined ? {} : { maxQueued: options.maxQueuedTasks }),
+      ...(options.taskTtlMs === undefined ? {} : { ttlMs: options.taskTtlMs }),
+      ...(observers.onEvent === undefined ? {} : { onEvent: observers.onEvent }),
+      // Tokens name principals; a log, an error or a result must never quote one.
+      secrets: serverSecrets(options),
+    });
     let closing: Promise<void> | undefined;
     return {
       service,
@@ -126,18 +119,6 @@ export async function openTasks(options: ResolvedServerOptions, observers: TaskO
     await closeOpened().catch(() => {});
     throw error;
   }
-}
-
-/**
- * The queue of a Redis store: a BullMQ queue in the same Redis, shared by every front and worker on it.
- * The task manager opens and closes it. `undefined` for any other store: tasks queue in this process.
- * @throws {KlymError} `STORE_UNAVAILABLE` when Redis cannot be reached in time
- */
-async function sharedQueueFor(options: ResolvedServerOptions): Promise<TaskQueue | undefined> {
-  const url = typeof options.taskStore === 'string' ? STORE_SPEC.exec(options.taskStore)?.[2] : undefined;
-  if (url === undefined) return undefined;
-  const { createBullmqTaskQueue } = await import('@klym/core/redis');
-  return createBullmqTaskQueue({ url, ...options.sharedQueue, onLog: (line, level) => options.log(line, level) });
 }
 
 /**
@@ -188,33 +169,4 @@ function serviceOptions(options: ResolvedServerOptions): Omit<TaskServiceOptions
     ...own
   } = options;
   return own;
-}
-
-/**
- * The store `spec` names: a given store as it is, `undefined` for `memory` (`openTasks` then makes one), the
- * SQLite store at `sqlite:<path>` (relative to the working directory), or the Redis store at a
- * `redis://`/`rediss://` URL, opened here.
- * @throws {KlymError} `CONFIG_INVALID` for a spec of another shape; `STORE_UNAVAILABLE` when the file or Redis cannot be opened.
- */
-export async function openTaskStore(spec: TaskStore | string | undefined, log: BoundedLogOptions | undefined): Promise<TaskStore | undefined> {
-  if (spec === undefined || typeof spec !== 'string') return spec;
-  const match = STORE_SPEC.exec(spec);
-  if (match === null) throw new KlymError('CONFIG_INVALID', `Expected \`taskStore\` to be "memory", "sqlite:<path>" or "redis://host:port/db", got "${redactUrl(spec).slice(0, 200)}"`);
-  const [, file, redisUrl] = match;
-  if (redisUrl !== undefined) {
-    // Loaded only when asked for, like SQLite; its errors name host:port/db, never the password.
-    const { createRedisTaskStore } = await import('@klym/core/redis');
-    return createRedisTaskStore({ url: redisUrl, ...(log === undefined ? {} : { log }) });
-  }
-  if (file === undefined) return undefined;
-  const resolved = path.resolve(file);
-  try {
-    // Loaded only when asked for: a server on the memory store never loads node:sqlite.
-    const { createSqliteTaskStore } = await import('@klym/core/sqlite');
-    return await createSqliteTaskStore({ path: resolved, ...(log === undefined ? {} : { log }) });
-  } catch (error) {
-    if (isKlymError(error, 'STORE_UNAVAILABLE')) throw error;
-    const reason = isKlymError(error) || error instanceof Error ? error.message : String(error);
-    throw new KlymError('STORE_UNAVAILABLE', `Cannot open the task store ${resolved}: ${reason}`, { cause: error });
-  }
 }

@@ -6,7 +6,7 @@ import { KlymError } from '../../errors.ts';
 import { createRedactor } from '../../redact.ts';
 import { startBullmqWorker, type BullmqWorker } from './bullmq-worker.ts';
 import { createQueueLog, isConnectionFailure, messageOf, type QueueLogListener } from './queue-log.ts';
-import { redisTargetOf } from './redis-target.ts';
+import { redisTargetOf } from '../redis/redis-url.ts';
 import type { AnnouncedEvent, TaskQueue } from './task-queue.ts';
 
 const ANNOUNCED = new Set<AnnouncedEvent>(['task-start', 'task-resume', 'task-end']);

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { KlymError } from '../../errors.ts';
-import { describeRedisUrl, scrub } from './redis-url.ts';
+import { redisTargetOf, scrub } from './redis-url.ts';
 import { REDIS_SCRIPTS } from './scripts.ts';
 
 /** What {@link openRedisConnection} needs. */
@@ -41,8 +41,9 @@ const FATAL_AT_START = /WRONGPASS|NOAUTH|invalid password|invalid username|DB in
  * time, refuses the URL's credentials or database, or is older than 6.2.
  */
 export async function openRedisConnection(options: RedisConnectionOptions): Promise<RedisConnection> {
-  const { where, password } = describeRedisUrl(options.url);
-  const client = new Redis(options.url, {
+  const { options: address, where, secrets } = redisTargetOf(options.url);
+  const client = new Redis({
+    ...address,
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -56,7 +57,7 @@ export async function openRedisConnection(options: RedisConnectionOptions): Prom
   let lastError: string | undefined;
   // Without a listener ioredis prints every connection error; the last one is what a failed call reports.
   client.on('error', (error: Error) => {
-    lastError = scrub(error.message, password);
+    lastError = scrub(error.message, secrets);
   });
   client.on('close', () => {
     // A server that stopped closes the line without an error; the next connect attempt's error says more.
@@ -66,7 +67,7 @@ export async function openRedisConnection(options: RedisConnectionOptions): Prom
     lastError = undefined;
   });
 
-  const shown = (error: unknown): string => scrub(error instanceof Error ? error.message : String(error), password);
+  const shown = (error: unknown): string => scrub(error instanceof Error ? error.message : String(error), secrets);
   const failure = (error: unknown, doing: string): KlymError => {
     if (error instanceof KlymError) return error;
     const message = shown(error);

@@ -163,7 +163,7 @@ describe('createRedisTaskStore: opening', () => {
     shown.push(await refused({ url: `redis://127.0.0.1:${server.port}/0` }));
     expect(shown[1]).toMatch(/refused the connection: .*NOAUTH/);
     shown.push((await failureOf(createRedisTaskStore({ url: url.replace('redis:', 'http:') }))).message);
-    expect(shown[2]).toMatch(/^Expected `url` to be redis:\/\//);
+    expect(shown[2]).toMatch(/^Expected the Redis `url` to start with redis:\/\/ or rediss:\/\//);
     await server.stop();
     shown.push((await failureOf(store.get('t1'))).message);
     await store.close();
@@ -195,7 +195,7 @@ describe('createRedisTaskStore: opening', () => {
       code: 'CONFIG_INVALID',
       message: 'Expected `connectTimeoutMs` to be a positive integer, got 0',
     });
-    await expect(createRedisTaskStore({ url: 'not a url' })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('got a value that is not a URL') });
-    await expect(createRedisTaskStore({ url: 'redis://127.0.0.1:1/zero' })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('is not a number') });
+    await expect(createRedisTaskStore({ url: 'not a url' })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('got a string that is not a URL') });
+    await expect(createRedisTaskStore({ url: 'redis://127.0.0.1:1/zero' })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('to be a database number, as in redis://host:6379/0, got /zero') });
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redisTargetOf } from './redis-target.ts';
+import { redisTargetOf } from './redis-url.ts';
 
 describe('redisTargetOf', () => {
   it('reads host, port, database, credentials and TLS, and names the server without its password', () => {
