@@ -7,6 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { ChildServer } from './servers.ts';
 import { summarize, type Summary } from './stats.ts';
+import type { KlymServerOptions } from '../apps/server/src/server/index.ts';
 
 export interface KlymChild {
   readonly pid: number;
@@ -19,7 +20,7 @@ export interface KlymChild {
 }
 
 /** Starts Klym's server in a process of its own; `root` is the checkout whose server it runs (this one by default). */
-export async function startKlymChild(options: Record<string, unknown>, root = path.resolve(import.meta.dirname, '..')): Promise<KlymChild> {
+export async function startKlymChild(options: KlymServerOptions, root = path.resolve(import.meta.dirname, '..')): Promise<KlymChild> {
   const child = fork(path.join(root, 'bench/klym-child.ts'), [JSON.stringify(options)], {
     execArgv: ['--conditions=klym-source', '--expose-gc', ...(process.env.KLYM_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(process.env.KLYM_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.KLYM_BENCH_PROFILE_DIR ?? '/tmp/prof'}`] : [])],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -55,9 +56,9 @@ export async function client(url: string): Promise<Client> {
 }
 
 /** Scenario 5's server: five upstreams that all point at one fake grynya, `concurrency` tasks at a time. */
-export function scenarioFiveOptions(grynya: ChildServer, concurrency: number): Record<string, unknown> {
-  const upstreams = Object.fromEntries(Array.from({ length: 5 }, (_, index) => [`grynya${index + 1}`, { url: grynya.sseUrl, transport: 'sse', pool: { min: 1, max: concurrency / 5 } }]));
-  return { port: 0, upstreams, maxConcurrentTasks: concurrency, taskTtlMs: 3_000, shutdownGraceMs: 0, taskRunner: 'thread' };
+export function scenarioFiveOptions(grynya: ChildServer, concurrency: number): KlymServerOptions {
+  const upstreams = Object.fromEntries(Array.from({ length: 5 }, (_, index) => [`grynya${index + 1}`, { url: grynya.sseUrl, transport: 'sse' as const, pool: { min: 1, max: concurrency / 5 } }]));
+  return { port: 0, upstreams, tasks: { maxConcurrent: concurrency, ttlMs: 3_000, shutdownGraceMs: 0, runner: 'thread' } };
 }
 
 export async function waitUntilIdle(klym: KlymChild): Promise<void> {

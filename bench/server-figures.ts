@@ -23,11 +23,8 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
   const klym = await startKlymChild({
     port: 0,
     upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', pool: { min: 4, max: 20 } } },
-    maxConcurrentTasks: 1_000,
-    taskTtlMs: 60_000,
-    shutdownGraceMs: 0,
     // As `klym serve` runs them: on the runner thread.
-    taskRunner: 'thread',
+    tasks: { maxConcurrent: 1_000, ttlMs: 60_000, shutdownGraceMs: 0, runner: 'thread' },
   });
   const grynyaClient = await client(klym.mcpUrl);
   try {
@@ -224,8 +221,12 @@ async function coldStart(grynya: ChildServer, rounds: number): Promise<string[]>
  */
 async function storeThroughServer(grynya: ChildServer, samples: number): Promise<string[]> {
   const directory = mkdtempSync(path.join(tmpdir(), 'klym-bench-server-store-'));
-  const common = { port: 0, upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', pool: { min: 2, max: 8 } } }, maxConcurrentTasks: 8, taskTtlMs: 600_000, shutdownGraceMs: 0 };
-  const servers = { memory: await startKlymChild({ ...common, taskStore: 'memory' }), sqlite: await startKlymChild({ ...common, taskStore: `sqlite:${path.join(directory, 'tasks.db')}` }) };
+  const common = { port: 0, upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' as const, pool: { min: 2, max: 8 } } } };
+  const tasks = { maxConcurrent: 8, ttlMs: 600_000, shutdownGraceMs: 0 };
+  const servers = {
+    memory: await startKlymChild({ ...common, tasks: { ...tasks, store: 'memory' } }),
+    sqlite: await startKlymChild({ ...common, tasks: { ...tasks, store: `sqlite:${path.join(directory, 'tasks.db')}` } }),
+  };
   const clients = { memory: await client(servers.memory.mcpUrl), sqlite: await client(servers.sqlite.mcpUrl) };
   try {
     const start = (name: 'memory' | 'sqlite') => clients[name].callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });

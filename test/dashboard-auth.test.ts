@@ -35,7 +35,7 @@ async function logIn(base: string, token: string): Promise<string> {
 
 describe('the dashboard with tokens', () => {
   it('takes a token once and gives an HttpOnly, SameSite=Strict session cookie that does not hold it', async () => {
-    harness = await startHarness({ run: floodingRunner(0), auth: { tokens: TOKENS } });
+    harness = await startHarness({ tasks: { run: floodingRunner(0) }, auth: { tokens: TOKENS } });
     const base = harness.server.url;
     const first = await fetch(`${base}/`, { redirect: 'manual' });
     expect(first.status).toBe(303);
@@ -64,7 +64,7 @@ describe('the dashboard with tokens', () => {
   });
 
   it('never sends the browser elsewhere after the login', async () => {
-    harness = await startHarness({ run: floodingRunner(0), auth: { tokens: TOKENS } });
+    harness = await startHarness({ tasks: { run: floodingRunner(0) }, auth: { tokens: TOKENS } });
     const base = harness.server.url;
     for (const next of ['//evil.example/', 'https://evil.example/', '/\\evil.example']) {
       const login = await post(`${base}/dashboard/login`, { token: TOKENS.alice, next }, { origin: base });
@@ -73,7 +73,7 @@ describe('the dashboard with tokens', () => {
   });
 
   it('refuses a login, a logout or a cancel that does not come from its own origin', async () => {
-    harness = await startHarness({ run: floodingRunner(0), auth: { tokens: TOKENS } });
+    harness = await startHarness({ tasks: { run: floodingRunner(0) }, auth: { tokens: TOKENS } });
     const base = harness.server.url;
     const cookie = await logIn(base, TOKENS.alice);
     const id = await startTask(base, TOKENS.alice, 'Stay running');
@@ -97,7 +97,7 @@ describe('the dashboard with tokens', () => {
   });
 
   it('ends the session at logout; the cookie never opens the bearer API, nor a live part without a login', async () => {
-    harness = await startHarness({ run: floodingRunner(0), auth: { tokens: TOKENS } });
+    harness = await startHarness({ tasks: { run: floodingRunner(0) }, auth: { tokens: TOKENS } });
     const base = harness.server.url;
     const cookie = await logIn(base, TOKENS.bob);
     expect((await fetch(`${base}/dashboard/parts/tasks`, { headers: { Cookie: cookie } })).status).toBe(200);
@@ -114,7 +114,7 @@ describe('the dashboard with tokens', () => {
 
 describe('the dashboard without tokens (loopback)', () => {
   it('has no login: everyone is anonymous and sees the list', async () => {
-    harness = await startHarness({ run: floodingRunner(0) });
+    harness = await startHarness({ tasks: { run: floodingRunner(0) } });
     const base = harness.server.url;
     const page = await fetch(`${base}/`);
     expect(page.status).toBe(200);
@@ -127,7 +127,7 @@ describe('the dashboard without tokens (loopback)', () => {
   });
 
   it('answers a bad status filter or cursor with a page that says what was wrong', async () => {
-    harness = await startHarness({ run: floodingRunner(0) });
+    harness = await startHarness({ tasks: { run: floodingRunner(0) } });
     const base = harness.server.url;
     const status = await fetch(`${base}/?status=done`);
     expect(status.status).toBe(400);

@@ -18,7 +18,7 @@ const runner = gatedRunner();
 const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
-  [browser, harness] = await Promise.all([launchChromium(), startHarness({ run: runner.run, auth: { tokens: TOKENS, admins: ['ops'] } })]);
+  [browser, harness] = await Promise.all([launchChromium(), startHarness({ tasks: { run: runner.run }, auth: { tokens: TOKENS, admins: ['ops'] } })]);
   base = harness.server.url;
 }, 60_000);
 afterEach(async () => {

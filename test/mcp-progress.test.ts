@@ -36,7 +36,7 @@ function expectCoalescedReports(received: readonly Received[]): void {
 for (const kind of ['streamable-http', 'sse'] as const) {
   describe(`progress over ${kind}`, () => {
     it('reports the steps of a run_agent_task with a progress token, at most once a second', async () => {
-      harness = await startHarness({ run: scriptedRunner });
+      harness = await startHarness({ tasks: { run: scriptedRunner } });
       harness.grynya.faults.delayMs = 150;
       const client = await harness.connect(kind);
       const received: Received[] = [];
@@ -48,7 +48,7 @@ for (const kind of ['streamable-http', 'sse'] as const) {
     });
 
     it('reports the steps of a start_async_agent_task whose start carried a progress token', async () => {
-      harness = await startHarness({ run: scriptedRunner });
+      harness = await startHarness({ tasks: { run: scriptedRunner } });
       harness.grynya.faults.delayMs = 150;
       const client = await harness.connect(kind);
       const received: Received[] = [];

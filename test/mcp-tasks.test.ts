@@ -22,7 +22,7 @@ async function rpcError(promise: Promise<unknown>): Promise<McpError> {
 for (const kind of ['streamable-http', 'sse'] as const) {
   describe(`MCP tasks over ${kind}, with the SDK's client`, () => {
     it('runs run_agent_task through taskCreated, taskStatus and result, telling the session of each transition', async () => {
-      harness = await startHarness({ run: scriptedRunner });
+      harness = await startHarness({ tasks: { run: scriptedRunner } });
       const client = await harness.connect(kind);
       expect(client.getServerCapabilities()?.tasks).toMatchObject({ list: {}, cancel: {}, requests: { tools: { call: {} } } });
       const tool = (await client.listTools()).tools.find((listed) => listed.name === 'run_agent_task');
@@ -47,7 +47,7 @@ for (const kind of ['streamable-http', 'sse'] as const) {
     });
 
     it('tells the session when a task it queued starts, then when it ends', async () => {
-      harness = await startHarness({ run: scriptedRunner, maxConcurrentTasks: 1 });
+      harness = await startHarness({ tasks: { run: scriptedRunner, maxConcurrent: 1 } });
       harness.grynya.faults.delayMs = 200;
       const client = await harness.connect(kind);
       const told: Task[] = [];
@@ -61,7 +61,7 @@ for (const kind of ['streamable-http', 'sse'] as const) {
     });
 
     it("serves a task started with start_async_agent_task through tasks/get and tasks/result, and an error task's result as isError", async () => {
-      harness = await startHarness({ run: scriptedRunner });
+      harness = await startHarness({ tasks: { run: scriptedRunner } });
       const client = await harness.connect(kind);
       const { task_id: taskId } = payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'steps:1' } }));
       await waitForEnd(client, String(taskId));
@@ -78,7 +78,7 @@ for (const kind of ['streamable-http', 'sse'] as const) {
     });
 
     it('cancels a running task with tasks/cancel: the upstream call is cancelled, and Klyms tools see it cancelled', async () => {
-      harness = await startHarness({ run: scriptedRunner });
+      harness = await startHarness({ tasks: { run: scriptedRunner } });
       harness.grynya.faults.hang = true;
       const client = await harness.connect(kind);
       const { task } = await client.request(
@@ -98,7 +98,7 @@ for (const kind of ['streamable-http', 'sse'] as const) {
     });
 
     it('pages tasks/list over the same tasks list_agent_tasks lists, newest first', async () => {
-      harness = await startHarness({ run: scriptedRunner });
+      harness = await startHarness({ tasks: { run: scriptedRunner } });
       const client = await harness.connect(kind);
       const ids = new Set<string>();
       for (let index = 0; index < 53; index++) ids.add((await harness.server.klym.service.start({ prompt: 'steps:0' }, 'anonymous')).task_id);
@@ -117,7 +117,7 @@ for (const kind of ['streamable-http', 'sse'] as const) {
 
 describe("another principal's MCP task", () => {
   it('answers tasks/get, tasks/result and tasks/cancel exactly as for an id that never existed, and tasks/list leaves it out', async () => {
-    harness = await startHarness({ run: scriptedRunner, auth: { tokens: { grynya: 'the-token-of-grynya-123456', other: 'the-token-of-other-1234567' } } });
+    harness = await startHarness({ tasks: { run: scriptedRunner }, auth: { tokens: { grynya: 'the-token-of-grynya-123456', other: 'the-token-of-other-1234567' } } });
     harness.grynya.faults.hang = true;
     const owner = await harness.connect('streamable-http', 'the-token-of-grynya-123456');
     const stranger = await harness.connect('sse', 'the-token-of-other-1234567');

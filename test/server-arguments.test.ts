@@ -10,7 +10,7 @@ const NESTED = { prompt: 'steps:0', budget: { max_step: 3 } };
 
 let harness: ServerHarness;
 beforeAll(async () => {
-  harness = await startHarness({ run: scriptedRunner });
+  harness = await startHarness({ tasks: { run: scriptedRunner } });
 });
 afterAll(() => harness.cleanup());
 

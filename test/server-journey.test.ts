@@ -61,7 +61,7 @@ for (const kind of ['streamable-http', 'sse'] as const) {
       // A configured model whose provider is down: the task fails with MODEL_ERROR.
       // Free a moment ago, so nothing listens: connections are refused.
       const down = `http://127.0.0.1:${await freePort()}/v1`;
-      harness = await startHarness({ models: ['scripted', 'compatible:down'], providers: { compatible: { baseURL: down } }, maxRetries: 0 });
+      harness = await startHarness({ tasks: { models: ['scripted', 'compatible:down'], providers: { compatible: { baseURL: down } }, maxRetries: 0 } });
       const client = await harness.connect(kind);
       const failing = payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'hello', model: 'compatible:down' } }));
       const fine = payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } }));

@@ -10,7 +10,7 @@ import { quickRunner } from './support/server-runners.ts';
 let server: RunningKlymServer;
 beforeAll(async () => {
   const pool = await createSessionPool({ upstreams: {} });
-  server = await startKlymServer({ port: 0, pool, run: quickRunner, log: () => {}, shutdownGraceMs: 0 });
+  server = await startKlymServer({ port: 0, pool, tasks: { run: quickRunner, shutdownGraceMs: 0 }, log: () => {} });
   return async () => {
     await server.close();
     await pool.close();

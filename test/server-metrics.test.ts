@@ -36,7 +36,7 @@ const labelValues = (samples: readonly Sample[], name: string, label: string): s
 
 describe("the dashboard's upstreams page", () => {
   it("counts the calls that tasks made on the runner thread, whose pool is not the page's", async () => {
-    const { server } = await harness({ taskRunner: 'thread' });
+    const { server } = await harness({ tasks: { runner: 'thread' } });
     await runTask(server.url, 'no-token-needed-on-loopback');
     await runTask(server.url, 'no-token-needed-on-loopback');
     const page = await (await fetch(`${server.url}/dashboard/parts/upstreams`)).text();
@@ -51,7 +51,7 @@ describe("the dashboard's upstreams page", () => {
 
 describe('GET /metrics', () => {
   it('counts tasks, upstream calls made on the runner thread, tokens and cost, with bounded labels, and process metrics', async () => {
-    const { server } = await harness({ auth: { tokens: { 'principal-of-grynya': TOKEN } }, taskRunner: 'thread' });
+    const { server } = await harness({ auth: { tokens: { 'principal-of-grynya': TOKEN } }, tasks: { runner: 'thread' } });
     const ids = [await runTask(server.url, TOKEN), await runTask(server.url, TOKEN)];
     // A call by a name the upstream never listed: its label must not be whatever a caller wrote.
     await server.klym.service.pool.callTool('grynya', 'made_up_tool_for_metrics').catch(() => {});
@@ -117,15 +117,14 @@ describe("a worker's health port", () => {
     const options = {
       port: 0,
       upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' as const } },
-      taskStore: redis.url,
       auth: { tokens: { grynya: TOKEN } },
       metrics: { token: METRICS_TOKEN },
-      shutdownGraceMs: 0,
       log: () => {},
     };
-    const front = await startKlymServer({ ...options, maxConcurrentTasks: 0 });
+    const tasks = { store: redis.url, shutdownGraceMs: 0 };
+    const front = await startKlymServer({ ...options, tasks: { ...tasks, maxConcurrent: 0 } });
     cleanups.push(() => front.close());
-    const worker = await startKlymWorker({ ...options, maxConcurrentTasks: 1, taskRunner: 'thread' });
+    const worker = await startKlymWorker({ ...options, tasks: { ...tasks, maxConcurrent: 1, runner: 'thread' } });
     cleanups.push(() => worker.close());
 
     await runTask(front.url, TOKEN);

@@ -17,7 +17,7 @@ async function klymOverGrynya(): Promise<{ klym: KlymApp; grynya: FakeGrynya }> 
   const klym = await createKlymApp({
     upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', headers: { 'X-Api-Key': UPSTREAM_SECRET } } },
     auth: { tokens: { grynya: TOKEN } },
-    shutdownGraceMs: 0,
+    tasks: { shutdownGraceMs: 0 },
     log: () => {},
   });
   cleanups.push(() => grynya.close(), () => klym.close());
@@ -33,9 +33,7 @@ describe('the REST API, through app.request()', () => {
     grynya.faults.hang = true;
     const klym = await createKlymApp({
       upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } },
-      maxConcurrentTasks: 1,
-      maxQueuedTasks: 1,
-      shutdownGraceMs: 0,
+      tasks: { maxConcurrent: 1, maxQueued: 1, shutdownGraceMs: 0 },
       log: () => {},
     });
     cleanups.push(() => grynya.close(), () => klym.close());
@@ -108,7 +106,7 @@ describe('the REST API, through app.request()', () => {
     const pool = await createSessionPool({ upstreams: {} });
     const store = createMemoryTaskStore();
     const broken = { ...store, list: async () => Promise.reject(new KlymError('STORE_UNAVAILABLE', 'The task store /var/lib/klym/tasks.db failed: disk I/O error')) };
-    const klym = await createKlymApp({ pool, taskStore: broken, shutdownGraceMs: 0, log: () => {} });
+    const klym = await createKlymApp({ pool, tasks: { store: broken, shutdownGraceMs: 0 }, log: () => {} });
     cleanups.push(() => pool.close(), () => klym.close());
     const response = await klym.app.request('/api/tasks');
     expect(response.status).toBe(503);

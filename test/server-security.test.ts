@@ -16,7 +16,7 @@ const TOKENS = { grynya: 'token-of-grynya-0123456789', mallory: 'token-of-mallor
 async function app(options: Partial<KlymServerOptions> = {}): Promise<KlymApp> {
   const pool: SessionPool = await createSessionPool({ upstreams: {} });
   cleanups.push(() => pool.close());
-  const klym = await createKlymApp({ pool, run: quickRunner, log: () => {}, shutdownGraceMs: 0, ...options });
+  const klym = await createKlymApp({ pool, log: () => {}, ...options, tasks: { run: quickRunner, shutdownGraceMs: 0, ...options.tasks } });
   cleanups.push(() => klym.close());
   return klym;
 }
@@ -77,7 +77,7 @@ describe('the HTTP guards', () => {
   it('answers 413 over a socket to a body over the limit, whether it declares its length or comes in chunks', async () => {
     const pool = await createSessionPool({ upstreams: {} });
     cleanups.push(() => pool.close());
-    const server = await startKlymServer({ port: 0, pool, run: quickRunner, log: () => {}, shutdownGraceMs: 0, maxBodyBytes: 1_000 });
+    const server = await startKlymServer({ port: 0, pool, tasks: { run: quickRunner, shutdownGraceMs: 0 }, log: () => {}, maxBodyBytes: 1_000 });
     cleanups.push(() => server.close());
     const send = (body: string | ReadableStream<Uint8Array>) =>
       fetch(`${server.url}/api/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, duplex: 'half' } as RequestInit);
@@ -107,7 +107,7 @@ describe('the HTTP guards', () => {
   });
 
   it('keeps configured secrets out of describe_capabilities when an upstream fails with one in its error', async () => {
-    const klym = await createKlymApp({ upstreams: { grynya: { url: 'http://klym:upstream-secret-4242@127.0.0.1:1/mcp' } }, secrets: ['upstream-secret-4242'], log: () => {}, shutdownGraceMs: 0 });
+    const klym = await createKlymApp({ upstreams: { grynya: { url: 'http://klym:upstream-secret-4242@127.0.0.1:1/mcp' } }, tasks: { secrets: ['upstream-secret-4242'], shutdownGraceMs: 0 }, log: () => {} });
     cleanups.push(() => klym.close());
     await klym.service.pool.warmedUp();
     const described = await (await client(klym)).callTool({ name: 'describe_capabilities', arguments: {} });
@@ -228,7 +228,7 @@ describe('bad input to the tools', () => {
   });
 
   it('refuses a model the server does not offer, and caps a budget at the server maximum', async () => {
-    const klym = await app({ models: ['scripted'], maxBudget: { maxSteps: 10, timeoutMs: 60_000 } });
+    const klym = await app({ tasks: { models: ['scripted'], maxBudget: { maxSteps: 10, timeoutMs: 60_000 } } });
     const mcp = await client(klym);
     for (const model of ['gpt-4o', 'http://attacker.example/v1']) {
       const refused = await mcp.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'x', model } });
@@ -243,7 +243,7 @@ describe('bad input to the tools', () => {
   });
 
   it("hides another principal's task: it cannot see, read or cancel it", async () => {
-    const klym = await app({ auth: { tokens: TOKENS }, run: floodingRunner(0) });
+    const klym = await app({ auth: { tokens: TOKENS }, tasks: { run: floodingRunner(0) } });
     const owner = await client(klym, TOKENS.grynya);
     const other = await client(klym, TOKENS.mallory);
     const { task_id: taskId } = (await owner.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'mine' } })).structuredContent as { task_id: string };
@@ -258,7 +258,7 @@ describe('bad input to the tools', () => {
   });
 
   it('lets exactly one of 100 concurrent cancels of one task win', async () => {
-    const klym = await app({ run: floodingRunner(0) });
+    const klym = await app({ tasks: { run: floodingRunner(0) } });
     const mcp = await client(klym);
     const { task_id: taskId } = (await mcp.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'x' } })).structuredContent as { task_id: string };
     const replies = await Promise.all(Array.from({ length: 100 }, () => mcp.callTool({ name: 'cancel_agent_task', arguments: { task_id: taskId } })));
@@ -268,7 +268,7 @@ describe('bad input to the tools', () => {
   });
 
   it('keeps the default status of a running task with 10,000 log entries under 1,200 characters, and pages the rest', async () => {
-    const klym = await app({ run: floodingRunner(10_000), taskLog: { maxBytes: 200_000 } });
+    const klym = await app({ tasks: { run: floodingRunner(10_000), log: { maxBytes: 200_000 } } });
     const mcp = await client(klym);
     const { task_id: taskId } = (await mcp.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'x'.repeat(5_000) } })).structuredContent as { task_id: string };
     const glance = await mcp.callTool({ name: 'check_task_status', arguments: { task_id: taskId } });

@@ -43,10 +43,9 @@ async function klymWith(url: string, steps: readonly ScriptedStep[], options: Pa
   const klym = await createKlymApp({
     upstreams: { rec: { url, transport: 'streamable-http', headers: { 'X-Upstream-Key': 'the-upstream-own-key' } } },
     auth: { tokens: { grynya: GRYNYA_TOKEN } },
-    run: (runOptions) => runAgent({ ...runOptions, model: createScriptedModel({ steps }) }),
-    shutdownGraceMs: 0,
     log: () => {},
     ...options,
+    tasks: { run: (runOptions) => runAgent({ ...runOptions, model: createScriptedModel({ steps }) }), shutdownGraceMs: 0, ...options.tasks },
   });
   cleanups.push(() => klym.close());
   return klym;
@@ -82,12 +81,12 @@ describe('what reaches an upstream', () => {
   it("keeps a caller's `tools` inside the server's selection: a tool outside both is never called", async () => {
     const upstream = await recordingUpstream();
     const steps: ScriptedStep[] = [{ toolCalls: [{ toolName: 'rec__wipe', args: {} }] }, { text: 'tried' }];
-    const klym = await klymWith(upstream.url, steps, { tools: { allow: ['rec__*'] } });
+    const klym = await klymWith(upstream.url, steps, { tasks: { tools: { allow: ['rec__*'] } } });
     const done = await runTask(klym, { prompt: 'wipe', tools: { allow: ['rec__echo'] } });
     expect(done.status).toBe('completed');
     expect(upstream.calls).toEqual([]);
 
-    const readOnly = await klymWith(upstream.url, steps, { tools: { policy: 'read-only' } });
+    const readOnly = await klymWith(upstream.url, steps, { tasks: { tools: { policy: 'read-only' } } });
     expect((await runTask(readOnly, { prompt: 'wipe', tools: { allow: ['rec__*'] } })).status).toBe('completed');
     expect(upstream.calls).toEqual([]);
   });

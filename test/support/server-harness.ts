@@ -20,9 +20,9 @@ export async function startHarness(options: Partial<KlymServerOptions> = {}): Pr
   const server = await startKlymServer({
     port: 0,
     upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', timeouts: { requestMs: 30_000 } } },
-    shutdownGraceMs: 200,
     log: () => {},
     ...options,
+    tasks: { shutdownGraceMs: 200, ...options.tasks },
   });
   const clients: Client[] = [];
   return {

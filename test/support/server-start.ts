@@ -15,7 +15,7 @@ grynya.faults.hang = values.hang ?? false;
 const options: KlymServerOptions = {
   port: 0,
   upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } },
-  shutdownGraceMs: Number(values.grace ?? 1_000),
+  tasks: { shutdownGraceMs: Number(values.grace ?? 1_000) },
   log: (line) => process.stderr.write(`${line}\n`),
 };
 

@@ -38,6 +38,24 @@ export const TASK_DEFAULTS = {
   resultPreviewChars: 400,
   /** Tasks one page of a task list holds when the caller does not say. */
   listPageSize: 50,
+  /** Log entries `check_task_status` shows at a glance (no `log_after`, no `max_log_entries`). */
+  glanceLogEntries: 3,
+  /** Log entries `check_task_status` gives after `log_after` when `max_log_entries` is not set. */
+  statusLogPageSize: 20,
+  /** Log entries a page of a task's log holds when the caller does not say (REST `GET /api/tasks/:id/logs`). */
+  logPageSize: 100,
+  /** The most log entries one page of a task's log may hold, whatever the caller asks. */
+  maxLogPageSize: 500,
+  /** Log entries `TaskManager.logs` reads when the caller gives no `limit`. */
+  managerLogPageSize: 50,
+} as const;
+
+/** Defaults of Klym's connections to Redis (the task store's and the task queue's), defined once. */
+export const REDIS_DEFAULTS = {
+  /** How long the first connection to Redis may take before the store or queue refuses to open. */
+  connectTimeoutMs: 10_000,
+  /** How long one call to Redis may take before it counts as failed. */
+  commandTimeoutMs: 5_000,
 } as const;
 
 /** Defaults of `createBullmqTaskQueue` (`@klym/core/redis`), defined once. */
@@ -57,9 +75,9 @@ export const TASK_QUEUE_DEFAULTS = {
   /** How many times a task may be taken over from a worker that stopped; once more ends it as `TASK_INTERRUPTED`. */
   maxStalledCount: 1,
   /** How long the first connection to Redis may take. */
-  connectTimeoutMs: 10_000,
+  connectTimeoutMs: REDIS_DEFAULTS.connectTimeoutMs,
   /** How long one call to Redis may take before it counts as failed. */
-  commandTimeoutMs: 5_000,
+  commandTimeoutMs: REDIS_DEFAULTS.commandTimeoutMs,
 } as const;
 
 /** Defaults of Klym's tasks as MCP tasks and of progress notifications (`@klym/core/mcp`), defined once. */

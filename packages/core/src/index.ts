@@ -3,8 +3,8 @@
  * @module
  */
 export { KlymError, isKlymError, type KlymErrorCode, type KlymErrorOptions } from './errors.ts';
-export { REDACTED, createRedactor, type Redactor } from './redact.ts';
-export { DEFAULT_MAX_STEPS, MAX_TIMER_MS, MCP_TASK_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS } from './defaults.ts';
+export { REDACTED, createRedactor, secretsOf, type Redactor } from './redact.ts';
+export { DEFAULT_MAX_STEPS, MAX_TIMER_MS, MCP_TASK_DEFAULTS, REDIS_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS } from './defaults.ts';
 export {
   createSessionPool,
   type CloseOptions,
@@ -65,6 +65,7 @@ export type {
   InFlightToolCall,
   ModelProviders,
   RunAgentOptions,
+  RunSettings,
   ToolErrorCode,
 } from './agent/types.ts';
 // tasks

@@ -21,10 +21,7 @@ export async function runEmbeddedDefault(io: CliIo): Promise<void> {
   const grynya = await withPortFallback((port) => createFakeGrynya({ port, allowedHosts: ['localhost'] }), GRYNYA_PORT);
   const options: KlymServerOptions = {
     upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', headers: { Host: 'localhost' } } },
-    models: ['scripted'],
-    writeBack: { upstream: 'grynya' },
-    taskStore: taskStoreIn(CLI_TASK_STORE, io.cwd),
-    taskRunner: CLI_TASK_RUNNER,
+    tasks: { models: ['scripted'], writeBack: { upstream: 'grynya' }, store: taskStoreIn(CLI_TASK_STORE, io.cwd), runner: CLI_TASK_RUNNER },
     log: (line) => void io.stderr.write(`${line}\n`),
   };
   let server: RunningKlymServer;

@@ -1,3 +1,4 @@
+import type { Tracer } from '@opentelemetry/api';
 import { configSecrets, serverOptions } from '../config/core-options.ts';
 import type { KlymConfig } from '../config/schema.ts';
 import { handleProcessFaults, type KlymServerOptions } from '../server/index.ts';
@@ -40,7 +41,7 @@ export async function openServerProcess(parsed: CommandLine, io: CliIo): Promise
   return {
     config,
     file,
-    options: { ...serverOptions(config, io.cwd), log: sink.log, ...(tracing === undefined ? {} : { tracing: { tracer: tracing.tracer } }) },
+    options: withTracing({ ...serverOptions(config, io.cwd), log: sink.log }, tracing?.tracer),
     stopped: Promise.race([aborted(io.signal), aborted(fault.signal)]),
     status: () => (fault.signal.aborted ? EXIT.failure : EXIT.ok),
     async close() {
@@ -50,4 +51,9 @@ export async function openServerProcess(parsed: CommandLine, io: CliIo): Promise
       await sink.close();
     },
   };
+}
+
+/** `options` whose tasks are traced with `tracer`, when tracing is on. */
+function withTracing<Options extends KlymServerOptions>(options: Options, tracer: Tracer | undefined): Options {
+  return tracer === undefined ? options : { ...options, tasks: { ...options.tasks, tracing: { tracer } } };
 }

@@ -32,13 +32,13 @@ describe('mapping the configuration onto core and the server', () => {
       }),
       cwd,
     );
-    expect(options).toMatchObject({ temperature: 0.2, maxRetries: 5, upstreamTools: { kb: { readOnlyTools: ['search'] } } });
-    expect(options.secrets).toContain('upstream-secret-123');
+    expect(options.tasks).toMatchObject({ temperature: 0.2, maxRetries: 5, upstreamTools: { kb: { readOnlyTools: ['search'] } } });
+    expect(options.tasks?.secrets).toContain('upstream-secret-123');
   });
 
   it('hands writeBack.timeZone to the task service, and refuses a time zone Intl does not know', () => {
-    expect(serverOptions(configWith({ KLYM_WRITE_BACK_TIME_ZONE: 'Europe/Kyiv' }), cwd).writeBack).toEqual({ upstream: 'grynya', byDefault: false, timeZone: 'Europe/Kyiv' });
-    expect(serverOptions(configWith({}), cwd).writeBack).toMatchObject({ timeZone: 'UTC' });
+    expect(serverOptions(configWith({ KLYM_WRITE_BACK_TIME_ZONE: 'Europe/Kyiv' }), cwd).tasks?.writeBack).toEqual({ upstream: 'grynya', byDefault: false, timeZone: 'Europe/Kyiv' });
+    expect(serverOptions(configWith({}), cwd).tasks?.writeBack).toMatchObject({ timeZone: 'UTC' });
     expect(() => configWith({ KLYM_WRITE_BACK_TIME_ZONE: 'Mars/Olympus' })).toThrow(/writeBack\.timeZone.*Mars\/Olympus.*IANA time zone.*KLYM_WRITE_BACK_TIME_ZONE/);
   });
 
@@ -73,23 +73,25 @@ describe('mapping the configuration onto core and the server', () => {
       auth: { tokens: { grynya: '0123456789abcdef' } },
       allowedHosts: ['grynya-mcp-server'],
       allowedOrigins: [],
-      models: ['scripted', 'compatible:llama3'],
-      defaultBudget: { maxSteps: 25 },
-      maxBudget: { maxSteps: 100, timeoutMs: 1_800_000 },
-      maxConcurrentTasks: 2,
-      taskLog: { maxBytes: 262_144 },
-      taskTimeoutMs: 1_800_000,
-      writeBack: { upstream: 'grynya', byDefault: true },
-      resumeOnRestart: true,
+      tasks: {
+        models: ['scripted', 'compatible:llama3'],
+        defaultBudget: { maxSteps: 25 },
+        maxBudget: { maxSteps: 100, timeoutMs: 1_800_000 },
+        maxConcurrent: 2,
+        log: { maxBytes: 262_144 },
+        taskTimeoutMs: 1_800_000,
+        writeBack: { upstream: 'grynya', byDefault: true },
+        resumeOnRestart: true,
+      },
     });
     expect(serverOptions(configWith({}), cwd)).not.toHaveProperty('auth');
   });
 
   it('keeps tasks in .klym/tasks.db under the working directory by default; a relative store path is taken against it', () => {
-    expect(serverOptions(configWith({}), cwd).taskStore).toBe(`sqlite:${path.join(cwd, '.klym', 'tasks.db')}`);
-    expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'sqlite:data/klym.db' }), '/srv/klym').taskStore).toBe('sqlite:/srv/klym/data/klym.db');
-    expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'sqlite:/var/lib/klym/tasks.db' }), cwd).taskStore).toBe('sqlite:/var/lib/klym/tasks.db');
-    expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'memory', KLYM_TASKS_RESUME_ON_RESTART: 'false' }), cwd)).toMatchObject({ taskStore: 'memory', resumeOnRestart: false });
+    expect(serverOptions(configWith({}), cwd).tasks?.store).toBe(`sqlite:${path.join(cwd, '.klym', 'tasks.db')}`);
+    expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'sqlite:data/klym.db' }), '/srv/klym').tasks?.store).toBe('sqlite:/srv/klym/data/klym.db');
+    expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'sqlite:/var/lib/klym/tasks.db' }), cwd).tasks?.store).toBe('sqlite:/var/lib/klym/tasks.db');
+    expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'memory', KLYM_TASKS_RESUME_ON_RESTART: 'false' }), cwd).tasks).toMatchObject({ store: 'memory', resumeOnRestart: false });
     expect(() => configWith({ KLYM_TASKS_STORE: 'postgres://db/klym' })).toThrow(
       'tasks.store = "postgres://db/klym": expected "memory", "sqlite:<path>" (e.g. sqlite:.klym/tasks.db) or "redis://host:port/db" (rediss:// for TLS) (env KLYM_TASKS_STORE)',
     );
@@ -98,14 +100,14 @@ describe('mapping the configuration onto core and the server', () => {
   it('takes a Redis store and its queue settings; tasks.concurrency 0 only with one; the URL\'s password is a secret', () => {
     const config = configWith({ KLYM_TASKS_STORE: 'redis://:hunter2-secret@redis:6379/2', KLYM_TASKS_CONCURRENCY: '0', KLYM_TASKS_LOCK_DURATION_MS: '5000' });
     const options = serverOptions(config, '/srv/klym');
-    expect(options).toMatchObject({ taskStore: 'redis://:hunter2-secret@redis:6379/2', maxConcurrentTasks: 0, sharedQueue: { lockDurationMs: 5_000, stalledIntervalMs: 10_000 } });
+    expect(options.tasks).toMatchObject({ store: 'redis://:hunter2-secret@redis:6379/2', maxConcurrent: 0, sharedQueue: { lockDurationMs: 5_000, stalledIntervalMs: 10_000 } });
     expect(configSecrets(config)).toContain('hunter2-secret');
     expect(() => configWith({ KLYM_TASKS_CONCURRENCY: '0' })).toThrow('tasks.concurrency = 0: expected at least 1: only with a Redis `tasks.store` can a process run no tasks');
   });
 
   it('runs tasks on the runner thread by default; `inline` on the thread that serves requests', () => {
-    expect(serverOptions(configWith({}), cwd).taskRunner).toBe('thread');
-    expect(serverOptions(configWith({ KLYM_TASKS_RUNNER: 'inline' }), cwd).taskRunner).toBe('inline');
+    expect(serverOptions(configWith({}), cwd).tasks?.runner).toBe('thread');
+    expect(serverOptions(configWith({ KLYM_TASKS_RUNNER: 'inline' }), cwd).tasks?.runner).toBe('inline');
     expect(() => configWith({ KLYM_TASKS_RUNNER: 'process' })).toThrow('tasks.runner = "process": Invalid option: expected one of "thread"|"inline" (env KLYM_TASKS_RUNNER)');
   });
 
@@ -113,7 +115,7 @@ describe('mapping the configuration onto core and the server', () => {
     const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
     const env = { KLYM_WEBHOOKS: JSON.stringify({ ops: { url: 'https://hooks.example.com/klym', secret, events: ['task.started', 'task.failed'] }, audit: { url: 'http://127.0.0.1:9/h', secret, all: true, retryForMs: 60_000 } }) };
     const resolved = resolveConfig({ cwd, env });
-    expect(serverOptions(resolved.config, cwd).webhooks).toEqual({
+    expect(serverOptions(resolved.config, cwd).tasks?.webhooks).toEqual({
       ops: { url: 'https://hooks.example.com/klym', secret, events: ['task.started', 'task.failed'], all: false, retryForMs: 86_400_000, retryDelayMs: 5_000, maxRetryDelayMs: 3_600_000, timeoutMs: 10_000 },
       audit: { url: 'http://127.0.0.1:9/h', secret, events: ['task.completed', 'task.failed', 'task.cancelled'], all: true, retryForMs: 60_000, retryDelayMs: 5_000, maxRetryDelayMs: 3_600_000, timeoutMs: 10_000 },
     });

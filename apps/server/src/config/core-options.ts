@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { AgentBudget, ModelProviders, UpstreamConfig, UpstreamToolRules } from '@klym/core';
+import { secretsOf, type AgentBudget, type ModelProviders, type UpstreamConfig, type UpstreamToolRules } from '@klym/core';
 import type { KlymServerOptions } from '../server/server-options.ts';
 import { providerOf, type KlymConfig } from './schema.ts';
 
@@ -41,8 +41,7 @@ export function modelProviders(config: KlymConfig): ModelProviders {
 
 /** Every secret the configuration holds (provider keys, tokens, secret headers and env values), to scrub from output. */
 export function configSecrets(config: KlymConfig): string[] {
-  const providers = modelProviders(config);
-  const secrets = [providers.openai?.apiKey, providers.google?.apiKey, providers.compatible?.apiKey, config.llm.apiKey, ...Object.values(config.server.tokens), config.metrics.token];
+  const secrets = [...secretsOf([config.llm.apiKey, ...Object.values(config.server.tokens), config.metrics.token], modelProviders(config))];
   for (const upstream of Object.values(config.upstreams)) {
     for (const [name, value] of [...Object.entries(upstream.headers ?? {}), ...Object.entries(upstream.env ?? {})]) {
       if (/authorization|token|key|secret|passw|cookie/i.test(name)) secrets.push(value.replace(/^(Bearer|Basic)\s+/i, ''));
@@ -73,30 +72,32 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
     allowedOrigins: config.server.allowedOrigins,
     maxBodyBytes: config.server.bodyLimitBytes,
     sessionIdleMs: config.server.sessionIdleMs,
-    models: [...new Set([config.llm.model, ...config.llm.models])],
-    providers: modelProviders(config),
-    prices: config.llm.prices,
-    maxRetries: config.llm.maxRetries,
-    ...(config.llm.temperature === undefined ? {} : { temperature: config.llm.temperature }),
-    upstreamTools: upstreamToolRules(config),
-    secrets: configSecrets(config),
-    tools: config.tools,
-    policies: config.policies,
-    readOnlyTools: config.readOnlyTools,
-    ...(config.systemPrompt === undefined ? {} : { systemPrompt: config.systemPrompt }),
-    defaultBudget: budget(config.budget.default),
-    maxBudget: budget(config.budget.max),
-    maxConcurrentTasks: config.tasks.concurrency,
-    maxQueuedTasks: config.tasks.maxQueued,
-    taskTimeoutMs: config.tasks.timeoutMs,
-    taskTtlMs: config.tasks.ttlMs,
-    taskLog: { maxBytes: config.tasks.logMaxBytes },
-    taskStore: taskStoreIn(config.tasks.store, cwd),
-    taskRunner: config.tasks.runner,
-    sharedQueue: { lockDurationMs: config.tasks.lockDurationMs, stalledIntervalMs: config.tasks.stalledIntervalMs },
-    resumeOnRestart: config.tasks.resumeOnRestart,
-    writeBack: { upstream: config.writeBack.upstream, byDefault: config.writeBack.enabled, timeZone: config.writeBack.timeZone },
-    webhooks: config.webhooks,
-    shutdownGraceMs: config.tasks.shutdownGraceMs,
+    tasks: {
+      models: [...new Set([config.llm.model, ...config.llm.models])],
+      providers: modelProviders(config),
+      prices: config.llm.prices,
+      maxRetries: config.llm.maxRetries,
+      ...(config.llm.temperature === undefined ? {} : { temperature: config.llm.temperature }),
+      upstreamTools: upstreamToolRules(config),
+      secrets: configSecrets(config),
+      tools: config.tools,
+      policies: config.policies,
+      readOnlyTools: config.readOnlyTools,
+      ...(config.systemPrompt === undefined ? {} : { systemPrompt: config.systemPrompt }),
+      defaultBudget: budget(config.budget.default),
+      maxBudget: budget(config.budget.max),
+      maxConcurrent: config.tasks.concurrency,
+      maxQueued: config.tasks.maxQueued,
+      taskTimeoutMs: config.tasks.timeoutMs,
+      ttlMs: config.tasks.ttlMs,
+      log: { maxBytes: config.tasks.logMaxBytes },
+      store: taskStoreIn(config.tasks.store, cwd),
+      runner: config.tasks.runner,
+      sharedQueue: { lockDurationMs: config.tasks.lockDurationMs, stalledIntervalMs: config.tasks.stalledIntervalMs },
+      resumeOnRestart: config.tasks.resumeOnRestart,
+      writeBack: { upstream: config.writeBack.upstream, byDefault: config.writeBack.enabled, timeZone: config.writeBack.timeZone },
+      webhooks: config.webhooks,
+      shutdownGraceMs: config.tasks.shutdownGraceMs,
+    },
   };
 }

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createRedactor, isKlymError, type KlymErrorCode, type TaskService, type TaskStore } from '@klym/core';
+import { TASK_DEFAULTS, createRedactor, isKlymError, type KlymErrorCode, type TaskService, type TaskStore } from '@klym/core';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { html } from 'hono/html';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { ResolvedServerOptions } from '../server/server-options.ts';
+import { serverSecrets, type ResolvedServerOptions } from '../server/server-options.ts';
 import type { CallTotals } from '../metrics/klym-metrics.ts';
 import { createDashboardAuth, isSameOrigin, type DashboardAuthOptions, type DashboardVariables } from './dashboard-auth.ts';
 import { createDashboardTasks, mayChange, parseStatus } from './dashboard-tasks.ts';
@@ -67,10 +67,10 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
   const { service, options } = dashboard;
   const auth = createDashboardAuth(options, dashboard.auth);
   const tasks = createDashboardTasks(service, dashboard.store);
-  const redact = createRedactor([...Object.values(options.auth?.tokens ?? {}), ...(options.secrets ?? [])]);
+  const redact = createRedactor(serverSecrets(options));
   const assets = { js: asset('dashboard.js'), css: asset('dashboard.css') };
   const assetVersion = createHash('sha256').update(assets.js).update(assets.css).digest('hex').slice(0, 10);
-  const tasksRunHere = options.taskRunner !== 'thread' && options.maxConcurrentTasks !== 0;
+  const tasksRunHere = options.tasks.runner !== 'thread' && options.tasks.maxConcurrent !== 0;
   const app = new Hono<Env>();
 
   const frame = (c: Context<Env>, section?: LayoutOptions['section']): LayoutOptions => ({
@@ -155,7 +155,7 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
     // The task first, then its log: entries written before it ended are all in the page that says it ended.
     const task = await service.tasks.get(id, caller);
     const after = Number(c.req.query('after') ?? 0);
-    const page = await service.tasks.logs(id, caller, { after: Number.isSafeInteger(after) && after >= 0 ? after : 0, limit: 500 });
+    const page = await service.tasks.logs(id, caller, { after: Number.isSafeInteger(after) && after >= 0 ? after : 0, limit: TASK_DEFAULTS.maxLogPageSize });
     const done = !mayChange(task.status, task.writeBack?.status) && !page.more;
     return c.html(logRows(page), 200, { 'X-Log-Cursor': String(page.nextCursor), ...(done ? { 'X-Log-Done': '1' } : {}) });
   });

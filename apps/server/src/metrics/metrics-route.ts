@@ -21,6 +21,7 @@ export function mountMetrics(app: Hono<{ Bindings: Partial<HttpBindings>; Variab
 
 /** The server's metrics, their model labels bounded by the models its tasks may name. */
 export function metricsFor(options: ResolvedServerOptions): KlymMetrics {
-  const models = options.models !== undefined && options.models.length > 0 ? options.models : TASK_DEFAULTS.models;
+  const { models: given } = options.tasks;
+  const models = given !== undefined && given.length > 0 ? given : TASK_DEFAULTS.models;
   return createKlymMetrics({ models, log: options.log });
 }

@@ -5,17 +5,15 @@ import {
   createTaskService,
   createThreadRunner,
   openTaskBackend,
-  type AgentRunner,
   type SessionPool,
   type TaskService,
-  type TaskServiceOptions,
   type TaskEvent,
   type TaskStore,
   type UpstreamCall,
   type UpstreamLogEntry,
 } from '@klym/core';
 import { THREAD_TRACING_SETUP } from '../telemetry/tracing-env.ts';
-import type { ResolvedServerOptions } from './server-options.ts';
+import { serverSecrets, type ResolvedServerOptions } from './server-options.ts';
 
 /** The task service the server mounts, with what it opened for it. */
 export interface OpenedTasks {
@@ -35,15 +33,16 @@ export interface TaskObservers {
 }
 
 /**
- * Opens what the server's tasks need, in this order: the task backend (`options.taskStore`: a store given
- * as it is, or `openTaskBackend` of its spec), the pool (unless `options.pool` is given), the runner thread
- * (`taskRunner: 'thread'`), then core's task service over them. Whatever it opened is closed in reverse
- * order by `close()` (so the runner thread after the task service has ended its runs), or at once if a
- * later step fails.
+ * Opens what the server's tasks need, in this order: the task backend (`tasks.store`: a store given as it
+ * is, or `openTaskBackend` of its spec), the pool (unless `options.pool` is given), the runner thread
+ * (`tasks.runner: 'thread'`), then core's task service over them, given `options.tasks` as it is. Whatever
+ * it opened is closed in reverse order by `close()` (so the runner thread after the task service has ended
+ * its runs), or at once if a later step fails.
  *
  * @throws {KlymError} `CONFIG_INVALID` for an options error; `STORE_UNAVAILABLE` naming the store's file or Redis and why it cannot be opened.
  */
 export async function openTasks(options: ResolvedServerOptions, observers: TaskObservers = {}): Promise<OpenedTasks> {
+  const { store: spec = 'memory', sharedQueue, runner: where, ...tasks } = options.tasks;
   const opened: (() => Promise<void>)[] = [];
   const closeOpened = async (): Promise<void> => {
     const failures: unknown[] = [];
@@ -51,13 +50,12 @@ export async function openTasks(options: ResolvedServerOptions, observers: TaskO
     if (failures.length > 0) throw new AggregateError(failures, 'Klym could not close everything its tasks used');
   };
   try {
-    const spec = options.taskStore ?? 'memory';
     let store: TaskStore;
-    let queue = options.queue;
+    let { queue } = tasks;
     if (typeof spec === 'string') {
       const backend = await openTaskBackend(spec, {
-        ...(options.taskLog === undefined ? {} : { log: options.taskLog }),
-        ...(options.sharedQueue === undefined ? {} : { sharedQueue: options.sharedQueue }),
+        ...(tasks.log === undefined ? {} : { log: tasks.log }),
+        ...(sharedQueue === undefined ? {} : { sharedQueue }),
         onQueueLog: (line, level) => options.log(line, level),
       });
       opened.push(() => backend.close());
@@ -74,28 +72,25 @@ export async function openTasks(options: ResolvedServerOptions, observers: TaskO
       opened.push(() => own.close());
       pool = own;
     }
-    let run: AgentRunner | undefined = options.run;
+    let { run } = tasks;
     // A front (no task runs here: its workers run them) needs no runner thread.
-    if (options.taskRunner === 'thread' && options.maxConcurrentTasks !== 0) {
+    if (where === 'thread' && tasks.maxConcurrent !== 0) {
       const runner = createThreadRunner({
         upstreams: threadUpstreams(options),
         onLog: upstreamLog(options),
         ...(observers.onCall === undefined ? {} : { onCall: observers.onCall }),
         // The thread's runs make their spans through an SDK of its own, started from the same environment.
-        ...(options.tracing === undefined ? {} : { setup: THREAD_TRACING_SETUP }),
+        ...(tasks.tracing === undefined ? {} : { setup: THREAD_TRACING_SETUP }),
       });
       opened.push(() => runner.close());
       run = runner;
     }
     const service = createTaskService({
-      ...serviceOptions(options),
+      ...tasks,
       pool,
+      store,
       ...(queue === undefined ? {} : { queue }),
       ...(run === undefined ? {} : { run }),
-      store,
-      ...(options.maxConcurrentTasks === undefined ? {} : { maxConcurrent: options.maxConcurrentTasks }),
-      ...(options.maxQueuedTasks === undefined ? {} : { maxQueued: options.maxQueuedTasks }),
-      ...(options.taskTtlMs === undefined ? {} : { ttlMs: options.taskTtlMs }),
       ...(observers.onEvent === undefined ? {} : { onEvent: observers.onEvent }),
       // Tokens name principals; a log, an error or a result must never quote one.
       secrets: serverSecrets(options),
@@ -127,46 +122,13 @@ export async function openTasks(options: ResolvedServerOptions, observers: TaskO
  * @throws {KlymError} `CONFIG_INVALID` naming the option that rules the thread out.
  */
 function threadUpstreams(options: ResolvedServerOptions): NonNullable<ResolvedServerOptions['upstreams']> {
-  if (options.run !== undefined) throw new KlymError('CONFIG_INVALID', "Expected either `run` or `taskRunner: 'thread'`, got both: the thread runs core's own agent");
-  if (options.pool !== undefined) throw new KlymError('CONFIG_INVALID', "Expected `upstreams` with `taskRunner: 'thread'`, got a `pool`: the thread opens its own pool, which cannot be passed across");
+  if (options.tasks.run !== undefined) throw new KlymError('CONFIG_INVALID', "Expected either `tasks.run` or `tasks.runner: 'thread'`, got both: the thread runs core's own agent");
+  if (options.pool !== undefined) throw new KlymError('CONFIG_INVALID', "Expected `upstreams` with `tasks.runner: 'thread'`, got a `pool`: the thread opens its own pool, which cannot be passed across");
   return options.upstreams ?? {};
-}
-
-/** The server's own secrets (bearer tokens, the metrics token) and those it was given. */
-function serverSecrets(options: ResolvedServerOptions): string[] {
-  return [...Object.values(options.auth?.tokens ?? {}), ...(options.metrics?.token === undefined ? [] : [options.metrics.token]), ...(options.secrets ?? [])];
 }
 
 /** What upstreams log, to the server's log as `[upstream level] message` at its level, secrets scrubbed. */
 function upstreamLog(options: ResolvedServerOptions): (entry: UpstreamLogEntry) => void {
   const scrub = createRedactor(serverSecrets(options)).text;
   return (entry) => options.log(scrub(`[${entry.upstream} ${entry.level}] ${entry.message.replace(/\s*\n\s*/g, ' ')}`), entry.level);
-}
-
-/** The options that are the task service's own (the rest are the server's, or renamed below). */
-function serviceOptions(options: ResolvedServerOptions): Omit<TaskServiceOptions, 'pool'> {
-  const {
-    upstreams: _upstreams,
-    pool: _pool,
-    host: _host,
-    port: _port,
-    auth: _auth,
-    allowedHosts: _allowedHosts,
-    allowedOrigins: _allowedOrigins,
-    maxBodyBytes: _maxBodyBytes,
-    sessionIdleMs: _sessionIdleMs,
-    maxConcurrentTasks: _maxConcurrentTasks,
-    maxQueuedTasks: _maxQueuedTasks,
-    taskTtlMs: _taskTtlMs,
-    taskLog: _taskLog,
-    taskStore: _taskStore,
-    sharedQueue: _sharedQueue,
-    queue: _queue,
-    taskRunner: _taskRunner,
-    metrics: _metrics,
-    run: _run,
-    log: _log,
-    ...own
-  } = options;
-  return own;
 }

@@ -1,5 +1,5 @@
-import type { BoundedLogOptions, SessionPool, TaskServiceOptions, TaskStore, UpstreamConfig } from '@klym/core';
-import { KlymError } from '@klym/core';
+import type { SessionPool, TaskBackendOptions, TaskServiceOptions, TaskStore, UpstreamConfig } from '@klym/core';
+import { KlymError, secretsOf } from '@klym/core';
 import type { LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 
 /**
@@ -9,7 +9,7 @@ import type { LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
  */
 export type ServerLog = (line: string, level?: LoggingLevel, fields?: Readonly<Record<string, unknown>>) => void;
 
-/** Defaults of the server's own options (the task options take theirs from `@klym/core`'s `TASK_DEFAULTS`). */
+/** Defaults of the server's own options (`tasks` takes its from `@klym/core`'s `TASK_DEFAULTS`). */
 export const SERVER_DEFAULTS = {
   host: '127.0.0.1',
   port: 8765,
@@ -22,16 +22,46 @@ export const SERVER_DEFAULTS = {
 } as const;
 
 /**
- * Everything Klym's server is built from. The config file, env and CLI flags (`klym serve`) are mapped
- * onto this type; code may pass it directly. The task options (`models`, `budget`s, `tools`, policies,
- * `taskTimeoutMs`, …) are `@klym/core`'s task service options, documented and defaulted there; the few
- * whose names would be ambiguous in a server's options carry a `task` in theirs.
+ * The server's tasks: `@klym/core`'s task service options, named and defaulted as there (`maxConcurrent`,
+ * `maxQueued`, `taskTimeoutMs`, `ttlMs`, `log`, `models`, `budget`s, `tools`, policies, `secrets`, …), handed
+ * to `createTaskService` as they are, and the few the server itself decides: where tasks are kept and
+ * queued (`store`, `sharedQueue`) and where their runs execute (`runner`).
  */
-export interface KlymServerOptions extends Omit<TaskServiceOptions, 'pool' | 'store' | 'log' | 'maxConcurrent' | 'maxQueued' | 'ttlMs' | 'onEvent'> {
+export interface ServerTaskOptions extends Omit<TaskServiceOptions, 'pool' | 'store' | 'onEvent'> {
+  /**
+   * Where tasks are kept: a store (closed by whoever created it), or a spec `openTaskBackend` opens at start
+   * and the server closes after the task manager: `memory`, `sqlite:<path>` (a file, relative to the working
+   * directory), or `redis://[user:password@]host:port/db` (`rediss://` for TLS), which also puts the queue
+   * there (see `sharedQueue`). A `queue` given is used as it is.
+   * @default 'memory'
+   */
+  readonly store?: TaskStore | string;
+  /**
+   * With a Redis `store` (`redis://…`), tasks wait on a BullMQ queue in the same Redis that every front and
+   * worker shares; these tune how a dead worker's task is taken over (see `createBullmqTaskQueue`).
+   * @default TASK_QUEUE_DEFAULTS
+   */
+  readonly sharedQueue?: TaskBackendOptions['sharedQueue'];
+  /**
+   * Where tasks' runs execute: `thread`, on a worker thread with its own pool over `upstreams` (so that
+   * requests are answered while runs keep it busy; needs `upstreams`, not `pool`, and no `run`), or
+   * `inline`, on the thread that serves requests. @default 'inline' (`klym serve` defaults to 'thread')
+   */
+  readonly runner?: 'thread' | 'inline';
+}
+
+/**
+ * Everything Klym's server is built from: its own options, and its tasks' (`tasks`, core's task service
+ * options with the server's store, queue and runner). The config file, env and CLI flags (`klym serve`)
+ * are mapped onto this type; code may pass it directly.
+ */
+export interface KlymServerOptions {
   /** Upstream MCP servers, by name; a pool is opened over them and closed with the server. @default {} */
   readonly upstreams?: Readonly<Record<string, UpstreamConfig>>;
   /** An existing pool to serve instead of `upstreams`; the server does not close it. @default undefined */
   readonly pool?: SessionPool;
+  /** The tasks: how many run at once, how long, on which models and budgets, where they are kept. @default {} (core's defaults, the memory store, runs inline) */
+  readonly tasks?: ServerTaskOptions;
   /** Address to bind. A non-loopback address requires `auth.tokens`. @default '127.0.0.1' */
   readonly host?: string;
   /** Port to listen on; 0 picks a free one. @default 8765 */
@@ -56,34 +86,6 @@ export interface KlymServerOptions extends Omit<TaskServiceOptions, 'pool' | 'st
   readonly maxBodyBytes?: number;
   /** An MCP session (either transport) with no request for this long is closed. @default 1_800_000 */
   readonly sessionIdleMs?: number;
-  /** Tasks running at once; more wait as `pending`. @default TASK_DEFAULTS.concurrency (4) */
-  readonly maxConcurrentTasks?: number;
-  /** Tasks waiting as `pending` at most; one more is refused with `TASK_QUEUE_FULL` (HTTP 429 on REST). @default TASK_DEFAULTS.maxQueued (1_000) */
-  readonly maxQueuedTasks?: number;
-  /** How long a finished task stays visible. @default TASK_DEFAULTS.ttlMs (3_600_000) */
-  readonly taskTtlMs?: number;
-  /** Bounds of each task's log. @default { maxBytes: 262_144, maxEntryBytes: 4_096 } */
-  readonly taskLog?: BoundedLogOptions;
-  /**
-   * Where tasks are kept: a store (closed by whoever created it), `memory`, `sqlite:<path>` (a file,
-   * relative to the working directory), or `redis://[user:password@]host:port/db` (`rediss://` for TLS),
-   * which also puts the queue there (see `sharedQueue`); the server opens a store it is given by name at
-   * start and closes it after the task manager.
-   * @default 'memory'
-   */
-  readonly taskStore?: TaskStore | string;
-  /**
-   * With a Redis `taskStore` (`redis://…`), tasks wait on a BullMQ queue in the same Redis that every front
-   * and worker shares; these tune how a dead worker's task is taken over (see `createBullmqTaskQueue`). A
-   * `queue` passed in is used as it is. @default TASK_QUEUE_DEFAULTS
-   */
-  readonly sharedQueue?: { readonly lockDurationMs?: number; readonly stalledIntervalMs?: number; readonly maxStalledCount?: number };
-  /**
-   * Where tasks' runs execute: `thread`, on a worker thread with its own pool over `upstreams` (so that
-   * requests are answered while runs keep it busy; needs `upstreams`, not `pool`, and no `run`), or
-   * `inline`, on the thread that serves requests. @default 'inline' (`klym serve` defaults to 'thread')
-   */
-  readonly taskRunner?: 'thread' | 'inline';
   /**
    * Where the server reports what it does: its own lines, and what upstreams log (`notifications/message`,
    * a stdio server's stderr) as `[upstream level] message`, each with its level to filter on.
@@ -94,6 +96,7 @@ export interface KlymServerOptions extends Omit<TaskServiceOptions, 'pool' | 'st
 
 /** {@link KlymServerOptions} with the server's own defaults applied. */
 export interface ResolvedServerOptions extends KlymServerOptions {
+  readonly tasks: ServerTaskOptions;
   readonly host: string;
   readonly port: number;
   readonly allowedHosts: readonly string[];
@@ -133,6 +136,7 @@ export function resolveServerOptions(options: KlymServerOptions): ResolvedServer
   const extra = bound === '0.0.0.0' || bound === '::' ? [] : [bound];
   return {
     ...options,
+    tasks: options.tasks ?? {},
     host,
     port: options.port ?? SERVER_DEFAULTS.port,
     allowedHosts: [...new Set([...LOOPBACK, ...(options.allowedHosts ?? []), ...extra].map((name) => name.toLowerCase()))],
@@ -141,4 +145,13 @@ export function resolveServerOptions(options: KlymServerOptions): ResolvedServer
     sessionIdleMs: options.sessionIdleMs ?? SERVER_DEFAULTS.sessionIdleMs,
     log: options.log ?? ((line) => process.stderr.write(`${line}\n`)),
   };
+}
+
+/**
+ * Every secret the server holds, for whatever it shows (logs, errors, results, the dashboard): its bearer
+ * tokens, the metrics token, the tasks' `secrets` and the providers' keys (core's `secretsOf`).
+ */
+export function serverSecrets(options: KlymServerOptions): readonly string[] {
+  const tokens = [...Object.values(options.auth?.tokens ?? {}), options.metrics?.token];
+  return secretsOf([...tokens, ...(options.tasks?.secrets ?? [])], options.tasks?.providers);
 }

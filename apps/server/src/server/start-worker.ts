@@ -25,17 +25,18 @@ export interface RunningKlymWorker extends AsyncDisposable {
 }
 
 /**
- * Starts a worker: the task service over a shared queue (a Redis `taskStore`), running up to
- * `maxConcurrentTasks` tasks at once, with `GET /healthz` on `host`:`port` (8766 by default; the health view of the
+ * Starts a worker: the task service over a shared queue (a Redis `tasks.store`), running up to
+ * `tasks.maxConcurrent` tasks at once, with `GET /healthz` on `host`:`port` (8766 by default; the health view of the
  * server, plus `role: "worker"`) and `GET /metrics` (the server's metrics of this process, guarded as the
  * server's), behind the same Host/Origin allow-lists. It serves no MCP and no REST.
  *
- * @throws {KlymError} `CONFIG_INVALID` without a Redis `taskStore` (or a `queue`), or with `maxConcurrentTasks` 0; `STORE_UNAVAILABLE` when Redis cannot be reached.
+ * @throws {KlymError} `CONFIG_INVALID` without a Redis `tasks.store` (or a `tasks.queue`), or with `tasks.maxConcurrent` 0; `STORE_UNAVAILABLE` when Redis cannot be reached.
  */
 export async function startKlymWorker(options: KlymServerOptions): Promise<RunningKlymWorker> {
-  const shared = options.queue !== undefined || (typeof options.taskStore === 'string' && /^rediss?:\/\//.test(options.taskStore));
+  const store = options.tasks?.store;
+  const shared = options.tasks?.queue !== undefined || (typeof store === 'string' && /^rediss?:\/\//.test(store));
   if (!shared) throw new KlymError('CONFIG_INVALID', 'Expected a Redis `tasks.store` (redis://host:port/db) for `klym worker`: a worker takes its tasks from the queue that fronts share there');
-  if (options.maxConcurrentTasks === 0) throw new KlymError('CONFIG_INVALID', 'Expected `tasks.concurrency` of at least 1 for `klym worker`, got 0: a worker runs tasks');
+  if (options.tasks?.maxConcurrent === 0) throw new KlymError('CONFIG_INVALID', 'Expected `tasks.concurrency` of at least 1 for `klym worker`, got 0: a worker runs tasks');
   const resolved = resolveServerOptions({ ...options, port: options.port ?? SERVER_DEFAULTS.workerPort });
   const metrics = metricsFor(resolved);
   const tasks = await openTasks(resolved, { onCall: (call) => metrics.observeCall(call), onEvent: (event) => metrics.observeTaskEvent(event) });

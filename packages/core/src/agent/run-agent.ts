@@ -1,6 +1,6 @@
 import { APICallError, type ModelMessage } from 'ai';
 import { KlymError } from '../errors.ts';
-import { createRedactor } from '../redact.ts';
+import { createRedactor, secretsOf } from '../redact.ts';
 import { startRunTracing, type RunTracing } from '../telemetry/run-tracing.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
@@ -34,8 +34,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
   checkOptions(options);
   const budget = resolveBudget(options.budget);
   const { model, name, streams } = resolveModel(options.model, options.providers);
-  const providers = options.providers ?? {};
-  const redactor = createRedactor([providers.openai?.apiKey, providers.google?.apiKey, providers.compatible?.apiKey, ...(options.secrets ?? [])]);
+  const redactor = createRedactor(secretsOf(options.secrets, options.providers));
   let ended = false;
   const emit = (event: AgentEvent): void => {
     // An upstream may still log after the run ended: the run's story is over by then.

@@ -287,3 +287,14 @@ export interface RunAgentOptions {
    */
   readonly tracing?: AgentTracing;
 }
+
+/** The options of a run that its caller wires rather than sets: live objects and listeners, never data. */
+type RunWiring = 'pool' | 'scope' | 'signal' | 'onEvent' | 'onCheckpoint' | 'tracing' | 'model';
+
+/**
+ * What a run is set to, as data: {@link RunAgentOptions} without what its caller wires (the pool, scope,
+ * signal, listeners, tracing), its model by name. A task's run defaults, and the options that cross to the
+ * runner thread, are this one type narrowed, so a new option of `runAgent` reaches both without a list to edit.
+ */
+export type RunSettings = Omit<RunAgentOptions, RunWiring> & { readonly model?: string };
+

@@ -1,5 +1,5 @@
 import type { ModelMessage } from 'ai';
-import type { AgentCheckpoint, AgentEvent, AgentRunResult, RunAgentOptions } from '../agent/types.ts';
+import type { AgentCheckpoint, AgentEvent, AgentRunResult, RunSettings } from '../agent/types.ts';
 import { KlymError, isKlymError, type KlymErrorCode } from '../errors.ts';
 import type { UpstreamConfig } from '../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
@@ -22,8 +22,7 @@ export interface RunnerThreadData {
 }
 
 /** The part of a run's options that crosses the thread; the thread supplies the pool, scope, signal and listeners. */
-export type PortableRunOptions = Omit<RunAgentOptions, 'pool' | 'scope' | 'signal' | 'onEvent' | 'onCheckpoint' | 'model' | 'tracing'> & {
-  readonly model?: string;
+export type PortableRunOptions = RunSettings & {
   /** The run's tracing without its tracer (the thread's registered provider makes the spans), its parent as W3C data. */
   readonly tracing?: Omit<AgentTracing, 'tracer'>;
   /** The scope's id on the main thread (the task's id): the thread opens its own scope under it. */

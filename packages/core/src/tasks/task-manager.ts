@@ -3,7 +3,7 @@ import type { AgentRunResult, AgentUsage, RunAgentOptions } from '../agent/types
 import { TASK_DEFAULTS } from '../defaults.ts';
 import { runAgent } from '../agent/run-agent.ts';
 import { KlymError } from '../errors.ts';
-import { createRedactor } from '../redact.ts';
+import { createRedactor, secretsOf } from '../redact.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import type { TracingOptions } from '../telemetry/tracing.ts';
@@ -193,8 +193,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const store = options.store ?? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log });
   const run: AgentRunner = options.run ?? runAgent;
   const defaults = options.defaults ?? {};
-  const providerKeys = [defaults.providers?.openai?.apiKey, defaults.providers?.google?.apiKey, defaults.providers?.compatible?.apiKey];
-  const secrets = [...(options.secrets ?? []), ...providerKeys.filter((key): key is string => typeof key === 'string')];
+  const secrets = secretsOf(options.secrets, defaults.providers);
   const execution = createTaskExecution({
     store,
     pool: options.pool,
@@ -321,7 +320,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     get: visible,
     async logs(id, caller, page = {}) {
       await visible(id, caller);
-      return store.readLog(id, page.after ?? 0, page.limit ?? 50);
+      return store.readLog(id, page.after ?? 0, page.limit ?? TASK_DEFAULTS.managerLogPageSize);
     },
     async tail(id, caller, count) {
       await visible(id, caller);
@@ -329,7 +328,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     },
     async read(id, caller, page) {
       const task = await visible(id, caller);
-      return { task, log: 'tail' in page ? await store.tailLog(id, page.tail) : await store.readLog(id, page.after ?? 0, page.limit ?? 50) };
+      return { task, log: 'tail' in page ? await store.tailLog(id, page.tail) : await store.readLog(id, page.after ?? 0, page.limit ?? TASK_DEFAULTS.managerLogPageSize) };
     },
     async cancel(id, caller, reason = 'cancelled by caller') {
       const before = await visible(id, caller);

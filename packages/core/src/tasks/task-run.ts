@@ -1,4 +1,4 @@
-import type { AgentCheckpoint, AgentEvent, AgentRunResult, RunAgentOptions } from '../agent/types.ts';
+import type { AgentCheckpoint, AgentEvent, AgentRunResult, RunAgentOptions, RunSettings } from '../agent/types.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { SessionScope } from '../pool/session-scope.ts';
 import type { Redactor } from '../redact.ts';
@@ -6,7 +6,7 @@ import type { AgentTracing } from '../telemetry/run-tracing.ts';
 import type { TaskPatch, TaskRecord } from './task-types.ts';
 
 /** Run options every task gets unless its request says otherwise (and the request may only narrow). */
-export type TaskRunDefaults = Omit<RunAgentOptions, 'pool' | 'scope' | 'prompt' | 'signal' | 'onEvent' | 'model' | 'tracing'> & { readonly model?: string };
+export type TaskRunDefaults = Omit<RunSettings, 'prompt'>;
 
 /** What a task's run is wired to: the manager's side of it. */
 export interface TaskRunWiring {

@@ -2,7 +2,7 @@ import type { AgentBudget } from '../agent/types.ts';
 import { TASK_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import type { PoolTool, SessionPool } from '../pool/session-pool.ts';
-import { createRedactor } from '../redact.ts';
+import { createRedactor, secretsOf } from '../redact.ts';
 import { assertAccessRules, type ToolSelection } from '../tools/tool-policy.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from '../webhooks/webhook-dispatcher.ts';
 import type { WebhookEndpoint } from '../webhooks/webhook-types.ts';
@@ -109,8 +109,6 @@ export interface TaskService extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-const MAX_LOG_PAGE = 500;
-
 /**
  * Creates the task service over a pool: a task manager with the given options, and the rules a caller's
  * request is narrowed to — the same rules (upstream tool rules, the server's selection, policies,
@@ -142,8 +140,9 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
   const graceMs = options.shutdownGraceMs ?? TASK_DEFAULTS.shutdownGraceMs;
   if (!Number.isFinite(graceMs) || graceMs < 0) throw new KlymError('CONFIG_INVALID', `Expected \`shutdownGraceMs\` to be zero or more, got ${graceMs}`);
   const taskTimeoutMs = options.taskTimeoutMs ?? TASK_DEFAULTS.timeoutMs;
-  const { providers } = options;
-  const redactor = createRedactor([...(options.secrets ?? []), providers?.openai?.apiKey, providers?.google?.apiKey, providers?.compatible?.apiKey]);
+  // Resolved once (provider keys included) and handed to the manager, the webhooks and capabilities alike.
+  const secrets = secretsOf(options.secrets, options.providers);
+  const redactor = createRedactor(secrets);
   const listeners = new Set<(event: TaskEvent) => void>();
   if (options.onEvent !== undefined) listeners.add(options.onEvent);
 
@@ -154,7 +153,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
   const store = options.store ?? ownStore;
   let webhooks: WebhookDispatcher | undefined;
   if (hooked && store !== undefined) {
-    const dispatcher = createWebhookDispatcher({ store, endpoints: options.webhooks ?? {}, secrets: [...(options.secrets ?? []), providers?.openai?.apiKey, providers?.google?.apiKey, providers?.compatible?.apiKey].filter((secret) => secret !== undefined) });
+    const dispatcher = createWebhookDispatcher({ store, endpoints: options.webhooks ?? {}, secrets });
     listeners.add((event) => void dispatcher.enqueue(event));
     webhooks = dispatcher;
   }
@@ -163,7 +162,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     ...pick(options, ['queue', 'log', 'run', 'maxConcurrent', 'maxQueued', 'ttlMs', 'resumeOnRestart', 'writeBack', 'tracing']),
     ...(store === undefined ? {} : { store }),
     taskTimeoutMs,
-    ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
+    secrets,
     defaults: {
       ...pick(options, ['providers', 'prices', 'maxRetries', 'temperature', 'upstreamTools', 'policies', 'readOnlyTools']),
     },
@@ -204,7 +203,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       const { task, log } = await tasks.read(
         args.task_id,
         { principal },
-        paging ? { after: args.log_after, limit: args.max_log_entries ?? 20 } : { tail: args.max_log_entries ?? 3 },
+        paging ? { after: args.log_after, limit: args.max_log_entries ?? TASK_DEFAULTS.statusLogPageSize } : { tail: args.max_log_entries ?? TASK_DEFAULTS.glanceLogEntries },
       );
       const glance = !paging && args.full_result !== true && args.max_log_entries === undefined;
       return viewTaskStatus(task, log, {
@@ -215,7 +214,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       });
     },
     async logs(args, principal) {
-      const page = await tasks.logs(args.task_id, { principal }, { after: args.after ?? 0, limit: Math.min(args.limit ?? 100, MAX_LOG_PAGE) });
+      const page = await tasks.logs(args.task_id, { principal }, { after: args.after ?? 0, limit: Math.min(args.limit ?? TASK_DEFAULTS.logPageSize, TASK_DEFAULTS.maxLogPageSize) });
       return { task_id: args.task_id, ...viewLogPage(page, true) };
     },
     async cancel(args, principal) {

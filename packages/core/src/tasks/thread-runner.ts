@@ -6,7 +6,7 @@ import { KlymError } from '../errors.ts';
 import { resolveUpstreamConfig, type UpstreamConfig } from '../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
 import type { UpstreamCall } from '../pool/upstream-status.ts';
-import { createRedactor } from '../redact.ts';
+import { createRedactor, secretsOf } from '../redact.ts';
 import type { AgentTracing } from '../telemetry/run-tracing.ts';
 import { carrierOf } from '../telemetry/trace-context.ts';
 import { applyConversationDelta, createSender, fromPortableError, type FromRunnerThread, type PortableRunOptions, type RunnerThreadData, type ToRunnerThread } from './runner-messages.ts';
@@ -203,7 +203,7 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
       const message = `The runner thread ended while the run was under way (${why}); the next run starts a fresh thread`;
       for (const [id, run] of thread.runs) {
         // The thread's own error may quote anything a run held: it is scrubbed with the run's secrets.
-        const redactor = createRedactor([...(run.options.secrets ?? []), ...Object.values(run.options.providers ?? {}).map((provider) => provider?.apiKey)]);
+        const redactor = createRedactor(secretsOf(run.options.secrets, run.options.providers));
         const error = new KlymError(closing === undefined ? 'INTERNAL' : 'SHUTTING_DOWN', redactor.text(message), failure === undefined ? {} : { cause: redactor.value(failure) });
         settle(thread, id, (pending) => pending.reject(error));
       }

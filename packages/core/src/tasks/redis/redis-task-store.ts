@@ -1,5 +1,5 @@
 import type { AgentCheckpoint } from '../../agent/types.ts';
-import { TASK_DEFAULTS } from '../../defaults.ts';
+import { REDIS_DEFAULTS, TASK_DEFAULTS } from '../../defaults.ts';
 import { KlymError } from '../../errors.ts';
 import type { BoundedLogOptions } from '../task-log.ts';
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from '../task-types.ts';
@@ -24,9 +24,9 @@ export interface RedisTaskStoreOptions {
   readonly prefix?: string;
   /** Bounds of each task's log, as BoundedLog's. @default { maxBytes: 262_144, maxEntryBytes: 4_096 } */
   readonly log?: BoundedLogOptions;
-  /** How long the first connection may take before the store refuses to open (STORE_UNAVAILABLE). @default 10_000 */
+  /** How long the first connection may take before the store refuses to open (STORE_UNAVAILABLE). @default REDIS_DEFAULTS.connectTimeoutMs (10_000) */
   readonly connectTimeoutMs?: number;
-  /** How long a call waits for Redis's answer before it rejects (STORE_UNAVAILABLE): the bound while Redis hangs. @default 5_000 */
+  /** How long a call waits for Redis's answer before it rejects (STORE_UNAVAILABLE): the bound while Redis hangs. @default REDIS_DEFAULTS.commandTimeoutMs (5_000) */
   readonly commandTimeoutMs?: number;
 }
 
@@ -73,8 +73,8 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
   if (typeof options.url !== 'string') throw new KlymError('CONFIG_INVALID', `Expected \`url\` to be a redis:// or rediss:// URL, got a value of type ${typeof options.url}`);
   const prefix = options.prefix ?? 'klym:';
   if (typeof prefix !== 'string') throw invalid('prefix', 'a string', prefix);
-  const connectTimeoutMs = positiveInteger('connectTimeoutMs', options.connectTimeoutMs ?? 10_000);
-  const commandTimeoutMs = positiveInteger('commandTimeoutMs', options.commandTimeoutMs ?? 5_000);
+  const connectTimeoutMs = positiveInteger('connectTimeoutMs', options.connectTimeoutMs ?? REDIS_DEFAULTS.connectTimeoutMs);
+  const commandTimeoutMs = positiveInteger('commandTimeoutMs', options.commandTimeoutMs ?? REDIS_DEFAULTS.commandTimeoutMs);
   const maxBytes = positiveInteger('log.maxBytes', options.log?.maxBytes ?? TASK_DEFAULTS.logMaxBytes);
   const maxEntryBytes = positiveInteger('log.maxEntryBytes', options.log?.maxEntryBytes ?? TASK_DEFAULTS.logMaxEntryBytes);
 
