@@ -26,7 +26,8 @@ export interface CircuitBreakerStatus {
  * (the circuit closes, so calls may use it), `success()` once the session proved it stays up; a session
  * that dies in between is a `failure()`, and the count and the cooldown carry on from before it, so a
  * server that answers `initialize` and exits is backed off like one that refuses connects. Time comes
- * from `now`, so tests need no real waiting.
+ * from `now` (milliseconds on any scale that never goes back; the pool gives its clock's), so tests need no
+ * real waiting.
  */
 export class CircuitBreaker {
   readonly #options: CircuitBreakerOptions;
@@ -81,7 +82,8 @@ export class CircuitBreaker {
     return {
       state: this.#state,
       consecutiveFailures: this.#failures,
-      nextProbeAt: this.#state === 'open' ? new Date(this.#nextProbeAt).toISOString() : undefined,
+      // `now` need not be the wall clock (the pool's is monotonic): the probe is shown as the wall-clock time it is due.
+      nextProbeAt: this.#state === 'open' ? new Date(Date.now() + this.#nextProbeAt - this.#now()).toISOString() : undefined,
       opens: this.#opens,
     };
   }

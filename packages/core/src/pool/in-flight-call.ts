@@ -1,4 +1,5 @@
 import type { KlymError } from '../errors.ts';
+import { realClock, type PoolClock } from './clock.ts';
 import type { UpstreamSession } from './upstream-session.ts';
 
 /**
@@ -9,9 +10,13 @@ import type { UpstreamSession } from './upstream-session.ts';
  *
  * It holds no AbortSignal of its own until a part of the call must wait on one (`signal`: a session to
  * come free): the SDK gets none, since each signal it is given costs its creation and a listener the SDK
- * never removes — a few µs a call, several per cent of a call over stdio. Internal to the session pool.
+ * never removes — a few µs a call, several per cent of a call over stdio. Its time (how long it has run,
+ * its hard limit) is its clock's. Internal to the session pool.
  */
 export class InFlightCall {
+  /** When the call began, on its clock. */
+  readonly startedAt: number;
+  readonly #clock: PoolClock;
   readonly #callerSignal: AbortSignal | undefined;
   readonly #onCallerAbort: (() => void) | undefined;
   #controller: AbortController | undefined;
@@ -23,7 +28,9 @@ export class InFlightCall {
   #reject: ((reason: unknown) => void) | undefined;
 
   /** Follows `callerSignal` until `end()`. */
-  constructor(callerSignal: AbortSignal | undefined) {
+  constructor(callerSignal: AbortSignal | undefined, clock: PoolClock = realClock) {
+    this.#clock = clock;
+    this.startedAt = clock.now();
     this.#callerSignal = callerSignal;
     if (callerSignal === undefined) return;
     if (callerSignal.aborted) {
@@ -49,6 +56,11 @@ export class InFlightCall {
     return this.#failure;
   }
 
+  /** Milliseconds since the call began. */
+  get elapsedMs(): number {
+    return this.#clock.now() - this.startedAt;
+  }
+
   /** Aborts when the call is cut short; made on first use, by whatever must wait. */
   get signal(): AbortSignal {
     this.#controller ??= new AbortController();
@@ -66,6 +78,15 @@ export class InFlightCall {
     if (this.#cut) return;
     this.#failure = failure;
     this.#cutShort(failure);
+  }
+
+  /**
+   * A hard limit: fails the call with `failure()` once `ms` have passed, unless the returned function was
+   * called first (when what the limit guards has settled).
+   */
+  failAfter(ms: number, failure: () => KlymError): () => void {
+    const timer = this.#clock.setTimeout(() => this.fail(failure()), ms);
+    return () => this.#clock.clearTimeout(timer);
   }
 
   /** Throws the reason if the call was cut short. */

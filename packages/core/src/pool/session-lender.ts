@@ -2,6 +2,7 @@ import { createPool, type Pool } from 'generic-pool';
 import { KlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
 import { describe } from './call-errors.ts';
+import { realClock, type PoolClock } from './clock.ts';
 import type { InFlightCall } from './in-flight-call.ts';
 import type { ResolvedUpstreamConfig } from './upstream-config.ts';
 import type { UpstreamSession } from './upstream-session.ts';
@@ -19,14 +20,14 @@ export interface ConnectFailure {
    * closing) and failed without using up `connectMs` (a second timeout would double the caller's wait).
    */
   readonly retryable: boolean;
-  /** `performance.now()` when the attempt ended: a waiter only takes failures newer than its request. */
+  /** When the attempt ended, on the pool's clock: a waiter only takes failures newer than its request. */
   readonly at: number;
 }
 
 const isFailure = (pooled: Pooled): pooled is ConnectFailure => 'failure' in pooled;
 
-/** A connect that failed, as `create` answers it to generic-pool. */
-export const connectFailure = (failure: KlymError, retryable = false): ConnectFailure => ({ failure, retryable, at: performance.now() });
+/** A connect that failed `at` (the pool's clock), as `create` answers it to generic-pool. */
+export const connectFailure = (failure: KlymError, at: number, retryable = false): ConnectFailure => ({ failure, retryable, at });
 
 /** Whoever takes a session: `signal` is read only when it must wait for one (it may be made on demand). */
 export interface Taker {
@@ -56,11 +57,13 @@ interface SessionLenderHooks {
  * generic-pool's queue, and lends them again from there: a call on an idle session then costs a pop and a
  * push, not generic-pool's acquire (a promise, a timer, a validation, a loan) and release. A session that
  * comes back while a caller waits goes back to generic-pool, which hands it to the first in line; a caller
- * only queues when no kept session is left, so none waits while one idles. Internal to the session pool.
+ * only queues when no kept session is left, so none waits while one idles. How long a session sat idle is
+ * read on `clock`; generic-pool's own wait (`acquireMs`) runs on Node's timers. Internal to the session pool.
  */
 export class SessionLender implements SessionSource {
   readonly #config: ResolvedUpstreamConfig;
   readonly #hooks: SessionLenderHooks;
+  readonly #clock: PoolClock;
   readonly #pool: Pool<Pooled>;
   /** Idle sessions still checked out of generic-pool; the most recently used is lent first. */
   readonly #kept: UpstreamSession[] = [];
@@ -68,9 +71,10 @@ export class SessionLender implements SessionSource {
   readonly #fastFailures = new WeakSet<object>();
   #closing = false;
 
-  constructor(config: ResolvedUpstreamConfig, hooks: SessionLenderHooks) {
+  constructor(config: ResolvedUpstreamConfig, hooks: SessionLenderHooks, clock: PoolClock = realClock) {
     this.#config = config;
     this.#hooks = hooks;
+    this.#clock = clock;
     this.#pool = createPool<Pooled>(
       {
         create: () => hooks.create(),
@@ -116,7 +120,7 @@ export class SessionLender implements SessionSource {
   /** Takes back a session: kept for the next call if sound, handed to a waiting caller, or closed and replaced. */
   put(session: UpstreamSession, sound: boolean): void | Promise<void> {
     if (!sound || session.broken !== undefined || this.#closing) return this.#drop(session);
-    session.idleSince = performance.now();
+    session.idleSince = this.#clock.now();
     if (this.#pool.pending === 0) {
       this.#kept.push(session);
       return;
@@ -155,7 +159,7 @@ export class SessionLender implements SessionSource {
   }
 
   #idleLong(session: UpstreamSession): boolean {
-    return session.idleSince !== undefined && performance.now() - session.idleSince >= this.#config.idlePingMs;
+    return session.idleSince !== undefined && this.#clock.now() - session.idleSince >= this.#config.idlePingMs;
   }
 
   async #ping(session: UpstreamSession): Promise<boolean> {
@@ -176,7 +180,7 @@ export class SessionLender implements SessionSource {
   }
 
   async #acquire(signal?: AbortSignal): Promise<UpstreamSession> {
-    const requestedAt = performance.now();
+    const requestedAt = this.#clock.now();
     const name = this.#config.name;
     for (;;) {
       const pending = this.#pool.acquire();

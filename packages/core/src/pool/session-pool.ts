@@ -1,5 +1,6 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { KlymError } from '../errors.ts';
+import { realClock, type PoolClock } from './clock.ts';
 import { openSessionScope, type OpenSessionScope, type SessionScope } from './session-scope.ts';
 import { namespaceToolName } from './tool-name.ts';
 import { Upstream } from './upstream.ts';
@@ -20,6 +21,13 @@ export interface SessionPoolOptions {
    * outcome and duration, for metrics. Called synchronously; keep it cheap. A listing is not a call.
    */
   readonly onCall?: (call: UpstreamCall) => void;
+  /**
+   * Where the pool reads the time and starts its timers (idle sessions, the breaker's cooldown and probes,
+   * `connectMs`, `maxTotalMs`, the drain deadline, call durations): for tests that move time on by hand.
+   * The MCP SDK's and generic-pool's own timers (`requestMs`, `acquireMs`) stay Node's.
+   * @default the real time: `performance.now()` and Node's timers
+   */
+  readonly clock?: PoolClock;
 }
 
 /** An upstream tool as the pool lists it. */
@@ -112,12 +120,9 @@ export interface SessionPool extends AsyncDisposable {
  */
 export async function createSessionPool(options: SessionPoolOptions): Promise<SessionPool> {
   const configs = Object.entries(options.upstreams).map(([name, config]) => resolveUpstreamConfig(name, config));
-  const upstreams = new Map(
-    configs.map((config) => [
-      config.name,
-      new Upstream(config, { clientInfo: options.clientInfo ?? { name: 'klym', version: '0.1.0' }, onLog: options.onLog ?? (() => {}), onCall: options.onCall }),
-    ]),
-  );
+  const clock = options.clock ?? realClock;
+  const upstreamOptions = { clientInfo: options.clientInfo ?? { name: 'klym', version: '0.1.0' }, onLog: options.onLog ?? (() => {}), onCall: options.onCall, clock };
+  const upstreams = new Map(configs.map((config) => [config.name, new Upstream(config, upstreamOptions)]));
   const toolIndex = new Map<string, { upstream: string; toolName: string }>();
   const scopes = new Set<OpenSessionScope>();
   let closing: Promise<void> | undefined;
@@ -185,7 +190,7 @@ export async function createSessionPool(options: SessionPoolOptions): Promise<Se
 
     close({ drainTimeoutMs = 5_000 } = {}) {
       closing ??= (async () => {
-        const deadline = Date.now() + drainTimeoutMs;
+        const deadline = clock.now() + drainTimeoutMs;
         // Sessions held by scopes are borrowed from the upstreams, whose drain waits for them: idle ones go now, busy ones when their call ends.
         const drained = [...scopes].map((scope) => scope.drain());
         // Reverse order of creation; every upstream is closed even if one fails.

@@ -150,7 +150,7 @@ class ScopedSession implements SessionSource {
     this.#endTurn = undefined;
     try {
       if (sound && session.broken === undefined && !this.#ended) {
-        session.idleSince = performance.now();
+        session.idleSince = this.#upstream.clock.now();
         return;
       }
       await this.#drop();

@@ -11,6 +11,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { KlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
+import type { PoolClock } from './clock.ts';
 import type { ResolvedUpstreamConfig, TransportKind } from './upstream-config.ts';
 import { readStderr, type StderrCounts } from './upstream-stderr.ts';
 
@@ -46,7 +47,7 @@ export interface UpstreamSession {
   cancelRequest(reason: unknown): void;
   /** Whoever borrowed the session also receives what the upstream logs meanwhile. */
   borrowerLog: ((entry: UpstreamLogEntry) => void) | undefined;
-  /** When it last went back to the pool (`performance.now()`); `undefined` until it has been lent once. */
+  /** When it last went back to the pool (on the pool's clock); `undefined` until it has been lent once. */
   idleSince: number | undefined;
   /**
    * Ends the session, once: lets messages being sent (a `notifications/cancelled`) go out first, then
@@ -59,6 +60,8 @@ export interface UpstreamSession {
 export interface SessionHooks {
   readonly fetch: FetchLike;
   readonly clientInfo: { readonly name: string; readonly version: string };
+  /** The pool's clock: the connect's time limit, and the rate at which stderr lines are handed on. */
+  readonly clock: PoolClock;
   /** Where a stdio session counts what its server wrote to stderr, and what of it was dropped. */
   readonly stderr: StderrCounts;
   onLog(entry: UpstreamLogEntry): void;
@@ -141,7 +144,7 @@ export async function openSession(
   // that fires anyway, the pool closing) would send the upstream a cancellation of a request it answered.
   const connecting = new AbortController();
   let timedOut = false;
-  const timer = setTimeout(() => {
+  const timer = hooks.clock.setTimeout(() => {
     timedOut = true;
     connecting.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
   }, config.connectMs);
@@ -163,7 +166,7 @@ export async function openSession(
       cause: error,
     });
   } finally {
-    clearTimeout(timer);
+    hooks.clock.clearTimeout(timer);
     signal?.removeEventListener('abort', stop);
   }
 }
@@ -180,7 +183,7 @@ function createTransport(config: ResolvedUpstreamConfig, kind: TransportKind, ho
         ...(config.cwd === undefined ? {} : { cwd: config.cwd }),
         stderr: 'pipe',
       });
-      if (transport.stderr !== null) readStderr(transport.stderr as Readable, config.name, log, hooks.stderr);
+      if (transport.stderr !== null) readStderr(transport.stderr as Readable, config.name, log, hooks.stderr, hooks.clock);
       return transport;
     }
     case 'sse':

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { createLineSplitter, type LineCounts } from '../internal/line-splitter.ts';
+import type { PoolClock } from './clock.ts';
 import type { UpstreamLogEntry } from './upstream-session.ts';
 
 /** What a stdio upstream wrote to stderr, over all its sessions: bytes read, lines handed on, bytes dropped. */
@@ -15,14 +16,15 @@ const BYTES_PER_SECOND = 64 * 1024;
  * building strings of what is dropped (a line past 8 KiB is cut); at most 256 KiB at once, then 64 KiB a
  * second, are handed on as lines: every line handed on becomes a log entry for the pool and the borrower
  * (a task's log keeps 256 KiB in all), so a flood past that is dropped before it costs a string. What is
- * dropped is counted in `counts`, and one warning says so when a flood starts being dropped.
+ * dropped is counted in `counts`, and one warning says so when a flood starts being dropped. The rate is
+ * measured on `clock`.
  */
-export function readStderr(stream: Readable, upstream: string, log: (entry: UpstreamLogEntry) => void, counts: StderrCounts): void {
+export function readStderr(stream: Readable, upstream: string, log: (entry: UpstreamLogEntry) => void, counts: StderrCounts, clock: Pick<PoolClock, 'now'>): void {
   let budget = BURST_BYTES;
-  let refilledAt = performance.now();
+  let refilledAt = clock.now();
   let dropping = false;
   const admit = (bytes: number): boolean => {
-    const now = performance.now();
+    const now = clock.now();
     budget = Math.min(BURST_BYTES, budget + ((now - refilledAt) * BYTES_PER_SECOND) / 1_000);
     refilledAt = now;
     // A flood is over once the budget has filled up again: one warning per flood, not per line let through.

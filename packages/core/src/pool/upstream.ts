@@ -4,6 +4,7 @@ import { raceAbort } from '../internal/abort.ts';
 import { createUpstreamFetch, type UpstreamFetch } from '../internal/upstream-fetch.ts';
 import { callError, describe, leavesSessionSound, neverReachedUpstream } from './call-errors.ts';
 import { CircuitBreaker } from './circuit-breaker.ts';
+import type { PoolClock, PoolTimer } from './clock.ts';
 import { InFlightCall } from './in-flight-call.ts';
 import { connectFailure, SessionLender, type Pooled, type SessionSource } from './session-lender.ts';
 import { ToolCache } from './tool-cache.ts';
@@ -16,6 +17,8 @@ interface UpstreamOptions {
   readonly clientInfo: SessionHooks['clientInfo'];
   readonly onLog: (entry: UpstreamLogEntry) => void;
   readonly onCall: ((call: UpstreamCall) => void) | undefined;
+  /** Where the upstream reads the time and starts its timers. */
+  readonly clock: PoolClock;
 }
 
 /**
@@ -24,6 +27,8 @@ interface UpstreamOptions {
  */
 export class Upstream {
   readonly config: ResolvedUpstreamConfig;
+  /** Where the upstream reads the time and starts its timers; a scope's sessions go idle on it too. */
+  readonly clock: PoolClock;
   readonly #options: UpstreamOptions;
   readonly #fetch: UpstreamFetch;
   readonly #sessions: SessionLender;
@@ -44,17 +49,18 @@ export class Upstream {
   #downReason: UpstreamStatus['reason'];
   #calls = { started: 0, succeeded: 0, failed: 0, totalMs: 0 };
   #lastError: UpstreamStatus['lastError'];
-  #probeTimer: NodeJS.Timeout | undefined;
+  #probeTimer: PoolTimer | undefined;
   #closing = false;
 
   constructor(config: ResolvedUpstreamConfig, options: UpstreamOptions) {
     this.config = config;
+    this.clock = options.clock;
     this.#options = options;
     this.#transport = config.transport;
-    this.#breaker = new CircuitBreaker(config.breaker);
+    this.#breaker = new CircuitBreaker(config.breaker, options.clock.now);
     const host = Object.entries(config.headers).find(([key]) => key.toLowerCase() === 'host')?.[1];
     this.#fetch = createUpstreamFetch(host);
-    this.#sessions = new SessionLender(config, { create: () => this.#create(), onLost: () => this.#keepMinimum() });
+    this.#sessions = new SessionLender(config, { create: () => this.#create(), onLost: () => this.#keepMinimum() }, options.clock);
   }
 
   get name(): string {
@@ -101,10 +107,10 @@ export class Upstream {
     const calling = this.#withSession(toolName, options, (session, call) => this.#callOn(session, call, toolName, args, options), source, calls, this.#calls);
     const { onCall } = this.#options;
     if (onCall === undefined) return calling;
-    const startedAt = performance.now();
+    const startedAt = this.clock.now();
     const observe = (outcome: UpstreamCall['outcome']): void => {
       try {
-        onCall({ upstream: this.name, toolName, listed: this.#tools.has(toolName), outcome, durationMs: performance.now() - startedAt });
+        onCall({ upstream: this.name, toolName, listed: this.#tools.has(toolName), outcome, durationMs: this.clock.now() - startedAt });
       } catch {
         // An observer's failure is its own: the call's outcome stands.
       }
@@ -156,22 +162,22 @@ export class Upstream {
   }
 
   /**
-   * Stops lending sessions, lets borrowed ones come back until `deadline`, then aborts what is still in
-   * flight with `POOL_CLOSED` and closes every session.
+   * Stops lending sessions, lets borrowed ones come back until `deadline` (on the upstream's clock), then
+   * aborts what is still in flight with `POOL_CLOSED` and closes every session.
    */
   async close(deadline: number): Promise<void> {
     this.#closing = true;
-    clearTimeout(this.#probeTimer);
+    this.clock.clearTimeout(this.#probeTimer);
     this.#closed.abort(new KlymError('POOL_CLOSED', `The pool closed while connecting to upstream "${this.name}"`, { upstream: this.name }));
-    const timer = setTimeout(() => {
+    const timer = this.clock.setTimeout(() => {
       for (const call of this.#inFlight) {
         call.fail(new KlymError('POOL_CLOSED', `The pool closed before the call to upstream "${this.name}" finished`, { upstream: this.name }));
       }
-    }, Math.max(0, deadline - Date.now()));
+    }, Math.max(0, deadline - this.clock.now()));
     try {
       await this.#sessions.close();
     } finally {
-      clearTimeout(timer);
+      this.clock.clearTimeout(timer);
     }
     await this.#fetch.close();
   }
@@ -190,12 +196,11 @@ export class Upstream {
     counts?: { started: number; succeeded: number; failed: number; totalMs: number },
   ): Promise<T> {
     if (counts !== undefined) counts.started++;
-    const startedAt = performance.now();
     if (this.#closing) {
       if (counts !== undefined) counts.failed++;
       throw new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name });
     }
-    const call = new InFlightCall(options.signal);
+    const call = new InFlightCall(options.signal, this.clock);
     this.#inFlight.add(call);
     calls?.add(call);
     try {
@@ -243,7 +248,7 @@ export class Upstream {
       call.end();
       this.#inFlight.delete(call);
       calls?.delete(call);
-      if (counts !== undefined) counts.totalMs += performance.now() - startedAt;
+      if (counts !== undefined) counts.totalMs += call.elapsedMs;
     }
   }
 
@@ -269,11 +274,11 @@ export class Upstream {
     onProgress: NonNullable<CallToolOptions['onProgress']>,
   ): Promise<CallToolResult> {
     const maxTotalMs = Math.max(timeout, this.config.maxTotalMs);
-    // The SDK checks `maxTotalTimeout` only when progress arrives, and then sends no cancellation: a timer of our own does both.
-    const timer = setTimeout(() => {
+    // The SDK checks `maxTotalTimeout` only when progress arrives, and then sends no cancellation: a limit of our own does both.
+    const settled = call.failAfter(maxTotalMs, () => {
       const message = `Upstream "${this.name}" did not finish ${request.name} within ${maxTotalMs} ms (timeouts.maxTotalMs), however much progress it reported; it was sent a cancellation`;
-      call.fail(new KlymError('UPSTREAM_TIMEOUT', message, { upstream: this.name, toolName: request.name }));
-    }, maxTotalMs);
+      return new KlymError('UPSTREAM_TIMEOUT', message, { upstream: this.name, toolName: request.name });
+    });
     try {
       // Progress that comes after the call was cut short, while its session closes, is no longer the caller's.
       const onprogress: typeof onProgress = (progress) => {
@@ -282,12 +287,12 @@ export class Upstream {
       const answer = session.client.callTool(request, undefined, { timeout, onprogress, resetTimeoutOnProgress: true });
       return (await call.request(session, answer)) as CallToolResult;
     } finally {
-      clearTimeout(timer);
+      settled();
     }
   }
 
   async #create(): Promise<Pooled> {
-    if (this.#closing) return connectFailure(new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name }));
+    if (this.#closing) return connectFailure(new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name }), this.clock.now());
     if (!this.#breaker.tryAttempt()) {
       // A probe timer may fire a millisecond before the breaker's clock allows it: keep the chain going.
       this.#scheduleProbe();
@@ -298,22 +303,24 @@ export class Upstream {
           `Upstream "${this.name}" is unavailable: ${consecutiveFailures} connects failed in a row; next try in ${this.#breaker.msUntilProbe} ms. Last: ${this.#lastError?.message ?? 'unknown'}`,
           { upstream: this.name },
         ),
+        this.clock.now(),
       );
     }
     this.#connectAttempts++;
     let connectedAt = Number.POSITIVE_INFINITY;
-    let proving: NodeJS.Timeout | undefined;
+    let proving: PoolTimer | undefined;
     const hooks: SessionHooks = {
       fetch: this.#fetch.fetch,
       clientInfo: this.#options.clientInfo,
+      clock: this.clock,
       stderr: this.#stderr,
       onLog: this.#options.onLog,
       onToolsChanged: () => this.#tools.invalidate(),
       onBroken: (_session, reason, byUpstream) => {
-        clearTimeout(proving);
+        this.clock.clearTimeout(proving);
         // The next listing comes from a fresh session, which may serve other tools.
         this.#tools.invalidate();
-        const livedMs = performance.now() - connectedAt;
+        const livedMs = this.clock.now() - connectedAt;
         if (byUpstream && livedMs < this.config.breaker.cooldownMs && !this.#closing) {
           const lost = `its session closed ${Math.round(livedMs)} ms after connecting (${describe(reason)})`;
           this.#connectFailed(new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${this.name}" is unavailable: ${lost}`, { upstream: this.name, cause: reason }), 'closed-after-connect');
@@ -321,26 +328,27 @@ export class Upstream {
         this.#keepMinimum(true);
       },
     };
-    const startedAt = performance.now();
+    const startedAt = this.clock.now();
     this.#connecting++;
     try {
       const session = await openSession(this.config, this.#transport, ++this.#sessionIds, hooks, this.#closed.signal).finally(() => this.#connecting--);
       this.#transport = session.transport;
       this.#opened++;
       this.#connectFailing = false;
-      connectedAt = performance.now();
+      connectedAt = this.clock.now();
       this.#breaker.connected();
       // A session that dies sooner than the breaker's cooldown counts as a failed connect (see onBroken):
       // reconnecting to a server that answers `initialize` and exits would otherwise never back off.
-      proving = setTimeout(() => {
+      proving = this.clock.setTimeout(() => {
         if (session.broken === undefined) this.#breaker.success();
       }, this.config.breaker.cooldownMs);
-      proving.unref();
+      proving.unref?.();
       return session;
     } catch (error) {
       const failure = isKlymError(error) ? error : new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${this.name}" is unavailable: ${describe(error)}`, { upstream: this.name, cause: error });
       this.#connectFailed(failure, 'connect-failed');
-      return connectFailure(failure, performance.now() - startedAt < this.config.connectMs);
+      const endedAt = this.clock.now();
+      return connectFailure(failure, endedAt, endedAt - startedAt < this.config.connectMs);
     }
   }
 
@@ -383,9 +391,9 @@ export class Upstream {
   /** While the breaker is open and sessions are wanted, one probe per cooldown: bounded, never a storm. */
   #scheduleProbe(): void {
     if (this.#closing || this.config.min === 0 || this.#breaker.state !== 'open') return;
-    clearTimeout(this.#probeTimer);
-    this.#probeTimer = setTimeout(() => void this.#warm(), this.#breaker.msUntilProbe);
-    this.#probeTimer.unref();
+    this.clock.clearTimeout(this.#probeTimer);
+    this.#probeTimer = this.clock.setTimeout(() => void this.#warm(), this.#breaker.msUntilProbe);
+    this.#probeTimer.unref?.();
   }
 
   #record(error: unknown): void {
