@@ -2,13 +2,18 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { KlymError, isKlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
 import { createUpstreamFetch, type UpstreamFetch } from '../internal/upstream-fetch.ts';
-import { callError, describe, leavesSessionSound, neverReachedUpstream } from './call-errors.ts';
+import { callError, describe, leavesSessionSound } from './call-errors.ts';
+import { CallCounts } from './call-counts.ts';
+import { callRetry } from './call-retry.ts';
 import { CircuitBreaker } from './circuit-breaker.ts';
 import type { PoolClock, PoolTimer } from './clock.ts';
 import { InFlightCall } from './in-flight-call.ts';
+import { observeCall } from './observe-call.ts';
 import { connectFailure, SessionLender, type Pooled, type SessionSource } from './session-lender.ts';
+import { handBack, lendLog } from './session-loan.ts';
 import { ToolCache } from './tool-cache.ts';
 import type { ResolvedUpstreamConfig } from './upstream-config.ts';
+import { requestTool, requestToolList } from './upstream-requests.ts';
 import type { CallToolOptions, UpstreamCall, UpstreamStatus } from './upstream-status.ts';
 import { openSession, type SessionHooks, type UpstreamLogEntry, type UpstreamSession } from './upstream-session.ts';
 import type { StderrCounts } from './upstream-stderr.ts';
@@ -21,9 +26,27 @@ interface UpstreamOptions {
   readonly clock: PoolClock;
 }
 
+/** One use of a session by `#withSession`: a tool call, or a listing. */
+interface SessionUse<T> {
+  /** What is asked for (a tool's name, `tools/list`): errors name it. */
+  readonly what: string;
+  readonly options: Pick<CallToolOptions, 'signal' | 'timeoutMs' | 'onLog'>;
+  /** Sends the request on the session lent, cut short with `call`. */
+  readonly use: (session: UpstreamSession, call: InFlightCall) => Promise<T>;
+  /** Where the session comes from and goes back to. @default the upstream's lender */
+  readonly source?: SessionSource | undefined;
+  /** Where a scope keeps the calls it may abort. */
+  readonly calls?: Set<InFlightCall> | undefined;
+  /** Where the call is counted (tool calls are, listings not). */
+  readonly counts?: CallCounts | undefined;
+}
+
 /**
  * One upstream: its sessions (lent by a `SessionLender`) behind a circuit breaker, its tool list and its
- * counters. Internal to the session pool.
+ * counters, all on one clock. Each policy of a call has a file of its own: the retry rule (`call-retry.ts`),
+ * the loan of a session and its log (`session-loan.ts`), the counters (`call-counts.ts`, `observe-call.ts`),
+ * the requests and their time limits (`upstream-requests.ts`); this file keeps the flow. Internal to the
+ * session pool.
  */
 export class Upstream {
   readonly config: ResolvedUpstreamConfig;
@@ -38,8 +61,11 @@ export class Upstream {
   /** Aborts connects under way when the pool closes. */
   readonly #closed = new AbortController();
   #transport: ResolvedUpstreamConfig['transport'];
-  readonly #tools = new ToolCache(() => this.#withSession('tools/list', {}, (session, call) => this.#listOn(session, call)));
+  readonly #tools = new ToolCache(() =>
+    this.#withSession({ what: 'tools/list', options: {}, use: (session, call) => requestToolList(this.config.requestMs, session, call) }),
+  );
   readonly #stderr: StderrCounts = { bytes: 0, lines: 0, droppedBytes: 0 };
+  readonly #calls = new CallCounts();
   #sessionIds = 0;
   #opened = 0;
   #connectAttempts = 0;
@@ -47,7 +73,6 @@ export class Upstream {
   #connecting = 0;
   #connectFailing = false;
   #downReason: UpstreamStatus['reason'];
-  #calls = { started: 0, succeeded: 0, failed: 0, totalMs: 0 };
   #lastError: UpstreamStatus['lastError'];
   #probeTimer: PoolTimer | undefined;
   #closing = false;
@@ -104,27 +129,11 @@ export class Upstream {
    * is replaced. `calls` is where a scope keeps the calls it may abort.
    */
   callTool(toolName: string, args: Record<string, unknown>, options: CallToolOptions = {}, source?: SessionSource, calls?: Set<InFlightCall>): Promise<CallToolResult> {
-    const calling = this.#withSession(toolName, options, (session, call) => this.#callOn(session, call, toolName, args, options), source, calls, this.#calls);
+    const use = (session: UpstreamSession, call: InFlightCall): Promise<CallToolResult> => requestTool(this.config, session, call, toolName, args, options);
+    const calling = this.#withSession({ what: toolName, options, use, source, calls, counts: this.#calls });
     const { onCall } = this.#options;
     if (onCall === undefined) return calling;
-    const startedAt = this.clock.now();
-    const observe = (outcome: UpstreamCall['outcome']): void => {
-      try {
-        onCall({ upstream: this.name, toolName, listed: this.#tools.has(toolName), outcome, durationMs: this.clock.now() - startedAt });
-      } catch {
-        // An observer's failure is its own: the call's outcome stands.
-      }
-    };
-    return calling.then(
-      (result) => {
-        observe(result.isError === true ? 'tool-error' : 'ok');
-        return result;
-      },
-      (error: unknown) => {
-        observe(isKlymError(error) ? error.code : 'UPSTREAM_ERROR');
-        throw error;
-      },
-    );
+    return observeCall(calling, onCall, { upstream: this.name, toolName, listed: () => this.#tools.has(toolName) }, this.clock);
   }
 
   /** Lends a session for a scope to hold across calls: counted against `pool.max`, waiting bounded by `acquireMs`, behind the breaker. */
@@ -155,7 +164,7 @@ export class Upstream {
         opened: this.#opened,
         connectAttempts: this.#connectAttempts,
       },
-      calls: { ...this.#calls, inFlight: this.#inFlight.size },
+      calls: this.#calls.status(this.#inFlight.size),
       ...(this.config.transport === 'stdio' ? { stderr: { ...this.#stderr } } : {}),
       lastError: this.#lastError,
     };
@@ -183,21 +192,14 @@ export class Upstream {
   }
 
   /**
-   * Runs `use` on a borrowed session, counting the call in `counts` (tool calls are counted, listings not).
-   * A request that provably never reached the upstream (a connect that failed, a session the server no
-   * longer knows) is tried once more on a fresh session; one whose outcome is unknown never is.
+   * Runs `use` on a borrowed session, counting the call in `counts`. A request that provably never reached
+   * the upstream (a connect that failed, a session the server no longer knows) is tried once more on a fresh
+   * session; one whose outcome is unknown never is (`call-retry.ts`).
    */
-  async #withSession<T>(
-    what: string,
-    options: Pick<CallToolOptions, 'signal' | 'timeoutMs' | 'onLog'>,
-    use: (session: UpstreamSession, call: InFlightCall) => Promise<T>,
-    source: SessionSource = this.#sessions,
-    calls?: Set<InFlightCall>,
-    counts?: { started: number; succeeded: number; failed: number; totalMs: number },
-  ): Promise<T> {
-    if (counts !== undefined) counts.started++;
+  async #withSession<T>({ what, options, use, source = this.#sessions, calls, counts }: SessionUse<T>): Promise<T> {
+    counts?.start();
     if (this.#closing) {
-      if (counts !== undefined) counts.failed++;
+      counts?.fail();
       throw new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name });
     }
     const call = new InFlightCall(options.signal, this.clock);
@@ -211,20 +213,19 @@ export class Upstream {
           const taken = source.take(call);
           session = taken instanceof Promise ? await taken : taken;
         } catch (error) {
-          // A connect that failed never carried the request: one more try, unless the breaker now refuses.
-          if (attempt === 1 && this.#sessions.failedFast(error) && this.#breaker.state === 'closed' && !call.aborted) continue;
+          if (callRetry.afterTake(attempt, call, { failedFast: this.#sessions.failedFast(error), breakerClosed: this.#breaker.state === 'closed' })) continue;
           throw error;
         }
-        session.borrowerLog = options.onLog;
+        lendLog(session, options.onLog);
         let sound = false;
         try {
           call.throwIfCut();
           const result = await use(session, call);
           sound = true;
-          if (counts !== undefined) counts.succeeded++;
+          counts?.succeed();
           return result;
         } catch (error) {
-          if (attempt === 1 && neverReachedUpstream(error) && !call.aborted) {
+          if (callRetry.afterRequest(attempt, call, error)) {
             session.breakOff(error as Error);
             continue;
           }
@@ -232,63 +233,26 @@ export class Upstream {
           // Cut short while the request was under way: what the upstream did with it is not known.
           throw this.#callError(call.aborted ? undefined : error, what, options, call, session.broken);
         } finally {
-          // Stderr comes on its own pipe: lines the child wrote before answering may be read just after the answer.
-          if (session.transport === 'stdio' && options.onLog !== undefined) await new Promise(setImmediate);
-          session.borrowerLog = undefined;
-          const given = source.put(session, sound);
-          if (given !== undefined) await given;
+          const handed = handBack(source, session, sound, options.onLog);
+          if (handed !== undefined) await handed;
         }
       }
     } catch (error) {
       const failure = this.#callError(error, what, options, call, undefined);
-      if (counts !== undefined) counts.failed++;
+      counts?.fail();
       this.#record(failure);
       throw failure;
     } finally {
       call.end();
       this.#inFlight.delete(call);
       calls?.delete(call);
-      if (counts !== undefined) counts.totalMs += call.elapsedMs;
+      counts?.end(call.elapsedMs);
     }
   }
 
   /** A call's failure as a `KlymError`: what the pool cut it short with, or what `error` means. */
   #callError(error: unknown, toolName: string, options: Pick<CallToolOptions, 'timeoutMs'>, call: InFlightCall, broken: Error | undefined): KlymError {
     return call.failure ?? callError(error, { upstream: this.name, toolName, aborted: call, timeoutMs: options.timeoutMs ?? this.config.requestMs, broken });
-  }
-
-  /** One `tools/call` on `session`, cut short with `call`. */
-  #callOn(session: UpstreamSession, call: InFlightCall, toolName: string, args: Record<string, unknown>, options: CallToolOptions): Promise<CallToolResult> {
-    const timeout = options.timeoutMs ?? this.config.requestMs;
-    const request = options.meta === undefined ? { name: toolName, arguments: args } : { name: toolName, arguments: args, _meta: { ...options.meta } };
-    if (options.onProgress === undefined) return call.request(session, session.client.callTool(request, undefined, { timeout }) as Promise<CallToolResult>);
-    return this.#callWithProgress(session, call, request, timeout, options.onProgress);
-  }
-
-  /** A call that listens for progress, which restarts its `timeout`: `timeouts.maxTotalMs` bounds it however much progress comes. */
-  async #callWithProgress(
-    session: UpstreamSession,
-    call: InFlightCall,
-    request: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> },
-    timeout: number,
-    onProgress: NonNullable<CallToolOptions['onProgress']>,
-  ): Promise<CallToolResult> {
-    const maxTotalMs = Math.max(timeout, this.config.maxTotalMs);
-    // The SDK checks `maxTotalTimeout` only when progress arrives, and then sends no cancellation: a limit of our own does both.
-    const settled = call.failAfter(maxTotalMs, () => {
-      const message = `Upstream "${this.name}" did not finish ${request.name} within ${maxTotalMs} ms (timeouts.maxTotalMs), however much progress it reported; it was sent a cancellation`;
-      return new KlymError('UPSTREAM_TIMEOUT', message, { upstream: this.name, toolName: request.name });
-    });
-    try {
-      // Progress that comes after the call was cut short, while its session closes, is no longer the caller's.
-      const onprogress: typeof onProgress = (progress) => {
-        if (call.failure === undefined && !call.aborted) onProgress(progress);
-      };
-      const answer = session.client.callTool(request, undefined, { timeout, onprogress, resetTimeoutOnProgress: true });
-      return (await call.request(session, answer)) as CallToolResult;
-    } finally {
-      settled();
-    }
   }
 
   async #create(): Promise<Pooled> {
@@ -359,18 +323,6 @@ export class Upstream {
     this.#breaker.failure();
     this.#record(failure);
     this.#scheduleProbe();
-  }
-
-  /** Lists every page of the upstream's tools on `session`. */
-  async #listOn(session: UpstreamSession, call: InFlightCall): Promise<readonly Tool[]> {
-    const tools: Tool[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await call.request(session, session.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: this.config.requestMs }));
-      tools.push(...page.tools);
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
-    return tools;
   }
 
   /** Opens a session and returns it to the pool, as the kept minimum. */
