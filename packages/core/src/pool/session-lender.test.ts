@@ -2,6 +2,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { PingRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { createManualClock } from '../../../../test/support/manual-clock.ts';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
 import { createSessionPool } from './session-pool.ts';
 
@@ -44,13 +45,19 @@ describe('lending sessions', () => {
 
   it('pings a session that sat idle past `idlePingMs` before lending it again, and only then', async () => {
     const upstream = counted();
-    await using pool = await createSessionPool({ upstreams: { counted: createInMemoryUpstream(upstream.serve, { pool: { min: 1, max: 1 }, timeouts: { idlePingMs: 100 } }) } });
+    const clock = createManualClock();
+    const config = createInMemoryUpstream(upstream.serve, { pool: { min: 1, max: 1 }, timeouts: { idlePingMs: 100 } });
+    await using pool = await createSessionPool({ upstreams: { counted: config }, clock });
     await pool.warmedUp();
     await pool.callTool('counted', 'wait', { ms: 0 });
     await pool.callTool('counted', 'wait', { ms: 0 });
     expect(upstream.seen.pings).toBe(0);
-    // Idle past idlePingMs: the next call is lent its session after a ping.
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // Idle a millisecond short of idlePingMs: lent at once.
+    clock.advance(99);
+    await pool.callTool('counted', 'wait', { ms: 0 });
+    expect(upstream.seen.pings).toBe(0);
+    // Idle for idlePingMs: the next call is lent its session after a ping.
+    clock.advance(100);
     await pool.callTool('counted', 'wait', { ms: 0 });
     expect(upstream.seen.pings).toBe(1);
     await pool.callTool('counted', 'wait', { ms: 0 });

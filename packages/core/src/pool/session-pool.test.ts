@@ -8,6 +8,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { createManualClock } from '../../../../test/support/manual-clock.ts';
 import { KlymError } from '../errors.ts';
 import type { UpstreamCall } from './upstream-status.ts';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
@@ -168,11 +169,13 @@ describe('createSessionPool', () => {
       server.server.setNotificationHandler(CancelledNotificationSchema, ({ params }) => void cancelled.push(params));
       return server;
     };
-    const pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(watched, { pool: { min: 2, max: 2 }, timeouts: { connectMs: 50 } }) } });
+    const clock = createManualClock();
+    const pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(watched, { pool: { min: 2, max: 2 }, timeouts: { connectMs: 50 } }) }, clock });
     await pool.warmedUp();
     await pool.callTool('waiting', 'wait', { ms: 0 });
-    // Past connectMs: when a connect's timer would have fired.
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // Past connectMs: when a connect's timer would have fired, had it been left running.
+    clock.advance(50);
+    await pool.callTool('waiting', 'wait', { ms: 0 });
     await pool.close();
     expect(cancelled).toEqual([]);
   });
@@ -192,25 +195,32 @@ describe('createSessionPool', () => {
     expect(pool.status().waiting?.calls.totalMs).toBeGreaterThan(0);
   });
 
-  it('tells onCall of each tool call once it ended: ok, an isError answer, a failure by its code, and whether the tool was listed', async () => {
+  it('tells onCall of each tool call once it ended: ok, an isError answer, a failure by its code, whether the tool was listed, and how long it took', async () => {
     const calls: UpstreamCall[] = [];
-    await using pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(refusingServer) }, onCall: (call) => calls.push(call) });
+    const clock = createManualClock();
+    await using pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(refusingServer) }, onCall: (call) => calls.push(call), clock });
     await pool.listTools();
+    /** Makes the call, and moves the clock on by `ms` while it is in flight. */
+    const taking = <T>(ms: number, calling: Promise<T>): Promise<T> => {
+      clock.advance(ms);
+      return calling;
+    };
 
-    await pool.callTool('waiting', 'wait', { ms: 0 });
-    await pool.callTool('waiting', 'refuse');
-    await expect(pool.callTool('waiting', 'wait', { ms: -1 }, { timeoutMs: 50 })).rejects.toMatchObject({ code: 'UPSTREAM_TIMEOUT' });
-    await pool.callTool('waiting', 'made-up').catch(() => {});
+    await taking(7, pool.callTool('waiting', 'wait', { ms: 0 }));
+    await taking(0, pool.callTool('waiting', 'refuse'));
+    await expect(taking(3, pool.callTool('waiting', 'wait', { ms: -1 }, { timeoutMs: 50 }))).rejects.toMatchObject({ code: 'UPSTREAM_TIMEOUT' });
+    await taking(11, pool.callTool('waiting', 'made-up')).catch(() => {});
     // Listings are not calls.
     await pool.listTools();
 
-    expect(calls.map(({ durationMs: _durationMs, ...call }) => call)).toEqual([
-      { upstream: 'waiting', toolName: 'wait', listed: true, outcome: 'ok' },
-      { upstream: 'waiting', toolName: 'refuse', listed: true, outcome: 'tool-error' },
-      { upstream: 'waiting', toolName: 'wait', listed: true, outcome: 'UPSTREAM_TIMEOUT' },
-      { upstream: 'waiting', toolName: 'made-up', listed: false, outcome: expect.stringMatching(/^(tool-error|UPSTREAM_ERROR)$/) },
+    expect(calls).toEqual([
+      { upstream: 'waiting', toolName: 'wait', listed: true, outcome: 'ok', durationMs: 7 },
+      { upstream: 'waiting', toolName: 'refuse', listed: true, outcome: 'tool-error', durationMs: 0 },
+      { upstream: 'waiting', toolName: 'wait', listed: true, outcome: 'UPSTREAM_TIMEOUT', durationMs: 3 },
+      { upstream: 'waiting', toolName: 'made-up', listed: false, outcome: expect.stringMatching(/^(tool-error|UPSTREAM_ERROR)$/), durationMs: 11 },
     ]);
-    expect(calls.every((call) => call.durationMs >= 0)).toBe(true);
+    // The pool's own counters read the same clock.
+    expect(pool.status().waiting?.calls).toMatchObject({ started: 4, succeeded: 3, failed: 1, totalMs: 21 });
   });
 });
 
