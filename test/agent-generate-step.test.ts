@@ -1,6 +1,7 @@
 import { createScriptedModel, runAgent, type AgentCheckpoint, type AgentEvent, type RunAgentOptions, type ScriptedStep, type SessionPool } from '@klym/core';
 import { createMockModel, type MockTurn } from '@klym/core/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { eventTypes, toolStepThenAnswer } from './support/agent-events.ts';
 import { grynyaPool } from './support/grynya-pool.ts';
 
 // The scripted model's steps are not streamed: each is one `generateText` call. What a run reports must
@@ -62,7 +63,6 @@ async function bothWays(pool: SessionPool, turns: readonly Turn[], options: Part
 }
 
 const count = (id: string): Call => ({ id, name: 'grynya__query_graph', args: { query: 'MATCH (n) RETURN count(n)' } });
-const types = (events: readonly AgentEvent[]): string[] => events.filter((event) => event.type !== 'upstream-log').map((event) => event.type);
 
 describe('a step that is not streamed (the scripted model)', () => {
   it('reports what a streamed step reports: the same events in the same order, result, usage and checkpoints', async () => {
@@ -72,22 +72,7 @@ describe('a step that is not streamed (the scripted model)', () => {
     const { scripted, streamed } = await bothWays(pool, [{ text: 'Counting.', calls: [count('c1'), count('c2')] }, { text: 'There is 1 node.' }]);
 
     expect(scripted).toEqual(streamed);
-    expect(types(scripted.events)).toEqual([
-      'run-start',
-      'step-start',
-      'llm-request',
-      'tool-call',
-      'tool-call',
-      'tool-result',
-      'tool-result',
-      'llm-response',
-      'step-end',
-      'step-start',
-      'llm-request',
-      'llm-response',
-      'step-end',
-      'run-end',
-    ]);
+    expect(eventTypes(scripted.events)).toEqual(toolStepThenAnswer(2));
     expect(scripted.result).toMatchObject({ text: 'Counting.\n\nThere is 1 node.', finishReason: 'stop', steps: 2, usage: { estimated: true } });
     // A checkpoint right before each call went out, and one when it answered, with the step's text so far.
     expect(scripted.checkpoints.filter((checkpoint) => checkpoint.current !== undefined).map((checkpoint) => checkpoint.current?.text)).toEqual(['Counting.', 'Counting.', 'Counting.', 'Counting.']);
@@ -152,7 +137,7 @@ describe('a step that is not streamed (the scripted model)', () => {
     expect(run).toMatchObject({ finishReason: 'cancelled', text: 'Looking.', steps: 1 });
     await vi.waitFor(() => expect(grynya.stats.cancelled).toBe(1));
     // As with a stream: the call cut off has no result, and the model never answered the step.
-    expect(types(events)).toEqual(['run-start', 'step-start', 'llm-request', 'tool-call', 'step-end', 'run-end']);
+    expect(eventTypes(events)).toEqual(['run-start', 'step-start', 'llm-request', 'tool-call', 'step-end', 'run-end']);
     expect(JSON.stringify(run.messages)).toContain('"toolCallId":"stuck"');
 
     grynya.faults.hang = false;
@@ -181,7 +166,7 @@ describe('a step that is not streamed (the scripted model)', () => {
 
     expect(run).toMatchObject({ finishReason: 'cancelled', text: '', steps: 1, toolCalls: [] });
     expect(run.usage.estimated).toBe(true);
-    expect(types(events)).toEqual(['run-start', 'step-start', 'llm-request', 'step-end', 'run-end']);
+    expect(eventTypes(events)).toEqual(['run-start', 'step-start', 'llm-request', 'step-end', 'run-end']);
     expect(grynya.stats.toolCalls).toBe(0);
   });
 });

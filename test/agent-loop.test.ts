@@ -3,6 +3,7 @@ import { createFakeGrynya } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { grynyaPool } from './support/grynya-pool.ts';
 import { createMockModel as mockModel, textUntilAborted } from '@klym/core/testing';
+import { eventTypes, toolStepThenAnswer } from './support/agent-events.ts';
 import { toolCallIdsIn, toolResultsIn } from './support/mock-model.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -16,10 +17,14 @@ describe('runAgent: the tool loop against the fake grynya', () => {
   it('multi-step tool use: calls a tool, reads its result, answers; every step reaches onEvent', async () => {
     const { grynya, pool } = await grynyaPool(cleanups);
     grynya.graph.mergeNode('Person', { id: 'p1', name: 'Ada' });
+    // Each query takes grynya 40 ms: a tool call's duration includes it.
+    grynya.faults.delayMs = 40;
     const model = mockModel([{ text: 'Counting.', toolCalls: [{ id: 'c1', ...count }] }, { text: 'There is 1 node.', usage: { input: 300, output: 10 } }]);
     const events: AgentEvent[] = [];
 
+    const startedAt = performance.now();
     const run = await runAgent({ pool, prompt: 'How many nodes?', model, onEvent: (event) => events.push(event) });
+    const runMs = performance.now() - startedAt;
 
     expect(run).toMatchObject({ text: 'Counting.\n\nThere is 1 node.', finishReason: 'stop', steps: 2, model: 'mock:scripted-steps' });
     expect(run.usage).toEqual({ inputTokens: 400, outputTokens: 30, totalTokens: 430, estimated: false });
@@ -38,24 +43,15 @@ describe('runAgent: the tool loop against the fake grynya', () => {
     const results = toolResultsIn(model.doStreamCalls[1]);
     expect(results.get('c1')).toEqual({ toolName: 'grynya__query_graph', type: 'text', text: JSON.stringify({ status: 'success', results: [{ 'count(n)': 1 }] }) });
 
-    expect(events.filter((event) => event.type !== 'upstream-log').map((event) => event.type)).toEqual([
-      'run-start',
-      'step-start',
-      'llm-request',
-      'tool-call',
-      'tool-result',
-      'llm-response',
-      'step-end',
-      'step-start',
-      'llm-request',
-      'llm-response',
-      'step-end',
-      'run-end',
-    ]);
+    expect(eventTypes(events)).toEqual(toolStepThenAnswer());
     expect(events.find((event) => event.type === 'tool-call')).toMatchObject({ step: 1, toolCallId: 'c1', args: { query: 'MATCH (n) RETURN count(n)' } });
     const result = events.find((event) => event.type === 'tool-result');
     expect(result).toMatchObject({ step: 1, isError: false, preview: expect.stringContaining('"status":"success"') });
-    expect(result?.type === 'tool-result' && result.durationMs).toBeGreaterThanOrEqual(0);
+    // From the call to its result: grynya's 40 ms at least (a timer may fire a millisecond early), within the run.
+    const durationMs = result?.type === 'tool-result' ? result.durationMs : Number.NaN;
+    expect(durationMs).toBeGreaterThanOrEqual(39);
+    expect(durationMs).toBeLessThanOrEqual(runMs);
+    expect(run.toolCalls[0]?.durationMs).toBe(durationMs);
     expect(events.find((event) => event.type === 'llm-response')).toMatchObject({ step: 1, finishReason: 'tool-calls', usage: { totalTokens: 120 } });
   });
 

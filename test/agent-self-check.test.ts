@@ -4,6 +4,7 @@ import path from 'node:path';
 import { createScriptedModel, createSessionPool, runAgent, SELF_CHECK_OK, type AgentEvent } from '@klym/core';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { toolStepThenAnswer } from './support/agent-events.ts';
 import { packageFile } from './support/upstream-servers.ts';
 
 let directory: string;
@@ -47,20 +48,7 @@ describe('the scripted model: the default self-check', () => {
     expect(run.usage).toMatchObject({ estimated: true });
     expect(run.usage.totalTokens).toBeGreaterThan(0);
     expect(run.costUsd).toBe(0);
-    expect(events.map((event) => event.type)).toEqual([
-      'run-start',
-      'step-start',
-      'llm-request',
-      'tool-call',
-      'tool-result',
-      'llm-response',
-      'step-end',
-      'step-start',
-      'llm-request',
-      'llm-response',
-      'step-end',
-      'run-end',
-    ]);
+    expect(events.map((event) => event.type)).toEqual(toolStepThenAnswer());
   });
 
   it('over server-memory (stdio) and the fake grynya together: probes read_graph and query_graph', async () => {
