@@ -44,10 +44,29 @@ describe('viewTaskStatus', () => {
 
   it('summarizes log entries in one short line each for a glance, and gives them whole when paging', () => {
     const log = new BoundedLog();
-    log.append('tool-call', { step: 1, toolName: 'grynya__query_graph', args: { query: `MATCH (n) RETURN n ${'x'.repeat(500)}` } });
+    log.append('tool-call', { step: 1, toolCallId: 'c1', toolName: 'grynya__query_graph', args: { query: `MATCH (n) RETURN n ${'x'.repeat(500)}` } });
     const glance = viewTaskStatus(task, log.tail(3));
     expect(glance.log?.entries[0]).toMatchObject({ seq: 1, type: 'tool-call', text: expect.stringMatching(/^grynya__query_graph \{"query":"MATCH \(n\) RETURN n x+…$/) });
     const paged = viewTaskStatus(task, log.read(0, 10), { fullEntries: true });
     expect(paged.log?.entries[0]).toMatchObject({ seq: 1, type: 'tool-call', toolName: 'grynya__query_graph', step: 1 });
+  });
+
+  it('summarizes each kind of entry by its own fields, the same for the entries of every store', () => {
+    const log = new BoundedLog();
+    const usage = { inputTokens: 10, outputTokens: 2, totalTokens: 12, estimated: false };
+    log.append('tool-result', { step: 1, toolCallId: 'c1', toolName: 'grynya__query_graph', durationMs: 12, isError: false, preview: '{"rows":\n[1]}' });
+    log.append('upstream-log', { upstream: 'grynya', source: 'stderr', level: 'warning', message: 'slow query' });
+    log.append('llm-response', { step: 1, finishReason: 'stop', usage, text: 'The graph holds 3 nodes.' });
+    log.append('step-end', { step: 1, usage, costUsd: undefined, elapsedMs: 1_600 });
+    const lines = [
+      { seq: 1, type: 'tool-result', text: 'grynya__query_graph 12ms {"rows": [1]}' },
+      { seq: 2, type: 'upstream-log', text: '[grynya warning] slow query' },
+      { seq: 3, type: 'llm-response', text: 'stop: The graph holds 3 nodes.' },
+      { seq: 4, type: 'step-end', text: '{"step":1,"usage":{"inputTokens":10,"outputTokens":2,"totalTokens":12,"estimated":false…' },
+    ];
+    const page = log.read(0, 10);
+    expect(viewTaskStatus(task, page).log?.entries).toEqual(lines);
+    // SQLite and Redis give entries back from their JSON.
+    expect(viewTaskStatus(task, JSON.parse(JSON.stringify(page)) as typeof page).log?.entries).toEqual(lines);
   });
 });
