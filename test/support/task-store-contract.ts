@@ -67,6 +67,9 @@ export const userMessage = (text: string): ModelMessage => ({ role: 'user', cont
 /** A page without entry times, which differ between two logs fed at different moments. */
 export const timeless = (page: TaskLogPage) => ({ ...page, entries: page.entries.map(({ time: _time, ...entry }) => entry) });
 
+/** An upstream's log line, as an `upstream-log` entry's data. */
+const logLine = (message: string) => ({ upstream: 'u', source: 'stderr' as const, level: 'info' as const, message });
+
 const EMPTY_PAGE: TaskLogPage = { entries: [], nextCursor: 0, lastSeq: 0, dropped: 0, more: false };
 
 /**
@@ -170,7 +173,7 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       await store.insert(taskRecord('running', { status: 'running' }));
       await store.insert(taskRecord('ended', { status: 'running' }));
       await store.transition('ended', ['running'], { status: 'error', finishedAt: '2026-01-01T00:30:00.000Z' });
-      store.appendLog('old', 'note', { text: 'hello' });
+      store.appendLog('old', 'task-start', { model: 'hello' });
       await store.saveCheckpoint('old', checkpointOf([userMessage('hi')]));
       const evicted = await store.evict(new Date('2026-01-01T01:00:00.000Z'));
       expect(evicted.map((item) => item.id).toSorted()).toEqual(['ended', 'old']);
@@ -220,12 +223,14 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
     });
 
     it('bounds a log exactly as BoundedLog does, page for page', async () => {
-      const data = fc.oneof(
-        fc.record({ text: fc.string({ unit: 'binary', maxLength: 12 }), times: fc.nat(60) }).map(({ text, times }) => ({ text: text.repeat(times) })),
-        fc.record({ nested: fc.record({ list: fc.array(fc.string({ maxLength: 80 }), { maxLength: 25 }) }), n: fc.integer() }),
+      const entry = fc.oneof(
+        fc.record({ text: fc.string({ unit: 'binary', maxLength: 12 }), times: fc.nat(60) }).map(({ text, times }) => ({ type: 'task-start' as const, data: { model: text.repeat(times) } })),
+        fc
+          .record({ nested: fc.record({ list: fc.array(fc.string({ maxLength: 80 }), { maxLength: 25 }) }), n: fc.integer() })
+          .map((args) => ({ type: 'tool-call' as const, data: { step: args.n, toolCallId: 'c1', toolName: 't', args } })),
       );
       const operation = fc.oneof(
-        { weight: 6, arbitrary: fc.record({ append: data, type: fc.constantFrom('note', 'tool-call', 'llm-response') }) },
+        { weight: 6, arbitrary: fc.record({ append: entry }) },
         { weight: 2, arbitrary: fc.record({ read: fc.tuple(fc.integer({ min: 0, max: 80 }), fc.integer({ min: 0, max: 30 })) }) },
         { weight: 1, arbitrary: fc.record({ tail: fc.integer({ min: 0, max: 30 }) }) },
         { weight: 1, arbitrary: fc.constant({ tick: true }) },
@@ -239,8 +244,8 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
           const pages: { store: TaskLogPage; bounded: TaskLogPage }[] = [];
           for (const op of operations) {
             if ('append' in op) {
-              store.appendLog('t1', op.type, op.append);
-              reference.append(op.type, op.append);
+              store.appendLog('t1', op.append.type, op.append.data);
+              reference.append(op.append.type, op.append.data);
             } else if ('read' in op) {
               pages.push({ store: await store.readLog('t1', ...op.read), bounded: reference.read(...op.read) });
             } else if ('tail' in op) {
@@ -259,7 +264,7 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
     it('keeps a flooded log within its bound, and says what a page skipped', async () => {
       await using store = await open({ maxBytes: 2_000 });
       await store.insert(taskRecord('t1'));
-      for (let line = 1; line <= 2_000; line++) store.appendLog('t1', 'upstream-log', { line: `line ${line} ${'x'.repeat(50)}` });
+      for (let line = 1; line <= 2_000; line++) store.appendLog('t1', 'upstream-log', logLine(`line ${line} ${'x'.repeat(50)}`));
       const page = await store.readLog('t1', 0, 5);
       const first = page.entries[0]?.seq ?? 0;
       expect(first).toBeGreaterThan(1_950);
@@ -267,21 +272,21 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       const kept = await store.readLog('t1', 0, 1_000);
       const bytes = kept.entries.reduce((sum, entry) => sum + Buffer.byteLength(JSON.stringify(entry)), 0);
       expect(bytes).toBeLessThanOrEqual(2_000);
-      expect((await store.tailLog('t1', 1)).entries[0]?.data).toEqual({ line: `line 2000 ${'x'.repeat(50)}` });
+      expect((await store.tailLog('t1', 1)).entries[0]?.data).toEqual(logLine(`line 2000 ${'x'.repeat(50)}`));
     });
 
     it('shows every append to the next read, and keeps no log for a task it does not keep', async () => {
       await using store = await open();
       await store.insert(taskRecord('t1'));
-      store.appendLog('t1', 'a', { n: 1 });
-      store.appendLog('t1', 'b', { n: 2 });
-      expect((await store.readLog('t1')).entries.map((entry) => entry.type)).toEqual(['a', 'b']);
-      store.appendLog('t1', 'c', { n: 3 });
+      store.appendLog('t1', 'step-start', { step: 1 });
+      store.appendLog('t1', 'task-start', { model: 'b' });
+      expect((await store.readLog('t1')).entries.map((entry) => entry.type)).toEqual(['step-start', 'task-start']);
+      store.appendLog('t1', 'step-start', { step: 3 });
       expect((await store.get('t1'))?.id).toBe('t1');
-      expect((await store.tailLog('t1', 1)).entries).toMatchObject([{ seq: 3, type: 'c', data: { n: 3 } }]);
+      expect((await store.tailLog('t1', 1)).entries).toMatchObject([{ seq: 3, type: 'step-start', data: { step: 3 } }]);
       expect(await store.readLog('t1', 1, 1)).toMatchObject({ entries: [{ seq: 2 }], nextCursor: 2, lastSeq: 3, dropped: 0, more: true });
       expect(await store.readLog('t1', 3)).toMatchObject({ entries: [], nextCursor: 3, lastSeq: 3, more: false });
-      store.appendLog('missing', 'x', {});
+      store.appendLog('missing', 'step-start', { step: 1 });
       expect(await store.readLog('missing')).toEqual(EMPTY_PAGE);
       expect(await store.tailLog('missing', 3)).toEqual(EMPTY_PAGE);
     });

@@ -86,7 +86,20 @@ export type { RunOutcome, TaskConsumer, TaskLease, TaskQueue } from './tasks/que
 export { createThreadRunner, type ThreadRunner, type ThreadRunnerOptions } from './tasks/thread-runner.ts';
 export { createMemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-task-store.ts';
 export { openTaskBackend, type TaskBackend, type TaskBackendOptions } from './tasks/task-backend.ts';
-export { BoundedLog, type BoundedLogOptions, type TaskLogEntry, type TaskLogPage } from './tasks/task-log.ts';
+export { BoundedLog, type BoundedLogOptions, type TaskLogPage } from './tasks/task-log.ts';
+export type {
+  AgentEventData,
+  Logged,
+  LogListRest,
+  TaskLogData,
+  TaskLogDataByType,
+  TaskLogEntry,
+  TaskLogEntryOf,
+  TaskLogType,
+  TaskNoteData,
+  TaskNoteType,
+  UnknownLogEntry,
+} from './tasks/log-entry.ts';
 export {
   TERMINAL_STATUSES,
   isTerminal,

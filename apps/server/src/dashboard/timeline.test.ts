@@ -1,9 +1,10 @@
-import type { TaskLogEntry } from '@klym/core';
+import type { TaskLogData, TaskLogEntry, TaskLogType } from '@klym/core';
 import { describe, expect, it } from 'vitest';
 import { buildTimeline } from './timeline.ts';
 
 let seq = 0;
-const entry = (type: string, data: Record<string, unknown>, time = '2026-01-01T00:00:00.000Z'): TaskLogEntry => ({ seq: ++seq, time, type, data });
+const entry = <Type extends TaskLogType>(type: Type, data: TaskLogData<Type>, time = '2026-01-01T00:00:00.000Z'): TaskLogEntry =>
+  ({ seq: ++seq, time, type, data }) as TaskLogEntry;
 const usage = { inputTokens: 10, outputTokens: 2, totalTokens: 12, estimated: false };
 
 describe('buildTimeline', () => {

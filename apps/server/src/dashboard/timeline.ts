@@ -36,17 +36,15 @@ export interface TimelineStep {
   readonly end?: { readonly usage: AgentUsage; readonly costUsd?: number; readonly elapsedMs: number };
 }
 
+/** The entries a step is built from; every other entry is a {@link TimelineNote}. */
+const STEP_TYPES = ['step-start', 'llm-request', 'llm-response', 'tool-call', 'tool-result', 'tool-error', 'tool-denied', 'step-end'] as const;
+type StepEntry = Extract<TaskLogEntry, { readonly type: (typeof STEP_TYPES)[number] }>;
+
 /**
  * A log entry that belongs to no step: the task's own notes, the run's start and end, a budget hit, and
  * what upstreams logged (the task log keeps an `upstream-log` as the upstream's entry, without its step).
  */
-export interface TimelineNote {
-  readonly kind: 'note';
-  readonly seq: number;
-  readonly time: string;
-  readonly type: string;
-  readonly data: Readonly<Record<string, unknown>>;
-}
+export type TimelineNote = { readonly kind: 'note' } & Exclude<TaskLogEntry, StepEntry>;
 
 /** What a task did, in the order it did it. */
 export type TimelineItem = TimelineStep | TimelineNote;
@@ -54,8 +52,7 @@ export type TimelineItem = TimelineStep | TimelineNote;
 type Mutable<T> = { -readonly [Key in keyof T]: T[Key] };
 type StepDraft = Mutable<Omit<TimelineStep, 'tools'>> & { tools: Mutable<TimelineToolCall>[]; llmAt?: number };
 
-const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
-const number = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
+const isStepEntry = (entry: TaskLogEntry): entry is StepEntry => (STEP_TYPES as readonly string[]).includes(entry.type);
 
 /**
  * Groups a task's log entries (the agent's events and the task's own `task-*` notes, oldest first) into
@@ -74,64 +71,63 @@ export function buildTimeline(entries: readonly TaskLogEntry[]): TimelineItem[] 
     }
     return draft;
   };
-  const callOf = (draft: StepDraft, data: Readonly<Record<string, unknown>>): Mutable<TimelineToolCall> => {
-    const toolCallId = text(data.toolCallId) ?? '';
-    let call = draft.tools.find((candidate) => candidate.toolCallId === toolCallId);
+  const callOf = (draft: StepDraft, data: { readonly toolCallId: string; readonly toolName: string }): Mutable<TimelineToolCall> => {
+    let call = draft.tools.find((candidate) => candidate.toolCallId === data.toolCallId);
     if (call === undefined) {
-      call = { toolCallId, toolName: text(data.toolName) ?? '?', args: undefined, outcome: 'running' };
+      call = { toolCallId: data.toolCallId, toolName: data.toolName, args: undefined, outcome: 'running' };
       draft.tools.push(call);
     }
     return call;
   };
 
   for (const entry of entries) {
-    const { data } = entry;
-    const step = number(data.step);
-    if (step === undefined || !['step-start', 'llm-request', 'llm-response', 'tool-call', 'tool-result', 'tool-error', 'tool-denied', 'step-end'].includes(entry.type)) {
-      items.push({ kind: 'note', seq: entry.seq, time: entry.time, type: entry.type, data });
+    if (!isStepEntry(entry)) {
+      items.push({ kind: 'note', ...entry });
       continue;
     }
-    const draft = stepOf(step);
+    const draft = stepOf(entry.data.step);
     switch (entry.type) {
       case 'llm-request':
         draft.llmAt = Date.parse(entry.time);
-        draft.llm = { ...draft.llm, ...pickNumbers(data, ['messages', 'tools']) };
+        draft.llm = { ...draft.llm, messages: entry.data.messages, tools: entry.data.tools };
         break;
       case 'llm-response':
         draft.llm = {
           ...draft.llm,
           ...(draft.llmAt === undefined ? {} : { durationMs: Math.max(0, Date.parse(entry.time) - draft.llmAt) }),
-          ...(data.usage === undefined ? {} : { usage: data.usage as AgentUsage }),
-          ...(text(data.finishReason) === undefined ? {} : { finishReason: text(data.finishReason) }),
-          ...(text(data.text) ? { text: text(data.text) } : {}),
+          usage: entry.data.usage,
+          finishReason: entry.data.finishReason,
+          ...(entry.data.text ? { text: entry.data.text } : {}),
         };
         break;
       case 'tool-call':
-        callOf(draft, data).args = data.args;
+        callOf(draft, entry.data).args = entry.data.args;
         break;
       case 'tool-result': {
-        const call = callOf(draft, data);
-        call.outcome = data.isError === true ? 'error' : 'ok';
-        call.durationMs = number(data.durationMs);
-        call.preview = text(data.preview);
+        const call = callOf(draft, entry.data);
+        call.outcome = entry.data.isError ? 'error' : 'ok';
+        call.durationMs = entry.data.durationMs;
+        call.preview = entry.data.preview;
         break;
       }
       case 'tool-error': {
-        const call = callOf(draft, data);
+        const call = callOf(draft, entry.data);
         call.outcome = 'error';
-        call.durationMs = number(data.durationMs);
-        call.error = `${text(data.code) ?? 'ERROR'}: ${text(data.message) ?? ''}`;
+        call.durationMs = entry.data.durationMs;
+        call.error = `${entry.data.code}: ${entry.data.message}`;
         break;
       }
       case 'tool-denied': {
-        const call = callOf(draft, data);
+        const call = callOf(draft, entry.data);
         call.outcome = 'denied';
-        call.error = `${text(data.policy) ?? 'policy'}: ${text(data.reason) ?? 'denied'}`;
+        call.error = `${entry.data.policy}: ${entry.data.reason}`;
         break;
       }
-      case 'step-end':
-        draft.end = { usage: data.usage as AgentUsage, ...(number(data.costUsd) === undefined ? {} : { costUsd: number(data.costUsd) }), elapsedMs: number(data.elapsedMs) ?? 0 };
+      case 'step-end': {
+        const { usage, costUsd, elapsedMs } = entry.data;
+        draft.end = { usage, ...(costUsd === undefined ? {} : { costUsd }), elapsedMs };
         break;
+      }
       default:
         break;
     }
@@ -141,13 +137,4 @@ export function buildTimeline(entries: readonly TaskLogEntry[]): TimelineItem[] 
     const { llmAt: _llmAt, ...step } = item as StepDraft;
     return step;
   });
-}
-
-function pickNumbers(data: Readonly<Record<string, unknown>>, keys: readonly ('messages' | 'tools')[]): Partial<Record<'messages' | 'tools', number>> {
-  const picked: Partial<Record<'messages' | 'tools', number>> = {};
-  for (const key of keys) {
-    const value = number(data[key]);
-    if (value !== undefined) picked[key] = value;
-  }
-  return picked;
 }

@@ -86,7 +86,7 @@ export function createProgressReporter(server: McpServer, service: TaskService, 
         if (task.status !== 'pending') {
           const page = await service.tasks.logs(taskId, caller, { after: logCursor, limit: LOG_PAGE });
           logCursor = page.nextCursor;
-          for (const entry of page.entries) if (entry.type === 'tool-call') toolNames.push(String(entry.data.toolName));
+          for (const entry of page.entries) if (entry.type === 'tool-call') toolNames.push(entry.data.toolName);
         }
         const wait = toldAt + intervalMs - performance.now();
         if (task.usage.steps > told && wait > 0) {

@@ -99,19 +99,39 @@ describe('createSqliteTaskStore: the TaskStore contract', () => {
 
 describe('createSqliteTaskStore: logs', () => {
   it('keeps entries that fill the bound exactly, whether they were written in one batch or one by one', async () => {
-    // Entries 1 to 9 with data { n: 1 } to { n: 9 } all take the same bytes.
-    const size = Buffer.byteLength(logEntryJson(1, new Date().toISOString(), 'note', '{"n":1}'));
+    // Entries 1 to 9 with data { step: 1 } to { step: 9 } all take the same bytes.
+    const size = Buffer.byteLength(logEntryJson(1, new Date().toISOString(), 'step-start', '{"step":1}'));
     await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db'), log: { maxBytes: 3 * size } });
     await store.insert(task('batched'));
     await store.insert(task('ticked'));
-    for (let n = 1; n <= 6; n++) store.appendLog('batched', 'note', { n });
+    for (let n = 1; n <= 6; n++) store.appendLog('batched', 'step-start', { step: n });
     for (let n = 1; n <= 6; n++) {
-      store.appendLog('ticked', 'note', { n });
+      store.appendLog('ticked', 'step-start', { step: n });
       await new Promise((resolve) => setImmediate(resolve));
     }
     for (const id of ['batched', 'ticked']) {
       expect(await store.readLog(id)).toMatchObject({ entries: [{ seq: 4 }, { seq: 5 }, { seq: 6 }], dropped: 3, droppedBefore: { fromSeq: 1, toSeq: 3 } });
     }
+  });
+
+  it('reads an entry of a type it does not write as an unknown entry, keeping what was stored', async () => {
+    const path = join(dir, 'tasks.db');
+    {
+      await using store = await createSqliteTaskStore({ path });
+      await store.insert(task('t1'));
+      store.appendLog('t1', 'step-start', { step: 1 });
+      store.appendLog('t1', 'step-start', { step: 2 });
+    }
+    // As another version of Klym might have written them.
+    const db = new DatabaseSync(path);
+    db.prepare("UPDATE task_logs SET type = 'note' WHERE seq = 1").run();
+    db.prepare("UPDATE task_logs SET data = '[2]' WHERE seq = 2").run();
+    db.close();
+    await using store = await createSqliteTaskStore({ path });
+    expect((await store.readLog('t1')).entries).toMatchObject([
+      { seq: 1, type: 'unknown-entry', data: { storedType: 'note', storedData: { step: 1 } } },
+      { seq: 2, type: 'unknown-entry', data: { storedType: 'step-start', storedData: [2] } },
+    ]);
   });
 });
 
@@ -174,9 +194,9 @@ describe('createSqliteTaskStore: checkpoints', () => {
   it('refuses a checkpoint of a task it does not keep, and keeps the buffered log', async () => {
     await using store = await createSqliteTaskStore({ path: join(dir, 'tasks.db') });
     await store.insert(task('t1'));
-    store.appendLog('t1', 'note', { n: 1 });
+    store.appendLog('t1', 'step-start', { step: 1 });
     expect(() => store.saveCheckpoint('missing', checkpoint([]))).toThrow(expect.objectContaining({ code: 'TASK_NOT_FOUND' }));
-    expect((await store.readLog('t1')).entries.map((entry) => entry.data)).toEqual([{ n: 1 }]);
+    expect((await store.readLog('t1')).entries.map((entry) => entry.data)).toEqual([{ step: 1 }]);
   });
 });
 
@@ -198,10 +218,10 @@ describe('createSqliteTaskStore: the file', () => {
     ).run(old.id, old.principal, old.status, old.createdAt, old.finishedAt ?? null, JSON.stringify(old), 0);
     let bytes = 0;
     for (const seq of [3, 4]) {
-      const json = JSON.stringify({ n: seq });
-      const size = Buffer.byteLength(logEntryJson(seq, '2026-01-01T00:00:0.000Z', 'note', json));
+      const json = JSON.stringify({ step: seq });
+      const size = Buffer.byteLength(logEntryJson(seq, '2026-01-01T00:00:0.000Z', 'step-start', json));
       bytes += size;
-      v1.prepare('INSERT INTO task_logs (task_id, seq, time, type, data, bytes) VALUES (?, ?, ?, ?, ?, ?)').run('t1', seq, '2026-01-01T00:00:0.000Z', 'note', json, size);
+      v1.prepare('INSERT INTO task_logs (task_id, seq, time, type, data, bytes) VALUES (?, ?, ?, ?, ?, ?)').run('t1', seq, '2026-01-01T00:00:0.000Z', 'step-start', json, size);
     }
     v1.prepare('UPDATE tasks SET log_bytes = ?').run(bytes);
     expect(v1.prepare('PRAGMA user_version').get()).toEqual({ user_version: 1 });
@@ -211,8 +231,8 @@ describe('createSqliteTaskStore: the file', () => {
       await using store = await createSqliteTaskStore({ path });
       expect(await store.get('t1')).toEqual(old);
       expect(await store.counts()).toMatchObject({ completed: 1 });
-      expect(await store.readLog('t1')).toMatchObject({ entries: [{ seq: 3, data: { n: 3 } }, { seq: 4, data: { n: 4 } }], dropped: 2, droppedBefore: { fromSeq: 1, toSeq: 2 }, lastSeq: 4 });
-      store.appendLog('t1', 'note', { n: 5 });
+      expect(await store.readLog('t1')).toMatchObject({ entries: [{ seq: 3, data: { step: 3 } }, { seq: 4, data: { step: 4 } }], dropped: 2, droppedBefore: { fromSeq: 1, toSeq: 2 }, lastSeq: 4 });
+      store.appendLog('t1', 'step-start', { step: 5 });
       expect((await store.tailLog('t1', 1)).entries[0]?.seq).toBe(5);
       const keyed = await store.insert(task('t2', { status: 'running', request: { prompt: 'b', idempotencyKey: 'k' } }));
       expect(await store.insert(task('t3', { request: { prompt: 'c', idempotencyKey: 'k' } }))).toEqual(keyed);
@@ -307,25 +327,20 @@ describe('createSqliteTaskStore: the file', () => {
     const child = spawnNode(`
       const store = await createSqliteTaskStore({ path: ${JSON.stringify(path)}, batchEntries: 3 });
       await store.insert({ id: 't1', principal: 'p', request: { prompt: 'x' }, status: 'running', createdAt: new Date().toISOString(), currentStep: 's', usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0 } });
-      store.appendLog('t1', 'ticked', { n: 1 });
+      store.appendLog('t1', 'task-start', { model: 'ticked 1' });
       await new Promise((resolve) => setImmediate(resolve));
       store.saveCheckpoint('t1', { steps: 1, messages: [{ role: 'user', content: 'x' }], texts: [], usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2, estimated: false }, elapsedMs: 5, toolCalls: 0 });
-      store.appendLog('t1', 'batched', { n: 2 });
-      store.appendLog('t1', 'batched', { n: 3 });
-      store.appendLog('t1', 'batched', { n: 4 });
-      store.appendLog('t1', 'buffered', { n: 5 });
+      store.appendLog('t1', 'task-start', { model: 'batched 2' });
+      store.appendLog('t1', 'task-start', { model: 'batched 3' });
+      store.appendLog('t1', 'task-start', { model: 'batched 4' });
+      store.appendLog('t1', 'task-start', { model: 'buffered 5' });
       process.kill(process.pid, 'SIGKILL');
     `);
     expect(await exited(child)).toEqual({ code: null, signal: 'SIGKILL' });
     await using store = await createSqliteTaskStore({ path });
     expect((await store.get('t1'))?.status).toBe('running');
     // The last entry was only buffered when the process died: appendLog never waits for the disk.
-    expect((await store.readLog('t1')).entries.map((entry) => [entry.type, entry.data.n])).toEqual([
-      ['ticked', 1],
-      ['batched', 2],
-      ['batched', 3],
-      ['batched', 4],
-    ]);
+    expect((await store.readLog('t1')).entries.map((entry) => entry.data)).toEqual([{ model: 'ticked 1' }, { model: 'batched 2' }, { model: 'batched 3' }, { model: 'batched 4' }]);
     expect(await store.loadCheckpoint('t1')).toMatchObject({ steps: 1, messages: [{ role: 'user', content: 'x' }], elapsedMs: 5 });
   });
 });
@@ -335,13 +350,13 @@ describe('createSqliteTaskStore: closing', () => {
     const path = join(dir, 'tasks.db');
     const store = await createSqliteTaskStore({ path });
     await store.insert(task('t1'));
-    store.appendLog('t1', 'last words', {});
+    store.appendLog('t1', 'task-start', { model: 'last words' });
     const closing = store.close();
     expect(store.close()).toBe(closing);
     await closing;
     await store[Symbol.asyncDispose]();
     await using reopened = await createSqliteTaskStore({ path });
-    expect((await reopened.readLog('t1')).entries.map((entry) => entry.type)).toEqual(['last words']);
+    expect((await reopened.readLog('t1')).entries.map((entry) => entry.data)).toEqual([{ model: 'last words' }]);
   });
 
   it('refuses every call after close but a late log entry, which it ignores', async () => {
@@ -354,7 +369,7 @@ describe('createSqliteTaskStore: closing', () => {
     await expect(store.readLog('t1')).rejects.toMatchObject(closed);
     await expect(store.transition('t1', ['pending'], { status: 'running' })).rejects.toMatchObject(closed);
     expect(() => store.saveCheckpoint('t1', checkpoint([]))).toThrow(expect.objectContaining(closed));
-    expect(() => store.appendLog('t1', 'late', {})).not.toThrow();
+    expect(() => store.appendLog('t1', 'task-start', { model: 'late' })).not.toThrow();
   });
 
   it('checks its options', async () => {

@@ -6,6 +6,7 @@ import type { Redactor } from '../redact.ts';
 import { startTaskSpan } from '../telemetry/task-span.ts';
 import type { ToolCallTracing } from '../telemetry/tool-call-span.ts';
 import type { TracingOptions } from '../telemetry/tracing.ts';
+import type { TaskLogData, TaskNoteType } from './log-entry.ts';
 import type { AnnouncedEvent, RunOutcome, TaskLease } from './queue/task-queue.ts';
 import type { AgentRunner, TaskEvent } from './task-manager.ts';
 import { createProgress, eventData } from './task-progress.ts';
@@ -38,7 +39,7 @@ export interface TaskExecutionContext {
 /** Running tasks, and ending them: what the task manager and its queue share. */
 export interface TaskExecution {
   /** Appends to a task's log, redacted. */
-  log(id: string, type: string, data: Readonly<Record<string, unknown>>): void;
+  log<Type extends TaskNoteType>(id: string, type: Type, data: TaskLogData<Type>): void;
   /** Tells the manager's listener; a listener that throws breaks nothing. */
   emit(event: TaskEvent): void;
   /** Ends a task if its status is one of `from`: the transition, its `task-end` entry and event. */
@@ -66,7 +67,7 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       // A listener's failure must not break a task.
     }
   };
-  const log = (id: string, type: string, data: Readonly<Record<string, unknown>>): void => store.appendLog(id, type, redact.value(data));
+  const log = <Type extends TaskNoteType>(id: string, type: Type, data: TaskLogData<Type>): void => store.appendLog(id, type, redact.value(data));
   const logEvent = (id: string, event: AgentEvent): void => {
     const data = eventData(event);
     store.appendLog(id, event.type, context.eventsRedacted ? data : redact.value(data));

@@ -1,15 +1,5 @@
 import { TASK_DEFAULTS } from '../defaults.ts';
-
-/** One numbered entry of a task's log: an agent event (`type` is the event's type) or a task note. */
-export interface TaskLogEntry {
-  /** Counts up from 1 per task; never reused, so it is a stable cursor. */
-  readonly seq: number;
-  /** ISO 8601. */
-  readonly time: string;
-  readonly type: string;
-  /** The event's other fields; long strings are cut (`…`) so one entry stays within `maxEntryBytes`. */
-  readonly data: Readonly<Record<string, unknown>>;
-}
+import type { TaskLogData, TaskLogEntry, TaskLogType } from './log-entry.ts';
 
 /** A page of a task's log. */
 export interface TaskLogPage {
@@ -53,9 +43,10 @@ export class BoundedLog {
   }
 
   /** Appends an entry and returns it with its `seq`. */
-  append(type: string, data: Readonly<Record<string, unknown>>, time: Date = new Date()): TaskLogEntry {
+  append<Type extends TaskLogType>(type: Type, data: TaskLogData<Type>, time: Date = new Date()): TaskLogEntry {
     const shrunk = shrinkLogData(data, this.#maxEntryBytes);
-    const entry: TaskLogEntry = { seq: ++this.#lastSeq, time: time.toISOString(), type, data: shrunk.data };
+    // What `type` was written with, cut as `Logged` says.
+    const entry = { seq: ++this.#lastSeq, time: time.toISOString(), type, data: shrunk.data } as TaskLogEntry;
     const bytes = logEntryBytes(entry.seq, entry.time, type, shrunk.bytes);
     this.#entries.push({ entry, bytes });
     this.#bytes += bytes;
@@ -142,17 +133,14 @@ export function logEntryBytes(seq: number, time: string, type: string, dataBytes
  * Cuts strings (deeply) so the JSON of `data` fits in about `maxBytes`; resolves the data kept, its JSON
  * and that JSON's UTF-8 length.
  */
-export function shrinkLogData(
-  data: Readonly<Record<string, unknown>>,
-  maxBytes: number,
-): { readonly data: Readonly<Record<string, unknown>>; readonly json: string; readonly bytes: number } {
+export function shrinkLogData(data: object, maxBytes: number): { readonly data: object; readonly json: string; readonly bytes: number } {
   // `?? '{}'`: an object whose toJSON answers undefined still takes the place of an object.
   const json = JSON.stringify(data) ?? '{}';
   const bytes = Buffer.byteLength(json);
   if (bytes <= maxBytes) return { data, json, bytes };
   let limit = Math.max(32, Math.floor(maxBytes / 2));
   for (;;) {
-    const cut = cutStrings(data, limit) as Record<string, unknown>;
+    const cut = cutStrings(data, limit) as object;
     const cutJson = JSON.stringify(cut);
     const cutBytes = Buffer.byteLength(cutJson);
     if (cutBytes <= maxBytes || limit <= 32) return { data: cut, json: cutJson, bytes: cutBytes };

@@ -1,11 +1,14 @@
 import type { AgentEvent } from '../agent/types.ts';
+import type { AgentEventData } from './log-entry.ts';
 import type { TaskPatch, TaskRecord, TaskStore } from './task-types.ts';
 
 /** An agent event's fields without its `type`, as a log entry's `data`; an upstream log is flattened. */
-export function eventData(event: AgentEvent): Readonly<Record<string, unknown>> {
-  if (event.type === 'upstream-log') return { ...event.entry };
-  const { type: _type, ...data } = event;
-  return data;
+export function eventData<Event extends AgentEvent>(event: Event): AgentEventData<Event> {
+  // `AgentEventData` says this per event; a generic `Event` is not narrowed by its `type`, so the union is.
+  const known: AgentEvent = event;
+  if (known.type === 'upstream-log') return { ...known.entry } as AgentEventData<Event>;
+  const { type: _type, ...data } = known;
+  return data as AgentEventData<Event>;
 }
 
 /** How an agent event moves a task's current step and budget use; `undefined` when it does not. */

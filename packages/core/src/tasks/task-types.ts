@@ -2,6 +2,7 @@ import type { AgentBudget, AgentCheckpoint, ToolSelection } from '../agent/types
 import type { KlymErrorCode } from '../errors.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import type { WebhookOutbox } from '../webhooks/webhook-types.ts';
+import type { TaskLogData, TaskLogType } from './log-entry.ts';
 import type { TaskLogPage } from './task-log.ts';
 
 /**
@@ -154,7 +155,7 @@ export interface TaskStore extends WebhookOutbox, AsyncDisposable {
   /** Deletes terminal tasks that finished before `before`, with their logs and checkpoints; resolves them. */
   evict(before: Date): Promise<readonly TaskRecord[]>;
   /** Appends to the task's log. Fire and forget: a store that writes to disk batches (a read sees every append made before it). */
-  appendLog(id: string, type: string, data: Readonly<Record<string, unknown>>): void;
+  appendLog<Type extends TaskLogType>(id: string, type: Type, data: TaskLogData<Type>): void;
   /** Entries with `seq > after`, at most `limit`, oldest first. */
   readLog(id: string, after?: number, limit?: number): Promise<TaskLogPage>;
   /** The newest `count` entries, oldest first. */

@@ -2,7 +2,8 @@ import type { AgentBudget } from '../agent/types.ts';
 import { DEFAULT_MAX_STEPS, TASK_DEFAULTS } from '../defaults.ts';
 import type { KlymErrorCode } from '../errors.ts';
 import { clipText } from '../internal/clip-text.ts';
-import type { TaskLogEntry, TaskLogPage } from './task-log.ts';
+import type { TaskLogEntry } from './log-entry.ts';
+import type { TaskLogPage } from './task-log.ts';
 import type { TaskListPage, TaskRecord, TaskStatus } from './task-types.ts';
 
 // Every view is snake_case JSON for an orchestrating LLM: what it reads, in the words of the tools' arguments.
@@ -350,16 +351,20 @@ function elapsedMs(task: TaskRecord, now: number): number | undefined {
 
 /** A log entry in one line of at most ~100 characters of JSON. */
 function summarize(entry: TaskLogEntry): TaskLogLineView {
-  const data = entry.data;
-  const text =
-    entry.type === 'tool-call'
-      ? `${String(data.toolName)} ${JSON.stringify(data.args)}`
-      : entry.type === 'tool-result'
-        ? `${String(data.toolName)} ${String(data.durationMs)}ms ${String(data.preview ?? '')}`
-        : entry.type === 'upstream-log'
-          ? `[${String(data.upstream)} ${String(data.level)}] ${String(data.message)}`
-          : entry.type === 'llm-response'
-            ? `${String(data.finishReason)}: ${String(data.text ?? '')}`
-            : JSON.stringify(data);
-  return { seq: entry.seq, type: clipText(entry.type, 40), text: clipText(text.replace(/\s+/g, ' '), LOG_LINE_CHARS) };
+  return { seq: entry.seq, type: clipText(entry.type, 40), text: clipText(summaryText(entry).replace(/\s+/g, ' '), LOG_LINE_CHARS) };
+}
+
+function summaryText(entry: TaskLogEntry): string {
+  switch (entry.type) {
+    case 'tool-call':
+      return `${entry.data.toolName} ${JSON.stringify(entry.data.args)}`;
+    case 'tool-result':
+      return `${entry.data.toolName} ${entry.data.durationMs}ms ${entry.data.preview}`;
+    case 'upstream-log':
+      return `[${entry.data.upstream} ${entry.data.level}] ${entry.data.message}`;
+    case 'llm-response':
+      return `${entry.data.finishReason}: ${entry.data.text}`;
+    default:
+      return JSON.stringify(entry.data);
+  }
 }

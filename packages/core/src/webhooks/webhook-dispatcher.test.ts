@@ -2,7 +2,6 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { taskRecord } from '../../../../test/support/task-store-contract.ts';
 import { startWebhookReceiver, webhookSecret, type ReceiverAnswer, type WebhookReceiver } from '../../../../test/support/webhook-receiver.ts';
 import { createMemoryTaskStore } from '../tasks/memory-task-store.ts';
-import type { TaskLogEntry } from '../tasks/task-log.ts';
 import type { TaskRecord, TaskStore } from '../tasks/task-types.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from './webhook-dispatcher.ts';
 import type { WebhookEndpoint } from './webhook-types.ts';
@@ -31,8 +30,8 @@ async function storedTask(store: TaskStore, fields: Partial<TaskRecord>): Promis
   return store.insert(taskRecord('t1', { status: 'completed', startedAt: '2026-01-01T00:00:01.000Z', finishedAt: '2026-01-01T00:00:09.000Z', ...fields }));
 }
 
-const deliveries = async (store: TaskStore): Promise<TaskLogEntry['data'][]> =>
-  (await store.readLog('t1', 0, 500)).entries.filter((entry) => entry.type === 'webhook-delivery').map((entry) => entry.data);
+const deliveries = async (store: TaskStore) =>
+  (await store.readLog('t1', 0, 500)).entries.flatMap((entry) => (entry.type === 'webhook-delivery' ? [entry.data] : []));
 
 /** Whether the outbox holds anything at all, due or not. */
 const outboxEmpty = async (store: TaskStore): Promise<boolean> => (await store.claimWebhookMessages(Number.MAX_SAFE_INTEGER, 1, 100)).length === 0;

@@ -1,4 +1,5 @@
 import { createRedactor } from '../redact.ts';
+import type { TaskLogData } from '../tasks/log-entry.ts';
 import type { TaskEvent } from '../tasks/task-manager.ts';
 import type { TaskStore } from '../tasks/task-types.ts';
 import { retryDelay } from './retry-delay.ts';
@@ -77,7 +78,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   let pollAgain = false;
 
   // The id last: a status glance shows an entry's first ~100 characters, and the outcome matters more there.
-  const log = (message: WebhookMessage, attempt: number, data: Record<string, unknown>): void =>
+  const log = (message: WebhookMessage, attempt: number, data: Omit<TaskLogData<'webhook-delivery'>, 'endpoint' | 'event' | 'attempt' | 'webhookId'>): void =>
     store.appendLog(message.taskId, 'webhook-delivery', { endpoint: message.endpoint, event: message.type, attempt, ...data, webhookId: message.id });
 
   /** Looks at the outbox at `at` at the latest (now, when no time is given). */

@@ -10,36 +10,37 @@ const str = (value: unknown): string => (typeof value === 'string' ? value : pre
 
 /** A note of no step, in words. */
 function noteText(note: TimelineNote): string {
-  const { data } = note;
   switch (note.type) {
     case 'task-create':
-      return `Queued for ${str(data.model)}${data.recordResult === true ? ', its result to be written back' : ''}`;
+      return `Queued for ${note.data.model}${note.data.recordResult ? ', its result to be written back' : ''}`;
     case 'task-start':
-      return `Started on ${str(data.model)}`;
-    case 'task-resume':
-      return `Resumed after step ${str(data.fromStep)}${Array.isArray(data.interruptedCalls) && data.interruptedCalls.length > 0 ? ` (interrupted: ${data.interruptedCalls.join(', ')})` : ''}`;
+      return `Started on ${note.data.model}`;
+    case 'task-resume': {
+      const { fromStep, interruptedCalls } = note.data;
+      return `Resumed after step ${str(fromStep)}${interruptedCalls.length > 0 ? ` (interrupted: ${interruptedCalls.join(', ')})` : ''}`;
+    }
     case 'task-end': {
-      const error = data.error as { code?: string; message?: string } | undefined;
-      return `Ended ${str(data.status)}${error === undefined ? '' : ` — ${error.code}: ${error.message}`}${data.reason === undefined ? '' : ` (${str(data.reason)})`}`;
+      const { status, error, reason } = note.data;
+      return `Ended ${status}${error === undefined ? '' : ` — ${error.code}: ${error.message}`}${reason === undefined ? '' : ` (${reason})`}`;
     }
     case 'run-start': {
-      const tools = Array.isArray(data.tools) ? data.tools.length : 0;
-      const unavailable = Array.isArray(data.unavailable) ? (data.unavailable as { upstream: string; error: string }[]) : [];
-      return `Run on ${str(data.model)} with ${tools} ${tools === 1 ? 'tool' : 'tools'}${unavailable.map((item) => `; ${item.upstream} unavailable: ${item.error}`).join('')}`;
+      const { model, tools, unavailable } = note.data;
+      // A list past 20 items ends with how many more there were.
+      const unavailableText = unavailable.map((item) => (typeof item === 'string' ? `; ${item}` : `; ${item.upstream} unavailable: ${item.error}`)).join('');
+      return `Run on ${model} with ${tools.length} ${tools.length === 1 ? 'tool' : 'tools'}${unavailableText}`;
     }
     case 'run-end': {
-      const error = data.error as { code?: string; message?: string } | undefined;
-      const usage = data.usage as AgentUsage | undefined;
-      return `Run ended: ${str(data.finishReason)} after ${str(data.steps)} steps, ${usage === undefined ? '?' : formatCount(usage.totalTokens)} tokens, ${typeof data.costUsd === 'number' ? `${formatCost(data.costUsd)}, ` : ''}${formatDuration(data.elapsedMs as number | undefined)}${error === undefined ? '' : ` — ${error.code}: ${error.message}`}`;
+      const { finishReason, steps, usage, costUsd, elapsedMs, error } = note.data;
+      return `Run ended: ${finishReason} after ${str(steps)} steps, ${formatCount(usage.totalTokens)} tokens, ${costUsd === undefined ? '' : `${formatCost(costUsd)}, `}${formatDuration(elapsedMs)}${error === undefined ? '' : ` — ${error.code}: ${error.message}`}`;
     }
     case 'budget':
-      return `Budget ${str(data.name)} used up: ${str(data.used)} of ${str(data.limit)}`;
+      return `Budget ${note.data.name} used up: ${str(note.data.used)} of ${str(note.data.limit)}`;
     case 'write-back':
-      return `Write-back ${str(data.status)} (${str(data.nodeId)})${data.error === undefined ? '' : `: ${str(data.error)}`}`;
+      return `Write-back ${note.data.status} (${note.data.nodeId})${note.data.error === undefined ? '' : `: ${note.data.error}`}`;
     case 'upstream-log':
-      return preview(`[${str(data.upstream)} ${str(data.level)}] ${str(data.message)}`, 400);
+      return preview(`[${note.data.upstream} ${note.data.level}] ${note.data.message}`, 400);
     default:
-      return preview(data, 200);
+      return preview(note.data, 200);
   }
 }
 

@@ -1,4 +1,5 @@
-import { logPage, shrinkLogData, type TaskLogEntry, type TaskLogPage } from '../task-log.ts';
+import { readLogEntry, type StoredLogEntry, type TaskLogData, type TaskLogType } from '../log-entry.ts';
+import { logPage, shrinkLogData, type TaskLogPage } from '../task-log.ts';
 import type { RedisKeys } from './redis-keys.ts';
 import type { RedisScripts, ScriptReply } from './scripts.ts';
 
@@ -11,7 +12,7 @@ export interface LogBounds {
 /** Tasks' logs, one Redis stream each. */
 export interface LogStreams {
   /** Sends the entry at once on the store's one connection, so whatever is sent after it sees it; never waits. */
-  append(id: string, type: string, data: Readonly<Record<string, unknown>>): Promise<unknown>;
+  append<Type extends TaskLogType>(id: string, type: Type, data: TaskLogData<Type>): Promise<unknown>;
   read(id: string, after?: number, limit?: number): Promise<TaskLogPage>;
   tail(id: string, count: number): Promise<TaskLogPage>;
 }
@@ -49,7 +50,8 @@ function page(reply: ScriptReply, after: number | undefined, limit: number): Tas
   if (!Array.isArray(reply)) return EMPTY_PAGE;
   const [first, last, ...entries] = reply as [number, number, ...string[]];
   const from = after ?? Math.max(0, last - limit);
-  const parsed = entries.map((json) => JSON.parse(json) as TaskLogEntry);
+  // `seq` and `time` are the append script's own; `type` and `data` are looked at by readLogEntry.
+  const parsed = entries.map((json) => readLogEntry(JSON.parse(json) as StoredLogEntry));
   return logPage(from, limit, parsed, { firstSeq: first, lastSeq: last, dropped: first - 1 });
 }
 

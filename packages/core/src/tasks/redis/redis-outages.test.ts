@@ -54,7 +54,7 @@ describe('createRedisTaskStore: Redis down and back', () => {
     const server = await redisServer();
     await using store = await createRedisTaskStore({ url: server.url, prefix: 'down:' });
     await store.insert(taskRecord('t1', { status: 'running' }));
-    store.appendLog('t1', 'before', {});
+    store.appendLog('t1', 'task-start', { model: 'before' });
     await server.stop();
 
     const where = `127.0.0.1:${server.port}/0`;
@@ -73,13 +73,13 @@ describe('createRedisTaskStore: Redis down and back', () => {
     }
     expect(failures[1]?.message).toMatch(/unreachable \((the connection closed|connect ECONNREFUSED .*)\), so Klym could not read task t1; it reconnects by itself$/);
     // Fire and forget: an entry appended while Redis is down is lost, and nothing throws.
-    expect(() => store.appendLog('t1', 'lost', {})).not.toThrow();
+    expect(() => store.appendLog('t1', 'task-start', { model: 'lost' })).not.toThrow();
 
     await server.restart();
     await vi.waitFor(async () => expect(await store.get('t1')).toMatchObject({ status: 'running' }), { timeout: 10_000, interval: 50 });
-    store.appendLog('t1', 'after', {});
+    store.appendLog('t1', 'task-start', { model: 'after' });
     await store.saveCheckpoint('t1', checkpointOf([userMessage('m1')]));
-    expect((await store.readLog('t1')).entries.map((entry) => entry.type)).toEqual(['before', 'after']);
+    expect((await store.readLog('t1')).entries.map((entry) => entry.data)).toEqual([{ model: 'before' }, { model: 'after' }]);
     expect(await store.loadCheckpoint('t1')).toEqual(checkpointOf([userMessage('m1')]));
   });
 
@@ -124,7 +124,7 @@ describe('createRedisTaskStore: Redis down and back', () => {
         const id = `t${index}`;
         await store.insert(taskRecord(id, { createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, index)).toISOString() }));
         await store.transition(id, ['pending'], { status: 'running' });
-        for (let step = 1; step <= 5; step++) store.appendLog(id, 'step-end', { step });
+        for (let step = 1; step <= 5; step++) store.appendLog(id, 'step-start', { step });
         await store.saveCheckpoint(id, checkpointOf([userMessage(`${id} asks`)]));
         await store.transition(id, ['running'], { status: 'completed', finishedAt: new Date().toISOString(), result });
       }

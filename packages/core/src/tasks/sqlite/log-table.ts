@@ -1,5 +1,6 @@
 import type { DatabaseSync } from 'node:sqlite';
-import { logEntryJson, logPage, shrinkLogData, type TaskLogEntry, type TaskLogPage } from '../task-log.ts';
+import { readLogEntry, type TaskLogData, type TaskLogType } from '../log-entry.ts';
+import { logEntryJson, logPage, shrinkLogData, type TaskLogPage } from '../task-log.ts';
 import { inTransaction } from './transaction.ts';
 
 /** Bounds and batching of {@link createLogTable}. */
@@ -13,7 +14,7 @@ export interface LogTableOptions {
 /** Tasks' bounded logs in the `task_logs` table, appended through a buffer written once per tick. */
 export interface LogTable {
   /** Buffers an entry; it is written on the next tick, or at once when `batchEntries` are buffered. */
-  append(id: string, type: string, data: Readonly<Record<string, unknown>>): void;
+  append<Type extends TaskLogType>(id: string, type: Type, data: TaskLogData<Type>): void;
   /**
    * Writes the buffered entries, and then runs `work`, in one transaction. When it fails nothing is
    * written and the entries stay buffered.
@@ -123,7 +124,7 @@ export function createLogTable(db: DatabaseSync, options: LogTableOptions): LogT
     const window = selectWindow.get(id) as Window | undefined;
     if (window === undefined) return EMPTY_PAGE;
     const rows = selectEntries.all(id, after, sqlLimit(limit)) as { seq: number; time: string; type: string; data: string }[];
-    const entries = rows.map((row): TaskLogEntry => ({ seq: row.seq, time: row.time, type: row.type, data: JSON.parse(row.data) as Record<string, unknown> }));
+    const entries = rows.map((row) => readLogEntry({ seq: row.seq, time: row.time, type: row.type, data: JSON.parse(row.data) }));
     return logPage(after, limit, entries, { firstSeq: window.firstSeq, lastSeq: window.lastSeq, dropped: window.firstSeq - 1 });
   };
 
