@@ -294,6 +294,7 @@ function composeStatus(
 
 /** A log page: entries whole, or as one-line summaries. */
 export function viewLogPage(page: TaskLogPage, fullEntries: true): TaskLogView<TaskLogEntryView>;
+export function viewLogPage(page: TaskLogPage, fullEntries: false): TaskLogView<TaskLogLineView>;
 export function viewLogPage(page: TaskLogPage, fullEntries: boolean): TaskLogView;
 export function viewLogPage(page: TaskLogPage, fullEntries: boolean): TaskLogView {
   return {

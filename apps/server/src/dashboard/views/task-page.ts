@@ -70,7 +70,7 @@ ${timelineView(data.timeline, data.dropped)}
 /** Log entries as one line each (the summaries `check_task_status` gives). */
 export function logRows(page: TaskLogPage): Html {
   return html`${viewLogPage(page, false).entries.map(
-    (entry) => html`<li data-seq="${entry.seq}"><span class="seq">#${entry.seq}</span> <span class="type">${entry.type}</span> <span class="text">${'text' in entry ? entry.text : ''}</span></li>`,
+    (entry) => html`<li data-seq="${entry.seq}"><span class="seq">#${entry.seq}</span> <span class="type">${entry.type}</span> <span class="text">${entry.text}</span></li>`,
   )}`;
 }
 
