@@ -1,6 +1,7 @@
 /**
- * Every default of Klym's tasks, defined once. The task manager, the task service and the server's
- * configuration schema all take their defaults from here, so no layer can drift from another.
+ * Every default of Klym, defined once: its tasks', its upstreams', its Redis connections', its webhooks'.
+ * The pool, the task manager, the task service, the stores and the server's configuration schema all take
+ * their defaults from here, so no layer can drift from another.
  * @module
  */
 
@@ -48,6 +49,34 @@ export const TASK_DEFAULTS = {
   maxLogPageSize: 500,
   /** Log entries `TaskManager.logs` reads when the caller gives no `limit`. */
   managerLogPageSize: 50,
+} as const;
+
+/** Defaults of an upstream's pool, circuit breaker and time limits (`UpstreamConfig`), defined once. */
+export const UPSTREAM_DEFAULTS = {
+  /** Sessions opened at start-up and kept open. */
+  min: 1,
+  /** Most sessions at once (so most concurrent calls) over HTTP; a stdio upstream gets 1 (`maxStdio`). */
+  max: 4,
+  /** Most sessions at once of a stdio upstream: several server processes writing one store lose data. */
+  maxStdio: 1,
+  /** Most callers waiting for a session; one more is refused at once with `UPSTREAM_UNAVAILABLE`. */
+  maxWaiting: 1_000,
+  /** Connect plus `initialize`, in milliseconds. */
+  connectMs: 10_000,
+  /** One request, when the caller gives no `timeoutMs`; progress notifications restart it. */
+  requestMs: 60_000,
+  /** Hard limit of one request, however much progress it reports (10 min). */
+  maxTotalMs: 600_000,
+  /** Waiting for a free session when all `max` are busy. */
+  acquireMs: 30_000,
+  /** A session idle this long is pinged before it is lent, and replaced if the ping fails. */
+  idlePingMs: 30_000,
+  /** Consecutive connect failures that open the circuit breaker. */
+  failureThreshold: 3,
+  /** Wait before the breaker's first half-open probe; doubles after each failed probe. */
+  cooldownMs: 1_000,
+  /** Longest wait between the breaker's probes. */
+  maxCooldownMs: 10_000,
 } as const;
 
 /** Defaults of Klym's connections to Redis (the task store's and the task queue's), defined once. */

@@ -4,7 +4,7 @@
  */
 export { KlymError, isKlymError, type KlymErrorCode, type KlymErrorOptions } from './errors.ts';
 export { REDACTED, createRedactor, secretsOf, type Redactor } from './redact.ts';
-export { DEFAULT_MAX_STEPS, MAX_TIMER_MS, MCP_TASK_DEFAULTS, REDIS_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS } from './defaults.ts';
+export { DEFAULT_MAX_STEPS, MAX_TIMER_MS, MCP_TASK_DEFAULTS, REDIS_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, UPSTREAM_DEFAULTS, WEBHOOK_DEFAULTS } from './defaults.ts';
 export {
   createSessionPool,
   type CloseOptions,

@@ -1,10 +1,10 @@
 /** Options of a {@link CircuitBreaker}. */
 export interface CircuitBreakerOptions {
-  /** Consecutive connect failures that open the circuit. @default 3 */
+  /** Consecutive connect failures that open the circuit (an upstream's `breaker.failureThreshold`: UPSTREAM_DEFAULTS.failureThreshold, 3). */
   readonly failureThreshold: number;
-  /** Wait before the first half-open probe; doubles after each failed probe. @default 1_000 */
+  /** Wait before the first half-open probe; doubles after each failed probe (`breaker.cooldownMs`: UPSTREAM_DEFAULTS.cooldownMs, 1_000). */
   readonly cooldownMs: number;
-  /** Longest wait between probes. @default 30_000 */
+  /** Longest wait between probes (`breaker.maxCooldownMs`: UPSTREAM_DEFAULTS.maxCooldownMs, 10_000). */
   readonly maxCooldownMs: number;
 }
 

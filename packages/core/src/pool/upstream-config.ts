@@ -1,6 +1,7 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { KlymError } from '../errors.ts';
 import { assertUpstreamName } from './tool-name.ts';
+import { UPSTREAM_DEFAULTS } from '../defaults.ts';
 
 /** How Klym talks to an upstream MCP server. */
 export type TransportKind = 'streamable-http' | 'sse' | 'stdio' | 'custom';
@@ -126,8 +127,8 @@ export function resolveUpstreamConfig(name: string, config: UpstreamConfig): Res
   const sessionScope = config.sessionScope ?? 'shared';
   if (sessionScope !== 'shared' && sessionScope !== 'task') fail(`expected \`sessionScope\` to be "shared" or "task", got ${JSON.stringify(sessionScope)}`);
 
-  const min = config.pool?.min ?? 1;
-  const max = config.pool?.max ?? (transport === 'stdio' ? 1 : 4);
+  const min = config.pool?.min ?? UPSTREAM_DEFAULTS.min;
+  const max = config.pool?.max ?? (transport === 'stdio' ? UPSTREAM_DEFAULTS.maxStdio : UPSTREAM_DEFAULTS.max);
   const integer = (key: string, value: number, least: number): number => {
     if (!Number.isInteger(value) || value < least) fail(`expected \`${key}\` to be an integer ≥ ${least}, got ${value}`);
     return value;
@@ -149,16 +150,16 @@ export function resolveUpstreamConfig(name: string, config: UpstreamConfig): Res
     sessionScope,
     min,
     max,
-    maxWaiting: integer('pool.maxWaiting', config.pool?.maxWaiting ?? 1_000, 0),
-    connectMs: integer('timeouts.connectMs', config.timeouts?.connectMs ?? 10_000, 1),
-    requestMs: integer('timeouts.requestMs', config.timeouts?.requestMs ?? 60_000, 1),
-    maxTotalMs: integer('timeouts.maxTotalMs', config.timeouts?.maxTotalMs ?? 600_000, 1),
-    acquireMs: integer('timeouts.acquireMs', config.timeouts?.acquireMs ?? 30_000, 1),
-    idlePingMs: integer('timeouts.idlePingMs', config.timeouts?.idlePingMs ?? 30_000, 0),
+    maxWaiting: integer('pool.maxWaiting', config.pool?.maxWaiting ?? UPSTREAM_DEFAULTS.maxWaiting, 0),
+    connectMs: integer('timeouts.connectMs', config.timeouts?.connectMs ?? UPSTREAM_DEFAULTS.connectMs, 1),
+    requestMs: integer('timeouts.requestMs', config.timeouts?.requestMs ?? UPSTREAM_DEFAULTS.requestMs, 1),
+    maxTotalMs: integer('timeouts.maxTotalMs', config.timeouts?.maxTotalMs ?? UPSTREAM_DEFAULTS.maxTotalMs, 1),
+    acquireMs: integer('timeouts.acquireMs', config.timeouts?.acquireMs ?? UPSTREAM_DEFAULTS.acquireMs, 1),
+    idlePingMs: integer('timeouts.idlePingMs', config.timeouts?.idlePingMs ?? UPSTREAM_DEFAULTS.idlePingMs, 0),
     breaker: {
-      failureThreshold: integer('breaker.failureThreshold', config.breaker?.failureThreshold ?? 3, 1),
-      cooldownMs: integer('breaker.cooldownMs', config.breaker?.cooldownMs ?? 1_000, 1),
-      maxCooldownMs: integer('breaker.maxCooldownMs', config.breaker?.maxCooldownMs ?? 10_000, 1),
+      failureThreshold: integer('breaker.failureThreshold', config.breaker?.failureThreshold ?? UPSTREAM_DEFAULTS.failureThreshold, 1),
+      cooldownMs: integer('breaker.cooldownMs', config.breaker?.cooldownMs ?? UPSTREAM_DEFAULTS.cooldownMs, 1),
+      maxCooldownMs: integer('breaker.maxCooldownMs', config.breaker?.maxCooldownMs ?? UPSTREAM_DEFAULTS.maxCooldownMs, 1),
     },
   };
 }
