@@ -33,17 +33,17 @@ import {
 } from './task-views.ts';
 
 /** The run options every task of the service gets as they are, declared once by `runAgent`'s options. */
-type ServiceRunOptions = Pick<TaskRunDefaults, 'providers' | 'prices' | 'maxRetries' | 'temperature' | 'upstreamTools' | 'policies' | 'readOnlyTools'>;
+const RUN_OPTION_KEYS = ['providers', 'prices', 'maxRetries', 'temperature', 'upstreamTools', 'policies', 'readOnlyTools'] as const satisfies readonly (keyof TaskRunDefaults)[];
+type ServiceRunOptions = Pick<TaskRunDefaults, (typeof RUN_OPTION_KEYS)[number]>;
 
 /**
- * Options of {@link createTaskService}: the task manager's; the run options every task gets (`providers`,
+ * Options of {@link createTaskService}: the task manager's (handed to it as they are, so a new one of its
+ * options is the service's too); the run options every task gets (`providers`,
  * `prices`, `maxRetries`, `temperature`, `upstreamTools`, `policies`, `readOnlyTools`, as `runAgent` takes
  * them; the access rules among them also decide what a request may narrow to); and the limits a caller's
  * request is narrowed to.
  */
-export interface TaskServiceOptions
-  extends Pick<TaskManagerOptions, 'pool' | 'store' | 'queue' | 'log' | 'run' | 'maxConcurrent' | 'maxQueued' | 'taskTimeoutMs' | 'ttlMs' | 'resumeOnRestart' | 'writeBack' | 'tracing'>,
-    ServiceRunOptions {
+export interface TaskServiceOptions extends Omit<TaskManagerOptions, 'defaults' | 'secrets' | 'onEvent'>, ServiceRunOptions {
   /** The models a caller may name in `model`; the first is the default. @default TASK_DEFAULTS.models (['scripted']) */
   readonly models?: readonly string[];
   /** Default system prompt of tasks (may hold `{{tools}}`). @default runAgent's built-in prompt */
@@ -158,14 +158,11 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     webhooks = dispatcher;
   }
   const tasks = createTaskManager({
-    pool,
-    ...pick(options, ['queue', 'log', 'run', 'maxConcurrent', 'maxQueued', 'ttlMs', 'resumeOnRestart', 'writeBack', 'tracing']),
+    ...options,
     ...(store === undefined ? {} : { store }),
     taskTimeoutMs,
     secrets,
-    defaults: {
-      ...pick(options, ['providers', 'prices', 'maxRetries', 'temperature', 'upstreamTools', 'policies', 'readOnlyTools']),
-    },
+    defaults: pick(options, RUN_OPTION_KEYS),
     onEvent: (event) => {
       for (const listener of listeners) {
         try {
