@@ -11,6 +11,9 @@ export const MAX_TIMER_MS = 2_147_483_647;
 /** Steps of a run when nobody sets `maxSteps`. */
 export const DEFAULT_MAX_STEPS = 25;
 
+/** Retries of a model call that failed in a way worth retrying (rate limits, 5xx), when nobody sets `maxRetries`. */
+export const DEFAULT_MAX_RETRIES = 2;
+
 /** Defaults of tasks: the task manager's and the task service's. */
 export const TASK_DEFAULTS = {
   /** Tasks running at once; more wait as `pending`. */
@@ -45,6 +48,14 @@ export const TASK_DEFAULTS = {
   statusLogPageSize: 20,
   /** Log entries a page of a task's log holds when the caller does not say (REST `GET /api/tasks/:id/logs`). */
   logPageSize: 100,
+  /** Time limit of the write-back's `add_node` call, in milliseconds. */
+  writeBackTimeoutMs: 30_000,
+  /** Log entries the SQLite store buffers at most before it writes them without waiting for the next tick. */
+  sqliteBatchEntries: 256,
+  /** Steps below the process's scheduling priority the runner thread runs at. */
+  runnerNiceness: 10,
+  /** On the runner thread's close, how long runs' calls may take to end before its pool aborts them, in milliseconds. */
+  runnerDrainTimeoutMs: 5_000,
   /** The most log entries one page of a task's log may hold, whatever the caller asks. */
   maxLogPageSize: 500,
   /** Log entries `TaskManager.logs` reads when the caller gives no `limit`. */
@@ -131,4 +142,10 @@ export const WEBHOOK_DEFAULTS = {
   maxRetryDelayMs: 3_600_000,
   /** How long a receiver may take to answer one attempt, in milliseconds. */
   timeoutMs: 10_000,
+  /** How often the dispatcher looks in the outbox for messages due, in milliseconds. */
+  pollMs: 1_000,
+  /** Deliveries under way at once, across endpoints. */
+  maxInFlight: 16,
+  /** On close, how long deliveries under way may finish before they are cut short, in milliseconds. */
+  closeGraceMs: 2_000,
 } as const;

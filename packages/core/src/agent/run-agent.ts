@@ -13,6 +13,7 @@ import type { RunContext } from './self-check.ts';
 import { DEFAULT_SYSTEM_PROMPT, renderSystemPrompt } from './system-prompt.ts';
 import type { AgentEvent, AgentRunResult, AgentToolCall, AgentUsage, RunAgentOptions } from './types.ts';
 import { addUsage, costOf, createMessageSizer, priceOf, ZERO_USAGE } from './usage.ts';
+import { DEFAULT_MAX_RETRIES } from '../defaults.ts';
 
 /**
  * Runs an LLM over the pool's tools until the task is done: each step is one model call (streamed, for a
@@ -179,7 +180,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
         toolDefinitionChars,
         messageChars,
         temperature: options.temperature,
-        maxRetries: options.maxRetries ?? 2,
+        maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
         signal: controller.signal,
         providerOptions,
         durations,

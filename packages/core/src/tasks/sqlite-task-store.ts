@@ -51,7 +51,7 @@ export interface SqliteTaskStoreOptions {
 export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Promise<TaskStore> {
   const { path } = options;
   if (typeof path !== 'string' || path.length === 0) throw invalid('path', 'a non-empty string', path);
-  const batchEntries = positiveInteger('batchEntries', options.batchEntries ?? 256);
+  const batchEntries = positiveInteger('batchEntries', options.batchEntries ?? TASK_DEFAULTS.sqliteBatchEntries);
   const maxBytes = positiveInteger('log.maxBytes', options.log?.maxBytes ?? TASK_DEFAULTS.logMaxBytes);
   const maxEntryBytes = positiveInteger('log.maxEntryBytes', options.log?.maxEntryBytes ?? TASK_DEFAULTS.logMaxEntryBytes);
 

@@ -11,6 +11,7 @@ import type { AgentTracing } from '../telemetry/run-tracing.ts';
 import { carrierOf } from '../telemetry/trace-context.ts';
 import { applyConversationDelta, createSender, fromPortableError, type FromRunnerThread, type PortableRunOptions, type RunnerThreadData, type ToRunnerThread } from './runner-messages.ts';
 import type { AgentRunner } from './task-manager.ts';
+import { TASK_DEFAULTS } from '../defaults.ts';
 
 /** Options of {@link createThreadRunner}. */
 export interface ThreadRunnerOptions {
@@ -106,11 +107,11 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
     ...(options.clientInfo === undefined ? {} : { clientInfo: options.clientInfo }),
     // The AI SDK prints its warnings unless this global says not to; the thread has globals of its own.
     ...((globalThis as { AI_SDK_LOG_WARNINGS?: unknown }).AI_SDK_LOG_WARNINGS === false ? { aiSdkLogWarnings: false as const } : {}),
-    niceness: nicenessOf(options.niceness ?? 10),
+    niceness: nicenessOf(options.niceness ?? TASK_DEFAULTS.runnerNiceness),
     ...(options.setup === undefined ? {} : { setup: String(options.setup) }),
     observeCalls: options.onCall !== undefined,
   };
-  const drainTimeoutMs = options.drainTimeoutMs ?? 5_000;
+  const drainTimeoutMs = options.drainTimeoutMs ?? TASK_DEFAULTS.runnerDrainTimeoutMs;
   let current: RunnerThread | undefined;
   let nextId = 0;
   let closing: Promise<void> | undefined;

@@ -2,6 +2,7 @@ import { clipText } from '../internal/clip-text.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import { traceToolCall, type ToolCallTracing } from '../telemetry/tool-call-span.ts';
 import type { WriteBackOutcome } from './task-types.ts';
+import { TASK_DEFAULTS } from '../defaults.ts';
 
 /** Where and how a task's result is written into the graph. */
 export interface WriteBackOptions {
@@ -11,7 +12,7 @@ export interface WriteBackOptions {
   readonly byDefault?: boolean;
   /** The time zone whose calendar date names the day node (`d_YYYY_MM_DD`). @default 'UTC' */
   readonly timeZone?: string;
-  /** Time limit of the `add_node` call. @default 30_000 */
+  /** Time limit of the `add_node` call. @default TASK_DEFAULTS.writeBackTimeoutMs (30_000) */
   readonly timeoutMs?: number;
 }
 
@@ -72,7 +73,7 @@ export async function writeBackResult(
         upstream,
         'add_node',
         { node_type: 'Analysis', node_data: { id: nodeId, full_text: task.text, time, ...origin }, day_id: dayId, time },
-        { timeoutMs: options.timeoutMs ?? 30_000, ...(meta === undefined ? {} : { meta }) },
+        { timeoutMs: options.timeoutMs ?? TASK_DEFAULTS.writeBackTimeoutMs, ...(meta === undefined ? {} : { meta }) },
       );
     const reply = tracing === undefined ? await send() : await traceToolCall(tracing, { upstream, toolName: 'add_node' }, (meta) => send(meta && { ...meta }));
     const text = reply.content.map((item) => (item.type === 'text' ? item.text : '')).join('');

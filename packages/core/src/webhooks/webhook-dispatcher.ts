@@ -7,6 +7,7 @@ import { sendWebhook, type AttemptOutcome } from './send-webhook.ts';
 import { endpointsFor, resolveWebhookEndpoints, type ResolvedWebhookEndpoint } from './webhook-endpoints.ts';
 import { webhookEventOf, webhookMessageId, webhookPayload } from './webhook-payload.ts';
 import type { ClaimedWebhookMessage, WebhookEndpoint, WebhookMessage } from './webhook-types.ts';
+import { WEBHOOK_DEFAULTS } from '../defaults.ts';
 
 /** Options of {@link createWebhookDispatcher}. */
 export interface WebhookDispatcherOptions {
@@ -63,9 +64,9 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     for (const endpoint of endpoints.values()) scrubbed = scrubbed.split(endpoint.url).join(`<${endpoint.name}>`);
     return redactor.text(scrubbed);
   };
-  const pollMs = options.pollMs ?? 1_000;
-  const maxInFlight = options.maxInFlight ?? 16;
-  const closeGraceMs = options.closeGraceMs ?? 2_000;
+  const pollMs = options.pollMs ?? WEBHOOK_DEFAULTS.pollMs;
+  const maxInFlight = options.maxInFlight ?? WEBHOOK_DEFAULTS.maxInFlight;
+  const closeGraceMs = options.closeGraceMs ?? WEBHOOK_DEFAULTS.closeGraceMs;
   const random = options.random ?? Math.random;
   const leaseMs = Math.max(0, ...[...endpoints.values()].map((endpoint) => endpoint.timeoutMs)) + LEASE_MARGIN_MS;
   const stopping = new AbortController();
