@@ -34,7 +34,16 @@ describe('runAgent: the tool loop against the fake grynya', () => {
 
     // The first call offered the tools with their MCP schemas and described them in the system prompt.
     const first = model.doStreamCalls[0];
-    expect(first?.tools?.map((tool) => tool.name).toSorted()).toEqual(['grynya__add_node', 'grynya__create_session', 'grynya__link_nodes', 'grynya__query_graph', 'grynya__update_last_event']);
+    // Klym's own tools over artifacts come with every run.
+    expect(first?.tools?.map((tool) => tool.name).toSorted()).toEqual([
+      'grynya__add_node',
+      'grynya__create_session',
+      'grynya__link_nodes',
+      'grynya__query_graph',
+      'grynya__update_last_event',
+      'klym__grep_artifact',
+      'klym__read_artifact',
+    ]);
     const system = first?.prompt[0];
     expect(system?.role).toBe('system');
     expect(system?.content).toContain('- grynya__query_graph (query_graph)');
@@ -98,7 +107,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
       onEvent: (event) => events.push(event),
     });
 
-    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name)).toEqual(['grynya__query_graph']);
+    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name).toSorted()).toEqual(['grynya__query_graph', 'klym__grep_artifact', 'klym__read_artifact']);
     expect(model.doStreamCalls[0]?.prompt[0]?.content).toMatch(/Denied for this run: .*grynya__add_node \(policy "read-only"\)/);
     expect(events.find((event) => event.type === 'run-start')).toMatchObject({ tools: ['grynya__query_graph'], denied: expect.arrayContaining([{ toolName: 'grynya__add_node', policy: 'policy "read-only"' }]) });
     expect(events.find((event) => event.type === 'tool-denied')).toMatchObject({ toolCallId: 'write', toolName: 'grynya__add_node', policy: 'policy "read-only"', reason: expect.stringContaining('not read-only') });
@@ -123,7 +132,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
       onEvent: (event) => events.push(event),
     });
 
-    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name).toSorted()).toEqual(['grynya__add_node', 'grynya__query_graph']);
+    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name).toSorted()).toEqual(['grynya__add_node', 'grynya__query_graph', 'klym__grep_artifact', 'klym__read_artifact']);
     const start = events.find((event) => event.type === 'run-start');
     expect(start?.type === 'run-start' && start.denied).toEqual(
       expect.arrayContaining([

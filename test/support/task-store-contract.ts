@@ -188,6 +188,31 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       expect((await store.insert(taskRecord('again', { request: { prompt: 'x', idempotencyKey: 'k' } }))).id).toBe('again');
     });
 
+    it('keeps a task\'s artifacts whole, lists them without their text, and evicts them with their task', async () => {
+      await using store = await open();
+      await store.insert(taskRecord('t1', { status: 'running' }));
+      await store.insert(taskRecord('t2', { status: 'running' }));
+      const text = `${'2026-11-25T03:14:15.926Z svc-7 INFO ok é ✓\n'.repeat(30_000)}last line without newline`;
+      const artifact = { id: 'art_00000000000a', tool: 'fs__read_text_file', bytes: Buffer.byteLength(text), lines: 30_001, tokens: 600_000, createdAt: '2026-01-01T00:00:01.000Z', text };
+      const second = { ...artifact, id: 'art_00000000000b', tool: 'klym__grep_artifact', text: 'one match', bytes: 9, lines: 1, tokens: 3, createdAt: '2026-01-01T00:00:02.000Z' };
+      await store.saveArtifact('t1', artifact);
+      await store.saveArtifact('t1', second);
+      expect(await store.loadArtifact('t1', artifact.id)).toEqual(artifact);
+      const { text: _text, ...info } = artifact;
+      const { text: _second, ...secondInfo } = second;
+      expect(await store.listArtifacts('t1')).toEqual([info, secondInfo]);
+      // Another task's artifact is not this task's; a task no longer kept keeps nothing.
+      expect(await store.loadArtifact('t2', artifact.id)).toBeUndefined();
+      expect(await store.listArtifacts('t2')).toEqual([]);
+      await store.saveArtifact('missing', artifact);
+      expect(await store.listArtifacts('missing')).toEqual([]);
+      await store.transition('t1', ['running'], { status: 'completed', finishedAt: '2026-01-01T00:00:00.000Z' });
+      expect(await store.loadArtifact('t1', second.id)).toEqual(second);
+      await store.evict(new Date('2026-01-01T01:00:00.000Z'));
+      expect(await store.loadArtifact('t1', artifact.id)).toBeUndefined();
+      expect(await store.listArtifacts('t1')).toEqual([]);
+    });
+
     it('evicts many finished tasks, and none still running', async () => {
       await using store = await open();
       for (let index = 0; index < 45; index++) await store.insert(taskRecord(`done-${index}`, { status: 'completed', finishedAt: '2026-01-01T00:00:00.000Z' }));

@@ -62,6 +62,28 @@ export const TASK_DEFAULTS = {
   managerLogPageSize: 50,
 } as const;
 
+/** Defaults of artifacts: tool results kept whole out of the conversation, and the built-in tools over them. */
+export const ARTIFACT_DEFAULTS = {
+  /** A result over this share of the model's context window becomes an artifact. */
+  thresholdShare: 0.1,
+  /** The window assumed until a run knows its model's (tokens). */
+  contextWindow: 128_000,
+  /** Bytes of artifacts one task may keep at most (1 GiB); one more is refused with `ARTIFACT_LIMIT`. */
+  maxBytesPerTask: 1_073_741_824,
+  /** Lines of an artifact's start and of its end that the model is shown in the artifact's place. */
+  previewLines: 10,
+  /** Characters of one line shown in a preview, a read or a match; the rest is counted, not shown. */
+  maxLineChars: 300,
+  /** Lines `klym__read_artifact` gives when `limit` is not set, and the most it gives. */
+  readLines: 100,
+  maxReadLines: 500,
+  /** Matches `klym__grep_artifact` gives when `max_matches` is not set, and the most it gives. */
+  grepMatches: 50,
+  maxGrepMatches: 500,
+  /** Lines of context around a match, at most. */
+  maxGrepContext: 10,
+} as const;
+
 /** Defaults of an upstream's pool, circuit breaker and time limits (`UpstreamConfig`), defined once. */
 export const UPSTREAM_DEFAULTS = {
   /** Sessions opened at start-up and kept open. */

@@ -20,6 +20,8 @@
  * - `STORE_UNAVAILABLE`: the task store cannot be opened or used (the message names the file or server and why).
  * - `INVALID_ARGUMENT`: a request's arguments are not usable (the message names the field).
  * - `SHUTTING_DOWN`: Klym is shutting down and takes no new work.
+ * - `ARTIFACT_NOT_FOUND`: the task has no artifact of that id (another task's artifact is not found either).
+ * - `ARTIFACT_LIMIT`: keeping one more artifact would pass the task's cap on artifact bytes.
  * - `INTERNAL`: a bug in Klym; the message says what was being done.
  */
 export type KlymErrorCode =
@@ -42,6 +44,8 @@ export type KlymErrorCode =
   | 'STORE_UNAVAILABLE'
   | 'INVALID_ARGUMENT'
   | 'SHUTTING_DOWN'
+  | 'ARTIFACT_NOT_FOUND'
+  | 'ARTIFACT_LIMIT'
   | 'INTERNAL';
 
 /** Options of {@link KlymError}: the structured fields that name the failing thing. */

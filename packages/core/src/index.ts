@@ -4,7 +4,18 @@
  */
 export { KlymError, isKlymError, type KlymErrorCode, type KlymErrorOptions } from './errors.ts';
 export { REDACTED, createRedactor, secretsOf, type Redactor } from './redact.ts';
-export { DEFAULT_MAX_STEPS, MAX_TIMER_MS, MCP_TASK_DEFAULTS, REDIS_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, UPSTREAM_DEFAULTS, WEBHOOK_DEFAULTS } from './defaults.ts';
+export {
+  ARTIFACT_DEFAULTS,
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_MAX_STEPS,
+  MAX_TIMER_MS,
+  MCP_TASK_DEFAULTS,
+  REDIS_DEFAULTS,
+  TASK_DEFAULTS,
+  TASK_QUEUE_DEFAULTS,
+  UPSTREAM_DEFAULTS,
+  WEBHOOK_DEFAULTS,
+} from './defaults.ts';
 export {
   createSessionPool,
   type CloseOptions,
@@ -18,7 +29,20 @@ export type { SessionScope } from './pool/session-scope.ts';
 export type { CallToolOptions, UpstreamCall, UpstreamStatus } from './pool/upstream-status.ts';
 export type { TransportKind, UpstreamConfig } from './pool/upstream-config.ts';
 export type { UpstreamLogEntry } from './pool/upstream-session.ts';
-export { MAX_TOOL_NAME_LENGTH, TOOL_NAME_SEPARATOR, namespaceToolName } from './pool/tool-name.ts';
+export { BUILT_IN_NAMESPACE, MAX_TOOL_NAME_LENGTH, TOOL_NAME_SEPARATOR, namespaceToolName } from './pool/tool-name.ts';
+// artifacts
+export {
+  createArtifactStore,
+  createMemoryArtifacts,
+  estimateTokens,
+  type ArtifactGrep,
+  type ArtifactMatch,
+  type ArtifactSlice,
+  type ArtifactStore,
+  type ArtifactStoreOptions,
+} from './artifacts/artifact-store.ts';
+export { ARTIFACT_TOOL_NAMES, artifactReference, artifactTools, keepBigResult, type ResultKeeping } from './artifacts/artifact-tools.ts';
+export type { ArtifactBackend, ArtifactInfo, StoredArtifact } from './artifacts/artifact-types.ts';
 // tools and the agent
 export {
   createToolCatalog,

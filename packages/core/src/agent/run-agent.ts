@@ -13,7 +13,9 @@ import type { RunContext } from './self-check.ts';
 import { DEFAULT_SYSTEM_PROMPT, renderSystemPrompt } from './system-prompt.ts';
 import type { AgentEvent, AgentRunResult, AgentToolCall, AgentUsage, RunAgentOptions } from './types.ts';
 import { addUsage, costOf, createMessageSizer, priceOf, ZERO_USAGE } from './usage.ts';
-import { DEFAULT_MAX_RETRIES } from '../defaults.ts';
+import { ARTIFACT_DEFAULTS, DEFAULT_MAX_RETRIES } from '../defaults.ts';
+import { createArtifactStore, estimateTokens } from '../artifacts/artifact-store.ts';
+import { artifactTools, keepBigResult, type ResultKeeping } from '../artifacts/artifact-tools.ts';
 
 /**
  * Runs an LLM over the pool's tools until the task is done: each step is one model call (streamed, for a
@@ -143,15 +145,26 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     }
     const durations = new Map<string, number>();
     let currentStep = 0;
-    const tools = catalog.toolSet({
-      scope,
-      ...(options.toolTimeoutMs === undefined ? {} : { timeoutMs: options.toolTimeoutMs }),
-      onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
-      onDuration: (toolCallId, durationMs) => durations.set(toolCallId, durationMs),
-      onRequest: (call) => checkpoints.sent(call),
-      ...(tracing === undefined ? {} : { tracing: tracing.toolCalls }),
-    });
-    const visibleModel = withVisibleTools(model, new Set(catalog.allowed.map((tool) => tool.name)));
+    const keeping: ResultKeeping = {
+      artifacts: createArtifactStore(options.artifacts === undefined ? {} : { backend: options.artifacts }),
+      thresholdTokens: options.artifactThresholdTokens ?? Math.floor(ARTIFACT_DEFAULTS.thresholdShare * ARTIFACT_DEFAULTS.contextWindow),
+      countTokens: estimateTokens,
+      onKept: (artifact) => emit({ type: 'artifact-kept', step: currentStep, artifact }),
+    };
+    const builtIns = artifactTools(keeping);
+    const tools = {
+      ...catalog.toolSet({
+        scope,
+        ...(options.toolTimeoutMs === undefined ? {} : { timeoutMs: options.toolTimeoutMs }),
+        onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
+        onDuration: (toolCallId, durationMs) => durations.set(toolCallId, durationMs),
+        onRequest: (call) => checkpoints.sent(call),
+        keep: (toolName, result) => keepBigResult(toolName, result, keeping),
+        ...(tracing === undefined ? {} : { tracing: tracing.toolCalls }),
+      }),
+      ...builtIns,
+    };
+    const visibleModel = withVisibleTools(model, new Set([...catalog.allowed.map((tool) => tool.name), ...Object.keys(builtIns)]));
     const system = renderSystemPrompt(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, catalog.describe());
     const context: RunContext = { upstreams: catalog.upstreams, probes: catalog.probes };
     const toolDefinitionChars = catalog.definitionChars();
@@ -176,7 +189,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
         system,
         messages,
         tools,
-        offeredTools: catalog.allowed.length,
+        offeredTools: catalog.allowed.length + Object.keys(builtIns).length,
         toolDefinitionChars,
         messageChars,
         temperature: options.temperature,

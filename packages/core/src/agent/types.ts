@@ -5,6 +5,7 @@ import type { SessionScope } from '../pool/session-scope.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
 import type { AgentTracing } from '../telemetry/run-tracing.ts';
 import type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules } from '../tools/tool-policy.ts';
+import type { ArtifactBackend, ArtifactInfo } from '../artifacts/artifact-types.ts';
 
 export type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules };
 
@@ -195,6 +196,8 @@ export type AgentEvent =
     }
   | { readonly type: 'tool-denied'; readonly step: number; readonly toolCallId: string; readonly toolName: string; readonly policy: string; readonly reason: string }
   | { readonly type: 'orphan-removed'; readonly step: number; readonly toolCallIds: readonly string[] }
+  /** A tool result too big to send was kept whole as an artifact; the model was given a reference to it. */
+  | { readonly type: 'artifact-kept'; readonly step: number; readonly artifact: ArtifactInfo }
   | { readonly type: 'step-end'; readonly step: number; readonly usage: AgentUsage; readonly costUsd: number | undefined; readonly elapsedMs: number }
   | { readonly type: 'budget'; readonly name: BudgetName; readonly limit: number; readonly used: number }
   | { readonly type: 'upstream-log'; /** The step whose tool call the upstream was serving. */ readonly step?: number; readonly entry: UpstreamLogEntry }
@@ -249,6 +252,17 @@ export interface RunAgentOptions {
   readonly maxRetries?: number;
   /** Time limit of one tool call. @default the upstream's `timeouts.requestMs` */
   readonly toolTimeoutMs?: number;
+  /**
+   * Where the run keeps tool results too big to send (artifacts), read back with the built-in
+   * `klym__read_artifact` and `klym__grep_artifact`. A task's run keeps them in its task store.
+   * @default the run's memory
+   */
+  readonly artifacts?: ArtifactBackend;
+  /**
+   * A tool result of more tokens than this is kept as an artifact, and the model given a reference to it.
+   * @default ARTIFACT_DEFAULTS.thresholdShare of the context window (12,800 tokens of a 128,000 window)
+   */
+  readonly artifactThresholdTokens?: number;
   /** Further secret values (upstream tokens, …) to keep out of events and errors; provider keys are always kept out. */
   readonly secrets?: readonly string[];
   /** Aborting it stops the model request and the tool calls in flight; the run resolves with `finishReason: "cancelled"`. */
@@ -289,7 +303,7 @@ export interface RunAgentOptions {
 }
 
 /** The options of a run that its caller wires rather than sets: live objects and listeners, never data. */
-type RunWiring = 'pool' | 'scope' | 'signal' | 'onEvent' | 'onCheckpoint' | 'tracing' | 'model';
+type RunWiring = 'pool' | 'scope' | 'signal' | 'onEvent' | 'onCheckpoint' | 'tracing' | 'model' | 'artifacts';
 
 /**
  * What a run is set to, as data: {@link RunAgentOptions} without what its caller wires (the pool, scope,

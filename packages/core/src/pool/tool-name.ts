@@ -26,7 +26,13 @@ export function assertUpstreamName(name: string): void {
       { upstream: name },
     );
   }
+  if (name === BUILT_IN_NAMESPACE) {
+    throw new KlymError('CONFIG_INVALID', `Expected an upstream name other than "${BUILT_IN_NAMESPACE}": Klym's own tools (${BUILT_IN_NAMESPACE}__read_artifact, …) are named under it`, { upstream: name });
+  }
 }
+
+/** The namespace of Klym's own tools, offered to every run beside the upstreams' (`klym__read_artifact`): no upstream may take it. */
+export const BUILT_IN_NAMESPACE = 'klym';
 
 /**
  * The namespaced name of an upstream tool, valid both as an MCP tool name and as an LLM function name.

@@ -90,6 +90,7 @@ const LOG_TYPES = new Set(
     'tool-error': true,
     'tool-denied': true,
     'orphan-removed': true,
+    'artifact-kept': true,
     'step-end': true,
     budget: true,
     'upstream-log': true,

@@ -4,6 +4,7 @@ import { KlymError } from '../errors.ts';
 import { createMemoryOutbox } from '../webhooks/memory-outbox.ts';
 import { BoundedLog, type BoundedLogOptions, type TaskLogPage } from './task-log.ts';
 import { isTerminal, type TaskFilter, type TaskListPage, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';
+import type { StoredArtifact } from '../artifacts/artifact-types.ts';
 
 /** Options of {@link createMemoryTaskStore}. */
 export interface MemoryTaskStoreOptions {
@@ -18,6 +19,7 @@ interface Entry {
   readonly seq: number;
   readonly log: BoundedLog;
   checkpoint?: AgentCheckpoint;
+  artifacts?: Map<string, StoredArtifact>;
 }
 
 /**
@@ -125,6 +127,16 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
     },
     async loadCheckpoint(id) {
       return tasks.get(id)?.checkpoint;
+    },
+    async saveArtifact(id, artifact) {
+      const entry = tasks.get(id);
+      if (entry !== undefined) (entry.artifacts ??= new Map()).set(artifact.id, artifact);
+    },
+    async loadArtifact(id, artifactId) {
+      return tasks.get(id)?.artifacts?.get(artifactId);
+    },
+    async listArtifacts(id) {
+      return [...(tasks.get(id)?.artifacts?.values() ?? [])].map(({ text: _text, ...info }) => info);
     },
     ...outbox,
     // Nothing to release: what it holds stays readable until the last reference goes.

@@ -5,6 +5,7 @@ import type { UpstreamConfig } from '../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
 import type { AgentTracing } from '../telemetry/run-tracing.ts';
 import type { UpstreamCall } from '../pool/upstream-status.ts';
+import type { StoredArtifact } from '../artifacts/artifact-types.ts';
 
 /** What the runner thread is started with (`workerData`). */
 export interface RunnerThreadData {
@@ -23,11 +24,19 @@ export interface RunnerThreadData {
 
 /** The part of a run's options that crosses the thread; the thread supplies the pool, scope, signal and listeners. */
 export type PortableRunOptions = RunSettings & {
+  /** Whether the run has artifacts of its task to keep: the thread then keeps them through the main thread (`artifact-call`). */
+  readonly artifacts: boolean;
   /** The run's tracing without its tracer (the thread's registered provider makes the spans), its parent as W3C data. */
   readonly tracing?: Omit<AgentTracing, 'tracer'>;
   /** The scope's id on the main thread (the task's id): the thread opens its own scope under it. */
   readonly scopeId: string;
 };
+
+/** What a run on the thread asks of its task's artifacts. */
+export type ArtifactCall =
+  | { readonly op: 'save'; readonly artifact: StoredArtifact }
+  | { readonly op: 'load'; readonly artifactId: string }
+  | { readonly op: 'list' };
 
 /** An error as it crosses the thread: a `KlymError`'s fields, or any error's message as `INTERNAL`. */
 export interface PortableError {
@@ -43,7 +52,9 @@ export type ToRunnerThread =
   | { readonly type: 'abort'; readonly id: number }
   /** The checkpoint `seq` of run `id` was stored (or failed to be, with `error`). */
   | { readonly type: 'stored'; readonly id: number; readonly seq: number; readonly error?: string }
-  | { readonly type: 'close'; readonly drainTimeoutMs: number };
+  | { readonly type: 'close'; readonly drainTimeoutMs: number }
+  /** The answer to the run's artifact call `call`: its value, or why it failed. */
+  | { readonly type: 'artifact-answer'; readonly id: number; readonly call: number; readonly value?: unknown; readonly error?: PortableError };
 
 /** A conversation as the first `kept` messages of the one the receiver holds for the run, then `added`. */
 export interface ConversationDelta {
@@ -65,6 +76,8 @@ export type FromRunnerThread =
   /** A run's result, its `messages` as a delta from its last checkpoint's, as a checkpoint's are. */
   | ({ readonly type: 'end'; readonly id: number; readonly result: Omit<AgentRunResult, 'messages'> } & ConversationDelta)
   | { readonly type: 'fail'; readonly id: number; readonly error: PortableError }
+  /** Run `id` keeps, reads or lists its task's artifacts, which the main thread holds (the task store); answered by `artifact-answer`. */
+  | ({ readonly type: 'artifact-call'; readonly id: number; readonly call: number } & ArtifactCall)
   | { readonly type: 'log'; readonly entry: UpstreamLogEntry }
   /** A tool call of the thread's pool ended (sent only with `observeCalls`). */
   | { readonly type: 'call'; readonly call: UpstreamCall }

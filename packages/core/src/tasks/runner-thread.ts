@@ -8,12 +8,25 @@ import { runAgent } from '../agent/run-agent.ts';
 import { KlymError } from '../errors.ts';
 import { createSessionPool } from '../pool/session-pool.ts';
 import type { SessionScope } from '../pool/session-scope.ts';
-import { conversationDelta, createSender, toPortableError, type FromRunnerThread, type PortableRunOptions, type RunnerThreadData, type ToRunnerThread } from './runner-messages.ts';
+import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
+import {
+  conversationDelta,
+  createSender,
+  fromPortableError,
+  toPortableError,
+  type ArtifactCall,
+  type FromRunnerThread,
+  type PortableRunOptions,
+  type RunnerThreadData,
+  type ToRunnerThread,
+} from './runner-messages.ts';
 
 interface ThreadRun {
   readonly controller: AbortController;
   /** Checkpoints posted and not yet stored, by their `seq`. */
   readonly stores: Map<number, { resolve(): void; reject(error: Error): void }>;
+  /** Artifact calls posted and not yet answered, by their `call`. */
+  readonly artifactCalls: Map<number, { resolve(value: unknown): void; reject(error: Error): void }>;
   readonly done: Promise<void>;
 }
 
@@ -43,8 +56,19 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
   const start = (id: number, options: PortableRunOptions): ThreadRun => {
     const controller = new AbortController();
     const stores: ThreadRun['stores'] = new Map();
+    const artifactCalls: ThreadRun['artifactCalls'] = new Map();
     let seq = 0;
-    const { scopeId, ...runOptions } = options;
+    let calls = 0;
+    const { scopeId, artifacts: keepsArtifacts, ...runOptions } = options;
+    // The task's artifacts are in its store, on the main thread: each call crosses and waits for its answer.
+    const ask = <T>(call: ArtifactCall): Promise<T> =>
+      new Promise<T>((resolve, reject) => {
+        artifactCalls.set(++calls, { resolve: resolve as (value: unknown) => void, reject });
+        post({ type: 'artifact-call', id, call: calls, ...call }, true);
+      });
+    const artifacts: ArtifactBackend | undefined = keepsArtifacts
+      ? { save: (artifact) => ask({ op: 'save', artifact }), load: (artifactId) => ask({ op: 'load', artifactId }), list: () => ask({ op: 'list' }) }
+      : undefined;
     // The conversation the main thread holds for this run: each checkpoint sends only what it lacks.
     let shared = runOptions.resume?.messages ?? [];
     const execute = async (): Promise<void> => {
@@ -55,6 +79,7 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
         scope = pool.openScope(scopeId);
         const result = await runAgent({
           ...runOptions,
+          ...(artifacts === undefined ? {} : { artifacts }),
           pool,
           scope,
           signal: controller.signal,
@@ -79,7 +104,7 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
         runs.delete(id);
       }
     };
-    return { controller, stores, done: execute() };
+    return { controller, stores, artifactCalls, done: execute() };
   };
 
   let closing = false;
@@ -98,6 +123,14 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
         stores?.delete(message.seq);
         if (message.error === undefined) waiting?.resolve();
         else waiting?.reject(new Error(message.error));
+        break;
+      }
+      case 'artifact-answer': {
+        const artifactCalls = runs.get(message.id)?.artifactCalls;
+        const waiting = artifactCalls?.get(message.call);
+        artifactCalls?.delete(message.call);
+        if (message.error === undefined) waiting?.resolve(message.value);
+        else waiting?.reject(fromPortableError(message.error));
         break;
       }
       case 'close':

@@ -7,6 +7,7 @@ import { createOutboxTable } from './sqlite/outbox-table.ts';
 import { createTaskTable } from './sqlite/task-table.ts';
 import type { BoundedLogOptions } from './task-log.ts';
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStore } from './task-types.ts';
+import { createArtifactTable } from './sqlite/artifact-table.ts';
 
 /** Finished tasks one eviction transaction deletes at most. */
 const EVICT_CHUNK = 20;
@@ -61,6 +62,7 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
   const logs = createLogTable(db, { maxBytes, maxEntryBytes, batchEntries });
   const checkpoints = createCheckpointTable(db);
   const outbox = createOutboxTable(db);
+  const artifacts = createArtifactTable(db);
   let closing: Promise<void> | undefined;
 
   const failed = (error: unknown): KlymError =>
@@ -160,6 +162,15 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
     },
     async loadCheckpoint(id) {
       return use(() => checkpoints.read(id));
+    },
+    async saveArtifact(id, artifact) {
+      use(() => artifacts.save(id, artifact));
+    },
+    async loadArtifact(id, artifactId) {
+      return use(() => artifacts.load(id, artifactId));
+    },
+    async listArtifacts(id) {
+      return use(() => artifacts.list(id));
     },
     async addWebhookMessages(messages) {
       use(() => outbox.add(messages));

@@ -13,6 +13,7 @@ import { createProgress, eventData } from './task-progress.ts';
 import { completionOf, runOptionsOf, type TaskRunDefaults } from './task-run.ts';
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';
 import { writeBackResult, type WriteBackOptions } from './write-back.ts';
+import { taskArtifacts } from './task-artifacts.ts';
 
 /** What running a task needs: the manager's settings, resolved. */
 export interface TaskExecutionContext {
@@ -191,7 +192,9 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     const scope = context.pool.openScope(id);
     const span = context.tracing === undefined ? undefined : startTaskSpan(context.tracing, task, resumed, redact.text);
     const tracing = span === undefined ? undefined : { ...context.tracing, ...(span.carrier === undefined ? {} : { parent: span.carrier }) };
-    const runOptions = runOptionsOf(task, { pool: context.pool, scope, defaults, secrets: context.secrets, taskTimeoutMs: context.taskTimeoutMs, signal: controller.signal, onEvent, onCheckpoint, checkpoint, tracing });
+    // Kept in the task's store: a resumed run, or a worker that took the task over, reads them again.
+    const artifacts = taskArtifacts(store, id);
+    const runOptions = runOptionsOf(task, { pool: context.pool, scope, artifacts, defaults, secrets: context.secrets, taskTimeoutMs: context.taskTimeoutMs, signal: controller.signal, onEvent, onCheckpoint, checkpoint, tracing });
     try {
       const result = await raceAbort(Promise.resolve().then(() => context.run(runOptions)), controller.signal).finally(progress.save);
       if (result.finishReason === 'cancelled' || controller.signal.aborted) throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);

@@ -4,6 +4,7 @@ import type { SessionScope } from '../pool/session-scope.ts';
 import type { Redactor } from '../redact.ts';
 import type { AgentTracing } from '../telemetry/run-tracing.ts';
 import type { TaskPatch, TaskRecord } from './task-types.ts';
+import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
 
 /** Run options every task gets unless its request says otherwise (and the request may only narrow). */
 export type TaskRunDefaults = Omit<RunSettings, 'prompt'>;
@@ -12,6 +13,8 @@ export type TaskRunDefaults = Omit<RunSettings, 'prompt'>;
 export interface TaskRunWiring {
   readonly pool: SessionPool;
   readonly scope: SessionScope;
+  /** The task's artifacts, in its store. */
+  readonly artifacts: ArtifactBackend;
   readonly defaults: TaskRunDefaults;
   readonly secrets: readonly string[];
   readonly taskTimeoutMs: number;
@@ -37,6 +40,7 @@ export function runOptionsOf(task: TaskRecord, wiring: TaskRunWiring): RunAgentO
     ...defaults,
     pool: wiring.pool,
     scope: wiring.scope,
+    artifacts: wiring.artifacts,
     prompt: request.prompt,
     ...(request.systemPrompt === undefined ? {} : { systemPrompt: request.systemPrompt }),
     ...(model === undefined ? {} : { model }),

@@ -4,6 +4,7 @@ import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import type { WebhookOutbox } from '../webhooks/webhook-types.ts';
 import type { TaskLogData, TaskLogType } from './log-entry.ts';
 import type { TaskLogPage } from './task-log.ts';
+import type { ArtifactInfo, StoredArtifact } from '../artifacts/artifact-types.ts';
 
 /**
  * Where a task is. `pending`: queued behind the concurrency limit; `running`; and the terminal ones,
@@ -168,6 +169,15 @@ export interface TaskStore extends WebhookOutbox, AsyncDisposable {
    */
   saveCheckpoint(id: string, checkpoint: AgentCheckpoint): void | Promise<void>;
   loadCheckpoint(id: string): Promise<AgentCheckpoint | undefined>;
+  /**
+   * Keeps an artifact of task `id` (a tool result kept whole) until the task is evicted; durable once it
+   * resolves. A task no longer kept keeps nothing.
+   */
+  saveArtifact(id: string, artifact: StoredArtifact): Promise<void>;
+  /** Task `id`'s artifact `artifactId` with its text; `undefined` when the task has none of that id. */
+  loadArtifact(id: string, artifactId: string): Promise<StoredArtifact | undefined>;
+  /** Task `id`'s artifacts, oldest first, without their text. */
+  listArtifacts(id: string): Promise<readonly ArtifactInfo[]>;
   /** Writes what is buffered and releases the store (for SQLite, its file lock). Idempotent. */
   close(): Promise<void>;
 }

@@ -365,6 +365,10 @@ function summaryText(entry: TaskLogEntry): string {
       return `[${entry.data.upstream} ${entry.data.level}] ${entry.data.message}`;
     case 'llm-response':
       return `${entry.data.finishReason}: ${entry.data.text}`;
+    case 'artifact-kept': {
+      const { id, tool, bytes, lines } = entry.data.artifact;
+      return `${tool} kept as ${id}: ${bytes} bytes, ${lines} lines`;
+    }
     default:
       return JSON.stringify(entry.data);
   }

@@ -9,9 +9,21 @@ import type { UpstreamCall } from '../pool/upstream-status.ts';
 import { createRedactor, secretsOf } from '../redact.ts';
 import type { AgentTracing } from '../telemetry/run-tracing.ts';
 import { carrierOf } from '../telemetry/trace-context.ts';
-import { applyConversationDelta, createSender, fromPortableError, type FromRunnerThread, type PortableRunOptions, type RunnerThreadData, type ToRunnerThread } from './runner-messages.ts';
+import {
+  applyConversationDelta,
+  createSender,
+  fromPortableError,
+  toPortableError,
+  type ArtifactCall,
+  type FromRunnerThread,
+  type PortableError,
+  type PortableRunOptions,
+  type RunnerThreadData,
+  type ToRunnerThread,
+} from './runner-messages.ts';
 import type { AgentRunner } from './task-manager.ts';
 import { TASK_DEFAULTS } from '../defaults.ts';
+import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
 
 /** Options of {@link createThreadRunner}. */
 export interface ThreadRunnerOptions {
@@ -164,6 +176,20 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
       case 'fail':
         settle(thread, message.id, (run) => run.reject(fromPortableError(message.error)));
         break;
+      case 'artifact-call': {
+        const { id, call } = message;
+        const backend = thread.runs.get(id)?.options.artifacts;
+        const answer = (reply: { readonly value?: unknown; readonly error?: PortableError }): void => thread.send({ type: 'artifact-answer', id, call, ...reply }, true);
+        if (backend === undefined) {
+          answer({ error: { code: 'INTERNAL', message: `Run ${id} has no artifacts here (it ended, or was started without them)` } });
+          break;
+        }
+        artifactCall(backend, message).then(
+          (value) => answer({ value }),
+          (error: unknown) => answer({ error: toPortableError(error) }),
+        );
+        break;
+      }
       case 'log':
         try {
           options.onLog?.(message.entry);
@@ -302,20 +328,38 @@ function portableUpstreams(upstreams: Readonly<Record<string, UpstreamConfig>>):
   );
 }
 
+/** Carries out a run's artifact call on the main thread, where its task's store is. */
+function artifactCall(backend: ArtifactBackend, call: ArtifactCall): Promise<unknown> {
+  switch (call.op) {
+    case 'save':
+      return backend.save(call.artifact);
+    case 'load':
+      return backend.load(call.artifactId);
+    case 'list':
+      return backend.list();
+  }
+}
+
 /**
  * What of a run's options crosses the thread: all but the pool, scope, signal and listeners, which the
  * thread supplies (the scope by its id).
  * @throws {KlymError} `CONFIG_INVALID` for a model object, or another option that is a function.
  */
 function portableRunOptions(options: RunAgentOptions): PortableRunOptions {
-  const { pool: _pool, scope, signal: _signal, onEvent: _onEvent, onCheckpoint: _onCheckpoint, model, tracing, ...rest } = options;
+  const { pool: _pool, scope, signal: _signal, onEvent: _onEvent, onCheckpoint: _onCheckpoint, model, tracing, artifacts, ...rest } = options;
   if (model !== undefined && typeof model !== 'string') {
     throw new KlymError('CONFIG_INVALID', `Expected \`model\` to be a model name on the runner thread, got a model object (${model.provider}:${model.modelId}); only names cross the thread`);
   }
   for (const [key, value] of Object.entries(rest)) {
     if (typeof value === 'function') throw new KlymError('CONFIG_INVALID', `Expected \`${key}\` to be data on the runner thread, got a function; it cannot cross the thread`);
   }
-  return { ...rest, ...(model === undefined ? {} : { model }), ...(tracing === undefined ? {} : { tracing: portableTracing(tracing) }), scopeId: scope?.id ?? 'run' };
+  return {
+    ...rest,
+    ...(model === undefined ? {} : { model }),
+    ...(tracing === undefined ? {} : { tracing: portableTracing(tracing) }),
+    scopeId: scope?.id ?? 'run',
+    artifacts: artifacts !== undefined,
+  };
 }
 
 /** A run's tracing as it crosses: its parent, else the active span here, as W3C data; no tracer. */

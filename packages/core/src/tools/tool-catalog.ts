@@ -54,6 +54,11 @@ export interface ToolCallHooks {
    * request's `params._meta`. @default none: no span, and no `_meta` added
    */
   readonly tracing?: ToolCallTracing;
+  /**
+   * What the model gets of a call's result: given the result, answers the one the model reads (a big
+   * result kept as an artifact, and a reference to it in its place). @default the result as it is
+   */
+  readonly keep?: (toolName: string, result: CallToolResult) => Promise<CallToolResult>;
 }
 
 /** The pool's tools for one run, with the run's policies applied. */
@@ -187,11 +192,13 @@ function toAiTool(tool: CatalogTool, pool: SessionPool, validators: Validators, 
           ...(hooks.onLog === undefined ? {} : { onLog: (entry: UpstreamLogEntry) => hooks.onLog?.(entry, toolCallId) }),
           ...(meta === undefined ? {} : { meta: { ...meta } }),
         });
+      let result: CallToolResult;
       try {
-        return hooks.tracing === undefined ? await send() : await traceToolCall(hooks.tracing, { upstream: tool.upstream, toolName: tool.originalName, toolCallId }, send);
+        result = hooks.tracing === undefined ? await send() : await traceToolCall(hooks.tracing, { upstream: tool.upstream, toolName: tool.originalName, toolCallId }, send);
       } finally {
         hooks.onDuration?.(toolCallId, performance.now() - started);
       }
+      return hooks.keep === undefined ? result : hooks.keep(tool.name, result);
     },
     toModelOutput: ({ output }) => toModelOutput(output as CallToolResult),
   });

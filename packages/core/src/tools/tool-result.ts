@@ -36,17 +36,27 @@ function itemText(item: ContentItem): string {
 
 /**
  * A tool result as one text, the way a model reads it: every content item in order, then
- * `structuredContent` as JSON when no text item already holds exactly that JSON.
+ * `structuredContent` as JSON unless a text item already carries it — as the same JSON, or as a string
+ * inside it (server-filesystem answers a file's text both as a text item and as `{ content: <the text> }`):
+ * the same data is never sent twice.
  */
 export function resultText(result: CallToolResult): string {
   const content = result.content ?? [];
   const parts = content.map(itemText);
   if (result.structuredContent !== undefined) {
     const json = JSON.stringify(result.structuredContent);
-    const alreadyThere = content.some((item) => item.type === 'text' && sameJson(item.text, result.structuredContent));
+    const texts = content.flatMap((item) => (item.type === 'text' ? [item.text] : []));
+    const alreadyThere = texts.some((text) => sameJson(text, result.structuredContent)) || holdsText(result.structuredContent, texts);
     if (!alreadyThere) parts.push(`${STRUCTURED_PREFIX}${json}`);
   }
   return parts.join('\n');
+}
+
+/** Whether a long string inside `value` (at most a few levels down) is one of `texts`. */
+function holdsText(value: unknown, texts: readonly string[], depth = 0): boolean {
+  if (typeof value === 'string') return value.length >= 64 && texts.includes(value);
+  if (value === null || typeof value !== 'object' || depth > 3) return false;
+  return Object.values(value).some((inner) => holdsText(inner, texts, depth + 1));
 }
 
 function sameJson(text: string, value: unknown): boolean {

@@ -17,6 +17,8 @@ export interface RedisKeys {
   checkpoint(id: string): string;
   /** LIST: the checkpoint's messages, one JSON each. */
   messages(id: string): string;
+  /** HASH: the task's artifacts, `<artifact>:info` (JSON) and `<artifact>:text` each. */
+  artifacts(id: string): string;
   /** What follows `idempotency:` in the key of `principal`'s `key`: both, unambiguously. */
   idempotencySuffix(principal: string, key: string): string;
   idempotency(suffix: string): string;
@@ -32,6 +34,7 @@ export function redisKeys(prefix: string): RedisKeys {
     log: (id) => `${prefix}log:${id}`,
     checkpoint: (id) => `${prefix}checkpoint:${id}`,
     messages: (id) => `${prefix}messages:${id}`,
+    artifacts: (id) => `${prefix}artifacts:${id}`,
     idempotencySuffix: (principal, key) => JSON.stringify([principal, key]),
     idempotency: (suffix) => `${prefix}idempotency:${suffix}`,
     index({ principal, status }) {

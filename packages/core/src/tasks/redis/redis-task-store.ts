@@ -10,6 +10,7 @@ import { openRedisConnection } from './redis-connection.ts';
 import { redisKeys } from './redis-keys.ts';
 import { scriptsOf, type ScriptReply } from './scripts.ts';
 import { createdKey, finishedKey, hashPatch, taskFields, taskOf, writingBack } from './task-hash.ts';
+import type { ArtifactInfo } from '../../artifacts/artifact-types.ts';
 
 /** Finished tasks one eviction script deletes at most: the bound of how long Redis is busy with one. */
 const EVICT_CHUNK = 20;
@@ -206,6 +207,24 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
     },
     loadCheckpoint(id) {
       return use(`read the checkpoint of task ${id}`, () => checkpoints.load(id));
+    },
+    async saveArtifact(id, artifact) {
+      const { text, ...info } = artifact;
+      await use(`keep artifact ${artifact.id} of task ${id}`, () => scripts.klymSaveArtifact(keys.task(id), keys.artifacts(id), artifact.id, JSON.stringify(info), text));
+    },
+    async loadArtifact(id, artifactId) {
+      const [info, text] = await use(`read artifact ${artifactId} of task ${id}`, () => client.hmget(keys.artifacts(id), `${artifactId}:info`, `${artifactId}:text`));
+      return info === null || info === undefined || text === null || text === undefined ? undefined : { ...(JSON.parse(info) as ArtifactInfo), text };
+    },
+    async listArtifacts(id) {
+      // Only the `:info` fields: an artifact's text is never read to list it.
+      const fields = await use(`list the artifacts of task ${id}`, () => client.hkeys(keys.artifacts(id)));
+      const names = fields.filter((field) => field.endsWith(':info'));
+      if (names.length === 0) return [];
+      const infos = await use(`list the artifacts of task ${id}`, () => client.hmget(keys.artifacts(id), ...names));
+      return infos
+        .flatMap((info) => (info === null ? [] : [JSON.parse(info) as ArtifactInfo]))
+        .toSorted((a, b) => a.createdAt.localeCompare(b.createdAt));
     },
     addWebhookMessages(messages) {
       return use('store webhook messages', () => outbox.addWebhookMessages(messages));

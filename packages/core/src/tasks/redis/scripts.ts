@@ -148,7 +148,7 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2],
       local key = prefix .. 'idempotency:' .. suffix
       if redis.call('GET', key) == id then redis.call('DEL', key) end
     end
-    redis.call('DEL', task, prefix .. 'log:' .. id, prefix .. 'checkpoint:' .. id, prefix .. 'messages:' .. id)
+    redis.call('DEL', task, prefix .. 'log:' .. id, prefix .. 'checkpoint:' .. id, prefix .. 'messages:' .. id, prefix .. 'artifacts:' .. id)
     answer[#answer + 1] = fields
   end
 end
@@ -228,6 +228,16 @@ for _, message in ipairs(redis.call('LRANGE', KEYS[2], 0, tonumber(saved[2]) - 1
 return answer
 `;
 
+/**
+ * KEYS: task, artifacts. ARGV: the artifact's id, its info's JSON, its text. Keeps the artifact only while
+ * the task is kept, so that one saved as its task is evicted does not outlive it. Answers 1 when kept.
+ */
+const SAVE_ARTIFACT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1] .. ':info', ARGV[2], ARGV[1] .. ':text', ARGV[3])
+return 1
+`;
+
 /** The scripts as ioredis's `scripts` option defines them: each becomes a method of the client. */
 export const REDIS_SCRIPTS = {
   klymInsert: { lua: INSERT, numberOfKeys: 3 },
@@ -241,6 +251,7 @@ export const REDIS_SCRIPTS = {
   klymRead: { lua: READ, numberOfKeys: 2, readOnly: true },
   klymSaveCheckpoint: { lua: SAVE_CHECKPOINT, numberOfKeys: 3 },
   klymLoadCheckpoint: { lua: LOAD_CHECKPOINT, numberOfKeys: 2, readOnly: true },
+  klymSaveArtifact: { lua: SAVE_ARTIFACT, numberOfKeys: 2 },
   ...OUTBOX_SCRIPTS,
 } as const;
 

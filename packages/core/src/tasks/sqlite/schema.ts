@@ -78,6 +78,20 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX webhook_outbox_by_due ON webhook_outbox (next_attempt_at);
   `,
+  // 4: artifacts, tool results kept whole; deleted with their task.
+  `
+  CREATE TABLE artifacts (
+    task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    lines INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (task_id, id)
+  );
+  `,
 ];
 
 /** The schema version this Klym writes: a file of a higher version was written by a newer Klym. */
