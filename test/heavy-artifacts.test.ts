@@ -3,12 +3,16 @@
 // SQLite store, inline and on the runner thread. The model is never sent the log; it finds the needle with
 // klym__grep_artifact and reads around it with klym__read_artifact, and the artifact stays in the task's store.
 import path from 'node:path';
-import { createSessionPool, createTaskManager, createThreadRunner, type AgentRunner, type TaskManager, type TaskRecord, type TaskStore } from '@klym/core';
+import { createScriptedModel, createSessionPool, createTaskManager, createThreadRunner, runAgent, type AgentRunner, type TaskManager, type TaskRecord, type TaskStore } from '@klym/core';
 import { createSqliteTaskStore } from '@klym/core/sqlite';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startKlymServer } from '../apps/server/src/server/index.ts';
 import { temporaryDirectory } from './cli-harness.ts';
 import { bigLog } from './support/big-log-server.ts';
 import { startFakeLlmServer, type FakeReply, type FakeRequest } from './support/fake-llm-server.ts';
+import { payload, waitForEnd } from './support/server-harness.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -87,4 +91,60 @@ describe('big results become artifacts of their task', () => {
       expect(kept).toHaveLength(1);
     });
   }
+});
+
+/** A run that reads the log (kept as an artifact) and answers from the grep it made over it. */
+const reader: AgentRunner = (options) =>
+  runAgent({
+    ...options,
+    model: createScriptedModel({
+      steps: ({ call, options: callOptions }) => {
+        if (call === 1) return { toolCalls: [{ toolName: 'big__read_log', args: { lines: LINES, needle_at: NEEDLE_AT } }] };
+        const artifact = /artifact (art_[0-9a-f]{12})/.exec(JSON.stringify(callOptions.prompt))?.[1] ?? 'none';
+        return call === 2 ? { toolCalls: [{ toolName: 'klym__grep_artifact', args: { artifact, pattern: 'needle' } }] } : { text: `found it in ${artifact}` };
+      },
+    }),
+  });
+
+describe("Grynya sees a task's artifacts", () => {
+  const TOKENS = { grynya: 'the-token-of-grynya-123456', other: 'the-token-of-other-1234567' };
+
+  it('lists them in check_task_status within its glance, and serves their lines to the owner only, over MCP and REST', async () => {
+    const server = await startKlymServer({ port: 0, upstreams, auth: { tokens: TOKENS }, tasks: { run: reader, shutdownGraceMs: 0 }, log: () => {} });
+    cleanups.push(() => server.close());
+    const grynya = new Client({ name: 'grynya', version: '1.0.0' });
+    await grynya.connect(new StreamableHTTPClientTransport(new URL(server.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${TOKENS.grynya}` } } }));
+    const other = new Client({ name: 'other', version: '1.0.0' });
+    await other.connect(new StreamableHTTPClientTransport(new URL(server.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${TOKENS.other}` } } }));
+    cleanups.push(() => grynya.close(), () => other.close());
+
+    const { task_id: taskId } = payload(await grynya.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'find the needle' } })) as { task_id: string };
+    const status = await waitForEnd(grynya, taskId, 30_000);
+    expect(status).toMatchObject({ status: 'completed', artifacts: [{ id: expect.stringMatching(/^art_/), tool: 'big__read_log', bytes: Buffer.byteLength(LOG), lines: LINES }] });
+    const glance = (await grynya.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).content as { text: string }[];
+    expect(glance[0]?.text.length).toBeLessThanOrEqual(1_200);
+    const artifact = (status.artifacts as { id: string }[])[0]?.id as string;
+    expect(status.result).toBe(`found it in ${artifact}`);
+
+    const slice = payload(await grynya.callTool({ name: 'read_task_artifact', arguments: { task_id: taskId, artifact, offset: NEEDLE_AT, limit: 2 } }));
+    expect(slice).toEqual({ task_id: taskId, artifact: { id: artifact, tool: 'big__read_log', bytes: Buffer.byteLength(LOG), lines: LINES }, offset: NEEDLE_AT, lines: LOG.split('\n').slice(NEEDLE_AT, NEEDLE_AT + 2), next_offset: NEEDLE_AT + 2 });
+    const past = await grynya.callTool({ name: 'read_task_artifact', arguments: { task_id: taskId, artifact, offset: LINES } });
+    expect(past).toMatchObject({ isError: true, structuredContent: { error: { code: 'INVALID_ARGUMENT', message: expect.stringContaining(`${LINES} is past the end`) } } });
+    const unknown = await grynya.callTool({ name: 'read_task_artifact', arguments: { task_id: taskId, artifact: 'art_000000000000' } });
+    expect(unknown).toMatchObject({ isError: true, structuredContent: { error: { code: 'ARTIFACT_NOT_FOUND' } } });
+    // Another principal gets what an unknown task gets.
+    const stranger = await other.callTool({ name: 'read_task_artifact', arguments: { task_id: taskId, artifact } });
+    const nobody = await other.callTool({ name: 'read_task_artifact', arguments: { task_id: 'no-such-task', artifact } });
+    expect(stranger).toMatchObject({ isError: true, structuredContent: { error: { code: 'TASK_NOT_FOUND' } } });
+    expect((stranger.structuredContent as { error: { message: string } }).error.message).toBe(
+      (nobody.structuredContent as { error: { message: string } }).error.message.replace('no-such-task', taskId),
+    );
+
+    const rest = (token: string, query = '') => fetch(`${server.url}/api/tasks/${taskId}/artifacts/${artifact}${query}`, { headers: { Authorization: `Bearer ${token}` } });
+    const page = await rest(TOKENS.grynya, `?offset=${NEEDLE_AT}&limit=1`);
+    expect(page.status).toBe(200);
+    expect(await page.json()).toMatchObject({ offset: NEEDLE_AT, lines: [LOG.split('\n')[NEEDLE_AT]], next_offset: NEEDLE_AT + 1 });
+    expect((await rest(TOKENS.other)).status).toBe(404);
+    expect((await rest(TOKENS.grynya, '?limit=0')).status).toBe(400);
+  });
 });

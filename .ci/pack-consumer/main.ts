@@ -34,7 +34,7 @@ await tasks.close();
 const runner = createThreadRunner({ upstreams: {} });
 const threaded = await runner({ pool, prompt: 'self-check', model: 'scripted' });
 await runner.close();
-// The five task tools on this agent's own MCP server, called by the SDK's client, over a SQLite task
+// The six task tools on this agent's own MCP server, called by the SDK's client, over a SQLite task
 // backend (openTaskBackend loads the SQLite store from the built dist by a dynamic import).
 const dataDir = mkdtempSync(path.join(tmpdir(), 'klym-consumer-'));
 const backend = await openTaskBackend(`sqlite:${path.join(dataDir, 'tasks.db')}`);
@@ -59,7 +59,7 @@ const redis = await createRedisTaskStore({ url: 'redis://127.0.0.1:1/0', connect
 
 const text = (result.content as { text: string }[])[0]?.text;
 const ran = run.text.startsWith(SELF_CHECK_OK) && task.status === 'completed' && threaded.finishReason === 'stop' && threaded.model === 'scripted';
-const mcp = served.length === 5 && described?.tools?.[0]?.name === 'demo__echo' && sqliteKept;
+const mcp = served.length === 6 && described?.tools?.[0]?.name === 'demo__echo' && sqliteKept;
 const redisRefused = redis instanceof KlymError && redis.code === 'STORE_UNAVAILABLE';
 if (listing.tools[0]?.name !== 'demo__echo' || text !== 'from the tarball' || !(closed instanceof KlymError) || closed.code !== 'POOL_CLOSED' || !ran || !mcp || !redisRefused) {
   console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed, run: run.text, task: task.status, threaded, served, described, sqliteKept, redis });

@@ -35,6 +35,7 @@ export interface KlymApp extends AsyncDisposable {
 
 const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = {
   TASK_NOT_FOUND: 404,
+  ARTIFACT_NOT_FOUND: 404,
   INVALID_ARGUMENT: 400,
   SHUTTING_DOWN: 503,
   TASK_QUEUE_FULL: 429,

@@ -1,5 +1,5 @@
 import type { HttpBindings } from '@hono/node-server';
-import { KlymError, cancelTaskSchema, checkTaskSchema, listTasksSchema, parseArgs, startTaskSchema, taskLogsSchema, type TaskService } from '@klym/core';
+import { KlymError, cancelTaskSchema, checkTaskSchema, listTasksSchema, parseArgs, readArtifactSchema, startTaskSchema, taskLogsSchema, type TaskService } from '@klym/core';
 import type { Hono } from 'hono';
 import type { GuardVariables } from './guards.ts';
 
@@ -14,6 +14,7 @@ const defined = (record: Record<string, unknown>): Record<string, unknown> => Ob
  * The task operations as a small REST API under `/api`, with the same auth and ownership as the MCP
  * tools and the same JSON: `POST /api/tasks`, `GET /api/tasks?status=&cursor=&limit=`, `GET /api/tasks/:id`
  * (`?full_result=true&log_after=&max_log_entries=`), `GET /api/tasks/:id/logs?after=&limit=`,
+ * `GET /api/tasks/:id/artifacts/:artifact?offset=&limit=`,
  * `POST /api/tasks/:id/cancel`. Each route parses its body or query once, with the schema the MCP tools
  * give the SDK: an unknown or bad field is a 400 naming it. Errors answer `{ error: { code, message } }`
  * through the app's `onError`.
@@ -50,6 +51,14 @@ export function mountRestApi(app: Hono<Env>, service: TaskService): void {
   app.get('/api/tasks/:id/logs', async (c) =>
     c.json(
       await service.logs(parseArgs(taskLogsSchema, defined({ task_id: c.req.param('id'), after: numeric(c.req.query('after')), limit: numeric(c.req.query('limit')) })), c.get('principal')),
+    ),
+  );
+  app.get('/api/tasks/:id/artifacts/:artifact', async (c) =>
+    c.json(
+      await service.readArtifact(
+        parseArgs(readArtifactSchema, defined({ task_id: c.req.param('id'), artifact: c.req.param('artifact'), offset: numeric(c.req.query('offset')), limit: numeric(c.req.query('limit')) })),
+        c.get('principal'),
+      ),
     ),
   );
   app.post('/api/tasks/:id/cancel', async (c) => c.json(await service.cancel(parseArgs(cancelTaskSchema, { task_id: c.req.param('id') }), c.get('principal'))));

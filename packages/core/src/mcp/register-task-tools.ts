@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, ProgressToken } from '@modelcontextprotocol/sdk/types.js';
 import { isKlymError } from '../errors.ts';
-import { cancelTaskSchema, checkTaskSchema, listTasksSchema, noArgumentsSchema, startTaskSchema } from '../tasks/task-request.ts';
+import { cancelTaskSchema, checkTaskSchema, listTasksSchema, noArgumentsSchema, readArtifactSchema, startTaskSchema } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { TaskRecord } from '../tasks/task-types.ts';
 import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
@@ -29,8 +29,8 @@ export interface RegisterTaskToolsOptions {
   readonly principal?: (extra: TaskToolExtra) => string;
 }
 
-/** The names of the five task tools. */
-export const TASK_TOOL_NAMES = ['start_async_agent_task', 'check_task_status', 'cancel_agent_task', 'list_agent_tasks', 'describe_capabilities'] as const;
+/** The names of the six task tools. */
+export const TASK_TOOL_NAMES = ['start_async_agent_task', 'check_task_status', 'read_task_artifact', 'cancel_agent_task', 'list_agent_tasks', 'describe_capabilities'] as const;
 
 const defaultPrincipal = (extra: TaskToolExtra): string => extra.authInfo?.clientId ?? 'anonymous';
 
@@ -54,8 +54,8 @@ function endLine(task: TaskRecord): string {
 }
 
 /**
- * Registers Klym's five task tools on `server` over `service`: `start_async_agent_task`,
- * `check_task_status`, `cancel_agent_task`, `list_agent_tasks`, `describe_capabilities`. Results are JSON
+ * Registers Klym's six task tools on `server` over `service`: `start_async_agent_task`,
+ * `check_task_status`, `read_task_artifact`, `cancel_agent_task`, `list_agent_tasks`, `describe_capabilities`. Results are JSON
  * (text and `structuredContent`); failures are `isError` results with `{ error: { code, message } }`. The
  * SDK checks the arguments against the tools' strict input schemas, the only check they get: an unknown or
  * misspelled argument is an `isError` result naming it (`Unrecognized key: "idempotencyKey"`), nothing started.
@@ -118,6 +118,20 @@ export function registerTaskTools(server: McpServer, service: TaskService, optio
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     (args, extra) => answer(() => service.status(args, principalOf(extra))),
+  );
+
+  server.registerTool(
+    'read_task_artifact',
+    {
+      title: "Read a background task's artifact",
+      description:
+        'Lines of an artifact of your task: a tool result too big for any context that the task kept whole (check_task_status ' +
+        'lists them as `artifacts`). From line `offset` (0-based, default 0), `limit` lines (default 100, at most 500); ' +
+        'long lines are cut. The reply has `next_offset` when more lines follow.',
+      inputSchema: readArtifactSchema,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args, extra) => answer(() => service.readArtifact(args, principalOf(extra))),
   );
 
   server.registerTool(

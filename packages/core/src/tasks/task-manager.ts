@@ -15,6 +15,9 @@ import type { BoundedLogOptions, TaskLogPage } from './task-log.ts';
 import type { TaskRunDefaults } from './task-run.ts';
 import { isTerminal, type TaskListPage, type TaskPageRequest, type TaskRecord, type TaskRequest, type TaskStatus, type TaskStore } from './task-types.ts';
 import type { WriteBackOptions } from './write-back.ts';
+import { createArtifactStore, type ArtifactSlice } from '../artifacts/artifact-store.ts';
+import type { ArtifactInfo } from '../artifacts/artifact-types.ts';
+import { taskArtifacts } from './task-artifacts.ts';
 
 /** What runs a task's agent: `runAgent` of `@klym/core`, or a stand-in with its contract. */
 export type AgentRunner = ((options: RunAgentOptions) => Promise<AgentRunResult>) & {
@@ -149,7 +152,12 @@ export interface TaskManager extends AsyncDisposable {
    * The task and a page of its log, its visibility checked with the one read of the task: `{ tail: n }` for
    * the newest n entries, `{ after, limit }` as `logs` takes them. @throws {KlymError} `TASK_NOT_FOUND`
    */
-  read(id: string, caller: Caller, log: LogPageRequest): Promise<{ readonly task: TaskRecord; readonly log: TaskLogPage }>;
+  read(id: string, caller: Caller, log: LogPageRequest): Promise<{ readonly task: TaskRecord; readonly log: TaskLogPage; readonly artifacts: readonly ArtifactInfo[] }>;
+  /**
+   * Lines `offset` to `offset + limit - 1` of the task's artifact `artifactId`, as `klym__read_artifact` gives them.
+   * @throws {KlymError} `TASK_NOT_FOUND` (another principal's task too); `ARTIFACT_NOT_FOUND`; `INVALID_ARGUMENT` for an offset past the end
+   */
+  readArtifact(id: string, caller: Caller, artifactId: string, lines?: { readonly offset?: number; readonly limit?: number }): Promise<ArtifactSlice>;
   /** Cancels a pending or running task; a finished one is left as it is, and the outcome says so. @throws {KlymError} `TASK_NOT_FOUND` */
   cancel(id: string, caller: Caller, reason?: string): Promise<CancelOutcome>;
   /** A page of the caller's tasks, newest first. */
@@ -328,7 +336,15 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     },
     async read(id, caller, page) {
       const task = await visible(id, caller);
-      return { task, log: 'tail' in page ? await store.tailLog(id, page.tail) : await store.readLog(id, page.after ?? 0, page.limit ?? TASK_DEFAULTS.managerLogPageSize) };
+      const [logPage, artifacts] = await Promise.all([
+        'tail' in page ? store.tailLog(id, page.tail) : store.readLog(id, page.after ?? 0, page.limit ?? TASK_DEFAULTS.managerLogPageSize),
+        store.listArtifacts(id),
+      ]);
+      return { task, log: logPage, artifacts };
+    },
+    async readArtifact(id, caller, artifactId, lines = {}) {
+      await visible(id, caller);
+      return createArtifactStore({ backend: taskArtifacts(store, id) }).read(artifactId, lines.offset, lines.limit);
     },
     async cancel(id, caller, reason = 'cancelled by caller') {
       const before = await visible(id, caller);

@@ -60,6 +60,14 @@ const taskLogsShape = {
   limit: z.number().int().positive().optional().describe('Entries at most (up to 500). Default 100.'),
 };
 
+/** Arguments of `read_task_artifact` (also `GET /api/tasks/:id/artifacts/:artifact`). */
+const readArtifactShape = {
+  task_id: taskId.describe('The id start_async_agent_task returned.'),
+  artifact: z.string().min(1).max(100).describe('An artifact id (`art_…`) that check_task_status lists.'),
+  offset: z.number().int().min(0).optional().describe('The first line to give, 0-based. Default 0.'),
+  limit: z.number().int().min(1).max(500).optional().describe('Lines to give, at most 500. Default 100.'),
+};
+
 /** Arguments of `cancel_agent_task`. */
 const cancelTaskShape = { task_id: taskId.describe('The id of the task to cancel.') };
 
@@ -84,6 +92,8 @@ export const taskLogsSchema = z.strictObject(taskLogsShape);
 export const cancelTaskSchema = z.strictObject(cancelTaskShape);
 /** Arguments of `list_agent_tasks` (and `GET /api/tasks`). */
 export const listTasksSchema = z.strictObject(listTasksShape);
+/** Arguments of `read_task_artifact` (and `GET /api/tasks/:id/artifacts/:artifact`). */
+export const readArtifactSchema = z.strictObject(readArtifactShape);
 /** Arguments of `describe_capabilities`: none. */
 export const noArgumentsSchema = z.strictObject({});
 
@@ -97,6 +107,8 @@ export type TaskLogsArgs = z.output<typeof taskLogsSchema>;
 export type CancelTaskArgs = z.output<typeof cancelTaskSchema>;
 /** Parsed arguments of `list_agent_tasks`. */
 export type ListTasksArgs = z.output<typeof listTasksSchema>;
+/** Parsed arguments of `read_task_artifact`. */
+export type ReadArtifactArgs = z.output<typeof readArtifactSchema>;
 
 /**
  * Parses wire input against one of the schemas above (what an edge that is not the MCP SDK, such as REST, calls).

@@ -15,6 +15,7 @@ import {
   type CancelTaskArgs,
   type CheckTaskArgs,
   type ListTasksArgs,
+  type ReadArtifactArgs,
   type RequestLimits,
   type StartTaskArgs,
   type TaskLogsArgs,
@@ -24,10 +25,12 @@ import {
   viewBudgetLimits,
   viewLogPage,
   viewTaskList,
+  viewArtifact,
   viewTaskStatus,
   type TaskCancelView,
   type TaskListView,
   type TaskLogPageView,
+  type TaskArtifactSliceView,
   type TaskStartView,
   type TaskStatusView,
 } from './task-views.ts';
@@ -91,6 +94,11 @@ export interface TaskService extends AsyncDisposable {
   status(args: CheckTaskArgs, principal: string): Promise<TaskStatusView>;
   /** A page of a task's log, entries whole: `{ task_id, after?, limit? }` (limit up to 500). */
   logs(args: TaskLogsArgs, principal: string): Promise<TaskLogPageView>;
+  /**
+   * `read_task_artifact`: lines of one of the task's artifacts (a big tool result its run kept whole), to
+   * the task's owner only. @throws {KlymError} `TASK_NOT_FOUND`, `ARTIFACT_NOT_FOUND`, `INVALID_ARGUMENT`
+   */
+  readArtifact(args: ReadArtifactArgs, principal: string): Promise<TaskArtifactSliceView>;
   /** `cancel_agent_task`: cancels a pending or running task; a finished one stays as it was, and the answer says so. */
   cancel(args: CancelTaskArgs, principal: string): Promise<TaskCancelView>;
   /** `list_agent_tasks`: `{ status?, cursor?, limit? }` → a page of the caller's tasks, newest first, with a cursor to older ones. */
@@ -197,13 +205,14 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     },
     async status(args, principal) {
       const paging = args.log_after !== undefined;
-      const { task, log } = await tasks.read(
+      const { task, log, artifacts } = await tasks.read(
         args.task_id,
         { principal },
         paging ? { after: args.log_after, limit: args.max_log_entries ?? TASK_DEFAULTS.statusLogPageSize } : { tail: args.max_log_entries ?? TASK_DEFAULTS.glanceLogEntries },
       );
       const glance = !paging && args.full_result !== true && args.max_log_entries === undefined;
       return viewTaskStatus(task, log, {
+        artifacts,
         fullResult: args.full_result ?? false,
         fullEntries: paging,
         taskTimeoutMs,
@@ -213,6 +222,14 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     async logs(args, principal) {
       const page = await tasks.logs(args.task_id, { principal }, { after: args.after ?? 0, limit: Math.min(args.limit ?? TASK_DEFAULTS.logPageSize, TASK_DEFAULTS.maxLogPageSize) });
       return { task_id: args.task_id, ...viewLogPage(page, true) };
+    },
+    async readArtifact(args, principal) {
+      const slice = await tasks.readArtifact(args.task_id, { principal }, args.artifact, {
+        ...(args.offset === undefined ? {} : { offset: args.offset }),
+        ...(args.limit === undefined ? {} : { limit: args.limit }),
+      });
+      const next = slice.offset + slice.lines.length;
+      return { task_id: args.task_id, artifact: viewArtifact(slice.artifact), offset: slice.offset, lines: slice.lines, ...(slice.more ? { next_offset: next } : {}) };
     },
     async cancel(args, principal) {
       const outcome = await tasks.cancel(args.task_id, { principal });

@@ -5,6 +5,7 @@ import { clipText } from '../internal/clip-text.ts';
 import type { TaskLogEntry } from './log-entry.ts';
 import type { TaskLogPage } from './task-log.ts';
 import type { TaskListPage, TaskRecord, TaskStatus } from './task-types.ts';
+import type { ArtifactInfo } from '../artifacts/artifact-types.ts';
 
 // Every view is snake_case JSON for an orchestrating LLM: what it reads, in the words of the tools' arguments.
 
@@ -93,7 +94,30 @@ export interface TaskStatusView {
   readonly error?: { readonly code: KlymErrorCode; readonly message: string };
   readonly cancel_reason?: string;
   readonly write_back?: { readonly status: 'pending' | 'written' | 'failed'; readonly node_id: string; readonly error?: string };
+  /** The task's artifacts (big tool results kept whole; read them with `read_task_artifact`): the newest 5 at a glance. */
+  readonly artifacts?: readonly TaskArtifactView[];
+  /** How many older artifacts a glance leaves out. */
+  readonly artifacts_more?: number;
   readonly log?: TaskLogView;
+}
+
+/** An artifact of a task, as `check_task_status` lists it. */
+export interface TaskArtifactView {
+  readonly id: string;
+  readonly tool: string;
+  readonly bytes: number;
+  readonly lines: number;
+}
+
+/** Lines of a task's artifact, as `read_task_artifact` answers. */
+export interface TaskArtifactSliceView {
+  readonly task_id: string;
+  readonly artifact: TaskArtifactView;
+  /** The first line given, 0-based. */
+  readonly offset: number;
+  readonly lines: readonly string[];
+  /** The `offset` of the lines that follow, when some do. */
+  readonly next_offset?: number;
 }
 
 /** A task in a list. */
@@ -136,6 +160,8 @@ export interface TaskCancelView {
 
 /** Options of {@link viewTaskStatus}. */
 export interface TaskStatusViewOptions {
+  /** The task's artifacts, oldest first: listed (the newest 5 at a glance). @default none */
+  readonly artifacts?: readonly ArtifactInfo[];
   /** Give the whole final answer, and every step's text as `transcript`. @default false */
   readonly fullResult?: boolean;
   /** Give log entries whole (paging) instead of one-line summaries. @default false */
@@ -212,13 +238,15 @@ export function viewTaskStatus(task: TaskRecord, page: TaskLogPage | undefined, 
   };
   const now = options.now ?? Date.now();
   const log = page === undefined ? undefined : viewLogPage(page, options.fullEntries === true);
-  if (full) return composeStatus(task, texts, log, { now, taskTimeoutMs: options.taskTimeoutMs, transcript: true });
+  const artifacts = options.artifacts ?? [];
+  if (full) return composeStatus(task, texts, log, { now, taskTimeoutMs: options.taskTimeoutMs, transcript: true, artifacts, shownArtifacts: artifacts.length });
 
   const fitting = options.maxChars !== undefined && options.fullEntries !== true;
-  if (!fitting) return composeStatus(task, cutTexts(texts, Number.POSITIVE_INFINITY), log, { now, taskTimeoutMs: options.taskTimeoutMs });
+  const context = { now, taskTimeoutMs: options.taskTimeoutMs, artifacts, shownArtifacts: GLANCE_ARTIFACTS };
+  if (!fitting) return composeStatus(task, cutTexts(texts, Number.POSITIVE_INFINITY), log, context);
   const maxChars = options.maxChars as number;
   const compose = (shown: FreeTexts, entries?: readonly (TaskLogLineView | TaskLogEntryView)[]): TaskStatusView =>
-    composeStatus(task, shown, log === undefined || entries === undefined ? log : { ...log, entries }, { now, taskTimeoutMs: options.taskTimeoutMs });
+    composeStatus(task, shown, log === undefined || entries === undefined ? log : { ...log, entries }, context);
   const reserved = (log?.entries.length ?? 0) > 0 ? LOG_LINE_ROOM : 0;
   const shown = cutTexts(texts, maxChars - reserved - JSON.stringify(compose(cutTexts(texts, 0), [])).length);
   // The newest lines matter most: drop from the oldest until the whole glance fits.
@@ -250,7 +278,14 @@ function composeStatus(
   task: TaskRecord,
   texts: FreeTexts,
   log: TaskLogView | undefined,
-  context: { readonly now: number; readonly taskTimeoutMs: number | undefined; readonly transcript?: boolean },
+  context: {
+    readonly now: number;
+    readonly taskTimeoutMs: number | undefined;
+    readonly transcript?: boolean;
+    readonly artifacts: readonly ArtifactInfo[];
+    /** How many of the newest artifacts to list. */
+    readonly shownArtifacts: number;
+  },
 ): TaskStatusView {
   const { result, writeBack } = task;
   const elapsed = elapsedMs(task, context.now);
@@ -288,8 +323,24 @@ function composeStatus(
             ...(writeBack.error === undefined ? {} : { error: texts.writeBackError ?? writeBack.error }),
           },
         }),
+    ...artifactsView(context.artifacts, context.shownArtifacts),
     ...(log === undefined ? {} : { log }),
   };
+}
+
+/** Artifacts a status shows at a glance: the newest few, and how many more. */
+const GLANCE_ARTIFACTS = 5;
+
+/** The newest `shown` of a task's artifacts as the status lists them, and how many it leaves out. */
+function artifactsView(artifacts: readonly ArtifactInfo[], shown: number): Pick<TaskStatusView, 'artifacts' | 'artifacts_more'> {
+  if (artifacts.length === 0) return {};
+  const listed = artifacts.slice(-shown).map(viewArtifact);
+  return { artifacts: listed, ...(artifacts.length > listed.length ? { artifacts_more: artifacts.length - listed.length } : {}) };
+}
+
+/** An artifact as a task's views name it. */
+export function viewArtifact(artifact: ArtifactInfo): TaskArtifactView {
+  return { id: artifact.id, tool: artifact.tool, bytes: artifact.bytes, lines: artifact.lines };
 }
 
 /** A log page: entries whole, or as one-line summaries. */
