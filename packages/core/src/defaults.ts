@@ -82,6 +82,8 @@ export const ARTIFACT_DEFAULTS = {
   maxGrepMatches: 500,
   /** Lines of context around a match, at most. */
   maxGrepContext: 10,
+  /** `klym__map_artifact`'s model calls under way at once. */
+  mapConcurrency: 4,
 } as const;
 
 /** Defaults of an upstream's pool, circuit breaker and time limits (`UpstreamConfig`), defined once. */

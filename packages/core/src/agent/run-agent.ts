@@ -150,6 +150,19 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       thresholdTokens: options.artifactThresholdTokens ?? Math.floor(ARTIFACT_DEFAULTS.thresholdShare * ARTIFACT_DEFAULTS.contextWindow),
       countTokens: estimateTokens,
       onKept: (artifact) => emit({ type: 'artifact-kept', step: currentStep, artifact }),
+      mapping: {
+        ...(options.mapModel === undefined ? { model, streams } : resolveModel(options.mapModel, options.providers)),
+        windowTokens: ARTIFACT_DEFAULTS.contextWindow,
+        concurrency: options.mapConcurrency ?? ARTIFACT_DEFAULTS.mapConcurrency,
+        countTokens: estimateTokens,
+        maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
+        signal: controller.signal,
+      },
+      // What a map's model calls used counts in the run's usage, hence its budgets, from the step it ran in.
+      onMapped: ({ artifact, chunks, usage: used }) => {
+        emit({ type: 'artifact-map', step: currentStep, artifact, chunks, usage: used });
+        usage = addUsage(usage, used);
+      },
     };
     const builtIns = artifactTools(keeping);
     const tools = {

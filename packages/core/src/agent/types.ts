@@ -198,6 +198,8 @@ export type AgentEvent =
   | { readonly type: 'orphan-removed'; readonly step: number; readonly toolCallIds: readonly string[] }
   /** A tool result too big to send was kept whole as an artifact; the model was given a reference to it. */
   | { readonly type: 'artifact-kept'; readonly step: number; readonly artifact: ArtifactInfo }
+  /** `klym__map_artifact` answered on every chunk of an artifact; its model calls' usage, counted in the run's. */
+  | { readonly type: 'artifact-map'; readonly step: number; readonly artifact: ArtifactInfo; readonly chunks: number; readonly usage: AgentUsage }
   | { readonly type: 'step-end'; readonly step: number; readonly usage: AgentUsage; readonly costUsd: number | undefined; readonly elapsedMs: number }
   | { readonly type: 'budget'; readonly name: BudgetName; readonly limit: number; readonly used: number }
   | { readonly type: 'upstream-log'; /** The step whose tool call the upstream was serving. */ readonly step?: number; readonly entry: UpstreamLogEntry }
@@ -258,6 +260,10 @@ export interface RunAgentOptions {
    * @default the run's memory
    */
   readonly artifacts?: ArtifactBackend;
+  /** The model `klym__map_artifact` calls on each chunk (a name, as `model`). @default the run's model */
+  readonly mapModel?: string;
+  /** `klym__map_artifact`'s model calls under way at once, at most. @default ARTIFACT_DEFAULTS.mapConcurrency (4) */
+  readonly mapConcurrency?: number;
   /**
    * A tool result of more tokens than this is kept as an artifact, and the model given a reference to it.
    * @default ARTIFACT_DEFAULTS.thresholdShare of the context window (12,800 tokens of a 128,000 window)

@@ -1,10 +1,12 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { tool, type ToolSet } from 'ai';
 import { z } from 'zod';
+import type { AgentUsage } from '../agent/types.ts';
 import { ARTIFACT_DEFAULTS } from '../defaults.ts';
 import { BUILT_IN_NAMESPACE, TOOL_NAME_SEPARATOR } from '../pool/tool-name.ts';
 import { resultText } from '../tools/tool-result.ts';
 import { clipLine, indexLines } from './artifact-text.ts';
+import { mapLines, type ArtifactMapping, type ChunkAnswer } from './artifact-map.ts';
 import type { ArtifactGrep, ArtifactSlice, ArtifactStore } from './artifact-store.ts';
 import type { ArtifactInfo } from './artifact-types.ts';
 
@@ -12,6 +14,7 @@ import type { ArtifactInfo } from './artifact-types.ts';
 export const ARTIFACT_TOOL_NAMES = {
   read: `${BUILT_IN_NAMESPACE}${TOOL_NAME_SEPARATOR}read_artifact`,
   grep: `${BUILT_IN_NAMESPACE}${TOOL_NAME_SEPARATOR}grep_artifact`,
+  map: `${BUILT_IN_NAMESPACE}${TOOL_NAME_SEPARATOR}map_artifact`,
 } as const;
 
 /** How a run keeps big results: where, and from how many tokens on. */
@@ -22,6 +25,10 @@ export interface ResultKeeping {
   readonly countTokens: (text: string) => number;
   /** Told of each artifact kept (for the run's events). */
   readonly onKept?: (artifact: ArtifactInfo) => void;
+  /** How `klym__map_artifact` calls a model on each chunk; without it, the tool is not offered. */
+  readonly mapping?: ArtifactMapping;
+  /** Told of each map once its answers are in, with what its model calls used (for the run's budget). */
+  readonly onMapped?: (map: { readonly artifact: ArtifactInfo; readonly chunks: number; readonly usage: AgentUsage }) => void;
 }
 
 const count = (value: number): string => value.toLocaleString('en-US');
@@ -92,9 +99,17 @@ function grepText(found: ArtifactGrep, pattern: string): string {
   return parts.join('\n');
 }
 
+function mapText(artifact: ArtifactInfo, instruction: string, answers: readonly ChunkAnswer[]): string {
+  return [
+    `artifact ${artifact.id}: ${JSON.stringify(instruction)} answered on each of ${answers.length} chunk${answers.length === 1 ? '' : 's'} of its ${count(artifact.lines)} lines, in order:`,
+    ...answers.map((chunk) => `[lines ${chunk.from}-${chunk.to}] ${chunk.text}`),
+  ].join('\n');
+}
+
 /**
- * Klym's built-in tools over the run's artifacts: `klym__read_artifact { artifact, offset?, limit? }` and
- * `klym__grep_artifact { artifact, pattern, context?, max_matches? }`. A bad pattern, an offset past the
+ * Klym's built-in tools over the run's artifacts: `klym__read_artifact { artifact, offset?, limit? }`,
+ * `klym__grep_artifact { artifact, pattern, context?, max_matches? }`, and, with a `mapping`,
+ * `klym__map_artifact { artifact, instruction }`. A bad pattern, an offset past the
  * end or an unknown artifact (another task's included) is a tool error the model reads; their own big
  * answers become artifacts too.
  */
@@ -129,5 +144,27 @@ export function artifactTools(keeping: ResultKeeping): ToolSet {
           keeping,
         ),
     }),
+    ...(keeping.mapping === undefined ? {} : { [ARTIFACT_TOOL_NAMES.map]: mapTool(keeping, keeping.mapping) }),
   };
+}
+
+/** `klym__map_artifact`: the recursive step, a model call per chunk of the artifact. */
+function mapTool(keeping: ResultKeeping, mapping: ArtifactMapping): ToolSet[string] {
+  return tool({
+    description:
+      'Answers an instruction on every part of an artifact too big to read: the artifact is cut on line boundaries into chunks that each fit ' +
+      'a model call, a model answers `instruction` on each chunk (without tools), and the answers come back in order, each with its line range. ' +
+      'Use it for what grep cannot do: counts, summaries, classifications over the whole text. Write the instruction so that answers per chunk ' +
+      'can be combined (e.g. "count the ERROR lines per service; answer as service=count pairs"). Answers too big together become an artifact you can map again.',
+    inputSchema: z.strictObject({
+      artifact: z.string().describe('The artifact id, `art_…`.'),
+      instruction: z.string().min(1).max(4_000).describe('What to answer on each chunk.'),
+    }),
+    execute: async ({ artifact, instruction }) => {
+      const { artifact: info, index } = await keeping.artifacts.lines(artifact);
+      const { answers, usage } = await mapLines(index, instruction, mapping);
+      keeping.onMapped?.({ artifact: info, chunks: answers.length, usage });
+      return answer(ARTIFACT_TOOL_NAMES.map, mapText(info, instruction, answers), keeping);
+    },
+  });
 }

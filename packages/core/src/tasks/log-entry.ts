@@ -91,6 +91,7 @@ const LOG_TYPES = new Set(
     'tool-denied': true,
     'orphan-removed': true,
     'artifact-kept': true,
+    'artifact-map': true,
     'step-end': true,
     budget: true,
     'upstream-log': true,

@@ -1,4 +1,4 @@
-import type { AgentEvent } from '../agent/types.ts';
+import type { AgentEvent, AgentUsage } from '../agent/types.ts';
 import type { AgentEventData } from './log-entry.ts';
 import type { TaskPatch, TaskRecord, TaskStore } from './task-types.ts';
 
@@ -11,6 +11,14 @@ export function eventData<Event extends AgentEvent>(event: Event): AgentEventDat
   return data as AgentEventData<Event>;
 }
 
+/** `usage` with the tokens `used` added. */
+const withTokens = (usage: TaskRecord['usage'], used: AgentUsage): TaskRecord['usage'] => ({
+  ...usage,
+  inputTokens: usage.inputTokens + used.inputTokens,
+  outputTokens: usage.outputTokens + used.outputTokens,
+  totalTokens: usage.totalTokens + used.totalTokens,
+});
+
 /** How an agent event moves a task's current step and budget use; `undefined` when it does not. */
 function applyAgentEvent(task: TaskRecord, event: AgentEvent): Omit<TaskPatch, 'status'> | undefined {
   switch (event.type) {
@@ -21,12 +29,12 @@ function applyAgentEvent(task: TaskRecord, event: AgentEvent): Omit<TaskPatch, '
     case 'llm-response':
       return {
         currentStep: `step ${event.step}: the model answered (${event.finishReason})`,
-        usage: {
-          ...task.usage,
-          inputTokens: task.usage.inputTokens + event.usage.inputTokens,
-          outputTokens: task.usage.outputTokens + event.usage.outputTokens,
-          totalTokens: task.usage.totalTokens + event.usage.totalTokens,
-        },
+        usage: withTokens(task.usage, event.usage),
+      };
+    case 'artifact-map':
+      return {
+        currentStep: `step ${event.step}: mapped ${event.artifact.id} in ${event.chunks} chunks`,
+        usage: withTokens(task.usage, event.usage),
       };
     case 'tool-call':
       return { currentStep: `step ${event.step}: calling ${event.toolName}` };

@@ -1,0 +1,113 @@
+// Issue #27, klym__map_artifact: an exact aggregate over a log more than ten times the model's window,
+// computed by a model call per chunk — the real OpenAI provider against a local fake of its API that
+// plays both the agent and the model answering each chunk, over a real stdio upstream.
+import path from 'node:path';
+import { ARTIFACT_DEFAULTS, createSessionPool, estimateTokens, runAgent, type SessionPool } from '@klym/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bigLog } from './support/big-log-server.ts';
+import { startFakeLlmServer, type FakeLlmServer, type FakeReply, type FakeRequest } from './support/fake-llm-server.ts';
+
+const KEY = 'sk-test-key-for-the-fake-0123456789';
+const LINES = 40_000;
+const NEEDLE_AT = 31_337;
+const LOG = bigLog(LINES, NEEDLE_AT);
+const INSTRUCTION = 'Count the ERROR lines per service; answer as service=count pairs separated by spaces.';
+const MAP_USAGE = { input: 1_000, output: 12 };
+
+/** The counts a correct map finds: ERROR lines per service, from the log itself. */
+function expectedCounts(): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const match of LOG.matchAll(/ (svc-\d+) ERROR /g)) counts.set(match[1] as string, (counts.get(match[1] as string) ?? 0) + 1);
+  return counts;
+}
+
+const format = (counts: ReadonlyMap<string, number>): string =>
+  [...counts]
+    .toSorted(([a], [b]) => a.localeCompare(b))
+    .map(([service, count]) => `${service}=${count}`)
+    .join(' ');
+
+/** What the fake's map calls saw: in flight now, at most at once, in all. */
+const maps = { inFlight: 0, most: 0, calls: 0 };
+
+/** The model answering one chunk: it counts what the chunk's lines say, after a short wait (so that calls overlap). */
+function mapAnswer(body: string): FakeReply {
+  const counts = new Map<string, number>();
+  // Lines in the request's JSON: `\n<n>: <line>` with the newline escaped.
+  for (const match of body.matchAll(/\\n\d+: [^\\]* (svc-\d+) ERROR /g)) counts.set(match[1] as string, (counts.get(match[1] as string) ?? 0) + 1);
+  maps.calls++;
+  maps.most = Math.max(maps.most, ++maps.inFlight);
+  const turn: FakeReply = { kind: 'turn', text: counts.size === 0 ? 'nothing' : format(counts), usage: MAP_USAGE };
+  return {
+    kind: 'later',
+    reply: new Promise<FakeReply>((resolve) =>
+      setTimeout(() => {
+        maps.inFlight--;
+        resolve(turn);
+      }, 20),
+    ),
+  };
+}
+
+/** The agent: reads the log, maps the artifact it was given, then sums the chunks' answers. */
+function agent(request: FakeRequest): FakeReply {
+  if (request.body.includes('You are given one chunk of a larger text')) return mapAnswer(request.body);
+  const artifact = /artifact (art_[0-9a-f]{12}): [\d,]+ bytes/.exec(request.body)?.[1];
+  if (artifact === undefined) return { kind: 'turn', toolCalls: [{ name: 'big__read_log', args: { lines: LINES, needle_at: NEEDLE_AT } }] };
+  if (!/answered on each of \d+ chunks/.test(request.body)) return { kind: 'turn', toolCalls: [{ name: 'klym__map_artifact', args: { artifact, instruction: INSTRUCTION } }] };
+  const totals = new Map<string, number>();
+  for (const match of request.body.matchAll(/(svc-\d+)=(\d+)/g)) totals.set(match[1] as string, (totals.get(match[1] as string) ?? 0) + Number(match[2]));
+  return { kind: 'turn', text: format(totals) };
+}
+
+let pool: SessionPool;
+let llm: FakeLlmServer;
+beforeAll(async () => {
+  pool = await createSessionPool({ upstreams: { big: { command: process.execPath, args: ['--conditions=klym-source', path.join(import.meta.dirname, 'support', 'big-log-server.ts')] } } });
+  llm = await startFakeLlmServer(agent);
+});
+afterAll(async () => {
+  await llm.close();
+  await pool.close({ drainTimeoutMs: 100 });
+});
+
+describe('klym__map_artifact', () => {
+  it('counts ERROR lines per service exactly over a log more than ten times the window, each line in exactly one chunk, with bounded concurrency', async () => {
+    expect(estimateTokens(LOG)).toBeGreaterThan(10 * ARTIFACT_DEFAULTS.contextWindow);
+    const result = await runAgent({ pool, prompt: 'How many ERROR lines per service?', model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } } });
+
+    expect(result.text).toBe(format(expectedCounts()));
+    // The map's answers, as the agent was sent them: consecutive line ranges from the first line to the last.
+    const last = llm.requests.at(-1)?.body ?? '';
+    const ranges = [...last.matchAll(/\[lines (\d+)-(\d+)\]/g)].map((match) => [Number(match[1]), Number(match[2])] as const);
+    expect(ranges.length).toBe(maps.calls);
+    expect(ranges[0]?.[0]).toBe(0);
+    expect(ranges.at(-1)?.[1]).toBe(LINES - 1);
+    for (let index = 1; index < ranges.length; index++) expect(ranges[index]?.[0]).toBe((ranges[index - 1]?.[1] ?? 0) + 1);
+    // At most mapConcurrency calls at once, and more than one.
+    expect(maps.most).toBeLessThanOrEqual(ARTIFACT_DEFAULTS.mapConcurrency);
+    expect(maps.most).toBeGreaterThan(1);
+    // The map's calls count in the run's usage.
+    expect(result.usage.inputTokens).toBeGreaterThanOrEqual(maps.calls * MAP_USAGE.input);
+    // No request carried the whole log: the largest is a chunk, well under the window's characters.
+    expect(Math.max(...llm.requests.map((request) => request.body.length))).toBeLessThan(LOG.length / 4);
+  });
+});
+
+describe('klym__map_artifact, cancelled', () => {
+  it('cancels the calls under way with the run, and starts no more', async () => {
+    const hanging = await startFakeLlmServer((request) => (request.body.includes('You are given one chunk of a larger text') ? { kind: 'hang' } : agent(request)));
+    try {
+      const controller = new AbortController();
+      const running = runAgent({ pool, prompt: 'count', model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: hanging.openaiBaseUrl } }, signal: controller.signal });
+      const mapCalls = (): FakeRequest[] => hanging.requests.filter((request) => request.body.includes('You are given one chunk'));
+      await expect.poll(() => mapCalls().length, { timeout: 15_000 }).toBe(ARTIFACT_DEFAULTS.mapConcurrency);
+      controller.abort();
+      expect((await running).finishReason).toBe('cancelled');
+      await expect.poll(() => hanging.abandoned.length).toBe(ARTIFACT_DEFAULTS.mapConcurrency);
+      expect(mapCalls()).toHaveLength(ARTIFACT_DEFAULTS.mapConcurrency);
+    } finally {
+      await hanging.close();
+    }
+  });
+});
