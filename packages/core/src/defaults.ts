@@ -84,6 +84,10 @@ export const ARTIFACT_DEFAULTS = {
   maxGrepContext: 10,
   /** `klym__map_artifact`'s model calls under way at once. */
   mapConcurrency: 4,
+  /** Before a step, a conversation past this share of the window is compacted. */
+  compactShare: 0.6,
+  /** The latest steps a compaction keeps whole. */
+  compactKeepSteps: 2,
 } as const;
 
 /** Defaults of an upstream's pool, circuit breaker and time limits (`UpstreamConfig`), defined once. */

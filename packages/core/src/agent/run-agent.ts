@@ -16,6 +16,7 @@ import { addUsage, costOf, createMessageSizer, priceOf, ZERO_USAGE } from './usa
 import { ARTIFACT_DEFAULTS, DEFAULT_MAX_RETRIES } from '../defaults.ts';
 import { createArtifactStore, estimateTokens } from '../artifacts/artifact-store.ts';
 import { artifactTools, keepBigResult, type ResultKeeping } from '../artifacts/artifact-tools.ts';
+import { compactHistory, type Compaction } from '../artifacts/compaction.ts';
 
 /**
  * Runs an LLM over the pool's tools until the task is done: each step is one model call (streamed, for a
@@ -165,6 +166,13 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       },
     };
     const builtIns = artifactTools(keeping);
+    const messageChars = createMessageSizer();
+    const compaction: Compaction = {
+      budgetTokens: Math.floor(ARTIFACT_DEFAULTS.compactShare * ARTIFACT_DEFAULTS.contextWindow) - estimateTokens(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT) - Math.ceil(catalog.definitionChars() / 2.5),
+      keepSteps: ARTIFACT_DEFAULTS.compactKeepSteps,
+      measure: (kept) => Math.ceil(messageChars(kept) / 2.5),
+      keep: (toolName, text) => keeping.artifacts.put(toolName, text),
+    };
     const tools = {
       ...catalog.toolSet({
         scope,
@@ -181,7 +189,6 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     const system = renderSystemPrompt(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, catalog.describe());
     const context: RunContext = { upstreams: catalog.upstreams, probes: catalog.probes };
     const toolDefinitionChars = catalog.definitionChars();
-    const messageChars = createMessageSizer();
     const providerOptions = { klym: context as unknown as Record<string, never> };
     const accessOf = (toolName: string) => access.get(toolName);
 
@@ -192,6 +199,12 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       const cleaned = removeOrphanedToolCalls(messages);
       if (cleaned.removed.length > 0) emit({ type: 'orphan-removed', step: currentStep, toolCallIds: cleaned.removed });
       messages = cleaned.messages;
+      const compacted = await compactHistory(messages, compaction);
+      if (compacted !== undefined) {
+        const { messages: kept, ...what } = compacted;
+        messages = kept;
+        emit({ type: 'history-compacted', step: currentStep, ...what });
+      }
       checkpoints.beginStep(currentStep, { steps: currentStep - 1, messages, texts: savedTexts, usage, toolCalls: callCount });
 
       emit({ type: 'step-start', step: currentStep });

@@ -198,6 +198,11 @@ export type AgentEvent =
   | { readonly type: 'orphan-removed'; readonly step: number; readonly toolCallIds: readonly string[] }
   /** A tool result too big to send was kept whole as an artifact; the model was given a reference to it. */
   | { readonly type: 'artifact-kept'; readonly step: number; readonly artifact: ArtifactInfo }
+  /**
+   * The conversation would have passed its share of the window: `results` older tool results were replaced
+   * by their artifact's reference, then `steps` older steps folded into a digest.
+   */
+  | { readonly type: 'history-compacted'; readonly step: number; readonly results: number; readonly steps: number; readonly tokensBefore: number; readonly tokensAfter: number }
   /** `klym__map_artifact` answered on every chunk of an artifact; its model calls' usage, counted in the run's. */
   | { readonly type: 'artifact-map'; readonly step: number; readonly artifact: ArtifactInfo; readonly chunks: number; readonly usage: AgentUsage }
   | { readonly type: 'step-end'; readonly step: number; readonly usage: AgentUsage; readonly costUsd: number | undefined; readonly elapsedMs: number }

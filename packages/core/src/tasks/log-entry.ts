@@ -92,6 +92,7 @@ const LOG_TYPES = new Set(
     'orphan-removed': true,
     'artifact-kept': true,
     'artifact-map': true,
+    'history-compacted': true,
     'step-end': true,
     budget: true,
     'upstream-log': true,
