@@ -148,3 +148,28 @@ describe("Grynya sees a task's artifacts", () => {
     expect((await rest(TOKENS.grynya, '?limit=0')).status).toBe(400);
   });
 });
+
+describe("the dashboard shows a task's artifacts", () => {
+  it('lists each one in the timeline with its size and first lines, and pages through it', async () => {
+    const server = await startKlymServer({ port: 0, upstreams, tasks: { run: reader, shutdownGraceMs: 0 }, log: () => {} });
+    cleanups.push(() => server.close());
+    const started = (await (await fetch(`${server.url}/api/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'find the needle' }) })).json()) as { task_id: string };
+    await expect.poll(async () => ((await (await fetch(`${server.url}/api/tasks/${started.task_id}`)).json()) as { status: string }).status, { timeout: 30_000 }).toBe('completed');
+
+    const page = await (await fetch(`${server.url}/dashboard/tasks/${started.task_id}`)).text();
+    const note = /<li class="note note-artifact-kept" data-artifact="(art_[0-9a-f]{12})">([\s\S]*?)<\/li>/.exec(page);
+    expect(note?.[2]).toContain(`${Buffer.byteLength(LOG).toLocaleString('en-US')} bytes, ${LINES.toLocaleString('en-US')} lines`);
+    for (const line of LOG.split('\n').slice(0, 5)) expect(note?.[2]).toContain(line);
+    const artifact = note?.[1] as string;
+    expect(page).toContain(`href="/dashboard/tasks/${started.task_id}/artifacts/${artifact}"`);
+
+    const first = await (await fetch(`${server.url}/dashboard/tasks/${started.task_id}/artifacts/${artifact}`)).text();
+    expect(first).toContain(`<li value="199"><code>${LOG.split('\n')[199]}</code></li>`);
+    expect(first).not.toContain('<li value="200">');
+    expect(first).toContain(`href="/dashboard/tasks/${started.task_id}/artifacts/${artifact}?offset=200"`);
+    const needle = await (await fetch(`${server.url}/dashboard/tasks/${started.task_id}/artifacts/${artifact}?offset=${NEEDLE_AT}`)).text();
+    expect(needle).toContain(`<li value="${NEEDLE_AT}"><code>${LOG.split('\n')[NEEDLE_AT]}</code></li>`);
+    expect(needle).toContain(`rel="prev" href="/dashboard/tasks/${started.task_id}/artifacts/${artifact}?offset=${NEEDLE_AT - 200}"`);
+    expect((await fetch(`${server.url}/dashboard/tasks/${started.task_id}/artifacts/art_000000000000`)).status).toBe(404);
+  });
+});

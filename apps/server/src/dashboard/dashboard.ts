@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { TASK_DEFAULTS, createRedactor, isKlymError, type KlymErrorCode, type TaskService, type TaskStore } from '@klym/core';
+import { TASK_DEFAULTS, createRedactor, isKlymError, parseArgs, readArtifactSchema, type KlymErrorCode, type TaskService, type TaskStore } from '@klym/core';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { html } from 'hono/html';
@@ -16,6 +16,7 @@ import { loginForm } from './views/login.ts';
 import { statusFilter, taskListPart, type TaskListQuery } from './views/task-list.ts';
 import { logRows, logSection, taskPart, type TaskPageData } from './views/task-page.ts';
 import { upstreamsPart } from './views/upstreams.ts';
+import { ARTIFACT_PAGE_LINES, artifactPage } from './views/artifact-page.ts';
 
 /** Options of {@link createDashboard}. */
 export interface DashboardOptions {
@@ -34,7 +35,7 @@ export interface DashboardOptions {
 
 type Env = { Variables: DashboardVariables };
 
-const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = { TASK_NOT_FOUND: 404, INVALID_ARGUMENT: 400, SHUTTING_DOWN: 503, STORE_UNAVAILABLE: 503 };
+const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = { TASK_NOT_FOUND: 404, ARTIFACT_NOT_FOUND: 404, INVALID_ARGUMENT: 400, SHUTTING_DOWN: 503, STORE_UNAVAILABLE: 503 };
 
 /** Pages run only the dashboard's own script and style; no other site may frame them, or be posted to from them. */
 const PAGE_HEADERS: Readonly<Record<string, string>> = {
@@ -158,6 +159,14 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
     const page = await service.tasks.logs(id, caller, { after: Number.isSafeInteger(after) && after >= 0 ? after : 0, limit: TASK_DEFAULTS.maxLogPageSize });
     const done = !mayChange(task.status, task.writeBack?.status) && !page.more;
     return c.html(logRows(page), 200, { 'X-Log-Cursor': String(page.nextCursor), ...(done ? { 'X-Log-Done': '1' } : {}) });
+  });
+  app.get('/dashboard/tasks/:id/artifacts/:artifact', async (c) => {
+    const id = c.req.param('id');
+    const caller = await tasks.callerFor(c.get('viewer'), id);
+    const offset = Number(c.req.query('offset') ?? 0);
+    const args = { task_id: id, artifact: c.req.param('artifact'), offset: Number.isSafeInteger(offset) && offset >= 0 ? offset : 0, limit: ARTIFACT_PAGE_LINES };
+    const slice = await service.readArtifact(parseArgs(readArtifactSchema, args), caller.principal);
+    return render(c, artifactPage(slice), `Artifact ${slice.artifact.id}`, 'tasks');
   });
   app.post('/dashboard/tasks/:id/cancel', async (c) => {
     const id = c.req.param('id');

@@ -150,7 +150,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       artifacts: createArtifactStore(options.artifacts === undefined ? {} : { backend: options.artifacts }),
       thresholdTokens: options.artifactThresholdTokens ?? Math.floor(ARTIFACT_DEFAULTS.thresholdShare * ARTIFACT_DEFAULTS.contextWindow),
       countTokens: estimateTokens,
-      onKept: (artifact) => emit({ type: 'artifact-kept', step: currentStep, artifact }),
+      onKept: (artifact, head) => emit({ type: 'artifact-kept', step: currentStep, artifact, head }),
       mapping: {
         ...(options.mapModel === undefined ? { model, streams } : resolveModel(options.mapModel, options.providers)),
         windowTokens: ARTIFACT_DEFAULTS.contextWindow,

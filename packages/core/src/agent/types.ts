@@ -197,7 +197,13 @@ export type AgentEvent =
   | { readonly type: 'tool-denied'; readonly step: number; readonly toolCallId: string; readonly toolName: string; readonly policy: string; readonly reason: string }
   | { readonly type: 'orphan-removed'; readonly step: number; readonly toolCallIds: readonly string[] }
   /** A tool result too big to send was kept whole as an artifact; the model was given a reference to it. */
-  | { readonly type: 'artifact-kept'; readonly step: number; readonly artifact: ArtifactInfo }
+  | {
+      readonly type: 'artifact-kept';
+      readonly step: number;
+      readonly artifact: ArtifactInfo;
+      /** Its first lines (five at most, each cut at 200 characters): what the dashboard shows of it. */
+      readonly head: readonly string[];
+    }
   /**
    * The conversation would have passed its share of the window: `results` older tool results were replaced
    * by their artifact's reference, then `steps` older steps folded into a digest.

@@ -63,7 +63,7 @@ describe('createArtifactStore', () => {
 /** How a test's run keeps big results: in memory, from `thresholdTokens` on; `kept` lists what it kept. */
 function keeping(thresholdTokens: number): ResultKeeping & { kept: string[] } {
   const kept: string[] = [];
-  return { artifacts: createArtifactStore(), thresholdTokens, countTokens: estimateTokens, onKept: (artifact) => kept.push(artifact.id), kept };
+  return { artifacts: createArtifactStore(), thresholdTokens, countTokens: estimateTokens, onKept: (artifact) => void kept.push(artifact.id), kept };
 }
 
 describe('keepBigResult', () => {

@@ -23,8 +23,8 @@ export interface ResultKeeping {
   /** A result of more tokens than this becomes an artifact. */
   readonly thresholdTokens: number;
   readonly countTokens: (text: string) => number;
-  /** Told of each artifact kept (for the run's events). */
-  readonly onKept?: (artifact: ArtifactInfo) => void;
+  /** Told of each artifact kept, with its first lines (for the run's events). */
+  readonly onKept?: (artifact: ArtifactInfo, head: readonly string[]) => void;
   /** How `klym__map_artifact` calls a model on each chunk; without it, the tool is not offered. */
   readonly mapping?: ArtifactMapping;
   /** Told of each map once its answers are in, with what its model calls used (for the run's budget). */
@@ -65,9 +65,22 @@ export async function keepBigResult(toolName: string, result: CallToolResult, ke
   // Cheap before exact: a text under the threshold in characters is under it in tokens.
   if (text.length <= keeping.thresholdTokens || keeping.countTokens(text) <= keeping.thresholdTokens) return result;
   const artifact = await keeping.artifacts.put(toolName, text);
-  keeping.onKept?.(artifact);
+  keeping.onKept?.(artifact, headLines(text));
   const media = (result.content ?? []).filter((item) => item.type === 'image' || item.type === 'audio');
   return { content: [{ type: 'text', text: artifactReference(artifact, text) }, ...media] };
+}
+
+/** The first five lines of `text`, each cut at 200 characters, found without indexing the whole text. */
+function headLines(text: string): string[] {
+  const lines: string[] = [];
+  let at = 0;
+  while (lines.length < 5 && at < text.length) {
+    const end = text.indexOf('\n', at);
+    lines.push(clipLine(text.slice(at, end === -1 ? text.length : end).replace(/\r$/, ''), 200));
+    if (end === -1) break;
+    at = end + 1;
+  }
+  return lines;
 }
 
 /** A text answer of a built-in tool, kept as an artifact itself when it is big. */

@@ -63,7 +63,7 @@ ${
 }
 ${status.write_back === undefined ? '' : html`<p class="write-back">Write-back: ${status.write_back.status} (${status.write_back.node_id})${status.write_back.error === undefined ? '' : `: ${status.write_back.error}`}</p>`}
 <h2>Timeline</h2>
-${timelineView(data.timeline, data.dropped)}
+${timelineView(data.timeline, data.dropped, id)}
 </section>`;
 }
 

@@ -32,7 +32,7 @@ function notes(): readonly TaskLogEntry[] {
 
 /** The text of each note the timeline shows, in order. */
 async function noteTexts(entries: readonly TaskLogEntry[]): Promise<string[]> {
-  const rendered = String(await timelineView(buildTimeline(entries), 0));
+  const rendered = String(await timelineView(buildTimeline(entries), 0, 'task-1'));
   return [...rendered.matchAll(/<li class="note note-[\w-]+"><time [^>]*>[^<]*<\/time> (.*?)<\/li>/g)].map((match) => match[1] ?? '');
 }
 

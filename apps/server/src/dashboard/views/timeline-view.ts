@@ -39,6 +39,10 @@ function noteText(note: TimelineNote): string {
       return `Write-back ${note.data.status} (${note.data.nodeId})${note.data.error === undefined ? '' : `: ${note.data.error}`}`;
     case 'upstream-log':
       return preview(`[${note.data.upstream} ${note.data.level}] ${note.data.message}`, 400);
+    case 'artifact-map':
+      return `Mapped ${note.data.artifact.id} in ${str(note.data.chunks)} chunks, ${formatCount(note.data.usage.totalTokens)} tokens`;
+    case 'history-compacted':
+      return `Compacted the conversation: ${str(note.data.results)} results moved to artifacts, ${str(note.data.steps)} steps folded into a digest (${formatCount(note.data.tokensBefore)} → ${formatCount(note.data.tokensAfter)} tokens)`;
     default:
       return preview(note.data, 200);
   }
@@ -77,14 +81,23 @@ function stepView(step: TimelineStep): Html {
 </li>`;
 }
 
+/** An artifact kept: its size, its first lines, and a link to page through it. */
+function artifactNote(note: Extract<TimelineNote, { readonly type: 'artifact-kept' }>, taskId: string): Html {
+  const { artifact, head } = note.data;
+  return html`<li class="note note-artifact-kept" data-artifact="${artifact.id}"><time datetime="${note.time}">${formatTime(note.time).slice(11)}</time> Kept the result of <code>${artifact.tool}</code> as artifact <a href="/dashboard/tasks/${taskId}/artifacts/${artifact.id}"><code>${artifact.id}</code></a>: ${formatCount(artifact.bytes)} bytes, ${formatCount(artifact.lines)} lines, ${formatCount(artifact.tokens)} tokens
+  <pre class="artifact-head">${head.map((line) => (typeof line === 'string' ? line : '')).join('\n')}</pre></li>`;
+}
+
 /** A task's timeline: its steps as cards, and the task's own notes between them, oldest first. */
-export function timelineView(items: readonly TimelineItem[], dropped: number): Html {
+export function timelineView(items: readonly TimelineItem[], dropped: number, taskId: string): Html {
   return html`<ol class="timeline">
 ${dropped > 0 ? html`<li class="note dropped">${dropped} older log entries were dropped to keep the log bounded; the timeline starts after them.</li>` : ''}
 ${items.map((item) =>
   item.kind === 'step'
     ? stepView(item)
-    : html`<li class="note note-${item.type}"><time datetime="${item.time}">${formatTime(item.time).slice(11)}</time> ${noteText(item)}</li>`,
+    : item.type === 'artifact-kept'
+      ? artifactNote(item, taskId)
+      : html`<li class="note note-${item.type}"><time datetime="${item.time}">${formatTime(item.time).slice(11)}</time> ${noteText(item)}</li>`,
 )}
 </ol>`;
 }
