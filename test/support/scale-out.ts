@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { restCall, startKlym, temporaryDirectory, type KlymProcess } from '../cli-harness.ts';
-import { startFakeLlmServer, type FakeLlmServer, type FakeReply } from './fake-llm-server.ts';
+import { startFakeLlmServer, type FakeLlmServer, type FakeReply, type FakeRequest } from './fake-llm-server.ts';
 import type { RedisServer } from './redis-server.ts';
 
 /** The bearer token of the principal every test acts as. */
@@ -51,6 +51,10 @@ export interface ScaleOutOptions {
   readonly db?: number;
   /** Settings of `tasks` beside the store. @default short locks: lockDurationMs 1500, stalledIntervalMs 1000 */
   readonly tasks?: Record<string, unknown>;
+  /** More upstreams, beside the fake grynya. @default none */
+  readonly upstreams?: Record<string, unknown>;
+  /** What the fake model answers. @default {@link modelReply} */
+  readonly replies?: (request: FakeRequest) => FakeReply;
 }
 
 /**
@@ -86,10 +90,10 @@ export async function startScaleOut(options: ScaleOutOptions): Promise<ScaleOut>
   const grynya = await createFakeGrynya();
   const llmCalls = new Map<string, number>();
   const slow = Promise.withResolvers<void>();
-  const llm = await startFakeLlmServer(modelReply(llmCalls, slow.promise));
+  const llm = await startFakeLlmServer(options.replies ?? modelReply(llmCalls, slow.promise));
   const storeUrl = (options.url ?? options.redis.url).replace(/\/\d+$/, `/${options.db ?? 0}`);
   const config = {
-    upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } },
+    upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' }, ...options.upstreams },
     llm: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: 'sk-test-key-for-the-fake-0000', baseURL: llm.openaiBaseUrl } }, maxRetries: 0 },
     tasks: { store: storeUrl, concurrency: 2, lockDurationMs: 1_500, stalledIntervalMs: 1_000, ...options.tasks },
     server: { port: 0, tokens: { grynya: OWNER } },
