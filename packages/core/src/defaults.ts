@@ -116,6 +116,11 @@ export const UPSTREAM_DEFAULTS = {
   cooldownMs: 1_000,
   /** Longest wait between the breaker's probes. */
   maxCooldownMs: 10_000,
+  /**
+   * The largest message an upstream may send (64 MiB): a stdio frame, a JSON body, an SSE event. A larger
+   * one fails the call it answers with `UPSTREAM_MESSAGE_TOO_LARGE`, and the session goes on.
+   */
+  maxMessageBytes: 67_108_864,
 } as const;
 
 /** Defaults of Klym's connections to Redis (the task store's and the task queue's), defined once. */

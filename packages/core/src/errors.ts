@@ -5,6 +5,8 @@
  * - `UPSTREAM_UNAVAILABLE`: no session to the upstream could be opened (connect, handshake, or the pool is exhausted).
  * - `UPSTREAM_TIMEOUT`: the upstream did not answer a request in time.
  * - `UPSTREAM_ERROR`: the upstream answered a request with a protocol error, or the session broke mid-call.
+ * - `UPSTREAM_MESSAGE_TOO_LARGE`: the upstream answered a call with a message over its `maxMessageBytes`; that call
+ *   failed, the session goes on (the message names the size, the limit and the key that raises it).
  * - `UPSTREAM_NOT_FOUND`: no upstream of that name is configured.
  * - `TOOL_NOT_FOUND`: no tool of that name is known.
  * - `TOOL_NAME_COLLISION`: two upstream tools map to the same namespaced name.
@@ -29,6 +31,7 @@ export type KlymErrorCode =
   | 'UPSTREAM_UNAVAILABLE'
   | 'UPSTREAM_TIMEOUT'
   | 'UPSTREAM_ERROR'
+  | 'UPSTREAM_MESSAGE_TOO_LARGE'
   | 'UPSTREAM_NOT_FOUND'
   | 'TOOL_NOT_FOUND'
   | 'TOOL_NAME_COLLISION'

@@ -39,6 +39,11 @@ const upstreamFields = {
    * upstream that keeps state per session: a browser, a shell, subscriptions). @default 'shared'
    */
   sessionScope: z.enum(['shared', 'task']).optional(),
+  /**
+   * The largest message the upstream may send, in bytes (a stdio frame, a JSON body, an SSE event); a larger
+   * one fails the call it answers, and the session goes on. @default 67108864 (64 MiB)
+   */
+  maxMessageBytes: z.number().int().positive().optional(),
   /** Keep the entry but do not connect to it. @default false */
   disabled: z.boolean().optional(),
   /** Rules for this upstream's tools, by their own names (`query_*`). */

@@ -1,6 +1,7 @@
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { KlymError, isKlymError } from '../errors.ts';
+import { isMessageTooLarge, messageTooLargeError } from './message-limit.ts';
 
 /**
  * Whether a failed request provably never reached the upstream's handler, so sending it again on a fresh
@@ -14,9 +15,12 @@ export function neverReachedUpstream(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('Error POSTing to endpoint (HTTP 404)');
 }
 
-/** Whether the session is still sound after this error: the upstream answered with a plain protocol error. */
+/**
+ * Whether the session is still sound after this error: the upstream answered with a plain protocol error,
+ * or with a message over its `maxMessageBytes`, which was skipped whole.
+ */
 export function leavesSessionSound(error: unknown): boolean {
-  return error instanceof McpError && (error.code === ErrorCode.InvalidParams || error.code === ErrorCode.MethodNotFound);
+  return (error instanceof McpError && (error.code === ErrorCode.InvalidParams || error.code === ErrorCode.MethodNotFound)) || isMessageTooLarge(error);
 }
 
 /**
@@ -45,6 +49,8 @@ export function callError(
       cause: error,
     });
   }
+  const tooLarge = messageTooLargeError(error, upstream, toolName);
+  if (tooLarge !== undefined) return tooLarge;
   const lost = context.broken ?? (error instanceof McpError && error.code === ErrorCode.ConnectionClosed ? error : undefined);
   if (lost !== undefined) {
     return new KlymError(

@@ -10,6 +10,7 @@ describe('resolveUpstreamConfig', () => {
       connectMs: 10_000,
       requestMs: 60_000,
       sessionScope: 'shared',
+      maxMessageBytes: 64 * 1024 * 1024,
     });
     expect(resolveUpstreamConfig('memory', { command: 'node', args: ['server.js'] })).toMatchObject({ transport: 'stdio', max: 1 });
   });
@@ -25,6 +26,7 @@ describe('resolveUpstreamConfig', () => {
     [{ url: 'http://a', pool: { max: 0 } }, 'expected `pool.max` to be an integer ≥ 1, got 0'],
     [{ url: 'http://a', pool: { min: 3, max: 2 } }, '`pool.min` (3) to be at most `pool.max` (2)'],
     [{ url: 'http://a', timeouts: { requestMs: -1 } }, '`timeouts.requestMs` to be an integer ≥ 1, got -1'],
+    [{ url: 'http://a', maxMessageBytes: 0 }, 'expected `maxMessageBytes` to be an integer ≥ 1, got 0'],
     [{ url: 'http://a', sessionScope: 'session' as 'task' }, 'expected `sessionScope` to be "shared" or "task", got "session"'],
   ])('refuses %j with a message naming the upstream and the problem', (config, message) => {
     expect(() => resolveUpstreamConfig('grynya', config)).toThrow(`Upstream "grynya": `);

@@ -43,6 +43,12 @@ export interface UpstreamConfig {
    * @default 'shared'
    */
   readonly sessionScope?: 'shared' | 'task';
+  /**
+   * The largest message the upstream may send, in bytes: a stdio frame, a JSON body, an SSE event. A larger
+   * one fails the one call it answers with `UPSTREAM_MESSAGE_TOO_LARGE` (its size and this limit named),
+   * without being held whole; the session and the other calls go on. @default 67_108_864 (64 MiB)
+   */
+  readonly maxMessageBytes?: number;
   /** How many sessions to keep. */
   readonly pool?: {
     /** Sessions opened at start-up and kept open. @default 1 */
@@ -96,6 +102,7 @@ export interface ResolvedUpstreamConfig {
   readonly maxTotalMs: number;
   readonly acquireMs: number;
   readonly idlePingMs: number;
+  readonly maxMessageBytes: number;
   readonly breaker: { readonly failureThreshold: number; readonly cooldownMs: number; readonly maxCooldownMs: number };
 }
 
@@ -156,6 +163,7 @@ export function resolveUpstreamConfig(name: string, config: UpstreamConfig): Res
     maxTotalMs: integer('timeouts.maxTotalMs', config.timeouts?.maxTotalMs ?? UPSTREAM_DEFAULTS.maxTotalMs, 1),
     acquireMs: integer('timeouts.acquireMs', config.timeouts?.acquireMs ?? UPSTREAM_DEFAULTS.acquireMs, 1),
     idlePingMs: integer('timeouts.idlePingMs', config.timeouts?.idlePingMs ?? UPSTREAM_DEFAULTS.idlePingMs, 0),
+    maxMessageBytes: integer('maxMessageBytes', config.maxMessageBytes ?? UPSTREAM_DEFAULTS.maxMessageBytes, 1),
     breaker: {
       failureThreshold: integer('breaker.failureThreshold', config.breaker?.failureThreshold ?? UPSTREAM_DEFAULTS.failureThreshold, 1),
       cooldownMs: integer('breaker.cooldownMs', config.breaker?.cooldownMs ?? UPSTREAM_DEFAULTS.cooldownMs, 1),

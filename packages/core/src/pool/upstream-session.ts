@@ -12,6 +12,8 @@ import {
 import { KlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
 import type { PoolClock } from './clock.ts';
+import { describeSize, type MessageLimit } from './message-limit.ts';
+import { StdioFrameReader } from './stdio-frame-reader.ts';
 import type { ResolvedUpstreamConfig, TransportKind } from './upstream-config.ts';
 import { readStderr, type StderrCounts } from './upstream-stderr.ts';
 
@@ -152,7 +154,7 @@ export async function openSession(
   if (signal?.aborted) stop();
   else signal?.addEventListener('abort', stop, { once: true });
   try {
-    const opened = trackSends(createTransport(config, transport, hooks, log), sending, sent);
+    const opened = trackSends(createTransport(config, transport, hooks, log, sent), sending, sent);
     await raceAbort(client.connect(opened, { timeout: config.connectMs, signal: connecting.signal }), connecting.signal);
     connected = true;
     if (broken !== undefined) throw broken;
@@ -171,7 +173,13 @@ export async function openSession(
   }
 }
 
-function createTransport(config: ResolvedUpstreamConfig, kind: TransportKind, hooks: SessionHooks, log: (entry: UpstreamLogEntry) => void): Transport {
+function createTransport(
+  config: ResolvedUpstreamConfig,
+  kind: TransportKind,
+  hooks: SessionHooks,
+  log: (entry: UpstreamLogEntry) => void,
+  sent: { readonly requestId?: string | number },
+): Transport {
   switch (kind) {
     case 'custom':
       return lazyTransport(config);
@@ -182,7 +190,24 @@ function createTransport(config: ResolvedUpstreamConfig, kind: TransportKind, ho
         env: { ...config.env },
         ...(config.cwd === undefined ? {} : { cwd: config.cwd }),
         stderr: 'pipe',
+        // The SDK's own limit, should its read buffer below ever not be replaced: past it, the session is lost.
+        maxBufferSize: config.maxMessageBytes,
       });
+      const limit: MessageLimit = {
+        maxMessageBytes: config.maxMessageBytes,
+        onDropped: (message) =>
+          log({
+            upstream: config.name,
+            source: 'notification',
+            level: 'warning',
+            message: `Upstream "${config.name}" sent ${describeSize(message)} that answered no request, over its limit of ${config.maxMessageBytes} bytes (upstreams.${config.name}.maxMessageBytes): it was dropped`,
+          }),
+      };
+      // A session serves one call at a time: an answer over the limit whose id cannot be read answers the last request.
+      const reader = new StdioFrameReader(limit, () => (sent.requestId === undefined ? [] : [sent.requestId]));
+      // The SDK's transport reads its child's stdout through this field (append, readMessage, clear), a private
+      // one: test/pool-big-messages.test.ts fails if an SDK update stops it being used.
+      Reflect.set(transport, '_readBuffer', reader);
       if (transport.stderr !== null) readStderr(transport.stderr as Readable, config.name, log, hooks.stderr, hooks.clock);
       return transport;
     }
