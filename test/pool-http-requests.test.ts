@@ -1,13 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createSessionPool, type SessionPool, type UpstreamConfig } from '@klym/core';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { HTTP_TRANSPORTS, startHttpUpstream, type HttpUpstream } from './support/http-upstream.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -20,47 +15,10 @@ function echoServer(): McpServer {
   return server;
 }
 
-/**
- * An MCP server over loopback HTTP, both transports: legacy SSE (`GET /sse`, `POST /messages`) and Streamable
- * HTTP (`/mcp`, answering requests as SSE streams, or as JSON with `json`). Records every request's method and headers.
- */
-async function httpUpstream({ json = false }: { json?: boolean } = {}) {
-  const requests: { method: string; path: string; headers: IncomingHttpHeaders }[] = [];
-  const sse = new Map<string, SSEServerTransport>();
-  const streamable = new Map<string, StreamableHTTPServerTransport>();
-  const http = createServer(async (request, response) => {
-    const url = new URL(request.url ?? '/', 'http://upstream');
-    requests.push({ method: request.method ?? '', path: url.pathname, headers: request.headers });
-    if (url.pathname === '/sse') {
-      const transport = new SSEServerTransport('/messages', response);
-      sse.set(transport.sessionId, transport);
-      await echoServer().connect(transport);
-      return;
-    }
-    if (url.pathname === '/messages') {
-      await sse.get(url.searchParams.get('sessionId') ?? '')?.handlePostMessage(request, response);
-      return;
-    }
-    const id = request.headers['mcp-session-id'];
-    let transport = typeof id === 'string' ? streamable.get(id) : undefined;
-    if (transport === undefined) {
-      transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: randomUUID,
-        enableJsonResponse: json,
-        onsessioninitialized: (sessionId) => void streamable.set(sessionId, transport as StreamableHTTPServerTransport),
-      });
-      await echoServer().connect(transport);
-    }
-    await transport.handleRequest(request, response);
-  });
-  http.listen(0, '127.0.0.1');
-  await once(http, 'listening');
-  cleanups.push(async () => {
-    http.closeAllConnections();
-    http.close();
-  });
-  const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  return { sseUrl: `${base}/sse`, mcpUrl: `${base}/mcp`, requests };
+async function httpUpstream({ json = false }: { json?: boolean } = {}): Promise<HttpUpstream> {
+  const upstream = await startHttpUpstream(echoServer, { json });
+  cleanups.push(() => upstream.close());
+  return upstream;
 }
 
 async function pooled(upstream: UpstreamConfig): Promise<SessionPool> {
@@ -73,11 +31,7 @@ async function pooled(upstream: UpstreamConfig): Promise<SessionPool> {
 const headers = { Authorization: 'Bearer t0ken-for-the-upstream', 'X-Request-Source': 'klym', Host: 'echo.internal' };
 
 describe('an HTTP upstream, its messages POSTed through undici.request and its streams through fetch', () => {
-  for (const [name, transport, json] of [
-    ['legacy SSE', 'sse', false],
-    ['Streamable HTTP answering with SSE streams', 'streamable-http', false],
-    ['Streamable HTTP answering with JSON', 'streamable-http', true],
-  ] as const) {
+  for (const [name, transport, json] of HTTP_TRANSPORTS) {
     it(`over ${name}: calls answer, and every request — POST, GET, DELETE — carries the configured headers and the Host override`, async () => {
       const upstream = await httpUpstream({ json });
       const pool = await pooled({ url: transport === 'sse' ? upstream.sseUrl : upstream.mcpUrl, transport, headers });

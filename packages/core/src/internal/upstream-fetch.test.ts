@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MESSAGE_TOO_LARGE_CODE, type MessageLimit, type OversizedMessage } from '../pool/message-limit.ts';
 import { createUpstreamFetch, type UpstreamFetch } from './upstream-fetch.ts';
 
 interface Seen {
@@ -40,8 +41,8 @@ async function serve(answer: (seen: Seen, response: ServerResponse) => void) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, connections: () => connections };
 }
 
-function upstreamFetch(host?: string): UpstreamFetch['fetch'] {
-  const created = createUpstreamFetch(host);
+function upstreamFetch(host?: string, limit?: MessageLimit): UpstreamFetch['fetch'] {
+  const created = createUpstreamFetch(host, limit);
   cleanups.push(() => created.close());
   return created.fetch;
 }
@@ -144,5 +145,72 @@ describe('createUpstreamFetch', () => {
     const stream = await fetch(`${upstream.url}/sse`, { headers: new Headers({ accept: 'text/event-stream', authorization: 'Bearer t0ken' }) });
     expect(await stream.text()).toBe('event: endpoint\ndata: /messages/\n\n');
     expect(upstream.seen.find((seen) => seen.method === 'GET')?.headers).toMatchObject({ host: 'grynya.internal', authorization: 'Bearer t0ken' });
+  });
+});
+
+/** A fetch whose messages may be 1,000 bytes at most, and the messages it dropped. */
+function limited(): { fetch: UpstreamFetch['fetch']; dropped: OversizedMessage[] } {
+  const dropped: OversizedMessage[] = [];
+  return { fetch: upstreamFetch(undefined, { maxMessageBytes: 1_000, onDropped: (oversized) => dropped.push(oversized) }), dropped };
+}
+
+const answer = (id: number, text: string): string => JSON.stringify({ result: { content: [{ type: 'text', text }] }, jsonrpc: '2.0', id });
+
+describe('createUpstreamFetch, its limit on a message', () => {
+  it('answers a JSON body over the limit, by its Content-Length or read in chunks, with the error answer to the POST’s request', async () => {
+    const upstream = await serve((seen, response) => {
+      const body = answer(1, 'x'.repeat(5_000));
+      if (seen.url === '/declared') {
+        response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+        response.end(body);
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json' });
+      for (let start = 0; start < body.length; start += 300) response.write(body.slice(start, start + 300));
+      response.end();
+    });
+    const { fetch } = limited();
+    const declared = await (await fetch(`${upstream.url}/declared`, message())).json();
+    expect(declared).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: MESSAGE_TOO_LARGE_CODE, data: { klymMessageTooLarge: { bytes: Buffer.byteLength(answer(1, 'x'.repeat(5_000))), complete: true, limit: 1_000 } } } });
+    const chunked = await (await fetch(`${upstream.url}/chunked`, message())).json();
+    expect(chunked).toMatchObject({ id: 1, error: { code: MESSAGE_TOO_LARGE_CODE, data: { klymMessageTooLarge: { bytes: 1_000, complete: false } } } });
+  });
+
+  it('passes an SSE stream’s events under the limit, whatever their chunks and line ends; replaces one over it, drops a notification over it', async () => {
+    const small = `event: message\r\ndata: ${answer(2, 'small')}\r\n\r\n`;
+    const big = `event: message\ndata: ${answer(1, 'y'.repeat(3_000))}\n\n`;
+    const note = `event: message\ndata: ${JSON.stringify({ method: 'notifications/message', params: { level: 'info', data: 'z'.repeat(3_000) }, jsonrpc: '2.0' })}\n\n`;
+    // Over the limit within its last 512 bytes: its id is read from bytes passed on and bytes skipped.
+    const barely = `event: message\ndata: ${answer(3, 'm'.repeat(1_000 - 80))}\n\n`;
+    const stream = small + note + big + small + barely;
+    const upstream = await serve((_, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (let start = 0; start < stream.length; start += 7) response.write(stream.slice(start, start + 7));
+      response.end();
+    });
+    const { fetch, dropped } = limited();
+    const text = await (await fetch(`${upstream.url}/mcp`, message())).text();
+    const all = text.split(/\r?\n\r?\n/).filter(Boolean);
+    // What was passed on of an event over the limit ends as an event nobody listens for, at most the limit.
+    const ended = all.filter((event) => event.endsWith('\nevent: klym-dropped'));
+    expect(ended).toHaveLength(3);
+    for (const event of ended) expect(Buffer.byteLength(event)).toBeLessThanOrEqual(1_000 + '\nevent: klym-dropped'.length);
+    const events = all.filter((event) => !ended.includes(event));
+    expect(events).toHaveLength(4);
+    expect(events[0]).toBe(small.trimEnd());
+    expect(JSON.parse((events[1] ?? '').replace('event: message\ndata: ', ''))).toMatchObject({ id: 1, error: { code: MESSAGE_TOO_LARGE_CODE, data: { klymMessageTooLarge: { bytes: Buffer.byteLength(big), complete: true } } } });
+    expect(events[2]).toBe(small.trimEnd());
+    expect(JSON.parse((events[3] ?? '').replace('event: message\ndata: ', ''))).toMatchObject({ id: 3, error: { data: { klymMessageTooLarge: { bytes: Buffer.byteLength(barely), complete: true } } } });
+    expect(dropped).toEqual([expect.objectContaining({ bytes: Buffer.byteLength(note), complete: true })]);
+  });
+
+  it('errors a GET’s SSE stream on an answer over the limit whose request cannot be told', async () => {
+    const upstream = await serve((_, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end(`event: message\ndata: {"result":{"text":"${'w'.repeat(3_000)}"},"id":1,"extra":[1]}\n\n`);
+    });
+    const { fetch } = limited();
+    const response = await fetch(`${upstream.url}/sse`, { method: 'GET' });
+    await expect(response.text()).rejects.toThrow(/could not be told/);
   });
 });

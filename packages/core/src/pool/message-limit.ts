@@ -1,5 +1,7 @@
 import { McpError, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { KlymError } from '../errors.ts';
+import type { ResolvedUpstreamConfig } from './upstream-config.ts';
+import type { UpstreamLogEntry } from './upstream-session.ts';
 
 /**
  * The JSON-RPC error code of the answer Klym puts in place of an upstream's answer over `maxMessageBytes`
@@ -9,7 +11,7 @@ import { KlymError } from '../errors.ts';
 export const MESSAGE_TOO_LARGE_CODE = -32_090;
 
 /** Bytes kept of each end of a message over the limit: where its `id` and its kind are. */
-const END_BYTES = 512;
+export const END_BYTES = 512;
 
 /** What Klym knew of a message over the limit when it dropped it. */
 export interface OversizedMessage {
@@ -30,19 +32,39 @@ export class OversizedScan {
   #bytes = 0;
   readonly #head = Buffer.alloc(END_BYTES);
   #headLength = 0;
-  /** The last bytes, in a ring. */
+  /** The last bytes, in a ring written at `#tailAt`. */
   readonly #tail = Buffer.alloc(END_BYTES);
+  #tailAt = 0;
+  #tailFull = false;
 
+  /** The message's next bytes. */
   add(part: Uint8Array): void {
-    if (this.#headLength < END_BYTES) {
-      const taken = Math.min(END_BYTES - this.#headLength, part.length);
-      this.#head.set(part.subarray(0, taken), this.#headLength);
-      this.#headLength += taken;
-    }
+    this.addHead(part);
+    this.addTail(part);
+    this.count(part.length);
+  }
+
+  /** Bytes of the message's start, in order (counted apart, with `count`). */
+  addHead(part: Uint8Array): void {
+    if (this.#headLength >= END_BYTES) return;
+    const taken = Math.min(END_BYTES - this.#headLength, part.length);
+    this.#head.set(part.subarray(0, taken), this.#headLength);
+    this.#headLength += taken;
+  }
+
+  /** Bytes of the message so far, in order, the last of them its latest (counted apart, with `count`). */
+  addTail(part: Uint8Array): void {
     const last = part.length > END_BYTES ? part.subarray(part.length - END_BYTES) : part;
-    const offset = this.#bytes + part.length - last.length;
-    for (let index = 0; index < last.length; index++) this.#tail[(offset + index) % END_BYTES] = last[index] as number;
-    this.#bytes += part.length;
+    const first = Math.min(last.length, END_BYTES - this.#tailAt);
+    this.#tail.set(last.subarray(0, first), this.#tailAt);
+    this.#tail.set(last.subarray(first), 0);
+    const at = this.#tailAt + last.length;
+    if (at >= END_BYTES) this.#tailFull = true;
+    this.#tailAt = at % END_BYTES;
+  }
+
+  count(bytes: number): void {
+    this.#bytes += bytes;
   }
 
   get bytes(): number {
@@ -50,9 +72,7 @@ export class OversizedScan {
   }
 
   end(complete: boolean): OversizedMessage {
-    const kept = Math.min(this.#bytes, END_BYTES);
-    const start = (this.#bytes - kept) % END_BYTES;
-    const tail = Buffer.concat([this.#tail.subarray(start, Math.min(END_BYTES, start + kept)), this.#tail.subarray(0, Math.max(0, start + kept - END_BYTES))]);
+    const tail = this.#tailFull ? Buffer.concat([this.#tail.subarray(this.#tailAt), this.#tail.subarray(0, this.#tailAt)]) : this.#tail.subarray(0, this.#tailAt);
     return { bytes: this.#bytes, complete, head: this.#head.toString('utf8', 0, this.#headLength), tail: tail.toString('utf8') };
   }
 }
@@ -139,6 +159,21 @@ export interface MessageLimit {
   readonly maxMessageBytes: number;
   /** A message over the limit that answered no request (a notification, a request of the upstream's) was dropped. */
   readonly onDropped: (message: OversizedMessage) => void;
+}
+
+/** An upstream's {@link MessageLimit}: a message dropped is told to `log` as a warning naming the key that raises the limit. */
+export function messageLimit(config: Pick<ResolvedUpstreamConfig, 'name' | 'maxMessageBytes'>, log: (entry: UpstreamLogEntry) => void): MessageLimit {
+  const { name, maxMessageBytes } = config;
+  return {
+    maxMessageBytes,
+    onDropped: (message) =>
+      log({
+        upstream: name,
+        source: 'notification',
+        level: 'warning',
+        message: `Upstream "${name}" sent ${describeSize(message)} that answered no request, over its limit of ${maxMessageBytes} bytes (upstreams.${name}.maxMessageBytes): it was dropped`,
+      }),
+  };
 }
 
 /**

@@ -12,7 +12,7 @@ import {
 import { KlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
 import type { PoolClock } from './clock.ts';
-import { describeSize, type MessageLimit } from './message-limit.ts';
+import { messageLimit } from './message-limit.ts';
 import { StdioFrameReader } from './stdio-frame-reader.ts';
 import type { ResolvedUpstreamConfig, TransportKind } from './upstream-config.ts';
 import { readStderr, type StderrCounts } from './upstream-stderr.ts';
@@ -193,18 +193,8 @@ function createTransport(
         // The SDK's own limit, should its read buffer below ever not be replaced: past it, the session is lost.
         maxBufferSize: config.maxMessageBytes,
       });
-      const limit: MessageLimit = {
-        maxMessageBytes: config.maxMessageBytes,
-        onDropped: (message) =>
-          log({
-            upstream: config.name,
-            source: 'notification',
-            level: 'warning',
-            message: `Upstream "${config.name}" sent ${describeSize(message)} that answered no request, over its limit of ${config.maxMessageBytes} bytes (upstreams.${config.name}.maxMessageBytes): it was dropped`,
-          }),
-      };
       // A session serves one call at a time: an answer over the limit whose id cannot be read answers the last request.
-      const reader = new StdioFrameReader(limit, () => (sent.requestId === undefined ? [] : [sent.requestId]));
+      const reader = new StdioFrameReader(messageLimit(config, log), () => (sent.requestId === undefined ? [] : [sent.requestId]));
       // The SDK's transport reads its child's stdout through this field (append, readMessage, clear), a private
       // one: test/pool-big-messages.test.ts fails if an SDK update stops it being used.
       Reflect.set(transport, '_readBuffer', reader);

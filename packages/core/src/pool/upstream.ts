@@ -8,6 +8,7 @@ import { callRetry } from './call-retry.ts';
 import { CircuitBreaker } from './circuit-breaker.ts';
 import type { PoolClock, PoolTimer } from './clock.ts';
 import { InFlightCall } from './in-flight-call.ts';
+import { messageLimit } from './message-limit.ts';
 import { observeCall } from './observe-call.ts';
 import { connectFailure, SessionLender, type Pooled, type SessionSource } from './session-lender.ts';
 import { handBack, lendLog } from './session-loan.ts';
@@ -84,7 +85,7 @@ export class Upstream {
     this.#transport = config.transport;
     this.#breaker = new CircuitBreaker(config.breaker, options.clock.now);
     const host = Object.entries(config.headers).find(([key]) => key.toLowerCase() === 'host')?.[1];
-    this.#fetch = createUpstreamFetch(host);
+    this.#fetch = createUpstreamFetch(host, messageLimit(config, options.onLog));
     this.#sessions = new SessionLender(config, { create: () => this.#create(), onLost: () => this.#keepMinimum() }, options.clock);
   }
 
