@@ -2,6 +2,7 @@
 // (docs/benchmarks.md keeps the latest figures and says what each scenario measures).
 // `--quick` is a shorter run; `--only <name>[,<name>…]` runs only the scenarios named (see `scenarios`).
 import os from 'node:os';
+import { bigMessage } from './big-message.ts';
 import { failureFigures } from './failure-figures.ts';
 import { freshVsPooled } from './fresh-vs-pooled.ts';
 import { poolOverhead } from './pool-overhead.ts';
@@ -24,6 +25,7 @@ const scenarios: readonly (readonly [name: string, heading: string, run: () => P
   ['store', '## 7. The task store alone: SQLite against memory, in one process', () => storeFigures({ quick })],
   ['server', '## The Klym server', () => serverFigures({ quick })],
   ['scale-out', '## 8. Scale out on Redis: fronts and workers as processes', () => scaleOut({ quick })],
+  ['big-message', '## 9. Big messages from an upstream: a file read through server-filesystem over stdio', () => bigMessage({ quick })],
 ];
 
 const onlyAt = process.argv.indexOf('--only');
