@@ -180,6 +180,14 @@ describe('upstreams and mcpServers', () => {
     expect(message).toContain('upstreams.browser.sessionScope');
     expect(message).toContain('(file klym.config.yaml)');
   });
+
+  it('hands an upstream’s maxMessageBytes to the pool, and refuses one that is not a positive integer', () => {
+    const { config } = resolveConfig({ cwd: workspace({ 'klym.config.yaml': 'upstreams:\n  files: { command: node, maxMessageBytes: 134217728 }\n' }) });
+    expect(poolUpstreams(config).files).toMatchObject({ command: 'node', maxMessageBytes: 134_217_728 });
+    const message = failure({ cwd: workspace({ 'klym.config.yaml': 'upstreams:\n  files: { command: node, maxMessageBytes: 0 }\n' }) });
+    expect(message).toContain('upstreams.files.maxMessageBytes');
+    expect(message).toContain('(file klym.config.yaml)');
+  });
 });
 
 describe('cross-key checks', () => {
