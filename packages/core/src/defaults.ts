@@ -117,10 +117,11 @@ export const UPSTREAM_DEFAULTS = {
   /** Longest wait between the breaker's probes. */
   maxCooldownMs: 10_000,
   /**
-   * The largest message an upstream may send (64 MiB): a stdio frame, a JSON body, an SSE event. A larger
-   * one fails the call it answers with `UPSTREAM_MESSAGE_TOO_LARGE`, and the session goes on.
+   * The largest message an upstream may send (128 MiB): a stdio frame, a JSON body, an SSE event. A larger
+   * one fails the call it answers with `UPSTREAM_MESSAGE_TOO_LARGE`, and the session goes on. Enough for a
+   * 50 MB log read through server-filesystem, which sends a file twice (text and `structuredContent`): 96 MiB.
    */
-  maxMessageBytes: 67_108_864,
+  maxMessageBytes: 134_217_728,
 } as const;
 
 /** Defaults of Klym's connections to Redis (the task store's and the task queue's), defined once. */

@@ -41,7 +41,7 @@ const upstreamFields = {
   sessionScope: z.enum(['shared', 'task']).optional(),
   /**
    * The largest message the upstream may send, in bytes (a stdio frame, a JSON body, an SSE event); a larger
-   * one fails the call it answers, and the session goes on. @default 67108864 (64 MiB)
+   * one fails the call it answers, and the session goes on. @default 134217728 (128 MiB)
    */
   maxMessageBytes: z.number().int().positive().optional(),
   /** Keep the entry but do not connect to it. @default false */

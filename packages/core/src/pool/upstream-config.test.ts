@@ -10,7 +10,7 @@ describe('resolveUpstreamConfig', () => {
       connectMs: 10_000,
       requestMs: 60_000,
       sessionScope: 'shared',
-      maxMessageBytes: 64 * 1024 * 1024,
+      maxMessageBytes: 128 * 1024 * 1024,
     });
     expect(resolveUpstreamConfig('memory', { command: 'node', args: ['server.js'] })).toMatchObject({ transport: 'stdio', max: 1 });
   });

@@ -46,7 +46,7 @@ export interface UpstreamConfig {
   /**
    * The largest message the upstream may send, in bytes: a stdio frame, a JSON body, an SSE event. A larger
    * one fails the one call it answers with `UPSTREAM_MESSAGE_TOO_LARGE` (its size and this limit named),
-   * without being held whole; the session and the other calls go on. @default 67_108_864 (64 MiB)
+   * without being held whole; the session and the other calls go on. @default 134_217_728 (128 MiB)
    */
   readonly maxMessageBytes?: number;
   /** How many sessions to keep. */
