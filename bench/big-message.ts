@@ -38,7 +38,7 @@ export async function bigMessage({ quick }: { quick: boolean }): Promise<string[
     const rows: [string, number, ReadFigures][] = [];
     const klymBig = await readOnce('klym', directory, 'big.log', 256 * MiB);
     rows.push([`Klym, \`maxMessageBytes\` 256 MiB`, bigMb, klymBig]);
-    rows.push([`Klym, the default 64 MiB`, bigMb, await readOnce('klym', directory, 'big.log', 64 * MiB)]);
+    rows.push([`Klym, \`maxMessageBytes\` 64 MiB`, bigMb, await readOnce('klym', directory, 'big.log', 64 * MiB)]);
     const klymSmall = await readOnce('klym', directory, smallFile, 256 * MiB);
     rows.push([`Klym, \`maxMessageBytes\` 256 MiB`, smallMb, klymSmall]);
     const sdkSmall = await readOnce('sdk', directory, smallFile, 256 * MiB);
