@@ -5,6 +5,7 @@ import os from 'node:os';
 import { bigMessage } from './big-message.ts';
 import { failureFigures } from './failure-figures.ts';
 import { freshVsPooled } from './fresh-vs-pooled.ts';
+import { heavy } from './heavy.ts';
 import { poolOverhead } from './pool-overhead.ts';
 import { scaleOut } from './scale-out.ts';
 import { serverFigures } from './server-figures.ts';
@@ -26,6 +27,7 @@ const scenarios: readonly (readonly [name: string, heading: string, run: () => P
   ['server', '## The Klym server', () => serverFigures({ quick })],
   ['scale-out', '## 8. Scale out on Redis: fronts and workers as processes', () => scaleOut({ quick })],
   ['big-message', '## 9. Big messages from an upstream: a file read through server-filesystem over stdio', () => bigMessage({ quick })],
+  ['heavy', '## 10. Heavy inputs: a log many times the window, kept as an artifact and mapped', () => heavy({ quick })],
 ];
 
 const onlyAt = process.argv.indexOf('--only');
