@@ -20,7 +20,7 @@ const result = await runAgent({
   prompt: `How many ERROR lines per service are in ${path.join(directory, file)}?`,
   model: 'openai:gpt-4.1-mini',
   providers: { openai: { apiKey: 'sk-bench-key-for-the-fake-000000', baseURL } },
-  budget: { maxSteps: 6 },
+  budget: { maxSteps: 20 },
   onEvent: (event) => void events.push(event),
 });
 const runMs = performance.now() - started;

@@ -38,21 +38,40 @@ const format = (counts: ReadonlyMap<string, number>): string =>
     .map(([service, count]) => `${service}=${count}`)
     .join(' ');
 
-/** The agent: reads the file, maps it, sums the chunks' answers. Each chunk is answered after 300 ms, with its tokens as usage. */
+/** The output of the last tool call a request carries (the Responses API's `input`, or Chat Completions' `messages`). */
+function lastToolOutput(request: FakeRequest): string {
+  const json = request.json as { input?: { type?: string; output?: unknown }[]; messages?: { role?: string; content?: unknown }[] } | undefined;
+  const output = json?.input?.findLast((item) => item.type === 'function_call_output')?.output ?? json?.messages?.findLast((item) => item.role === 'tool')?.content;
+  return typeof output === 'string' ? output : JSON.stringify(output ?? '');
+}
+
+/** The agent: reads the file, maps it, sums the chunks' answers (reading them whole when they became an artifact). Each chunk is answered after 300 ms, with its tokens as usage. */
 function agent(file: string): (request: FakeRequest) => FakeReply {
+  let answers: string | undefined;
+  let read = 0;
+  const totals = new Map<string, number>();
   return (request) => {
     if (request.body.includes('You are given one chunk of a larger text')) {
       const counts = new Map<string, number>();
       for (const match of request.body.matchAll(/\\n\d+: [^\\]* (svc-\d+) ERROR /g)) counts.set(match[1] as string, (counts.get(match[1] as string) ?? 0) + 1);
       return { kind: 'turn', text: counts.size === 0 ? 'nothing' : format(counts), usage: { input: countTokens(request.body), output: 20 }, delayMs: MAP_CALL_MS };
     }
+    const last = lastToolOutput(request);
     const artifact = /artifact (art_[0-9a-f]{12}): [\d,]+ bytes/.exec(request.body)?.[1];
     if (artifact === undefined) return { kind: 'turn', toolCalls: [{ name: 'files__read_text_file', args: { path: file } }] };
     if (!/answered on each of \d+ chunks/.test(request.body)) {
       return { kind: 'turn', toolCalls: [{ name: 'klym__map_artifact', args: { artifact, instruction: 'Count the ERROR lines per service; answer as service=count pairs separated by spaces.' } }] };
     }
-    const totals = new Map<string, number>();
-    for (const match of request.body.matchAll(/(svc-\d+)=(\d+)/g)) totals.set(match[1] as string, (totals.get(match[1] as string) ?? 0) + Number(match[2]));
+    // Too many chunks' answers for the conversation: they came back as an artifact of their own, read a
+    // page at a time (a page too big would become an artifact again), its answers added up as they come.
+    answers ??= /^artifact (art_[0-9a-f]{12}): .* the whole result of klym__map_artifact/.exec(last)?.[1];
+    if (answers !== undefined && !/^artifact art_[0-9a-f]{12}: [\d,]+ bytes/.test(last)) {
+      for (const match of last.matchAll(/(svc-\d+)=(\d+)/g)) totals.set(match[1] as string, (totals.get(match[1] as string) ?? 0) + Number(match[2]));
+      read = Number(/… lines (\d+) to \d+ follow/.exec(last)?.[1] ?? Number.NaN);
+      if (Number.isNaN(read)) return { kind: 'turn', text: format(totals) };
+    }
+    if (answers !== undefined) return { kind: 'turn', toolCalls: [{ name: 'klym__read_artifact', args: { artifact: answers, offset: read, limit: 100 } }] };
+    for (const match of last.matchAll(/(svc-\d+)=(\d+)/g)) totals.set(match[1] as string, (totals.get(match[1] as string) ?? 0) + Number(match[2]));
     return { kind: 'turn', text: format(totals) };
   };
 }
