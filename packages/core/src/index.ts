@@ -75,6 +75,7 @@ export { createScriptedModel, type ScriptedCall, type ScriptedModelOptions } fro
 export { SELF_CHECK_OK, type RunContext } from './agent/self-check.ts';
 export { DEFAULT_SYSTEM_PROMPT, TOOLS_PLACEHOLDER } from './agent/system-prompt.ts';
 export { DEFAULT_MODEL_PRICES } from './agent/usage.ts';
+export { createTokenCounter, tokenizerOf, type TokenCounter, type TokenizerName } from './agent/token-count.ts';
 export type {
   AgentBudget,
   AgentCheckpoint,
