@@ -83,6 +83,8 @@ describe('runAgent budgets: each ends the run with its partial text, visible in 
       prompt: 'Loop',
       model,
       prices: { 'mock:scripted-steps': { inputPerMillion: 1, outputPerMillion: 4 } },
+      // A million input tokens a step is more than the window Klym gives a model it does not know.
+      contextWindows: { 'mock:scripted-steps': 100_000_000 },
       budget: { maxCostUsd: 1.5 },
       onEvent,
     });
@@ -96,7 +98,7 @@ describe('runAgent budgets: each ends the run with its partial text, visible in 
     const { pool } = await grynyaPool();
     const model = createMockModel([{ toolCalls: [count], usage: { input: 1_000_000, output: 0 } }, { text: 'done', usage: { input: 1_000_000, output: 0 } }]);
 
-    const run = await runAgent({ pool, prompt: 'Go', model, budget: { maxCostUsd: 0.01 } });
+    const run = await runAgent({ pool, prompt: 'Go', model, contextWindows: { 'mock:scripted-steps': 100_000_000 }, budget: { maxCostUsd: 0.01 } });
 
     expect(run).toMatchObject({ finishReason: 'stop', costUsd: undefined, text: 'done' });
   });

@@ -33,11 +33,15 @@ interface Observed {
   readonly result: unknown;
 }
 
-/** `value` as JSON, without what differs by nature: timings, the model's name, the model's own words when it fails. */
+/**
+ * `value` as JSON, without what differs by nature: timings, the model's name, the model's own words when it
+ * fails, and a request's `tokens`, which only a model with a context window reports (the scripted model has none).
+ */
 function comparable<T>(value: T): T {
   return JSON.parse(
     JSON.stringify(value, (key, field: unknown) => {
       if (['durationMs', 'elapsedMs', 'model'].includes(key)) return 0;
+      if (key === 'tokens') return undefined;
       return typeof field === 'string' && field.startsWith('Model ') ? field.replace(/^Model \S+ failed: .*$/s, 'Model … failed: …') : field;
     }),
   ) as T;

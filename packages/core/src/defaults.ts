@@ -14,6 +14,23 @@ export const DEFAULT_MAX_STEPS = 25;
 /** Retries of a model call that failed in a way worth retrying (rate limits, 5xx), when nobody sets `maxRetries`. */
 export const DEFAULT_MAX_RETRIES = 2;
 
+/**
+ * Defaults of a run's context accounting (`agent/context-window.ts`): the window of a model Klym does not
+ * know, and the room a request keeps for the model's answer.
+ */
+export const CONTEXT_DEFAULTS = {
+  /**
+   * The context window, in tokens, of a model neither built in (`DEFAULT_CONTEXT_WINDOWS`) nor configured
+   * (`contextWindows`): small on purpose, the usual context of a model served locally (Llama 3.1, Qwen 2.5
+   * and Mistral served at 32k). A larger model is told with `llm.contextWindows`.
+   */
+  unknownModelWindow: 32_768,
+  /** The share of the window a request leaves free for the model's answer… */
+  answerReserveShare: 0.1,
+  /** …but never more tokens than this (GPT-4o's largest answer): a 1M window keeps 16k, not 100k. */
+  answerReserveMaxTokens: 16_384,
+} as const;
+
 /** Defaults of tasks: the task manager's and the task service's. */
 export const TASK_DEFAULTS = {
   /** Tasks running at once; more wait as `pending`. */

@@ -15,6 +15,8 @@
  * - `MODEL_ERROR`: the language model's provider failed (after its own retries), or no model matches a name.
  * - `TOOL_DENIED`: a policy forbids the tool.
  * - `BUDGET_EXCEEDED`: a run's budget (steps, tokens, cost, time) ran out.
+ * - `CONTEXT_OVERFLOW`: a model request would not fit the model's context window (less the room kept for its
+ *   answer), so it was not sent; the message names the model, the window and the count.
  * - `TASK_NOT_FOUND`: no task of that id is visible to the caller.
  * - `TASK_TIMEOUT`: a task ran past its wall-clock limit.
  * - `TASK_QUEUE_FULL`: too many tasks are waiting to start; try again later.
@@ -40,6 +42,7 @@ export type KlymErrorCode =
   | 'MODEL_ERROR'
   | 'TOOL_DENIED'
   | 'BUDGET_EXCEEDED'
+  | 'CONTEXT_OVERFLOW'
   | 'TASK_NOT_FOUND'
   | 'TASK_TIMEOUT'
   | 'TASK_QUEUE_FULL'

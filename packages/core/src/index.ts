@@ -6,6 +6,7 @@ export { KlymError, isKlymError, type KlymErrorCode, type KlymErrorOptions } fro
 export { REDACTED, createRedactor, secretsOf, type Redactor } from './redact.ts';
 export {
   ARTIFACT_DEFAULTS,
+  CONTEXT_DEFAULTS,
   DEFAULT_MAX_RETRIES,
   DEFAULT_MAX_STEPS,
   MAX_TIMER_MS,
@@ -75,6 +76,19 @@ export { createScriptedModel, type ScriptedCall, type ScriptedModelOptions } fro
 export { SELF_CHECK_OK, type RunContext } from './agent/self-check.ts';
 export { DEFAULT_SYSTEM_PROMPT, TOOLS_PLACEHOLDER } from './agent/system-prompt.ts';
 export { DEFAULT_MODEL_PRICES } from './agent/usage.ts';
+export {
+  DEFAULT_CONTEXT_WINDOWS,
+  DROPPED_RESULT_NOTE,
+  answerReserve,
+  contextLengthExceeded,
+  contextWindowOf,
+  createContextWindow,
+  type ContextLengthExceeded,
+  type ContextWindow,
+  type ContextWindowOptions,
+  type ModelContextWindow,
+  type WindowFit,
+} from './agent/context-window.ts';
 export { createTokenCounter, tokenizerOf, type TokenCounter, type TokenizerName } from './agent/token-count.ts';
 export type {
   AgentBudget,

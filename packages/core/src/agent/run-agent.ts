@@ -1,16 +1,19 @@
 import { APICallError, type ModelMessage } from 'ai';
-import { KlymError } from '../errors.ts';
+import { isKlymError, KlymError } from '../errors.ts';
 import { createRedactor, secretsOf } from '../redact.ts';
 import { startRunTracing, type RunTracing } from '../telemetry/run-tracing.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
 import { assertCheckpoint, createCheckpointer, resumeFrom } from './checkpoint.ts';
+import { createContextWindow } from './context-window.ts';
 import { removeOrphanedToolCalls } from './history.ts';
 import { withVisibleTools } from './language-model.ts';
 import { resolveModel } from './model-resolver.ts';
 import { runStep, type StepInput } from './run-step.ts';
 import type { RunContext } from './self-check.ts';
+import { runStepInWindow } from './step-in-window.ts';
 import { DEFAULT_SYSTEM_PROMPT, renderSystemPrompt } from './system-prompt.ts';
+import { createTokenCounter } from './token-count.ts';
 import type { AgentEvent, AgentRunResult, AgentToolCall, AgentUsage, RunAgentOptions } from './types.ts';
 import { addUsage, costOf, createMessageSizer, priceOf, ZERO_USAGE } from './usage.ts';
 import { ARTIFACT_DEFAULTS, DEFAULT_MAX_RETRIES } from '../defaults.ts';
@@ -185,8 +188,11 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       }),
       ...builtIns,
     };
-    const visibleModel = withVisibleTools(model, new Set([...catalog.allowed.map((tool) => tool.name), ...Object.keys(builtIns)]));
+    const visible = new Set([...catalog.allowed.map((tool) => tool.name), ...Object.keys(builtIns)]);
+    const visibleModel = withVisibleTools(model, visible);
     const system = renderSystemPrompt(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, catalog.describe());
+    const counter = await createTokenCounter(name);
+    const contextWindow = createContextWindow({ model: name, contextWindows: options.contextWindows, counter, system, tools, visible: (toolName) => visible.has(toolName) });
     const context: RunContext = { upstreams: catalog.upstreams, probes: catalog.probes };
     const toolDefinitionChars = catalog.definitionChars();
     const providerOptions = { klym: context as unknown as Record<string, never> };
@@ -228,7 +234,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
         progress: checkpoints,
         ...(tracing === undefined ? {} : { telemetry: tracing.telemetry }),
       };
-      const outcome = tracing === undefined ? await runStep(input) : await tracing.step(currentStep, () => runStep(input));
+      const outcome = await runStepInWindow(input, contextWindow, (sent) => (tracing === undefined ? runStep(sent) : tracing.step(currentStep, () => runStep(sent))));
       // A new array, never `push`: the checkpoints handed out hold the old one, and it must not change under them.
       if (outcome.messages.length > 0) messages = messages.concat(outcome.messages);
       if (outcome.text !== '') {
@@ -257,7 +263,10 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
   }
 
   function failed(error: unknown): KlymError {
-    const failure = new KlymError('MODEL_ERROR', redactor.text(`Model ${name} failed: ${describeModelError(error)}`), { cause: redactor.value(error) });
+    // A request too long for the window was not sent: its error says so; anything else is the provider's failure.
+    const failure = isKlymError(error, 'CONTEXT_OVERFLOW')
+      ? new KlymError('CONTEXT_OVERFLOW', redactor.text(error.message), error.cause === undefined ? {} : { cause: redactor.value(error.cause) })
+      : new KlymError('MODEL_ERROR', redactor.text(`Model ${name} failed: ${describeModelError(error)}`), { cause: redactor.value(error) });
     emit({ type: 'run-end', finishReason: 'error', steps, usage, costUsd: costOf(usage, price), elapsedMs: elapsed(), error: { code: failure.code, message: failure.message } });
     tracing?.end({ finishReason: 'error', usage, error: failure });
     return failure;
@@ -288,5 +297,8 @@ function checkOptions(options: RunAgentOptions): void {
   }
   if (options.messages?.some((message) => message.role === 'system')) invalid('Expected `messages` without system messages; pass `systemPrompt` instead');
   if (options.onCheckpoint !== undefined && typeof options.onCheckpoint !== 'function') invalid(`Expected \`onCheckpoint\` to be a function, got ${typeof options.onCheckpoint}`);
+  for (const [model, tokens] of Object.entries(options.contextWindows ?? {})) {
+    if (!Number.isInteger(tokens) || tokens <= 0) invalid(`Expected \`contextWindows[${JSON.stringify(model)}]\` to be a positive integer, got ${String(tokens)}`);
+  }
   if (options.resume !== undefined) assertCheckpoint(options.resume);
 }

@@ -21,6 +21,8 @@ export interface StepInput {
   readonly tools: ToolSet;
   /** How many tools the model is offered (denied ones are hidden from it). */
   readonly offeredTools: number;
+  /** The request's input tokens as the run's context window counts them, for `llm-request`; absent for a model without a window. */
+  readonly requestTokens?: number;
   /** Characters of the tool definitions sent with each call, for estimating input tokens. */
   readonly toolDefinitionChars: number;
   /**
@@ -73,7 +75,8 @@ export interface StepOutcome {
  * the same progress. Never throws: an abort or a model failure is in the outcome.
  */
 export async function runStep(input: StepInput): Promise<StepOutcome> {
-  input.emit({ type: 'llm-request', step: input.step, messages: input.messages.length + 1, tools: input.offeredTools });
+  const tokens = input.requestTokens === undefined ? {} : { tokens: input.requestTokens };
+  input.emit({ type: 'llm-request', step: input.step, messages: input.messages.length + 1, tools: input.offeredTools, ...tokens });
   const record = createStepRecord(input);
   const ending = input.streams === false ? await generateStep(input, record) : await streamStep(input, record);
   return record.finish(ending);

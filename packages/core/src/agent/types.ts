@@ -171,7 +171,14 @@ export type AgentEvent =
       readonly resumed?: { readonly fromStep: number; readonly interruptedCalls: readonly string[] };
     }
   | { readonly type: 'step-start'; readonly step: number }
-  | { readonly type: 'llm-request'; readonly step: number; readonly messages: number; readonly tools: number }
+  | {
+      readonly type: 'llm-request';
+      readonly step: number;
+      readonly messages: number;
+      readonly tools: number;
+      /** The request's input tokens as Klym counts them (see `createContextWindow`); absent for the scripted model, which has no window. */
+      readonly tokens?: number;
+    }
   | { readonly type: 'llm-response'; readonly step: number; readonly finishReason: string; readonly usage: AgentUsage; readonly text: string }
   | { readonly type: 'tool-call'; readonly step: number; readonly toolCallId: string; readonly toolName: string; readonly args: unknown }
   | {
@@ -211,6 +218,20 @@ export type AgentEvent =
   | { readonly type: 'history-compacted'; readonly step: number; readonly results: number; readonly steps: number; readonly tokensBefore: number; readonly tokensAfter: number }
   /** `klym__map_artifact` answered on every chunk of an artifact; its model calls' usage, counted in the run's. */
   | { readonly type: 'artifact-map'; readonly step: number; readonly artifact: ArtifactInfo; readonly chunks: number; readonly usage: AgentUsage }
+  | {
+      /** The provider refused the step's request as too long: the oldest tool results were dropped from what is sent, and it was sent once more. */
+      readonly type: 'context-shrunk';
+      readonly step: number;
+      /** Tool results dropped by this shrink (they stay dropped for the rest of the run). */
+      readonly droppedResults: number;
+      /** The refused request's tokens, as the provider counted them (else as Klym did). */
+      readonly tokensBefore: number;
+      /** The request's tokens after the shrink, as Klym counts them. */
+      readonly tokens: number;
+      /** The model's context window, in tokens (the provider's, when it said it). */
+      readonly window: number;
+      readonly reason: string;
+    }
   | { readonly type: 'step-end'; readonly step: number; readonly usage: AgentUsage; readonly costUsd: number | undefined; readonly elapsedMs: number }
   | { readonly type: 'budget'; readonly name: BudgetName; readonly limit: number; readonly used: number }
   | { readonly type: 'upstream-log'; /** The step whose tool call the upstream was serving. */ readonly step?: number; readonly entry: UpstreamLogEntry }
@@ -261,6 +282,13 @@ export interface RunAgentOptions {
   readonly budget?: AgentBudget;
   /** USD per million tokens, by model (`provider:model`), on top of {@link DEFAULT_MODEL_PRICES}. */
   readonly prices?: Readonly<Record<string, ModelPrice>>;
+  /**
+   * Context windows in tokens, by model (`provider:model`, or the model id alone), on top of
+   * {@link DEFAULT_CONTEXT_WINDOWS}; a model in neither gets `CONTEXT_DEFAULTS.unknownModelWindow` (32,768). A
+   * request that would not fit its model's window, less the room kept for the answer, is never sent: the run
+   * fails with `CONTEXT_OVERFLOW`.
+   */
+  readonly contextWindows?: Readonly<Record<string, number>>;
   /** The provider's own retries of 408/409/429/5xx and network failures, with backoff and `retry-after`. @default 2 */
   readonly maxRetries?: number;
   /** Time limit of one tool call. @default the upstream's `timeouts.requestMs` */

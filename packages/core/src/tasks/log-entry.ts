@@ -93,6 +93,7 @@ const LOG_TYPES = new Set(
     'artifact-kept': true,
     'artifact-map': true,
     'history-compacted': true,
+    'context-shrunk': true,
     'step-end': true,
     budget: true,
     'upstream-log': true,

@@ -36,13 +36,13 @@ import {
 } from './task-views.ts';
 
 /** The run options every task of the service gets as they are, declared once by `runAgent`'s options. */
-const RUN_OPTION_KEYS = ['providers', 'prices', 'maxRetries', 'temperature', 'upstreamTools', 'policies', 'readOnlyTools'] as const satisfies readonly (keyof TaskRunDefaults)[];
+const RUN_OPTION_KEYS = ['providers', 'prices', 'contextWindows', 'maxRetries', 'temperature', 'upstreamTools', 'policies', 'readOnlyTools'] as const satisfies readonly (keyof TaskRunDefaults)[];
 type ServiceRunOptions = Pick<TaskRunDefaults, (typeof RUN_OPTION_KEYS)[number]>;
 
 /**
  * Options of {@link createTaskService}: the task manager's (handed to it as they are, so a new one of its
  * options is the service's too); the run options every task gets (`providers`,
- * `prices`, `maxRetries`, `temperature`, `upstreamTools`, `policies`, `readOnlyTools`, as `runAgent` takes
+ * `prices`, `contextWindows`, `maxRetries`, `temperature`, `upstreamTools`, `policies`, `readOnlyTools`, as `runAgent` takes
  * them; the access rules among them also decide what a request may narrow to); and the limits a caller's
  * request is narrowed to.
  */
