@@ -38,3 +38,31 @@ describe('startFakeLlmServer with delayMs', () => {
     expect(await pending).toBeInstanceOf(Error);
   });
 });
+
+const post = (url: string, body: unknown): Promise<Response> => fetch(url, { method: 'POST', body: JSON.stringify(body) });
+
+describe('startFakeLlmServer with a contextWindow', () => {
+  it('answers a request over its window 400 with OpenAI\'s context_length_exceeded, on both APIs, and reports its count as usage below it', async () => {
+    await using llm = await startFakeLlmServer([{ kind: 'turn', text: 'fits' }], { contextWindow: 50 });
+    const long = 'word '.repeat(100);
+    for (const [path, body] of [
+      ['/chat/completions', { messages: [{ role: 'user', content: long }] }],
+      ['/responses', { input: [{ role: 'user', content: [{ type: 'input_text', text: long }] }] }],
+    ] as const) {
+      const response = await post(`${llm.openaiBaseUrl}${path}`, body);
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({
+        error: {
+          message: "This model's maximum context length is 50 tokens. However, your messages resulted in 108 tokens. Please reduce the length of the messages.",
+          type: 'invalid_request_error',
+          param: 'messages',
+          code: 'context_length_exceeded',
+        },
+      });
+    }
+    // 3 to prime the answer, 3 for the message, 1 for its role, 2 for its text.
+    const fits = await post(`${llm.openaiBaseUrl}/chat/completions`, { messages: [{ role: 'user', content: 'hello world' }] });
+    expect(await fits.text()).toContain('"prompt_tokens":9');
+    expect(llm.requests.map((request) => request.tokens)).toEqual([108, 108, 9]);
+  });
+});

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 
 /**
  * One answer of the fake: a model turn (rendered in the endpoint's streaming format), an HTTP failure, no answer at
@@ -25,6 +26,19 @@ export interface FakeRequest {
   readonly headers: IncomingMessage['headers'];
   readonly body: string;
   readonly json: unknown;
+  /** The request's input tokens as the fake counts them ({@link requestTokens}); only with a `contextWindow`. */
+  readonly tokens?: number;
+}
+
+/** Options of {@link startFakeLlmServer}. */
+export interface FakeLlmServerOptions {
+  /**
+   * A hard context window, in tokens: a request to `/v1/chat/completions` or `/v1/responses` counting more
+   * ({@link requestTokens}) is answered 400 with OpenAI's own `context_length_exceeded` error, whatever the
+   * replies say (it takes none of them); a turn that gives no `usage` reports the count as its input tokens.
+   * @default none: every request takes the next reply
+   */
+  readonly contextWindow?: number;
 }
 
 /** A local stand-in for the OpenAI API (`/v1/responses`, `/v1/chat/completions`) and Gemini's `streamGenerateContent`. */
@@ -47,7 +61,11 @@ export interface FakeLlmServer extends AsyncDisposable {
  * function, the reply it decides from the request); a turn is streamed as server-sent events in the format
  * of the endpoint that was called, with its tool calls and usage.
  */
-export async function startFakeLlmServer(replies: readonly FakeReply[] | ((request: FakeRequest) => FakeReply) = []): Promise<FakeLlmServer> {
+export async function startFakeLlmServer(
+  replies: readonly FakeReply[] | ((request: FakeRequest) => FakeReply) = [],
+  options: FakeLlmServerOptions = {},
+): Promise<FakeLlmServer> {
+  const { contextWindow } = options;
   const requests: FakeRequest[] = [];
   const queue: FakeReply[] = typeof replies === 'function' ? [] : [...replies];
   const decide = typeof replies === 'function' ? replies : (): FakeReply | undefined => queue.shift();
@@ -67,9 +85,16 @@ export async function startFakeLlmServer(replies: readonly FakeReply[] | ((reque
         json = undefined;
       }
       const path = request.url ?? '/';
-      const received = { path, headers: request.headers, body, json };
+      const counted = contextWindow !== undefined && isOpenAiPath(path) ? requestTokens(json) : undefined;
+      const received: FakeRequest = { path, headers: request.headers, body, json, ...(counted === undefined ? {} : { tokens: counted }) };
       requests.push(received);
-      const reply = decide(received);
+      if (contextWindow !== undefined && counted !== undefined && counted > contextWindow) {
+        response.writeHead(400, { 'content-type': 'application/json' }).end(contextLengthExceededBody(contextWindow, counted));
+        return;
+      }
+      const decided = decide(received);
+      // A turn without usage reports what the fake counted, as a provider reports its count.
+      const reply = counted !== undefined && decided?.kind === 'turn' && decided.usage === undefined ? { ...decided, usage: { input: counted, output: 20 } } : decided;
       const onAbandon = (): void => {
         if (closing === undefined) abandoned.push(received);
       };
@@ -200,4 +225,53 @@ function geminiEvents(turn: Turn): unknown[] {
     usageMetadata: { promptTokenCount: usage.input, candidatesTokenCount: usage.output, totalTokenCount: usage.input + usage.output },
   });
   return events;
+}
+
+function isOpenAiPath(path: string): boolean {
+  return path.includes('/chat/completions') || path.includes('/responses');
+}
+
+/** OpenAI's answer to a request longer than the model's window, word for word (HTTP 400). */
+export function contextLengthExceededBody(window: number, tokens: number): string {
+  return JSON.stringify({
+    error: {
+      message: `This model's maximum context length is ${window} tokens. However, your messages resulted in ${tokens} tokens. Please reduce the length of the messages.`,
+      type: 'invalid_request_error',
+      param: 'messages',
+      code: 'context_length_exceeded',
+    },
+  });
+}
+
+/** Fields of a message or input item whose strings a model reads; ids, types and statuses are not read as text. */
+const READ_FIELDS = new Set(['role', 'content', 'text', 'name', 'arguments', 'output', 'function', 'tool_calls', 'refusal']);
+
+/**
+ * The input tokens of an OpenAI request (chat completions or responses), counted with o200k_base as OpenAI's
+ * cookbook counts a chat: 3 tokens per message or input item plus its texts (role, content, tool call
+ * names and arguments, tool outputs), 3 to prime the answer, the instructions, and the tool definitions as JSON.
+ */
+export function requestTokens(json: unknown): number {
+  const body = (json ?? {}) as { messages?: unknown; input?: unknown; instructions?: unknown; tools?: unknown };
+  let tokens = 3;
+  if (typeof body.instructions === 'string') tokens += 3 + count(body.instructions);
+  if (typeof body.input === 'string') tokens += 3 + count(body.input);
+  const items = [...(Array.isArray(body.messages) ? body.messages : []), ...(Array.isArray(body.input) ? body.input : [])];
+  for (const item of items) tokens += 3 + readTokens(item);
+  if (Array.isArray(body.tools) && body.tools.length > 0) tokens += count(JSON.stringify(body.tools));
+  return tokens;
+}
+
+/** o200k_base, special tokens read as the text they are (as a provider reads a prompt). */
+function count(text: string): number {
+  return countTokens(text, { disallowedSpecial: new Set() });
+}
+
+function readTokens(value: unknown): number {
+  if (typeof value === 'string') return count(value);
+  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + readTokens(item), 0);
+  if (typeof value !== 'object' || value === null) return 0;
+  let tokens = 0;
+  for (const [key, field] of Object.entries(value)) if (READ_FIELDS.has(key)) tokens += readTokens(field);
+  return tokens;
 }

@@ -1,0 +1,166 @@
+// Context accounting (#27, item 1) with real parts: the real @ai-sdk/openai provider against a fake OpenAI API
+// over loopback whose hard window is counted by the real o200k tokenizer, and an MCP upstream serving a log.
+import { createSessionPool, createTaskService, createTokenCounter, DROPPED_RESULT_NOTE, isKlymError, runAgent, type AgentEvent, type SessionPool } from '@klym/core';
+import { createInMemoryUpstream } from '@klym/core/testing';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { startFakeLlmServer, type FakeLlmServer, type FakeReply } from './support/fake-llm-server.ts';
+
+const KEY = 'sk-test-0123456789abcdef';
+const LEVELS = ['ERROR', 'WARN', 'INFO'];
+const pad = (value: number, width: number): string => String(value).padStart(width, '0');
+
+/** Lines of a service log, `from` on: timestamps, numbers and short ids, about 2.3 characters a token in o200k. */
+function logLines(from: number, count: number): string {
+  const lines: string[] = [];
+  for (let index = from; index < from + count; index++) {
+    const id = ((index * 2_654_435_761) >>> 0).toString(16).slice(0, 4);
+    const time = `2026-11-25T03:${pad(Math.floor(index / 60) % 60, 2)}:${pad(index % 60, 2)}.${pad((index * 37) % 1000, 3)}Z`;
+    lines.push(`${time} svc-${index % 9} ${LEVELS[index % 3]} code=${5000 + ((index * 7919) % 1000)} id=${id} request failed`);
+  }
+  return lines.join('\n');
+}
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
+});
+
+/** An MCP server whose `read` tool returns `lines` lines of the log from line `from`. */
+function logServer(): McpServer {
+  const mcp = new McpServer({ name: 'logs', version: '1.0.0' });
+  mcp.registerTool('read', { description: 'Reads lines of the service log', inputSchema: { from: z.number().int(), lines: z.number().int() } }, ({ from, lines }) => ({
+    content: [{ type: 'text', text: logLines(from, lines) }],
+  }));
+  return mcp;
+}
+
+/** A pool with one upstream, `logs` ({@link logServer}). */
+async function logPool(): Promise<SessionPool> {
+  const pool = await createSessionPool({ upstreams: { logs: createInMemoryUpstream(logServer) } });
+  cleanups.push(() => pool.close());
+  return pool;
+}
+
+async function fakeLlm(replies: FakeReply[], contextWindow: number): Promise<FakeLlmServer> {
+  const fake = await startFakeLlmServer(replies, { contextWindow });
+  cleanups.push(() => fake.close());
+  return fake;
+}
+
+const read = (from: number, lines: number): FakeReply => ({ kind: 'turn', toolCalls: [{ name: 'logs__read', args: { from, lines } }] });
+
+describe('context accounting against a provider with a hard window', () => {
+  it('counts a log with the real tokenizer within 2% of the provider, where characters ÷ 4 undercounts it by 40%', async () => {
+    const pool = await logPool();
+    const fake = await fakeLlm([{ kind: 'turn', text: 'Counted.' }], 1_047_576);
+    const log = logLines(0, 10_000);
+    const events: AgentEvent[] = [];
+
+    const run = await runAgent({
+      pool,
+      prompt: `Count the errors per service in this log:\n${log}`,
+      model: 'openai:gpt-4.1-mini',
+      providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl } },
+      onEvent: (event) => events.push(event),
+    });
+
+    expect(run.finalText).toBe('Counted.');
+    const provider = fake.requests[0]?.tokens ?? 0;
+    const klym = events.find((event) => event.type === 'llm-request')?.tokens ?? 0;
+    expect(provider).toBeGreaterThan(250_000);
+    // Klym never counts less than the provider, and no more than 2% over it.
+    expect(klym).toBeGreaterThanOrEqual(provider);
+    expect(klym / provider).toBeLessThan(1.02);
+    // A heuristic would be far off: characters ÷ 4 by about 40% under, Klym's estimate for unknown tokenizers well over.
+    expect(log.length / 4 / provider).toBeLessThan(0.62);
+    expect((await createTokenCounter('google:gemini-2.5-flash')).count(log) / provider).toBeGreaterThan(1.2);
+    // The provider's reported usage is the fake's count.
+    expect(run.usage.inputTokens).toBe(provider);
+  });
+
+  for (const api of ['responses', 'chat'] as const) {
+    it(`never sends a request over the window (${api}): the run fails with CONTEXT_OVERFLOW naming the model, the window and the count`, async () => {
+      const pool = await logPool();
+      const fake = await fakeLlm([read(0, 1_000), { kind: 'turn', text: 'never asked' }], 20_000);
+      const events: AgentEvent[] = [];
+
+      const failure: unknown = await runAgent({
+        pool,
+        prompt: 'Count the errors per service.',
+        model: 'openai:gpt-4.1-mini',
+        providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl, api } },
+        // The configured window overrides gpt-4.1-mini's built-in 1,047,576.
+        contextWindows: { 'openai:gpt-4.1-mini': 20_000 },
+        // Results stay in the conversation: over the threshold this one would become an artifact.
+        artifactThresholdTokens: 1_000_000,
+        onEvent: (event) => events.push(event),
+      }).catch((error: unknown) => error);
+
+      expect(isKlymError(failure, 'CONTEXT_OVERFLOW')).toBe(true);
+      const message = (failure as Error).message;
+      expect(message).toMatch(/^The request to model openai:gpt-4\.1-mini would take (\d+) tokens \(counted with o200k_base\), more than its context window of 20000 tokens \(configured\) less 2000 kept for the answer; it was not sent$/);
+      const counted = Number(/take (\d+) tokens/.exec(message)?.[1]);
+      expect(counted).toBeGreaterThan(20_000);
+      // One request went, the step that read the log; the next was never sent.
+      expect(fake.requests).toHaveLength(1);
+      expect(fake.requests.every((request) => (request.tokens ?? Infinity) <= 20_000)).toBe(true);
+      expect(events.filter((event) => event.type === 'llm-request')).toHaveLength(1);
+      expect(events.at(-1)).toMatchObject({ type: 'run-end', finishReason: 'error', error: { code: 'CONTEXT_OVERFLOW', message } });
+    });
+  }
+
+  it('answers the provider\'s context_length_exceeded with one retry that drops the oldest tool result, and the run ends well', async () => {
+    const pool = await logPool();
+    // Klym takes gpt-4.1-mini's window to be 1,047,576 tokens; this provider's is 6,000.
+    const fake = await fakeLlm([read(0, 100), read(100, 100), { kind: 'turn', text: 'Line 150 is a WARN.' }], 6_000);
+    const events: AgentEvent[] = [];
+
+    const run = await runAgent({
+      pool,
+      prompt: 'Read the log in pages of 100 lines and tell me the level of line 150.',
+      model: 'openai:gpt-4.1-mini',
+      providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl } },
+      onEvent: (event) => events.push(event),
+    });
+
+    expect(run).toMatchObject({ finishReason: 'stop', finalText: 'Line 150 is a WARN.', steps: 3 });
+    const tokens = fake.requests.map((request) => request.tokens ?? 0);
+    expect(tokens).toHaveLength(4);
+    // The third request was refused as too long; the retry fitted, without the first page, with the second.
+    expect(tokens[2]).toBeGreaterThan(6_000);
+    expect(tokens[3]).toBeLessThanOrEqual(6_000);
+    const retried = fake.requests[3]?.body ?? '';
+    expect(retried).toContain(DROPPED_RESULT_NOTE.slice(1, 40));
+    expect(retried).not.toContain(logLines(0, 1));
+    expect(retried).toContain(logLines(100, 1));
+    expect(events.filter((event) => event.type === 'context-shrunk')).toEqual([
+      { type: 'context-shrunk', step: 3, droppedResults: 1, tokensBefore: tokens[2], tokens: expect.any(Number), window: 6_000, reason: 'the provider refused the request as longer than its context window' },
+    ]);
+    // The run's history keeps the dropped result: only what was sent lost it.
+    expect(JSON.stringify(run.messages)).toContain(logLines(0, 1));
+    // The refused request cost nothing: the usage is the three answered requests'.
+    expect(run.usage.inputTokens).toBe((tokens[0] ?? 0) + (tokens[1] ?? 0) + (tokens[3] ?? 0));
+  });
+
+  it('a task of the task service gets the configured windows, and fails with CONTEXT_OVERFLOW', async () => {
+    const pool = await logPool();
+    const fake = await fakeLlm([{ kind: 'turn', text: 'never asked' }], 20_000);
+    const service = createTaskService({
+      pool,
+      models: ['openai:gpt-4.1-mini'],
+      providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl } },
+      contextWindows: { 'gpt-4.1-mini': 20_000 },
+    });
+    cleanups.push(() => service.close());
+
+    // A prompt is never an artifact: 1,000 lines of the log in it take about 30,000 tokens.
+    const { task_id } = await service.start({ prompt: `Count the errors per service:\n${logLines(0, 1_000)}` }, 'grynya');
+
+    await vi.waitFor(async () => expect((await service.status({ task_id }, 'grynya')).status).toBe('error'), { timeout: 10_000, interval: 20 });
+    const status = await service.status({ task_id }, 'grynya');
+    expect(status).toMatchObject({ error: { code: 'CONTEXT_OVERFLOW', message: expect.stringMatching(/model openai:gpt-4\.1-mini would take \d+ tokens .* context window of 20000 tokens \(configured\)/) } });
+    expect(fake.requests).toHaveLength(0);
+  });
+});
