@@ -124,6 +124,20 @@ describe('klym run', () => {
     expect(stdout + stderr).not.toContain(secret);
   });
 
+  it('with llm.contextWindows, a prompt longer than the model\'s window is never sent: exit 2, CONTEXT_OVERFLOW naming the window', async () => {
+    const closedPort = await freePort(); // nothing listens: a request sent would fail as MODEL_ERROR
+    const prompt = `Count the words: ${'word '.repeat(2_000)}`;
+    const { code, stdout, stderr } = await runKlym(
+      ['run', prompt, '--model', 'compatible:llama3', '--set', `llm.baseURL=http://127.0.0.1:${closedPort}/v1`, '--set', 'llm.contextWindows={"compatible:llama3":1000}'],
+      { cwd: cwd.path },
+    );
+    expect(code).toBe(2);
+    const result = JSON.parse(stdout) as RunJson;
+    expect(result.error?.code).toBe('CONTEXT_OVERFLOW');
+    expect(result.error?.message).toMatch(/^The request to model compatible:llama3 would take \d+ tokens \(estimated\), more than its context window of 1000 tokens \(configured\) less 100 kept for the answer; it was not sent$/);
+    expect(stderr).toMatch(/^klym: CONTEXT_OVERFLOW: /);
+  });
+
   it('on SIGINT cancels the run in flight, prints the partial result and exits 130', async () => {
     grynya.faults.hang = true;
     try {

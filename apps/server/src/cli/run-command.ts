@@ -40,6 +40,7 @@ export async function runCommand(parsed: CommandLine, io: CliIo): Promise<number
       readOnlyTools: config.readOnlyTools,
       budget: { ...config.budget.default },
       prices: config.llm.prices,
+      contextWindows: config.llm.contextWindows,
       maxRetries: config.llm.maxRetries,
       secrets,
       signal: controller.signal,

@@ -28,11 +28,12 @@ describe('mapping the configuration onto core and the server', () => {
       configWith({
         KLYM_LLM_TEMPERATURE: '0.2',
         KLYM_LLM_MAX_RETRIES: '5',
+        KLYM_LLM_CONTEXT_WINDOWS: JSON.stringify({ 'compatible:llama3': 8_192 }),
         KLYM_UPSTREAMS: JSON.stringify({ kb: { url: 'http://127.0.0.1:9/mcp', headers: { Authorization: 'Bearer upstream-secret-123' }, tools: { readOnlyTools: ['search'] } } }),
       }),
       cwd,
     );
-    expect(options.tasks).toMatchObject({ temperature: 0.2, maxRetries: 5, upstreamTools: { kb: { readOnlyTools: ['search'] } } });
+    expect(options.tasks).toMatchObject({ temperature: 0.2, maxRetries: 5, contextWindows: { 'compatible:llama3': 8_192 }, upstreamTools: { kb: { readOnlyTools: ['search'] } } });
     expect(options.tasks?.secrets).toContain('upstream-secret-123');
   });
 

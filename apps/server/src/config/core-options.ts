@@ -76,6 +76,7 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
       models: [...new Set([config.llm.model, ...config.llm.models])],
       providers: modelProviders(config),
       prices: config.llm.prices,
+      contextWindows: config.llm.contextWindows,
       maxRetries: config.llm.maxRetries,
       ...(config.llm.temperature === undefined ? {} : { temperature: config.llm.temperature }),
       upstreamTools: upstreamToolRules(config),

@@ -118,6 +118,11 @@ export const configObjectSchema = z.strictObject({
         .prefault({}),
       /** USD per million tokens by model (`openai:gpt-4.1-mini`); a model without a price has no cost budget. @default {} */
       prices: z.record(z.string().min(1), z.strictObject({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })).default({}),
+      /**
+       * Context windows in tokens by model (`openai:gpt-4.1-mini`, or the model id alone), for a model Klym does not
+       * know (it gives those 32,768) or to correct a built-in one. A request that would not fit is never sent. @default {}
+       */
+      contextWindows: z.record(z.string().min(1), z.number().int().positive()).default({}),
       /** The provider's own retries of 408/409/429/5xx and network failures, with backoff. @default 2 */
       maxRetries: z.number().int().nonnegative().default(2),
     })
