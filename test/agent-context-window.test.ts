@@ -144,6 +144,37 @@ describe('context accounting against a provider with a hard window', () => {
     expect(run.usage.inputTokens).toBe((tokens[0] ?? 0) + (tokens[1] ?? 0) + (tokens[3] ?? 0));
   });
 
+  it('a request refused again after its shrink, or that cannot be shrunk, ends the run with CONTEXT_OVERFLOW and the provider\'s error as its cause', async () => {
+    const pool = await logPool();
+    // A refusal without figures: Klym aims at three quarters of the request; refused again, it gives up.
+    const tooLong = { kind: 'fail', status: 400, body: '{"error":{"message":"Input too long.","type":"invalid_request_error","code":"context_length_exceeded"}}' } as const;
+    const fake = await fakeLlm([read(0, 100), read(100, 100), tooLong, tooLong], 1_000_000);
+    const events: AgentEvent[] = [];
+
+    const failure: unknown = await runAgent({
+      pool,
+      prompt: 'Read the log.',
+      model: 'openai:gpt-4.1-mini',
+      providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl } },
+      onEvent: (event) => events.push(event),
+    }).catch((error: unknown) => error);
+
+    expect(isKlymError(failure, 'CONTEXT_OVERFLOW')).toBe(true);
+    expect((failure as Error).message).toMatch(/^The request to model openai:gpt-4\.1-mini would take \d+ tokens \(counted with o200k_base\), more than its context window of 1047576 tokens \(built-in\) less 16384 kept for the answer; the provider refused it, and dropping older tool results would not make it fit$/);
+    expect((failure as Error).cause).toMatchObject({ message: 'Input too long.' });
+    const [shrink] = events.filter((event) => event.type === 'context-shrunk');
+    expect(shrink).toMatchObject({ droppedResults: 1 });
+    expect(shrink?.type === 'context-shrunk' && shrink.tokens / shrink.tokensBefore).toBeLessThanOrEqual(0.75);
+    expect(fake.requests).toHaveLength(4);
+
+    // The only tool result is the latest step's: nothing may be dropped, and nothing more is sent.
+    const small = await fakeLlm([read(0, 100)], 2_000);
+    const unshrinkable: unknown = await runAgent({ pool, prompt: 'Read the log.', model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: small.openaiBaseUrl } } }).catch((error: unknown) => error);
+    expect(isKlymError(unshrinkable, 'CONTEXT_OVERFLOW')).toBe(true);
+    expect((unshrinkable as Error).message).toMatch(/context window of 2000 tokens \(as the provider said\) less 200 kept for the answer; the provider refused it/);
+    expect(small.requests.map((request) => (request.tokens ?? 0) > 2_000)).toEqual([false, true]);
+  });
+
   it('a task of the task service gets the configured windows, and fails with CONTEXT_OVERFLOW', async () => {
     const pool = await logPool();
     const fake = await fakeLlm([{ kind: 'turn', text: 'never asked' }], 20_000);

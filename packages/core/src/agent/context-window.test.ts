@@ -87,6 +87,10 @@ describe('a model\'s context window', () => {
     const messages = [user('x'.repeat(10_000))];
     window.refused(messages, { window: 8_000, tokens: 12_000 });
     expect(window.window).toBe(8_000);
+    expect(window.source).toBe('provider');
+    expect(window.overflow(12_000, new Error('refused')).message).toBe(
+      'The request to model openai:gpt-4.1-mini would take 12000 tokens (estimated), more than its context window of 8000 tokens (as the provider said) less 800 kept for the answer; the provider refused it, and dropping older tool results would not make it fit',
+    );
     expect(window.reserve).toBe(800);
     expect(window.fits(messages)).toMatchObject({ fits: false, tokens: 12_000 });
   });

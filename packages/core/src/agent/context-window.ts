@@ -31,8 +31,11 @@ export const DEFAULT_CONTEXT_WINDOWS: Readonly<Record<string, number>> = {
 export interface ModelContextWindow {
   /** Tokens; `Infinity` for the scripted model, which has no window. */
   readonly tokens: number;
-  /** `configured` (`contextWindows`), `built-in` ({@link DEFAULT_CONTEXT_WINDOWS}), or `default` (a model Klym does not know). */
-  readonly source: 'configured' | 'built-in' | 'default';
+  /**
+   * `configured` (`contextWindows`), `built-in` ({@link DEFAULT_CONTEXT_WINDOWS}), `default` (a model Klym
+   * does not know), or, once a provider refused a request naming a smaller window, `provider`.
+   */
+  readonly source: 'configured' | 'built-in' | 'default' | 'provider';
 }
 
 /**
@@ -103,7 +106,10 @@ export interface ContextWindow {
   fits(messages: readonly ModelMessage[]): WindowFit;
   /** `messages` as they are sent: the tool results dropped to fit replaced by a short note. The input is not changed. */
   sendable(messages: readonly ModelMessage[]): readonly ModelMessage[];
-  /** The `CONTEXT_OVERFLOW` error of a request of `tokens` that does not fit (`cause`: the provider's refusal, if it refused). */
+  /**
+   * The `CONTEXT_OVERFLOW` error of a request of `tokens` that does not fit: not sent, or, given the provider's
+   * refusal as `cause`, refused and not to be shrunk enough.
+   */
   overflow(tokens: number, cause?: unknown): KlymError;
   /** Tells it the provider counted `inputTokens` for a request sending `messages`. */
   reported(messages: readonly ModelMessage[], inputTokens: number): void;
@@ -132,6 +138,7 @@ export function createContextWindow(options: ContextWindowOptions): ContextWindo
   const { model, counter } = options;
   const known = contextWindowOf(model, options.contextWindows);
   let window = known.tokens;
+  let source = known.source;
   const unbounded = !Number.isFinite(window);
   const count = (text: string): number => counter.count(text);
   // Counted once per run: every request sends the same system prompt and tools.
@@ -178,7 +185,9 @@ export function createContextWindow(options: ContextWindowOptions): ContextWindo
     get window() {
       return window;
     },
-    source: known.source,
+    get source() {
+      return source;
+    },
     get reserve() {
       return answerReserve(window);
     },
@@ -190,11 +199,13 @@ export function createContextWindow(options: ContextWindowOptions): ContextWindo
     },
     sendable,
     overflow(tokens, cause) {
-      const where = known.source === 'default' ? `Klym's window for a model it does not know; set \`llm.contextWindows\` for ${model}` : known.source;
+      const where =
+        source === 'default' ? `Klym's window for a model it does not know; set \`llm.contextWindows\` for ${model}` : source === 'provider' ? 'as the provider said' : source;
       const how = counter.tokenizer === 'estimate' ? 'estimated' : `counted with ${counter.tokenizer}`;
+      const outcome = cause === undefined ? 'it was not sent' : 'the provider refused it, and dropping older tool results would not make it fit';
       return new KlymError(
         'CONTEXT_OVERFLOW',
-        `The request to model ${model} would take ${tokens} tokens (${how}), more than its context window of ${window} tokens (${where}) less ${answerReserve(window)} kept for the answer; it was not sent`,
+        `The request to model ${model} would take ${tokens} tokens (${how}), more than its context window of ${window} tokens (${where}) less ${answerReserve(window)} kept for the answer; ${outcome}`,
         cause === undefined ? {} : { cause },
       );
     },
@@ -204,7 +215,10 @@ export function createContextWindow(options: ContextWindowOptions): ContextWindo
     },
     refused(messages, said) {
       if (unbounded) return;
-      if (said.window !== undefined && said.window > 0 && said.window < window) window = said.window;
+      if (said.window !== undefined && said.window > 0 && said.window < window) {
+        window = said.window;
+        source = 'provider';
+      }
       if (said.tokens !== undefined && said.tokens > 0) anchor = { counted: counted(sendable(messages)), reported: said.tokens };
     },
     shrink(messages, target = limit()) {
