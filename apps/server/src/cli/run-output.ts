@@ -40,6 +40,9 @@ export function progressWriter(sink: TextSink, scrub: (text: string) => string):
         tokens += event.usage.totalTokens;
         write(`step ${event.step} · done · ${tokens} tokens so far`);
         break;
+      case 'context-shrunk':
+        write(`step ${event.step} · too long for the model's window of ${event.window} tokens: ${event.droppedResults} older tool results dropped, sent again`);
+        break;
       case 'budget':
         write(`budget ${event.name} reached (${event.used} of ${event.limit})`);
         break;
