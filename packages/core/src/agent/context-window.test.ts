@@ -76,6 +76,12 @@ describe('a model\'s context window', () => {
     // The input is not changed, and the same dropped results are dropped from every later request.
     expect(JSON.stringify(messages)).toContain('AAA');
     expect(window.sendable([...messages, call('d')])[2]).toBe(sent[2]);
+    // A later shrink may drop another result of a message already sent without one.
+    const pair = [user('task'), call('x'), { role: 'tool', content: [...(result('x', 'X'.repeat(3_000)).content as []), ...(result('y', 'Y'.repeat(3_000)).content as [])] } as ModelMessage, call('z'), result('z', 'Z')];
+    expect(window.shrink(pair, 5_000)?.dropped).toBe(1);
+    expect(JSON.stringify(window.sendable(pair)[2])).toContain('YYY');
+    expect(window.shrink(pair, 1_000)?.dropped).toBe(1);
+    expect(JSON.stringify(window.sendable(pair)[2])).not.toMatch(/XXX|YYY/);
     // When even every older result would not do, nothing is dropped.
     const huge = [user('task'), call('p'), result('p', 'P'.repeat(100)), call('q'), result('q', 'Q'.repeat(20_000))];
     expect(window.shrink(huge)).toBeUndefined();

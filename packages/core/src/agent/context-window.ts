@@ -145,7 +145,8 @@ export function createContextWindow(options: ContextWindowOptions): ContextWindo
   const fixed = unbounded ? 0 : count(options.system) + 4 + toolDefinitionTokens(options.tools, count, options.visible) + 3;
   const sizes = new WeakMap<ModelMessage, number>();
   const dropped = new Set<string>();
-  const notes = new WeakMap<ModelMessage, ModelMessage>();
+  // A message as sent, by the number of results dropped when it was made: a later shrink may drop more of it.
+  const notes = new WeakMap<ModelMessage, { readonly drops: number; readonly note: ModelMessage }>();
   let anchor: { readonly counted: number; readonly reported: number } | undefined;
 
   const counted = (messages: readonly ModelMessage[]): number => {
@@ -167,13 +168,13 @@ export function createContextWindow(options: ContextWindowOptions): ContextWindo
     if (dropped.size === 0) return messages;
     return messages.map((message) => {
       if (message.role !== 'tool' || !message.content.some((part) => part.type === 'tool-result' && dropped.has(part.toolCallId))) return message;
-      let note = notes.get(message);
-      if (note === undefined) {
-        const content = message.content.map((part) =>
-          part.type === 'tool-result' && dropped.has(part.toolCallId) ? { ...part, output: { type: 'text' as const, value: DROPPED_RESULT_NOTE } } : part,
-        );
-        notes.set(message, (note = { ...message, content }));
-      }
+      const made = notes.get(message);
+      if (made?.drops === dropped.size) return made.note;
+      const content = message.content.map((part) =>
+        part.type === 'tool-result' && dropped.has(part.toolCallId) ? { ...part, output: { type: 'text' as const, value: DROPPED_RESULT_NOTE } } : part,
+      );
+      const note = { ...message, content };
+      notes.set(message, { drops: dropped.size, note });
       return note;
     });
   };
