@@ -1,6 +1,6 @@
 // Context accounting (#27, item 1) with real parts: the real @ai-sdk/openai provider against a fake OpenAI API
 // over loopback whose hard window is counted by the real o200k tokenizer, and an MCP upstream serving a log.
-import { createSessionPool, createTaskService, createTokenCounter, DROPPED_RESULT_NOTE, isKlymError, runAgent, type AgentEvent, type SessionPool } from '@klym/core';
+import { createSessionPool, createTaskService, createTokenCounter, DROPPED_RESULT_NOTE, isKlymError, runAgent, type AgentEvent, type RunAgentOptions, type SessionPool } from '@klym/core';
 import { createInMemoryUpstream } from '@klym/core/testing';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -49,6 +49,12 @@ async function fakeLlm(replies: FakeReply[], contextWindow: number): Promise<Fak
   return fake;
 }
 
+/** gpt-4.1-mini served by `fake`, over the Responses API unless `api` says chat. */
+const gptOn = (fake: FakeLlmServer, api: 'responses' | 'chat' = 'responses'): Pick<RunAgentOptions, 'model' | 'providers'> => ({
+  model: 'openai:gpt-4.1-mini',
+  providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl, api } },
+});
+
 const read = (from: number, lines: number): FakeReply => ({ kind: 'turn', toolCalls: [{ name: 'logs__read', args: { from, lines } }] });
 
 describe('context accounting against a provider with a hard window', () => {
@@ -61,8 +67,7 @@ describe('context accounting against a provider with a hard window', () => {
     const run = await runAgent({
       pool,
       prompt: `Count the errors per service in this log:\n${log}`,
-      model: 'openai:gpt-4.1-mini',
-      providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl } },
+      ...gptOn(fake),
       onEvent: (event) => events.push(event),
     });
 
@@ -89,11 +94,10 @@ describe('context accounting against a provider with a hard window', () => {
       const failure: unknown = await runAgent({
         pool,
         prompt: 'Count the errors per service.',
-        model: 'openai:gpt-4.1-mini',
-        providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl, api } },
+        ...gptOn(fake, api),
         // The configured window overrides gpt-4.1-mini's built-in 1,047,576.
         contextWindows: { 'openai:gpt-4.1-mini': 20_000 },
-        // Results stay in the conversation: over the threshold this one would become an artifact.
+        // Results stay in the conversation: by default a tenth of the window would make this one an artifact.
         artifactThresholdTokens: 1_000_000,
         onEvent: (event) => events.push(event),
       }).catch((error: unknown) => error);
@@ -120,8 +124,7 @@ describe('context accounting against a provider with a hard window', () => {
     const run = await runAgent({
       pool,
       prompt: 'Read the log in pages of 100 lines and tell me the level of line 150.',
-      model: 'openai:gpt-4.1-mini',
-      providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl } },
+      ...gptOn(fake),
       onEvent: (event) => events.push(event),
     });
 
@@ -144,6 +147,26 @@ describe('context accounting against a provider with a hard window', () => {
     expect(run.usage.inputTokens).toBe((tokens[0] ?? 0) + (tokens[1] ?? 0) + (tokens[3] ?? 0));
   });
 
+  it('a configured window makes a result over a tenth of it an artifact, so the request fits', async () => {
+    const pool = await logPool();
+    const fake = await fakeLlm([read(0, 1_000), { kind: 'turn', text: 'Read it as an artifact.' }], 20_000);
+    const events: AgentEvent[] = [];
+
+    const run = await runAgent({
+      pool,
+      prompt: 'Count the errors per service.',
+      ...gptOn(fake),
+      contextWindows: { 'openai:gpt-4.1-mini': 20_000 },
+      onEvent: (event) => events.push(event),
+    });
+
+    expect(run.finalText).toBe('Read it as an artifact.');
+    const [kept] = events.filter((event) => event.type === 'artifact-kept');
+    // Counted with o200k_base, as the provider counts: the log's 1,000 lines take about 30,000 tokens.
+    expect(kept?.type === 'artifact-kept' && kept.artifact.tokens).toBeGreaterThan(2_000);
+    expect(fake.requests.map((request) => request.tokens ?? Infinity).every((tokens) => tokens < 4_000)).toBe(true);
+  });
+
   it('a request refused again after its shrink, or that cannot be shrunk, ends the run with CONTEXT_OVERFLOW and the provider\'s error as its cause', async () => {
     const pool = await logPool();
     // A refusal without figures: Klym aims at three quarters of the request; refused again, it gives up.
@@ -154,8 +177,8 @@ describe('context accounting against a provider with a hard window', () => {
     const failure: unknown = await runAgent({
       pool,
       prompt: 'Read the log.',
-      model: 'openai:gpt-4.1-mini',
-      providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl } },
+      ...gptOn(fake),
+      artifactThresholdTokens: 1_000_000,
       onEvent: (event) => events.push(event),
     }).catch((error: unknown) => error);
 
@@ -169,7 +192,12 @@ describe('context accounting against a provider with a hard window', () => {
 
     // The only tool result is the latest step's: nothing may be dropped, and nothing more is sent.
     const small = await fakeLlm([read(0, 100)], 2_000);
-    const unshrinkable: unknown = await runAgent({ pool, prompt: 'Read the log.', model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: small.openaiBaseUrl } } }).catch((error: unknown) => error);
+    const unshrinkable: unknown = await runAgent({
+      pool,
+      prompt: 'Read the log.',
+      ...gptOn(small),
+      artifactThresholdTokens: 1_000_000,
+    }).catch((error: unknown) => error);
     expect(isKlymError(unshrinkable, 'CONTEXT_OVERFLOW')).toBe(true);
     expect((unshrinkable as Error).message).toMatch(/context window of 2000 tokens \(as the provider said\) less 200 kept for the answer; the provider refused it/);
     expect(small.requests.map((request) => (request.tokens ?? 0) > 2_000)).toEqual([false, true]);

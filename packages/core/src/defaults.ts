@@ -83,7 +83,10 @@ export const TASK_DEFAULTS = {
 export const ARTIFACT_DEFAULTS = {
   /** A result over this share of the model's context window becomes an artifact. */
   thresholdShare: 0.1,
-  /** The window assumed until a run knows its model's (tokens). */
+  /**
+   * A window in tokens: the one the threshold is a share of for the scripted model, which has none, and,
+   * for every model still, the one the map's chunks and the compaction's budget are shares of.
+   */
   contextWindow: 128_000,
   /** Bytes of artifacts one task may keep at most (1 GiB); one more is refused with `ARTIFACT_LIMIT`. */
   maxBytesPerTask: 1_073_741_824,

@@ -35,7 +35,6 @@ export { BUILT_IN_NAMESPACE, MAX_TOOL_NAME_LENGTH, TOOL_NAME_SEPARATOR, namespac
 export {
   createArtifactStore,
   createMemoryArtifacts,
-  estimateTokens,
   type ArtifactGrep,
   type ArtifactMatch,
   type ArtifactSlice,
@@ -89,7 +88,7 @@ export {
   type ModelContextWindow,
   type WindowFit,
 } from './agent/context-window.ts';
-export { createTokenCounter, tokenizerOf, type TokenCounter, type TokenizerName } from './agent/token-count.ts';
+export { createTokenCounter, estimateTokens, tokenizerOf, type TokenCounter, type TokenizerName } from './agent/token-count.ts';
 export type {
   AgentBudget,
   AgentCheckpoint,

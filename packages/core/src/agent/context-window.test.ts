@@ -1,7 +1,7 @@
 import { APICallError, type ModelMessage } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { isKlymError } from '../errors.ts';
-import { answerReserve, contextLengthExceeded, contextWindowOf, createContextWindow, DROPPED_RESULT_NOTE } from './context-window.ts';
+import { answerReserve, artifactThreshold, contextLengthExceeded, contextWindowOf, createContextWindow, DROPPED_RESULT_NOTE } from './context-window.ts';
 import type { TokenCounter } from './token-count.ts';
 
 /** One token a character: the figures below can be worked out by hand. */
@@ -24,6 +24,13 @@ describe('a model\'s context window', () => {
     expect(contextWindowOf('openai:gpt-4.2')).toEqual({ tokens: 32_768, source: 'default' });
     expect(contextWindowOf('scripted').tokens).toBe(Number.POSITIVE_INFINITY);
     expect(contextWindowOf('scripted:script').tokens).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('makes a tenth of the window the artifacts\' threshold; the scripted model\'s is a tenth of 128,000', () => {
+    expect(artifactThreshold('openai:gpt-4.1-mini')).toBe(104_757);
+    expect(artifactThreshold('openai:gpt-4.1-mini', { 'gpt-4.1-mini': 20_000 })).toBe(2_000);
+    expect(artifactThreshold('compatible:llama3')).toBe(3_276);
+    expect(artifactThreshold('scripted')).toBe(12_800);
   });
 
   it('keeps a tenth of the window for the answer, at most 16,384 tokens', () => {

@@ -1,5 +1,5 @@
 import type { ModelMessage, ToolSet } from 'ai';
-import { CONTEXT_DEFAULTS } from '../defaults.ts';
+import { ARTIFACT_DEFAULTS, CONTEXT_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import { isScripted, messageTokens, toolDefinitionTokens, type TokenCounter, type TokenizerName } from './token-count.ts';
 
@@ -60,6 +60,15 @@ export function contextWindowOf(model: string, contextWindows: Readonly<Record<s
 export function answerReserve(window: number): number {
   if (!Number.isFinite(window)) return 0;
   return Math.min(Math.ceil(window * CONTEXT_DEFAULTS.answerReserveShare), CONTEXT_DEFAULTS.answerReserveMaxTokens);
+}
+
+/**
+ * The tokens over which a tool result of a run on `model` becomes an artifact: `ARTIFACT_DEFAULTS.thresholdShare`
+ * of its context window, or, for the scripted model, which has none, of `ARTIFACT_DEFAULTS.contextWindow`.
+ */
+export function artifactThreshold(model: string, contextWindows?: Readonly<Record<string, number>>): number {
+  const { tokens } = contextWindowOf(model, contextWindows);
+  return Math.floor(ARTIFACT_DEFAULTS.thresholdShare * (Number.isFinite(tokens) ? tokens : ARTIFACT_DEFAULTS.contextWindow));
 }
 
 /** Options of {@link createContextWindow}. */

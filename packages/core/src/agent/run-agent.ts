@@ -5,7 +5,7 @@ import { startRunTracing, type RunTracing } from '../telemetry/run-tracing.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
 import { assertCheckpoint, createCheckpointer, resumeFrom } from './checkpoint.ts';
-import { createContextWindow } from './context-window.ts';
+import { artifactThreshold, createContextWindow } from './context-window.ts';
 import { removeOrphanedToolCalls } from './history.ts';
 import { withVisibleTools } from './language-model.ts';
 import { resolveModel } from './model-resolver.ts';
@@ -17,7 +17,7 @@ import { createTokenCounter } from './token-count.ts';
 import type { AgentEvent, AgentRunResult, AgentToolCall, AgentUsage, RunAgentOptions } from './types.ts';
 import { addUsage, costOf, createMessageSizer, priceOf, ZERO_USAGE } from './usage.ts';
 import { ARTIFACT_DEFAULTS, DEFAULT_MAX_RETRIES } from '../defaults.ts';
-import { createArtifactStore, estimateTokens } from '../artifacts/artifact-store.ts';
+import { createArtifactStore } from '../artifacts/artifact-store.ts';
 import { artifactTools, keepBigResult, type ResultKeeping } from '../artifacts/artifact-tools.ts';
 import { compactHistory, type Compaction } from '../artifacts/compaction.ts';
 
@@ -149,16 +149,21 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     }
     const durations = new Map<string, number>();
     let currentStep = 0;
+    const counter = await createTokenCounter(name);
+    // The map's model counts with its own tokenizer.
+    const mapper = options.mapModel === undefined ? { model, streams, name } : resolveModel(options.mapModel, options.providers);
+    const mapCounter = mapper.name === name ? counter : await createTokenCounter(mapper.name);
     const keeping: ResultKeeping = {
-      artifacts: createArtifactStore(options.artifacts === undefined ? {} : { backend: options.artifacts }),
-      thresholdTokens: options.artifactThresholdTokens ?? Math.floor(ARTIFACT_DEFAULTS.thresholdShare * ARTIFACT_DEFAULTS.contextWindow),
-      countTokens: estimateTokens,
+      artifacts: createArtifactStore({ countTokens: counter.count, ...(options.artifacts === undefined ? {} : { backend: options.artifacts }) }),
+      thresholdTokens: options.artifactThresholdTokens ?? artifactThreshold(name, options.contextWindows),
+      countTokens: counter.count,
       onKept: (artifact, head) => emit({ type: 'artifact-kept', step: currentStep, artifact, head }),
       mapping: {
-        ...(options.mapModel === undefined ? { model, streams } : resolveModel(options.mapModel, options.providers)),
+        model: mapper.model,
+        streams: mapper.streams,
         windowTokens: ARTIFACT_DEFAULTS.contextWindow,
         concurrency: options.mapConcurrency ?? ARTIFACT_DEFAULTS.mapConcurrency,
-        countTokens: estimateTokens,
+        countTokens: mapCounter.count,
         maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
         signal: controller.signal,
       },
@@ -171,7 +176,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     const builtIns = artifactTools(keeping);
     const messageChars = createMessageSizer();
     const compaction: Compaction = {
-      budgetTokens: Math.floor(ARTIFACT_DEFAULTS.compactShare * ARTIFACT_DEFAULTS.contextWindow) - estimateTokens(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT) - Math.ceil(catalog.definitionChars() / 2.5),
+      budgetTokens: Math.floor(ARTIFACT_DEFAULTS.compactShare * ARTIFACT_DEFAULTS.contextWindow) - counter.count(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT) - Math.ceil(catalog.definitionChars() / 2.5),
       keepSteps: ARTIFACT_DEFAULTS.compactKeepSteps,
       measure: (kept) => Math.ceil(messageChars(kept) / 2.5),
       keep: (toolName, text) => keeping.artifacts.put(toolName, text),
@@ -191,7 +196,6 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     const visible = new Set([...catalog.allowed.map((tool) => tool.name), ...Object.keys(builtIns)]);
     const visibleModel = withVisibleTools(model, visible);
     const system = renderSystemPrompt(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, catalog.describe());
-    const counter = await createTokenCounter(name);
     const contextWindow = createContextWindow({ model: name, contextWindows: options.contextWindows, counter, system, tools, visible: (toolName) => visible.has(toolName) });
     const context: RunContext = { upstreams: catalog.upstreams, probes: catalog.probes };
     const toolDefinitionChars = catalog.definitionChars();

@@ -19,7 +19,7 @@ const count = (text: string): number => text.length;
 describe('token counting', () => {
   it('counts the OpenAI models of o200k_base with it, and estimates every other model', () => {
     for (const model of ['openai:gpt-4.1-mini', 'openai:gpt-4o', 'openai:gpt-5-nano', 'openai:o4-mini', 'openai:gpt-4.1-mini-2025-04-14']) expect(tokenizerOf(model)).toBe('o200k_base');
-    for (const model of ['google:gemini-2.5-flash', 'compatible:llama3', 'openai:gpt-3.5-turbo', 'scripted', 'mock-provider:mock-model-id']) expect(tokenizerOf(model)).toBe('estimate');
+    for (const model of ['google:gemini-2.5-flash', 'compatible:llama3', 'openai:gpt-3.5-turbo', 'mock-provider:mock-model-id']) expect(tokenizerOf(model)).toBe('estimate');
   });
 
   it('counts with the real tokenizer, special tokens as plain text', async () => {
@@ -43,6 +43,14 @@ describe('token counting', () => {
     expect(estimateTokens('read the log')).toBe(3);
     expect(estimateTokens('a\n\n  b')).toBe(3);
     expect((await createTokenCounter('google:gemini-2.5-flash')).count('12345')).toBe(5);
+  });
+
+  it('counts the scripted model, which has no tokens, at 2.5 characters a token', async () => {
+    const scripted = await createTokenCounter('scripted');
+    expect(scripted.tokenizer).toBe('characters');
+    expect(scripted.count('x'.repeat(1_000))).toBe(400);
+    // A scripted model given as a model (`createScriptedModel({ steps })`) is named so.
+    expect(tokenizerOf('scripted:script')).toBe('characters');
   });
 
   it('counts a message by what the model reads: texts, tool calls and results, a file as a fixed cost', () => {

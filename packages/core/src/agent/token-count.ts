@@ -2,9 +2,10 @@ import { asSchema, type ModelMessage, type ToolSet } from 'ai';
 
 /**
  * How a model's tokens are counted: `o200k_base`, the tokenizer of OpenAI's GPT-4o, GPT-4.1, GPT-5 and
- * o-series models (exact for their text), or `estimate`, a conservative count for any other model.
+ * o-series models (exact for their text); `estimate`, a conservative count for any other model; or
+ * `characters`, 2.5 characters a token, for the scripted model, which has no tokens.
  */
-export type TokenizerName = 'o200k_base' | 'estimate';
+export type TokenizerName = 'o200k_base' | 'estimate' | 'characters';
 
 /** Counts the tokens of a text, by a model's own tokenizer or by a conservative estimate. */
 export interface TokenCounter {
@@ -25,13 +26,20 @@ const PART_OVERHEAD = 6;
  */
 const FILE_TOKENS = 1_600;
 
+/**
+ * Characters a token of the scripted model: it has no tokenizer (and no window), so its texts count at the
+ * rate of logs in o200k, and artifacts and compaction treat it as a model of `ARTIFACT_DEFAULTS.contextWindow`.
+ */
+const SCRIPTED_CHARS_PER_TOKEN = 2.5;
+
 /** Whether `model` is Klym's scripted model: `scripted`, or a scripted model given as a model (`scripted:script`). */
 export function isScripted(model: string): boolean {
   return model === 'scripted' || model.startsWith('scripted:');
 }
 
-/** The tokenizer Klym counts `model` (`provider:model`) with: o200k_base for OpenAI's models that use it, else an estimate. */
+/** The tokenizer Klym counts `model` (`provider:model`) with: o200k_base for OpenAI's models that use it, characters for the scripted model, else an estimate. */
 export function tokenizerOf(model: string): TokenizerName {
+  if (isScripted(model)) return 'characters';
   return O200K_MODELS.test(model) ? 'o200k_base' : 'estimate';
 }
 
@@ -41,7 +49,9 @@ export function tokenizerOf(model: string): TokenizerName {
  * {@link estimateTokens}. Special tokens in a text (`<|endoftext|>`) are counted as the text they are.
  */
 export async function createTokenCounter(model: string): Promise<TokenCounter> {
-  if (tokenizerOf(model) === 'estimate') return { tokenizer: 'estimate', count: estimateTokens };
+  const tokenizer = tokenizerOf(model);
+  if (tokenizer === 'characters') return { tokenizer, count: (text) => Math.ceil(text.length / SCRIPTED_CHARS_PER_TOKEN) };
+  if (tokenizer === 'estimate') return { tokenizer, count: estimateTokens };
   const { countTokens } = await import('gpt-tokenizer/encoding/o200k_base');
   // A tool result may hold `<|endoftext|>`; by default the tokenizer throws on it, where a provider reads it as text.
   const asText = { disallowedSpecial: new Set<string>() };

@@ -305,7 +305,9 @@ export interface RunAgentOptions {
   readonly mapConcurrency?: number;
   /**
    * A tool result of more tokens than this is kept as an artifact, and the model given a reference to it.
-   * @default ARTIFACT_DEFAULTS.thresholdShare of the context window (12,800 tokens of a 128,000 window)
+   * Counted like the model's requests (o200k_base for OpenAI's models, else the conservative estimate).
+   * @default ARTIFACT_DEFAULTS.thresholdShare of the model's context window (`contextWindows`, else built in,
+   * else 32,768): 104,757 tokens for gpt-4.1-mini, 12,800 for gpt-4o, 3,276 for a model Klym does not know
    */
   readonly artifactThresholdTokens?: number;
   /** Further secret values (upstream tokens, …) to keep out of events and errors; provider keys are always kept out. */

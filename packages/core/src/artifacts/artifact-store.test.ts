@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { createArtifactStore, estimateTokens } from './artifact-store.ts';
+import { estimateTokens } from '../agent/token-count.ts';
+import { createArtifactStore } from './artifact-store.ts';
 import { artifactReference, artifactTools, keepBigResult, type ResultKeeping } from './artifact-tools.ts';
 
 /** A log of `lines` lines, with `ERROR … code=5xx` on every 1000th and a needle on line `needleAt`. */

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { RE2JS } from 're2js';
+import { estimateTokens } from '../agent/token-count.ts';
 import { ARTIFACT_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import { clipLine, countLines, indexLines, type LineIndex } from './artifact-text.ts';
@@ -11,7 +12,7 @@ export interface ArtifactStoreOptions {
   readonly backend?: ArtifactBackend;
   /** Bytes of artifacts kept at most; one more is refused with `ARTIFACT_LIMIT`. @default ARTIFACT_DEFAULTS.maxBytesPerTask (1 GiB) */
   readonly maxBytes?: number;
-  /** Counts an artifact's tokens. @default a conservative estimate: a token per 2.5 characters */
+  /** Counts an artifact's tokens (a run gives its model's counter). @default `estimateTokens`, a conservative estimate */
   readonly countTokens?: (text: string) => number;
 }
 
@@ -64,9 +65,6 @@ export interface ArtifactStore {
   /** Every artifact kept, oldest first. */
   list(): Promise<readonly ArtifactInfo[]>;
 }
-
-/** A conservative count for text whose model's tokenizer is not known: logs and numbers take ~2.5 characters a token. */
-export const estimateTokens = (text: string): number => Math.ceil(text.length / 2.5);
 
 /** Artifacts kept in memory, for a run that has no task store (`klym run`, a library's `runAgent`). */
 export function createMemoryArtifacts(): ArtifactBackend {
