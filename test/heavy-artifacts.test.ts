@@ -22,6 +22,8 @@ afterEach(async () => {
 const me = { principal: 'grynya' };
 const KEY = 'sk-test-key-for-the-fake-0123456789';
 const LINES = 40_000;
+/** The model's window, as Klym is configured with it and as the fake enforces it (counted by o200k_base). */
+const WINDOW = 64_000;
 const NEEDLE_AT = 31_337;
 const LOG = bigLog(LINES, NEEDLE_AT);
 const upstreams = { big: { command: process.execPath, args: ['--conditions=klym-source', path.join(import.meta.dirname, 'support', 'big-log-server.ts')] } };
@@ -46,13 +48,13 @@ async function setUp(runner: 'inline' | 'thread'): Promise<{ tasks: TaskManager;
   const directory = temporaryDirectory();
   const store = await createSqliteTaskStore({ path: path.join(directory.path, 'tasks.db') });
   const pool = await createSessionPool({ upstreams });
-  const llm = await startFakeLlmServer(pagingAgent);
+  const llm = await startFakeLlmServer(pagingAgent, { contextWindow: WINDOW });
   const run: AgentRunner | undefined = runner === 'thread' ? createThreadRunner({ upstreams, drainTimeoutMs: 100 }) : undefined;
   const tasks = createTaskManager({
     pool,
     store,
     ...(run === undefined ? {} : { run }),
-    defaults: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } } },
+    defaults: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } }, contextWindows: { 'openai:gpt-4.1-mini': WINDOW } },
   });
   cleanups.push(
     async () => directory[Symbol.dispose](),
@@ -81,6 +83,9 @@ describe('big results become artifacts of their task', () => {
       expect(requests).toHaveLength(4);
       const largest = Math.max(...requests.map((request) => request.body.length));
       expect(largest).toBeLessThan(LOG.length / 100);
+      // Counted as the provider counts them: never near the window, which the log passes many times over.
+      expect(Math.max(...requests.map((request) => request.tokens ?? Number.POSITIVE_INFINITY))).toBeLessThan(0.95 * WINDOW);
+      expect(LOG.length / 4).toBeGreaterThan(10 * WINDOW);
       expect(requests.some((request) => request.body.includes(LOG.split('\n')[20_000] as string))).toBe(false);
 
       // The log is kept whole, once (its structuredContent copy was not kept again), in the task's store.

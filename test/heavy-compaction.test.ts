@@ -5,12 +5,17 @@
 import path from 'node:path';
 import { ARTIFACT_DEFAULTS, createScriptedModel, createSessionPool, runAgent, type AgentCheckpoint, type AgentEvent, type SessionPool } from '@klym/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { bigLog } from './support/big-log-server.ts';
+import { startFakeLlmServer } from './support/fake-llm-server.ts';
 
 const STEPS = 50;
-/** Lines of each step's result: ~29,000 characters, just under the artifact threshold; 50 of them are over 4× the window. */
-const LINES = 320;
-const RESULT_CHARS = bigLog(LINES, 1).length;
+/** The model's window, as Klym is configured with it and as the fake enforces it (counted by o200k_base). */
+const WINDOW = 64_000;
+const KEY = 'sk-test-key-for-the-fake-0123456789';
+/** Lines of each step's result: just under the artifact threshold (a tenth of the window). */
+const LINES = 140;
+const RESULT_TOKENS = countTokens(bigLog(LINES, 1));
 
 let pool: SessionPool;
 beforeAll(async () => {
@@ -18,41 +23,55 @@ beforeAll(async () => {
 });
 afterAll(() => pool.close({ drainTimeoutMs: 100 }));
 
-/** A model that reads the log `upTo` times, then stops. */
-const reads = (upTo: number) =>
-  createScriptedModel({ steps: ({ call }) => (call <= upTo ? { toolCalls: [{ toolName: 'big__read_log', args: { lines: LINES, needle_at: call } }] } : { text: 'stopped' }) });
+/** The scripted model's results: ~29,000 characters, under the artifact threshold of the window it is sized by. */
+const SCRIPTED_LINES = 320;
 
-/** The conversation a model call was sent, in characters of JSON: what its window must hold. */
-const promptChars = (prompt: unknown): number => JSON.stringify(prompt).length;
+/** A scripted model that reads the log `upTo` times, then stops. */
+const reads = (upTo: number) =>
+  createScriptedModel({ steps: ({ call }) => (call <= upTo ? { toolCalls: [{ toolName: 'big__read_log', args: { lines: SCRIPTED_LINES, needle_at: call } }] } : { text: 'stopped' }) });
+
 
 describe('the conversation stays inside the window', () => {
-  it(`runs ${STEPS} steps of medium results without ever sending more than the window, and still reads what it moved out`, async () => {
-    const sent: number[] = [];
+  it(`runs ${STEPS} steps of medium results against a provider's hard window, never sending more than it, and still reads what it moved out`, async () => {
+    let calls = 0;
     let movedOut: string | undefined;
-    const model = createScriptedModel({
-      steps: ({ call, options }) => {
-        sent.push(promptChars(options.prompt));
-        const prompt = JSON.stringify(options.prompt);
-        movedOut ??= /artifact (art_[0-9a-f]{12}): [^"]*moved out of the conversation/.exec(prompt)?.[1];
-        if (call <= STEPS) return { toolCalls: [{ toolName: 'big__read_log', args: { lines: LINES, needle_at: call } }] };
-        // Past the last read: the first result moved out is still there to read.
-        if (call === STEPS + 1) return { toolCalls: [{ toolName: 'klym__grep_artifact', args: { artifact: movedOut ?? 'none', pattern: 'FATAL' } }] };
-        return { text: /1 of its 320 lines match/.test(prompt) ? 'read it back' : 'lost it' };
+    // The agent reads the log again and again; past the last read, it greps the first result moved out.
+    const llm = await startFakeLlmServer(
+      (request) => {
+        calls++;
+        movedOut ??= /artifact (art_[0-9a-f]{12}): [^"]*moved out of the conversation/.exec(request.body)?.[1];
+        if (calls <= STEPS) return { kind: 'turn', toolCalls: [{ name: 'big__read_log', args: { lines: LINES, needle_at: calls } }] };
+        if (calls === STEPS + 1) return { kind: 'turn', toolCalls: [{ name: 'klym__grep_artifact', args: { artifact: movedOut ?? 'none', pattern: 'FATAL' } }] };
+        return { kind: 'turn', text: new RegExp(`1 of its ${LINES} lines match`).test(request.body) ? 'read it back' : 'lost it' };
       },
-    });
-    const events: AgentEvent[] = [];
-    const result = await runAgent({ pool, prompt: 'Read the log many times.', model, budget: { maxSteps: STEPS + 5 }, onEvent: (event) => events.push(event) });
+      { contextWindow: WINDOW },
+    );
+    try {
+      const events: AgentEvent[] = [];
+      const result = await runAgent({
+        pool,
+        prompt: 'Read the log many times.',
+        model: 'openai:gpt-4.1-mini',
+        providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } },
+        contextWindows: { 'openai:gpt-4.1-mini': WINDOW },
+        budget: { maxSteps: STEPS + 5 },
+        onEvent: (event) => void events.push(event),
+      });
 
-    expect(result).toMatchObject({ finishReason: 'stop', text: 'read it back', steps: STEPS + 2 });
-    // Characters of JSON at 2.5 characters a token: never past the window.
-    expect(Math.max(...sent)).toBeLessThan(ARTIFACT_DEFAULTS.contextWindow * 2.5);
-    const compactions = events.filter((event) => event.type === 'history-compacted');
-    expect(compactions.length).toBeGreaterThan(0);
-    expect(compactions.some((event) => event.results > 0)).toBe(true);
-    expect(compactions.every((event) => event.tokensAfter < event.tokensBefore)).toBe(true);
-    // Each result stayed in the conversation (under the artifact threshold); without compaction the run would have sent 4× the window.
-    expect(RESULT_CHARS / 2.5).toBeLessThan(ARTIFACT_DEFAULTS.thresholdShare * ARTIFACT_DEFAULTS.contextWindow);
-    expect(STEPS * RESULT_CHARS).toBeGreaterThan(4 * ARTIFACT_DEFAULTS.contextWindow * 2.5);
+      expect(result).toMatchObject({ finishReason: 'stop', finalText: 'read it back', steps: STEPS + 2 });
+      // Every request fitted the window as the provider counts it (o200k_base), with room to answer: none refused.
+      expect(Math.max(...llm.requests.map((request) => request.tokens ?? Number.POSITIVE_INFINITY))).toBeLessThan(0.95 * WINDOW);
+      expect(events.some((event) => event.type === 'context-shrunk')).toBe(false);
+      const compactions = events.filter((event) => event.type === 'history-compacted');
+      expect(compactions.length).toBeGreaterThan(0);
+      expect(compactions.some((event) => event.results > 0)).toBe(true);
+      expect(compactions.every((event) => event.tokensAfter < event.tokensBefore)).toBe(true);
+      // Each result stayed in the conversation (under the artifact threshold); together they are over 3× the window.
+      expect(RESULT_TOKENS).toBeLessThan(ARTIFACT_DEFAULTS.thresholdShare * WINDOW);
+      expect(STEPS * RESULT_TOKENS).toBeGreaterThan(3 * WINDOW);
+    } finally {
+      await llm.close();
+    }
   });
 
   it('resumes from a checkpoint taken after a compaction, and reads the artifacts it moved out', async () => {

@@ -42,6 +42,9 @@ export async function runCommand(parsed: CommandLine, io: CliIo): Promise<number
       prices: config.llm.prices,
       contextWindows: config.llm.contextWindows,
       maxRetries: config.llm.maxRetries,
+      ...(config.llm.mapModel === undefined ? {} : { mapModel: config.llm.mapModel }),
+      mapConcurrency: config.llm.mapConcurrency,
+      ...(config.llm.artifactThresholdTokens === undefined ? {} : { artifactThresholdTokens: config.llm.artifactThresholdTokens }),
       secrets,
       signal: controller.signal,
       onEvent: (event) => {

@@ -33,7 +33,13 @@ describe('mapping the configuration onto core and the server', () => {
       }),
       cwd,
     );
-    expect(options.tasks).toMatchObject({ temperature: 0.2, maxRetries: 5, contextWindows: { 'compatible:llama3': 8_192 }, upstreamTools: { kb: { readOnlyTools: ['search'] } } });
+    expect(options.tasks).toMatchObject({ temperature: 0.2, maxRetries: 5, contextWindows: { 'compatible:llama3': 8_192 }, upstreamTools: { kb: { readOnlyTools: ['search'] } }, mapConcurrency: 4 });
+    expect(serverOptions(configWith({ KLYM_LLM_MAP_MODEL: 'scripted', KLYM_LLM_MAP_CONCURRENCY: '8', KLYM_LLM_ARTIFACT_THRESHOLD_TOKENS: '5000' }), cwd).tasks).toMatchObject({
+      mapModel: 'scripted',
+      mapConcurrency: 8,
+      artifactThresholdTokens: 5_000,
+    });
+    expect(() => configWith({ KLYM_LLM_MAP_MODEL: 'gemini-2.5-flash' })).toThrow(/llm\.mapModel = "gemini-2\.5-flash": needs an API key for the google provider/);
     expect(options.tasks?.secrets).toContain('upstream-secret-123');
   });
 

@@ -1,4 +1,4 @@
-import { TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS, WEBHOOK_EVENTS } from '@klym/core';
+import { ARTIFACT_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS, WEBHOOK_EVENTS } from '@klym/core';
 import { z } from 'zod';
 import { SERVER_DEFAULTS, isLoopback } from '../server/server-options.ts';
 import { milliseconds, mcpServerSchema, upstreamNameSchema, upstreamSchema } from './upstream-schema.ts';
@@ -123,6 +123,12 @@ export const configObjectSchema = z.strictObject({
        * know (it gives those 32,768) or to correct a built-in one. A request that would not fit is never sent. @default {}
        */
       contextWindows: z.record(z.string().min(1), z.number().int().positive()).default({}),
+      /** The model `klym__map_artifact` calls on each chunk of an artifact (a cheaper one, say). @default the task's model */
+      mapModel: z.string().min(1).optional(),
+      /** `klym__map_artifact`'s model calls under way at once, per map. @default 4 */
+      mapConcurrency: z.number().int().positive().default(ARTIFACT_DEFAULTS.mapConcurrency),
+      /** A tool result of more tokens than this is kept as an artifact instead of sent to the model. @default a tenth of the model's context window */
+      artifactThresholdTokens: z.number().int().positive().optional(),
       /** The provider's own retries of 408/409/429/5xx and network failures, with backoff. @default 2 */
       maxRetries: z.number().int().nonnegative().default(2),
     })
@@ -290,7 +296,11 @@ export function crossCheck(config: ParsedConfig): { path: (string | number)[]; m
   if (policy !== undefined && policy !== 'read-only' && !(policy in config.policies)) {
     issues.push({ path: ['tools', 'policy'], message: `expected \`read-only\` or a policy from \`policies\` (${Object.keys(config.policies).join(', ') || 'none'})` });
   }
-  const models: [(string | number)[], string][] = [[['llm', 'model'], config.llm.model], ...config.llm.models.map((model, index): [(string | number)[], string] => [['llm', 'models', index], model])];
+  const models: [(string | number)[], string][] = [
+    [['llm', 'model'], config.llm.model],
+    ...config.llm.models.map((model, index): [(string | number)[], string] => [['llm', 'models', index], model]),
+    ...(config.llm.mapModel === undefined ? [] : [[['llm', 'mapModel'], config.llm.mapModel] as [(string | number)[], string]]),
+  ];
   for (const [path, model] of models) {
     const provider = providerOf(model);
     const own = providerOf(config.llm.model) === provider;

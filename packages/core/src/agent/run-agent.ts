@@ -5,7 +5,7 @@ import { startRunTracing, type RunTracing } from '../telemetry/run-tracing.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
 import { assertCheckpoint, createCheckpointer, resumeFrom } from './checkpoint.ts';
-import { artifactThreshold, createContextWindow } from './context-window.ts';
+import { artifactThreshold, contextWindowOf, createContextWindow } from './context-window.ts';
 import { removeOrphanedToolCalls } from './history.ts';
 import { withVisibleTools } from './language-model.ts';
 import { resolveModel } from './model-resolver.ts';
@@ -13,7 +13,7 @@ import { runStep, type StepInput } from './run-step.ts';
 import type { RunContext } from './self-check.ts';
 import { runStepInWindow } from './step-in-window.ts';
 import { DEFAULT_SYSTEM_PROMPT, renderSystemPrompt } from './system-prompt.ts';
-import { createTokenCounter } from './token-count.ts';
+import { createTokenCounter, messageTokens } from './token-count.ts';
 import type { AgentEvent, AgentRunResult, AgentToolCall, AgentUsage, RunAgentOptions } from './types.ts';
 import { addUsage, costOf, createMessageSizer, priceOf, ZERO_USAGE } from './usage.ts';
 import { ARTIFACT_DEFAULTS, DEFAULT_MAX_RETRIES } from '../defaults.ts';
@@ -161,7 +161,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       mapping: {
         model: mapper.model,
         streams: mapper.streams,
-        windowTokens: ARTIFACT_DEFAULTS.contextWindow,
+        windowTokens: workingWindow(contextWindowOf(mapper.name, options.contextWindows).tokens),
         concurrency: options.mapConcurrency ?? ARTIFACT_DEFAULTS.mapConcurrency,
         countTokens: mapCounter.count,
         maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
@@ -175,12 +175,6 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     };
     const builtIns = artifactTools(keeping);
     const messageChars = createMessageSizer();
-    const compaction: Compaction = {
-      budgetTokens: Math.floor(ARTIFACT_DEFAULTS.compactShare * ARTIFACT_DEFAULTS.contextWindow) - counter.count(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT) - Math.ceil(catalog.definitionChars() / 2.5),
-      keepSteps: ARTIFACT_DEFAULTS.compactKeepSteps,
-      measure: (kept) => Math.ceil(messageChars(kept) / 2.5),
-      keep: (toolName, text) => keeping.artifacts.put(toolName, text),
-    };
     const tools = {
       ...catalog.toolSet({
         scope,
@@ -197,6 +191,14 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     const visibleModel = withVisibleTools(model, visible);
     const system = renderSystemPrompt(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, catalog.describe());
     const contextWindow = createContextWindow({ model: name, contextWindows: options.contextWindows, counter, system, tools, visible: (toolName) => visible.has(toolName) });
+    // Compacted against the whole request as the window counts it: the system prompt and the tools included.
+    const compaction: Compaction = {
+      budgetTokens: Math.floor(ARTIFACT_DEFAULTS.compactShare * workingWindow(contextWindow.window)),
+      keepSteps: ARTIFACT_DEFAULTS.compactKeepSteps,
+      // The scripted model has no window, so its requests count nothing there: its messages are counted as they are.
+      measure: Number.isFinite(contextWindow.window) ? (kept) => contextWindow.requestTokens(kept) : (kept) => kept.reduce((sum, message) => sum + messageTokens(message, counter.count), 0),
+      keep: (toolName, text) => keeping.artifacts.put(toolName, text),
+    };
     const context: RunContext = { upstreams: catalog.upstreams, probes: catalog.probes };
     const toolDefinitionChars = catalog.definitionChars();
     const providerOptions = { klym: context as unknown as Record<string, never> };
@@ -285,6 +287,11 @@ function describeModelError(error: unknown): string {
   return `${error.message.replace(/\bAI_[A-Za-z]+Error: /g, '')}${status}`;
 }
 
+/** A window to size chunks and compactions by: the model's, or for the scripted model, which has none, `ARTIFACT_DEFAULTS.contextWindow`. */
+function workingWindow(tokens: number): number {
+  return Number.isFinite(tokens) ? tokens : ARTIFACT_DEFAULTS.contextWindow;
+}
+
 function invalid(message: string): never {
   throw new KlymError('CONFIG_INVALID', message);
 }
@@ -295,6 +302,10 @@ function checkOptions(options: RunAgentOptions): void {
   if (options.temperature !== undefined && !Number.isFinite(options.temperature)) invalid(`Expected \`temperature\` to be a number, got ${String(options.temperature)}`);
   if (options.maxRetries !== undefined && (!Number.isInteger(options.maxRetries) || options.maxRetries < 0)) {
     invalid(`Expected \`maxRetries\` to be an integer ≥ 0, got ${String(options.maxRetries)}`);
+  }
+  for (const name of ['mapConcurrency', 'artifactThresholdTokens'] as const) {
+    const value = options[name];
+    if (value !== undefined && (!Number.isInteger(value) || value <= 0)) invalid(`Expected \`${name}\` to be a positive integer, got ${String(value)}`);
   }
   if (options.toolTimeoutMs !== undefined && (!Number.isInteger(options.toolTimeoutMs) || options.toolTimeoutMs <= 0)) {
     invalid(`Expected \`toolTimeoutMs\` to be a positive integer, got ${String(options.toolTimeoutMs)}`);

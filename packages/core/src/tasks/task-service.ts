@@ -36,7 +36,19 @@ import {
 } from './task-views.ts';
 
 /** The run options every task of the service gets as they are, declared once by `runAgent`'s options. */
-const RUN_OPTION_KEYS = ['providers', 'prices', 'contextWindows', 'maxRetries', 'temperature', 'upstreamTools', 'policies', 'readOnlyTools'] as const satisfies readonly (keyof TaskRunDefaults)[];
+const RUN_OPTION_KEYS = [
+  'providers',
+  'prices',
+  'contextWindows',
+  'maxRetries',
+  'temperature',
+  'upstreamTools',
+  'policies',
+  'readOnlyTools',
+  'mapModel',
+  'mapConcurrency',
+  'artifactThresholdTokens',
+] as const satisfies readonly (keyof TaskRunDefaults)[];
 type ServiceRunOptions = Pick<TaskRunDefaults, (typeof RUN_OPTION_KEYS)[number]>;
 
 /**
