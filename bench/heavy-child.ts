@@ -1,12 +1,12 @@
 // Scenario 10's Klym (issue #27), in a process of its own so that its peak RSS is the task's: one run that
 // reads a big log through @modelcontextprotocol/server-filesystem over stdio (kept as an artifact), maps it
 // with klym__map_artifact against the parent's fake model, then greps the artifact once more on its own.
-// `heavy-child.ts <dir> <file> <openai base URL>`; prints one JSON line.
+// `heavy-child.ts <dir> <file> <openai base URL> <context window>`; prints one JSON line.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { createArtifactStore, createSessionPool, runAgent, type AgentEvent } from '@klym/core';
 
-const [directory = '', file = '', baseURL = ''] = process.argv.slice(2);
+const [directory = '', file = '', baseURL = '', windowText = ''] = process.argv.slice(2);
 const server = { command: process.execPath, args: [createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js'), directory] };
 const pool = await createSessionPool({ upstreams: { files: { ...server, maxMessageBytes: 256 * 2 ** 20 } } });
 await pool.warmedUp();
@@ -20,6 +20,7 @@ const result = await runAgent({
   prompt: `How many ERROR lines per service are in ${path.join(directory, file)}?`,
   model: 'openai:gpt-4.1-mini',
   providers: { openai: { apiKey: 'sk-bench-key-for-the-fake-000000', baseURL } },
+  contextWindows: { 'openai:gpt-4.1-mini': Number(windowText) },
   budget: { maxSteps: 20 },
   onEvent: (event) => void events.push(event),
 });

@@ -6,15 +6,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ARTIFACT_DEFAULTS, estimateTokens } from '@klym/core';
+import { ARTIFACT_DEFAULTS } from '@klym/core';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { startFakeLlmServer, type FakeReply, type FakeRequest } from '../test/support/fake-llm-server.ts';
 import { figure, ratio } from './stats.ts';
 
 const run = promisify(execFile);
 const MAP_CALL_MS = 300;
-const WINDOW = ARTIFACT_DEFAULTS.contextWindow;
-/** How the fake and the figures count a text's tokens: the run's own count. */
-const countTokens = estimateTokens;
+/** The model's window: Klym is configured with it, and the fake refuses a request past it, counted by o200k_base as OpenAI counts. */
+const WINDOW = 128_000;
 
 /** `megabytes` MB of log lines: requests, every 97th an ERROR of one of 13 services. */
 function logOf(megabytes: number): { readonly text: string; readonly errorsPerService: Map<string, number> } {
@@ -54,7 +54,7 @@ function agent(file: string): (request: FakeRequest) => FakeReply {
     if (request.body.includes('You are given one chunk of a larger text')) {
       const counts = new Map<string, number>();
       for (const match of request.body.matchAll(/\\n\d+: [^\\]* (svc-\d+) ERROR /g)) counts.set(match[1] as string, (counts.get(match[1] as string) ?? 0) + 1);
-      return { kind: 'turn', text: counts.size === 0 ? 'nothing' : format(counts), usage: { input: countTokens(request.body), output: 20 }, delayMs: MAP_CALL_MS };
+      return { kind: 'turn', text: counts.size === 0 ? 'nothing' : format(counts), usage: { input: request.tokens ?? 0, output: 20 }, delayMs: MAP_CALL_MS };
     }
     const last = lastToolOutput(request);
     const artifact = /artifact (art_[0-9a-f]{12}): [\d,]+ bytes/.exec(request.body)?.[1];
@@ -94,19 +94,19 @@ export async function heavy({ quick }: { quick: boolean }): Promise<string[]> {
   const { text, errorsPerService } = logOf(megabytes);
   const file = path.join(directory, 'night.log');
   await writeFile(file, text);
-  await using llm = await startFakeLlmServer(agent(file));
+  await using llm = await startFakeLlmServer(agent(file), { contextWindow: WINDOW });
   try {
     const child = path.join(import.meta.dirname, 'heavy-child.ts');
-    const { stdout } = await run(process.execPath, ['--expose-gc', '--conditions=klym-source', child, directory, 'night.log', llm.openaiBaseUrl], { maxBuffer: 2 ** 20, timeout: 900_000 });
+    const { stdout } = await run(process.execPath, ['--expose-gc', '--conditions=klym-source', child, directory, 'night.log', llm.openaiBaseUrl, String(WINDOW)], { maxBuffer: 2 ** 20, timeout: 900_000 });
     const figures = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as ChildFigures;
-    const requestTokens = llm.requests.map((request) => countTokens(request.body));
+    const requestTokens = llm.requests.map((request) => request.tokens ?? Number.POSITIVE_INFINITY);
     const largest = Math.max(...requestTokens);
     const logTokens = countTokens(text);
     const artifactMb = figures.artifactBytes / 1e6;
     const ideal = Math.ceil(figures.chunks / ARTIFACT_DEFAULTS.mapConcurrency) * MAP_CALL_MS;
     const correct = figures.answer === format(errorsPerService);
     return [
-      `A ${megabytes} MB log (${logTokens.toLocaleString('en-US')} tokens as the run counts them, ${(logTokens / WINDOW).toFixed(0)}× a ${WINDOW.toLocaleString('en-US')}-token window), read through server-filesystem over stdio, kept as an artifact, mapped in ${figures.chunks} chunks (${ARTIFACT_DEFAULTS.mapConcurrency} at a time, ${MAP_CALL_MS} ms a call); the answer is ${correct ? 'exact' : `WRONG: ${figures.answer.slice(0, 120)}`}.`,
+      `A ${megabytes} MB log (${logTokens.toLocaleString('en-US')} tokens by o200k_base, ${(logTokens / WINDOW).toFixed(0)}× a ${WINDOW.toLocaleString('en-US')}-token window), read through server-filesystem over stdio, kept as an artifact, mapped in ${figures.chunks} chunks (${ARTIFACT_DEFAULTS.mapConcurrency} at a time, ${MAP_CALL_MS} ms a call); the answer is ${correct ? 'exact' : `WRONG: ${figures.answer.slice(0, 120)}`}.`,
       '',
       '| figure | value | target |',
       '| --- | --- | --- |',
@@ -116,7 +116,7 @@ export async function heavy({ quick }: { quick: boolean }): Promise<string[]> {
       `| peak RSS growth ÷ artifact MB | ${(figures.peakGrowthMiB / artifactMb).toFixed(2)} MiB/MB (${figures.peakGrowthMiB.toFixed(0)} MiB for ${artifactMb.toFixed(1)} MB) | ≤ 3 |`,
       `| grep over the artifact | ${(figures.grepMs / artifactMb).toFixed(2)} ms/MB (${figures.grepMs.toFixed(0)} ms, ${figures.grepMatches} matches) | ≤ 20 |`,
       '',
-      `The whole run (read, keep, map, answer): ${(figures.runMs / 1000).toFixed(1)} s. Tokens are the run's own count (2.5 characters a token) until the model's tokenizer counts them.`,
+      `The whole run (read, keep, map, answer): ${(figures.runMs / 1000).toFixed(1)} s. Tokens are o200k_base's, as the fake counts each request (and refuses one past the window, as OpenAI does).`,
       figure('heavy_answer_exact', correct ? 1 : 0, 0),
       figure('heavy_max_request_ratio', largest / WINDOW),
       figure('heavy_map_tokens_ratio', figures.mapInputTokens / logTokens),
