@@ -1,18 +1,22 @@
 // Issue #27, big results become artifacts: a task reads a log far bigger than what its model should be
-// sent, over a real stdio upstream, with the real OpenAI provider against a local fake of its API, on the
+// sent, through @modelcontextprotocol/server-filesystem over stdio (and, for Grynya's view, a stdio server of
+// ours that answers the same way), with the real OpenAI provider against a local fake of its API, on the
 // SQLite store, inline and on the runner thread. The model is never sent the log; it finds the needle with
 // klym__grep_artifact and reads around it with klym__read_artifact, and the artifact stays in the task's store.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createScriptedModel, createSessionPool, createTaskManager, createThreadRunner, runAgent, type AgentRunner, type TaskManager, type TaskRecord, type TaskStore } from '@klym/core';
 import { createSqliteTaskStore } from '@klym/core/sqlite';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startKlymServer } from '../apps/server/src/server/index.ts';
 import { temporaryDirectory } from './cli-harness.ts';
 import { bigLog } from './support/big-log-server.ts';
 import { startFakeLlmServer, type FakeReply, type FakeRequest } from './support/fake-llm-server.ts';
 import { payload, waitForEnd } from './support/server-harness.ts';
+import { packageFile } from './support/upstream-servers.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -21,12 +25,18 @@ afterEach(async () => {
 
 const me = { principal: 'grynya' };
 const KEY = 'sk-test-key-for-the-fake-0123456789';
-const LINES = 40_000;
+const LINES = 60_000;
 /** The model's window, as Klym is configured with it and as the fake enforces it (counted by o200k_base). */
 const WINDOW = 64_000;
 const NEEDLE_AT = 31_337;
 const LOG = bigLog(LINES, NEEDLE_AT);
 const upstreams = { big: { command: process.execPath, args: ['--conditions=klym-source', path.join(import.meta.dirname, 'support', 'big-log-server.ts')] } };
+// server-filesystem over a directory holding the log: it answers a file with its text and again as structuredContent.
+const DIRECTORY = mkdtempSync(path.join(tmpdir(), 'klym-heavy-artifacts-'));
+const FILE = path.join(DIRECTORY, 'night.log');
+writeFileSync(FILE, LOG);
+afterAll(() => rmSync(DIRECTORY, { recursive: true, force: true }));
+const files = { files: { command: process.execPath, args: [packageFile('@modelcontextprotocol/server-filesystem', 'dist/index.js'), DIRECTORY] } };
 
 /**
  * The fake model, playing an agent that pages: it reads the log, then greps the artifact it was given for
@@ -35,7 +45,7 @@ const upstreams = { big: { command: process.execPath, args: ['--conditions=klym-
  */
 function pagingAgent(request: FakeRequest): FakeReply {
   const artifact = /artifact (art_[0-9a-f]{12}): [\d,]+ bytes/.exec(request.body)?.[1];
-  if (artifact === undefined) return { kind: 'turn', toolCalls: [{ name: 'big__read_log', args: { lines: LINES, needle_at: NEEDLE_AT } }] };
+  if (artifact === undefined) return { kind: 'turn', toolCalls: [{ name: 'files__read_text_file', args: { path: FILE } }] };
   const match = /(\d+): [^"\\]*FATAL the needle/.exec(request.body);
   if (match === null) return { kind: 'turn', toolCalls: [{ name: 'klym__grep_artifact', args: { artifact, pattern: 'FATAL.*needle' } }] };
   if (!request.body.includes('(line: text; 0-based):\\n') || !/lines \d+-\d+ of/.test(request.body)) {
@@ -47,9 +57,9 @@ function pagingAgent(request: FakeRequest): FakeReply {
 async function setUp(runner: 'inline' | 'thread'): Promise<{ tasks: TaskManager; store: TaskStore; requests: FakeRequest[] }> {
   const directory = temporaryDirectory();
   const store = await createSqliteTaskStore({ path: path.join(directory.path, 'tasks.db') });
-  const pool = await createSessionPool({ upstreams });
+  const pool = await createSessionPool({ upstreams: files });
   const llm = await startFakeLlmServer(pagingAgent, { contextWindow: WINDOW });
-  const run: AgentRunner | undefined = runner === 'thread' ? createThreadRunner({ upstreams, drainTimeoutMs: 100 }) : undefined;
+  const run: AgentRunner | undefined = runner === 'thread' ? createThreadRunner({ upstreams: files, drainTimeoutMs: 100 }) : undefined;
   const tasks = createTaskManager({
     pool,
     store,
@@ -90,7 +100,7 @@ describe('big results become artifacts of their task', () => {
 
       // The log is kept whole, once (its structuredContent copy was not kept again), in the task's store.
       const artifacts = await store.listArtifacts(task.id);
-      expect(artifacts).toEqual([expect.objectContaining({ tool: 'big__read_log', bytes: Buffer.byteLength(LOG), lines: LINES })]);
+      expect(artifacts).toEqual([expect.objectContaining({ tool: 'files__read_text_file', bytes: Buffer.byteLength(LOG), lines: LINES })]);
       expect((await store.loadArtifact(task.id, artifacts[0]?.id as string))?.text).toBe(LOG);
       const kept = (await tasks.logs(task.id, me, { limit: 500 })).entries.filter((entry) => entry.type === 'artifact-kept');
       expect(kept).toHaveLength(1);

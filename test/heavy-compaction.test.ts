@@ -9,7 +9,7 @@ import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { bigLog } from './support/big-log-server.ts';
 import { startFakeLlmServer } from './support/fake-llm-server.ts';
 
-const STEPS = 50;
+const STEPS = 100;
 /** The model's window, as Klym is configured with it and as the fake enforces it (counted by o200k_base). */
 const WINDOW = 64_000;
 const KEY = 'sk-test-key-for-the-fake-0123456789';

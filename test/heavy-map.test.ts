@@ -1,14 +1,18 @@
 // Issue #27, klym__map_artifact: an exact aggregate over a log more than ten times the model's window,
 // computed by a model call per chunk — the real OpenAI provider against a local fake of its API that
-// plays both the agent and the model answering each chunk, over a real stdio upstream.
+// plays both the agent and the model answering each chunk — over @modelcontextprotocol/server-filesystem
+// on stdio serving a 6 MB log the test writes.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ARTIFACT_DEFAULTS, createSessionPool, runAgent, type SessionPool } from '@klym/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bigLog } from './support/big-log-server.ts';
 import { startFakeLlmServer, type FakeLlmServer, type FakeReply, type FakeRequest } from './support/fake-llm-server.ts';
+import { packageFile } from './support/upstream-servers.ts';
 
 const KEY = 'sk-test-key-for-the-fake-0123456789';
-const LINES = 40_000;
+const LINES = 70_000;
 const NEEDLE_AT = 31_337;
 const LOG = bigLog(LINES, NEEDLE_AT);
 const INSTRUCTION = 'Count the ERROR lines per service; answer as service=count pairs separated by spaces.';
@@ -56,22 +60,27 @@ function mapAnswer(body: string): FakeReply {
 function agent(request: FakeRequest): FakeReply {
   if (request.body.includes('You are given one chunk of a larger text')) return mapAnswer(request.body);
   const artifact = /artifact (art_[0-9a-f]{12}): [\d,]+ bytes/.exec(request.body)?.[1];
-  if (artifact === undefined) return { kind: 'turn', toolCalls: [{ name: 'big__read_log', args: { lines: LINES, needle_at: NEEDLE_AT } }] };
+  if (artifact === undefined) return { kind: 'turn', toolCalls: [{ name: 'files__read_text_file', args: { path: FILE } }] };
   if (!/answered on each of \d+ chunks/.test(request.body)) return { kind: 'turn', toolCalls: [{ name: 'klym__map_artifact', args: { artifact, instruction: INSTRUCTION } }] };
   const totals = new Map<string, number>();
   for (const match of request.body.matchAll(/(svc-\d+)=(\d+)/g)) totals.set(match[1] as string, (totals.get(match[1] as string) ?? 0) + Number(match[2]));
   return { kind: 'turn', text: format(totals) };
 }
 
+const DIRECTORY = mkdtempSync(path.join(tmpdir(), 'klym-heavy-map-'));
+const FILE = path.join(DIRECTORY, 'night.log');
+writeFileSync(FILE, LOG);
+
 let pool: SessionPool;
 let llm: FakeLlmServer;
 beforeAll(async () => {
-  pool = await createSessionPool({ upstreams: { big: { command: process.execPath, args: ['--conditions=klym-source', path.join(import.meta.dirname, 'support', 'big-log-server.ts')] } } });
+  pool = await createSessionPool({ upstreams: { files: { command: process.execPath, args: [packageFile('@modelcontextprotocol/server-filesystem', 'dist/index.js'), DIRECTORY] } } });
   llm = await startFakeLlmServer(agent, { contextWindow: WINDOW });
 });
 afterAll(async () => {
   await llm.close();
   await pool.close({ drainTimeoutMs: 100 });
+  rmSync(DIRECTORY, { recursive: true, force: true });
 });
 
 describe('klym__map_artifact', () => {

@@ -1,5 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
+import { createScriptedModel } from '../agent/scripted-model.ts';
 import { estimateTokens } from '../agent/token-count.ts';
 import { createArtifactStore } from './artifact-store.ts';
 import { artifactReference, artifactTools, keepBigResult, type ResultKeeping } from './artifact-tools.ts';
@@ -113,5 +114,34 @@ describe('keepBigResult', () => {
     const many = await run('klym__grep_artifact', { artifact: id, pattern: 'INFO', max_matches: 500, context: 2 });
     expect(many).toMatch(/^artifact art_[0-9a-f]{12}: .* the whole result of klym__grep_artifact/);
     expect(keep.kept).toHaveLength(1);
+  });
+});
+
+describe('klym__map_artifact', () => {
+  it('answers on every chunk in order with its line range, and refuses an unknown artifact as a tool error', async () => {
+    const keep: ResultKeeping = {
+      ...keeping(100_000),
+      // A tiny window: chunks of a few hundred lines, each answered with how many lines it saw.
+      mapping: {
+        model: createScriptedModel({ steps: ({ options }) => ({ text: `${(JSON.stringify(options.prompt).match(/\\n\d+: /g) ?? []).length} lines` }) }),
+        streams: false,
+        windowTokens: 20_000,
+        concurrency: 3,
+        countTokens: estimateTokens,
+        maxRetries: 0,
+        signal: new AbortController().signal,
+      },
+    };
+    const { id } = await keep.artifacts.put('fs__read_text_file', LOG);
+    const execute = artifactTools(keep)['klym__map_artifact']?.execute as (input: unknown, options: unknown) => Promise<string>;
+    const mapped = await execute({ artifact: id, instruction: 'How many lines?' }, { toolCallId: 'c1', messages: [] });
+    const ranges = [...mapped.matchAll(/\[lines (\d+)-(\d+)\] (\d+) lines/g)].map((match) => [Number(match[1]), Number(match[2]), Number(match[3])]);
+    expect(ranges.length).toBeGreaterThan(3);
+    expect(ranges[0]?.[0]).toBe(0);
+    expect(ranges.at(-1)?.[1]).toBe(19_999);
+    // Each chunk's model saw exactly its range's lines, and each range starts where the one before ended.
+    expect(ranges.map(([from, to, seen]) => seen === (to as number) - (from as number) + 1)).not.toContain(false);
+    expect(ranges.slice(1).map(([from], index) => from === (ranges[index]?.[1] as number) + 1)).not.toContain(false);
+    await expect(execute({ artifact: 'art_000000000000', instruction: 'x' }, { toolCallId: 'c2', messages: [] })).rejects.toMatchObject({ code: 'ARTIFACT_NOT_FOUND' });
   });
 });
