@@ -1,13 +1,17 @@
 // The official MCP conformance suite (@modelcontextprotocol/conformance 0.1.16) against a real Klym server,
 // over Streamable HTTP: the server scenarios that apply to a server without prompts, resources or
-// completions (issue #28 names them). Each runs as the suite's own CLI, as a user of the suite would.
+// completions (issue #28 names them); and against @klym/core's pool as a client, through a small client
+// command built on it (test/support/conformance-client.ts). Each runs as the suite's own CLI.
 import { execFile } from 'node:child_process';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKlymServer, type RunningKlymServer } from '../apps/server/src/server/index.ts';
 import { packageFile } from './support/upstream-servers.ts';
 
 const run = promisify(execFile);
+const CLI = packageFile('@modelcontextprotocol/conformance', 'dist/index.js');
+const CLIENT_SCENARIOS = ['initialize', 'tools_call', 'sse-retry'] as const;
 const SCENARIOS = ['server-initialize', 'ping', 'logging-set-level', 'tools-list', 'tools-call-error', 'server-sse-multiple-streams', 'dns-rebinding-protection'] as const;
 
 let server: RunningKlymServer;
@@ -19,15 +23,33 @@ afterAll(() => server.close());
 describe('the MCP conformance suite, server scenarios', () => {
   for (const scenario of SCENARIOS) {
     it(`passes ${scenario}`, async () => {
-      const cli = packageFile('@modelcontextprotocol/conformance', 'dist/index.js');
-      // The suite exits non-zero on a failed check; its report is what the test reads either way.
-      const { stdout } = await run(process.execPath, [cli, 'server', '--url', server.mcpUrl, '--scenario', scenario], { timeout: 60_000 }).catch(
-        (error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }),
-      );
-      const [, passed, of, failed] = /Passed: (\d+)\/(\d+), (\d+) failed/.exec(stdout) ?? [];
+      const report = await conformance(['server', '--url', server.mcpUrl, '--scenario', scenario]);
       // The whole report on a failure: the check that failed and why.
-      expect({ scenario, passed, failed, report: failed === '0' ? '' : stdout }).toEqual({ scenario, passed: of, failed: '0', report: '' });
-      expect(Number(of)).toBeGreaterThan(0);
+      expect({ scenario, ...report, report: report.failed === '0' ? '' : report.report }).toEqual({ scenario, passed: report.of, of: report.of, failed: '0', report: '' });
+      expect(Number(report.of)).toBeGreaterThan(0);
     });
   }
 });
+
+describe("the MCP conformance suite, client scenarios, with @klym/core's pool as the client", () => {
+  const client = `${process.execPath} --conditions=klym-source ${path.join(import.meta.dirname, 'support', 'conformance-client.ts')}`;
+  for (const scenario of CLIENT_SCENARIOS) {
+    it(`passes ${scenario}`, async () => {
+      const report = await conformance(['client', '--command', client, '--scenario', scenario]);
+      expect({ scenario, ...report, report: report.failed === '0' ? '' : report.report }).toEqual({ scenario, passed: report.of, of: report.of, failed: '0', report: '' });
+      expect(Number(report.of)).toBeGreaterThan(0);
+    });
+  }
+});
+
+/** Runs the suite's CLI with `args`; its summary line, and its whole output. A failed check exits non-zero: its report is read either way. */
+async function conformance(args: readonly string[]): Promise<{ passed?: string; of?: string; failed?: string; report: string }> {
+  // Server scenarios report on stdout, client scenarios on stderr.
+  const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { timeout: 90_000 }).catch((error: { stdout?: string; stderr?: string }) => ({
+    stdout: error.stdout ?? '',
+    stderr: error.stderr ?? '',
+  }));
+  const output = `${stdout}\n${stderr}`;
+  const [, passed, of, failed] = /Passed: (\d+)\/(\d+), (\d+) failed/.exec(output) ?? [];
+  return { ...(passed === undefined ? {} : { passed }), ...(of === undefined ? {} : { of }), ...(failed === undefined ? {} : { failed }), report: output };
+}

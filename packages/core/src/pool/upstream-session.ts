@@ -129,7 +129,15 @@ export async function openSession(
     },
   };
   // Neither transport reports a dead upstream through onclose; onerror fires within milliseconds.
-  client.onerror = (error) => markBroken(error, true);
+  client.onerror = (error) => {
+    // The GET stream is optional (for what a server sends unasked); a server without one should answer 405,
+    // which the SDK takes in its stride, but some answer 404. Calls go on over POST; only that stream is lost.
+    if (error instanceof StreamableHTTPError && error.code === 404 && error.message.includes('Failed to open SSE stream')) {
+      hooks.onLog({ upstream: config.name, source: 'notification', level: 'warning', message: 'it offers no GET stream (HTTP 404 instead of 405): what it would send unasked there is not received; calls go on' });
+      return;
+    }
+    markBroken(error, true);
+  };
   client.onclose = () => markBroken(new Error('the connection closed'), true);
   const log = (entry: UpstreamLogEntry): void => {
     hooks.onLog(entry);
