@@ -155,15 +155,12 @@ export {
 } from './tasks/task-types.ts';
 export {
   MAX_GLANCE_CHARS,
-  viewArtifact,
   viewBudgetLimits,
   viewLogPage,
   viewTaskList,
   viewTaskStatus,
   viewTaskSummary,
   type BudgetLimitsView,
-  type TaskArtifactSliceView,
-  type TaskArtifactView,
   type TaskBudgetView,
   type TaskCancelView,
   type TaskListView,
@@ -177,6 +174,7 @@ export {
   type TaskSummaryView,
 } from './tasks/task-views.ts';
 export { createTaskService, type TaskService, type TaskServiceOptions } from './tasks/task-service.ts';
+export { viewArtifact, type TaskArtifactSliceView, type TaskArtifactView } from './tasks/artifact-views.ts';
 export {
   cancelTaskSchema,
   checkTaskSchema,

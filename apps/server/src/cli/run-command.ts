@@ -1,5 +1,5 @@
 import { KlymError, createRedactor, createSessionPool, isKlymError, runAgent } from '@klym/core';
-import { configSecrets, modelProviders, poolUpstreams, upstreamToolRules } from '../config/core-options.ts';
+import { configSecrets, poolUpstreams, runSettings } from '../config/core-options.ts';
 import { configFor, EXIT, exitCodeOf, type CliIo } from './cli.ts';
 import type { CommandLine } from './parse-command.ts';
 import { errorJson, progressWriter, resultJson, upstreamLogWriter } from './run-output.ts';
@@ -31,20 +31,8 @@ export async function runCommand(parsed: CommandLine, io: CliIo): Promise<number
       pool,
       prompt: parsed.prompt,
       model: config.llm.model,
-      providers: modelProviders(config),
-      ...(config.systemPrompt === undefined ? {} : { systemPrompt: config.systemPrompt }),
-      ...(config.llm.temperature === undefined ? {} : { temperature: config.llm.temperature }),
-      tools: config.tools,
-      upstreamTools: upstreamToolRules(config),
-      policies: config.policies,
-      readOnlyTools: config.readOnlyTools,
+      ...runSettings(config),
       budget: { ...config.budget.default },
-      prices: config.llm.prices,
-      contextWindows: config.llm.contextWindows,
-      maxRetries: config.llm.maxRetries,
-      ...(config.llm.mapModel === undefined ? {} : { mapModel: config.llm.mapModel }),
-      mapConcurrency: config.llm.mapConcurrency,
-      ...(config.llm.artifactThresholdTokens === undefined ? {} : { artifactThresholdTokens: config.llm.artifactThresholdTokens }),
       secrets,
       signal: controller.signal,
       onEvent: (event) => {

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { secretsOf, type AgentBudget, type ModelProviders, type UpstreamConfig, type UpstreamToolRules } from '@klym/core';
+import { secretsOf, type AgentBudget, type ModelProviders, type RunSettings, type TaskServiceOptions, type UpstreamConfig, type UpstreamToolRules } from '@klym/core';
 import type { KlymServerOptions } from '../server/server-options.ts';
 import { providerOf, type KlymConfig } from './schema.ts';
 
@@ -55,6 +55,29 @@ export function configSecrets(config: KlymConfig): string[] {
 
 const budget = (value: KlymConfig['budget']['default']): AgentBudget => ({ ...value });
 
+/**
+ * What every run of this configuration is set to, as `runAgent` and the task service both take it:
+ * providers and prices, windows, retries, the map's model and concurrency, the artifact threshold,
+ * temperature, the tool rules and policies, and the system prompt. `klym serve` and `klym run` share it.
+ */
+export function runSettings(config: KlymConfig) {
+  return {
+    providers: modelProviders(config),
+    prices: config.llm.prices,
+    contextWindows: config.llm.contextWindows,
+    maxRetries: config.llm.maxRetries,
+    ...(config.llm.mapModel === undefined ? {} : { mapModel: config.llm.mapModel }),
+    mapConcurrency: config.llm.mapConcurrency,
+    ...(config.llm.artifactThresholdTokens === undefined ? {} : { artifactThresholdTokens: config.llm.artifactThresholdTokens }),
+    ...(config.llm.temperature === undefined ? {} : { temperature: config.llm.temperature }),
+    tools: config.tools,
+    upstreamTools: upstreamToolRules(config),
+    policies: config.policies,
+    readOnlyTools: config.readOnlyTools,
+    ...(config.systemPrompt === undefined ? {} : { systemPrompt: config.systemPrompt }),
+  } satisfies Partial<RunSettings> & Partial<TaskServiceOptions>;
+}
+
 /** A `tasks.store` value with a SQLite file's path made absolute against `cwd` (the process's working directory). */
 export function taskStoreIn(store: string, cwd: string): string {
   return store.startsWith('sqlite:') ? `sqlite:${path.resolve(cwd, store.slice('sqlite:'.length))}` : store;
@@ -74,20 +97,8 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
     sessionIdleMs: config.server.sessionIdleMs,
     tasks: {
       models: [...new Set([config.llm.model, ...config.llm.models])],
-      providers: modelProviders(config),
-      prices: config.llm.prices,
-      contextWindows: config.llm.contextWindows,
-      maxRetries: config.llm.maxRetries,
-      ...(config.llm.mapModel === undefined ? {} : { mapModel: config.llm.mapModel }),
-      mapConcurrency: config.llm.mapConcurrency,
-      ...(config.llm.artifactThresholdTokens === undefined ? {} : { artifactThresholdTokens: config.llm.artifactThresholdTokens }),
-      ...(config.llm.temperature === undefined ? {} : { temperature: config.llm.temperature }),
-      upstreamTools: upstreamToolRules(config),
+      ...runSettings(config),
       secrets: configSecrets(config),
-      tools: config.tools,
-      policies: config.policies,
-      readOnlyTools: config.readOnlyTools,
-      ...(config.systemPrompt === undefined ? {} : { systemPrompt: config.systemPrompt }),
       defaultBudget: budget(config.budget.default),
       maxBudget: budget(config.budget.max),
       maxConcurrent: config.tasks.concurrency,

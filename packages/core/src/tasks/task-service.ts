@@ -25,15 +25,14 @@ import {
   viewBudgetLimits,
   viewLogPage,
   viewTaskList,
-  viewArtifact,
   viewTaskStatus,
   type TaskCancelView,
   type TaskListView,
   type TaskLogPageView,
-  type TaskArtifactSliceView,
   type TaskStartView,
   type TaskStatusView,
 } from './task-views.ts';
+import { viewArtifact, type TaskArtifactSliceView } from './artifact-views.ts';
 
 /** The run options every task of the service gets as they are, declared once by `runAgent`'s options. */
 const RUN_OPTION_KEYS = [

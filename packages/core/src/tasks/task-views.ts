@@ -6,6 +6,7 @@ import type { TaskLogEntry } from './log-entry.ts';
 import type { TaskLogPage } from './task-log.ts';
 import type { TaskListPage, TaskRecord, TaskStatus } from './task-types.ts';
 import type { ArtifactInfo } from '../artifacts/artifact-types.ts';
+import { GLANCE_ARTIFACTS, artifactsView, type TaskArtifactView } from './artifact-views.ts';
 
 // Every view is snake_case JSON for an orchestrating LLM: what it reads, in the words of the tools' arguments.
 
@@ -99,25 +100,6 @@ export interface TaskStatusView {
   /** How many older artifacts a glance leaves out. */
   readonly artifacts_more?: number;
   readonly log?: TaskLogView;
-}
-
-/** An artifact of a task, as `check_task_status` lists it. */
-export interface TaskArtifactView {
-  readonly id: string;
-  readonly tool: string;
-  readonly bytes: number;
-  readonly lines: number;
-}
-
-/** Lines of a task's artifact, as `read_task_artifact` answers. */
-export interface TaskArtifactSliceView {
-  readonly task_id: string;
-  readonly artifact: TaskArtifactView;
-  /** The first line given, 0-based. */
-  readonly offset: number;
-  readonly lines: readonly string[];
-  /** The `offset` of the lines that follow, when some do. */
-  readonly next_offset?: number;
 }
 
 /** A task in a list. */
@@ -326,21 +308,6 @@ function composeStatus(
     ...artifactsView(context.artifacts, context.shownArtifacts),
     ...(log === undefined ? {} : { log }),
   };
-}
-
-/** Artifacts a status shows at a glance: the newest few, and how many more. */
-const GLANCE_ARTIFACTS = 5;
-
-/** The newest `shown` of a task's artifacts as the status lists them, and how many it leaves out. */
-function artifactsView(artifacts: readonly ArtifactInfo[], shown: number): Pick<TaskStatusView, 'artifacts' | 'artifacts_more'> {
-  if (artifacts.length === 0) return {};
-  const listed = artifacts.slice(-shown).map(viewArtifact);
-  return { artifacts: listed, ...(artifacts.length > listed.length ? { artifacts_more: artifacts.length - listed.length } : {}) };
-}
-
-/** An artifact as a task's views name it. */
-export function viewArtifact(artifact: ArtifactInfo): TaskArtifactView {
-  return { id: artifact.id, tool: artifact.tool, bytes: artifact.bytes, lines: artifact.lines };
 }
 
 /** A log page: entries whole, or as one-line summaries. */
