@@ -31,6 +31,23 @@ export interface ResultKeeping {
   readonly onMapped?: (map: { readonly artifact: ArtifactInfo; readonly chunks: number; readonly usage: AgentUsage }) => void;
 }
 
+// Built once: every run offers these tools, and a schema per run would be built and converted each time.
+const READ_INPUT = z.strictObject({
+  artifact: z.string().describe('The artifact id, `art_…`, from the line that introduced it.'),
+  offset: z.number().int().min(0).optional().describe('The first line to give, 0-based.'),
+  limit: z.number().int().min(1).optional().describe(`How many lines, at most ${ARTIFACT_DEFAULTS.maxReadLines}.`),
+});
+const GREP_INPUT = z.strictObject({
+  artifact: z.string().describe('The artifact id, `art_…`.'),
+  pattern: z.string().min(1).max(1_000).describe('An RE2 regular expression (no backreferences or lookarounds).'),
+  context: z.number().int().min(0).max(ARTIFACT_DEFAULTS.maxGrepContext).optional().describe('Lines before and after each match. Default 0.'),
+  max_matches: z.number().int().min(1).max(ARTIFACT_DEFAULTS.maxGrepMatches).optional().describe(`Matches to give at most. Default ${ARTIFACT_DEFAULTS.grepMatches}.`),
+});
+const MAP_INPUT = z.strictObject({
+  artifact: z.string().describe('The artifact id, `art_…`.'),
+  instruction: z.string().min(1).max(4_000).describe('What to answer on each chunk.'),
+});
+
 const count = (value: number): string => value.toLocaleString('en-US');
 
 /**
@@ -133,23 +150,14 @@ export function artifactTools(keeping: ResultKeeping): ToolSet {
       description:
         'Reads lines of an artifact (a big tool result Klym kept whole instead of sending it): from line `offset` (0-based, default 0), ' +
         `\`limit\` lines (default ${ARTIFACT_DEFAULTS.readLines}, at most ${ARTIFACT_DEFAULTS.maxReadLines}); long lines are cut.`,
-      inputSchema: z.strictObject({
-        artifact: z.string().describe('The artifact id, `art_…`, from the line that introduced it.'),
-        offset: z.number().int().min(0).optional().describe('The first line to give, 0-based.'),
-        limit: z.number().int().min(1).optional().describe(`How many lines, at most ${ARTIFACT_DEFAULTS.maxReadLines}.`),
-      }),
+      inputSchema: READ_INPUT,
       execute: async ({ artifact, offset, limit }) => answer(ARTIFACT_TOOL_NAMES.read, sliceText(await artifacts.read(artifact, offset, limit)), keeping),
     }),
     [ARTIFACT_TOOL_NAMES.grep]: tool({
       description:
         'Finds the lines of an artifact that match a regular expression (RE2 syntax, case-sensitive unless the pattern starts with `(?i)`), ' +
         'with their line numbers (0-based) and `context` lines around each. Use it to find needles in big logs before reading around them.',
-      inputSchema: z.strictObject({
-        artifact: z.string().describe('The artifact id, `art_…`.'),
-        pattern: z.string().min(1).max(1_000).describe('An RE2 regular expression (no backreferences or lookarounds).'),
-        context: z.number().int().min(0).max(ARTIFACT_DEFAULTS.maxGrepContext).optional().describe('Lines before and after each match. Default 0.'),
-        max_matches: z.number().int().min(1).max(ARTIFACT_DEFAULTS.maxGrepMatches).optional().describe(`Matches to give at most. Default ${ARTIFACT_DEFAULTS.grepMatches}.`),
-      }),
+      inputSchema: GREP_INPUT,
       execute: async ({ artifact, pattern, context, max_matches: maxMatches }) =>
         answer(
           ARTIFACT_TOOL_NAMES.grep,
@@ -169,10 +177,7 @@ function mapTool(keeping: ResultKeeping, mapping: ArtifactMapping): ToolSet[stri
       'a model call, a model answers `instruction` on each chunk (without tools), and the answers come back in order, each with its line range. ' +
       'Use it for what grep cannot do: counts, summaries, classifications over the whole text. Write the instruction so that answers per chunk ' +
       'can be combined (e.g. "count the ERROR lines per service; answer as service=count pairs"). Answers too big together become an artifact you can map again.',
-    inputSchema: z.strictObject({
-      artifact: z.string().describe('The artifact id, `art_…`.'),
-      instruction: z.string().min(1).max(4_000).describe('What to answer on each chunk.'),
-    }),
+    inputSchema: MAP_INPUT,
     execute: async ({ artifact, instruction }) => {
       const { artifact: info, index } = await keeping.artifacts.lines(artifact);
       const { answers, usage } = await mapLines(index, instruction, mapping);
