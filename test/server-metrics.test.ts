@@ -56,6 +56,7 @@ describe('GET /metrics', () => {
     // A call by a name the upstream never listed: its label must not be whatever a caller wrote.
     await server.klym.service.pool.callTool('grynya', 'made_up_tool_for_metrics').catch(() => {});
 
+    const cpuBeforeScrape = process.cpuUsage();
     const samples = await scrape(`${server.url}/metrics`, TOKEN);
 
     expect(valueOf(samples, 'klym_tasks', { status: 'completed' })).toBe(2);
@@ -72,7 +73,9 @@ describe('GET /metrics', () => {
     expect(valueOf(samples, 'klym_llm_tokens_total', { model: 'scripted', kind: 'input' })).toBeGreaterThan(0);
     expect(valueOf(samples, 'klym_llm_tokens_total', { model: 'scripted', kind: 'output' })).toBeGreaterThan(0);
     expect(valueOf(samples, 'klym_llm_cost_usd_total', { model: 'scripted' })).toBe(0);
-    expect(valueOf(samples, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    // The server runs in this process: its CPU counters are totals since the process started, not since the first scrape.
+    expect(valueOf(samples, 'process_cpu_user_seconds_total')).toBeGreaterThanOrEqual(cpuBeforeScrape.user / 1e6);
+    expect(valueOf(samples, 'process_cpu_seconds_total')).toBeGreaterThanOrEqual((cpuBeforeScrape.user + cpuBeforeScrape.system) / 1e6);
     expect(valueOf(samples, 'nodejs_eventloop_lag_seconds')).toBeDefined();
 
     // Bounded labels: fixed sets, the configured upstream and model, listed tools; never a task id, principal or prompt.

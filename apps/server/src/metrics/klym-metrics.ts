@@ -182,10 +182,25 @@ export function createKlymMetrics(options: KlymMetricsOptions = {}): KlymMetrics
         // Registered at the first scrape: their monitors (event-loop delay, GC) run for the process's life,
         // which a server that is never scraped (a test's, a library user's) need not pay for.
         processMetrics = false;
-        collectDefaultMetrics({ register: registry });
+        registerProcessMetrics(registry);
       }
       counting = countsOrNothing();
       return { contentType: registry.contentType, body: await registry.metrics() };
     },
   };
+}
+
+/**
+ * prom-client's defaults, with the CPU counters made totals since the process started, as Prometheus's own
+ * clients report them: prom-client counts from the moment they are registered, which here is the first scrape.
+ */
+function registerProcessMetrics(registry: Registry): void {
+  const before = process.cpuUsage();
+  collectDefaultMetrics({ register: registry });
+  const add = (name: string, micros: number): void => {
+    (registry.getSingleMetric(name) as Counter | undefined)?.inc(micros / 1e6);
+  };
+  add('process_cpu_user_seconds_total', before.user);
+  add('process_cpu_system_seconds_total', before.system);
+  add('process_cpu_seconds_total', before.user + before.system);
 }
