@@ -12,4 +12,15 @@ export {
 export { AGENT_TASK_TOOL_NAME, MCP_TASKS_CAPABILITY, registerAgentTaskTool } from './mcp/register-agent-task-tool.ts';
 export { createMcpTaskStore, type McpTaskStore, type McpTaskStoreOptions } from './mcp/mcp-task-store.ts';
 export { toMcpTask, toToolResult, type McpTaskTiming } from './mcp/mcp-task-view.ts';
+export { createModernTaskHandler, type ModernRequestOptions, type ModernTaskHandler, type ModernTaskHandlerOptions } from './mcp/modern-task-handler.ts';
+export {
+  TASKS_EXTENSION_ID,
+  createModernTaskServer,
+  declaresTasksExtension,
+  toModernTask,
+  type ModernTask,
+  type ModernTaskServerOptions,
+} from './mcp/modern-task-server.ts';
+export { MAX_LISTEN_TASK_IDS } from './mcp/task-listen.ts';
+export { TASK_TOOLS, type TaskToolDefinition } from './mcp/task-tool-definitions.ts';
 export { createProgressReporter, type ProgressReporter, type ProgressReporterOptions } from './mcp/progress-reporter.ts';

@@ -1,5 +1,6 @@
 import type { HttpBindings } from '@hono/node-server';
 import { isKlymError, type KlymErrorCode, type TaskService } from '@klym/core';
+import { TASK_TOOLS_INSTRUCTIONS, createModernTaskHandler } from '@klym/core/mcp';
 import { Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { createDashboard } from '../dashboard/dashboard.ts';
@@ -8,6 +9,7 @@ import { metricsFor, mountMetrics } from '../metrics/metrics-route.ts';
 import { limitBody } from './body-limit.ts';
 import { bearerAuth, hostAndOriginGuard, type GuardVariables } from './guards.ts';
 import { mountMcpRoutes } from './mcp-routes.ts';
+import { SERVER_INFO } from './mcp-server.ts';
 import { McpSessions } from './mcp-sessions.ts';
 import { openTasks } from './open-tasks.ts';
 import { requestLog } from './request-log.ts';
@@ -85,7 +87,12 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
     app.use(path, bearerAuth(resolved));
     app.use(path, limit);
   }
-  mountMcpRoutes(app, service, sessions);
+  const modern = createModernTaskHandler(service, {
+    info: SERVER_INFO,
+    instructions: TASK_TOOLS_INSTRUCTIONS,
+    onerror: (error) => resolved.log(`klym: a 2026-07-28 request was refused or failed: ${error.message}`, 'debug'),
+  });
+  mountMcpRoutes(app, { service, sessions, modern });
   mountRestApi(app, service);
   app.route('/', createDashboard({ service, store: tasks.store, options: resolved, callTotals: () => metrics.callTotals() }));
 
@@ -99,9 +106,9 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
     close() {
       closing ??= (async () => {
         sessions.stopAccepting();
-        // Tasks first (their grace period needs open sessions to poll), then sessions, then what tasks ran on.
+        // Tasks first (their grace period needs open sessions to poll), then sessions and listen streams, then what tasks ran on.
         const failures: unknown[] = [];
-        for (const step of [() => service.close(), () => sessions.close(), () => tasks.close()]) await step().catch((error: unknown) => void failures.push(error));
+        for (const step of [() => service.close(), () => sessions.close(), () => modern.close(), () => tasks.close()]) await step().catch((error: unknown) => void failures.push(error));
         if (failures.length > 0) throw new AggregateError(failures, 'Klym could not shut down cleanly');
       })();
       return closing;

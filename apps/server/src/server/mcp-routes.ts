@@ -5,6 +5,8 @@ import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskService } from '@klym/core';
+import type { ModernTaskHandler } from '@klym/core/mcp';
+import { isLegacyRequest } from '@modelcontextprotocol/server';
 import type { Context, Hono } from 'hono';
 import type { GuardVariables } from './guards.ts';
 import { envelopeError, rpcErrorBody } from './json-rpc.ts';
@@ -34,17 +36,36 @@ async function readJsonRpc(c: Context): Promise<{ ok: true; body: unknown } | { 
 /** What a tool handler sees as `authInfo`: the principal, never the token itself. */
 const authInfo = (principal: string) => ({ token: '', clientId: principal, scopes: [] });
 
+/** What the MCP routes serve from. */
+export interface McpRoutes {
+  readonly service: TaskService;
+  /** The 2025-11-25 sessions (Streamable HTTP and legacy SSE). */
+  readonly sessions: McpSessions;
+  /** The 2026-07-28 handler: stateless, one fresh server per request. */
+  readonly modern: ModernTaskHandler;
+}
+
+/** Whether a body-less request (GET, DELETE) names the 2026-07-28 era, which has no such requests. */
+const namesModernEra = (c: Context): boolean => (c.req.header('mcp-protocol-version') ?? '').startsWith('2026-');
+
 /**
- * Mounts MCP over Streamable HTTP at `/mcp` (stateful: `initialize` without a session id opens one; any
- * other request needs `Mcp-Session-Id`, 400 without it, 404 when unknown or another principal's) and
- * legacy HTTP+SSE at `GET /sse` + `POST /messages?sessionId=` (the stream needs the Node response that
- * `@hono/node-server` passes as `c.env.outgoing`).
+ * Mounts MCP at `/mcp` for both eras, told apart per request by the v2 SDK's own predicate
+ * (`isLegacyRequest`: a request is 2026-07-28 when its `_meta` claims the per-request envelope).
+ * 2026-07-28 requests go to the stateless `modern` handler, the principal of each from its own bearer token.
+ * 2025-11-25 requests use Streamable HTTP sessions (stateful: `initialize` without a session id opens one;
+ * any other request needs `Mcp-Session-Id`, 400 without it, 404 when unknown or another principal's); a GET
+ * or DELETE naming the 2026 era is its `405`. Legacy HTTP+SSE is at `GET /sse` + `POST /messages?sessionId=`
+ * (the stream needs the Node response that `@hono/node-server` passes as `c.env.outgoing`).
  */
-export function mountMcpRoutes(app: Hono<Env>, service: TaskService, sessions: McpSessions): void {
+export function mountMcpRoutes(app: Hono<Env>, { service, sessions, modern }: McpRoutes): void {
   app.post('/mcp', async (c) => {
     const principal = c.get('principal');
     const parsed = await readJsonRpc(c);
     if (!parsed.ok) return parsed.response;
+    if (!(await isLegacyRequest(c.req.raw, parsed.body))) {
+      if (sessions.closed) return rpcError(c, 503, -32000, 'Klym is shutting down');
+      return modern.fetch(c.req.raw, { parsedBody: parsed.body, authInfo: authInfo(principal) });
+    }
     const sessionId = c.req.header('mcp-session-id');
     if (sessionId !== undefined) {
       const session = sessions.use(sessionId, 'streamable-http', principal);
@@ -72,6 +93,7 @@ export function mountMcpRoutes(app: Hono<Env>, service: TaskService, sessions: M
   });
 
   const withSession = async (c: Context<Env>): Promise<Response> => {
+    if (namesModernEra(c)) return modern.fetch(c.req.raw, { authInfo: authInfo(c.get('principal')) });
     const sessionId = c.req.header('mcp-session-id');
     if (sessionId === undefined) return rpcError(c, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
     const session = sessions.use(sessionId, 'streamable-http', c.get('principal'));

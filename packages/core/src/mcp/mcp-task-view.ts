@@ -20,7 +20,7 @@ const STATUS: Readonly<Record<TaskRecord['status'], Task['status']>> = {
 };
 
 /** Why a task is where it is, in one line: queued, its current step, how it ended. */
-function statusMessage(task: TaskRecord): string {
+export function statusMessage(task: TaskRecord): string {
   switch (task.status) {
     case 'pending':
       return 'pending: queued until a slot to run it is free';

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { isKlymError } from '../errors.ts';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { startRefusal } from './start-refusal.ts';
 
 type Handler = (request: { params?: { name?: unknown; task?: unknown } }, extra: unknown) => Promise<unknown>;
 type ValidateToolInput = (tool: unknown, args: unknown, toolName: string) => Promise<unknown>;
@@ -9,9 +9,8 @@ type ValidateToolInput = (tool: unknown, args: unknown, toolName: string) => Pro
 /** A start that could not be made, as the JSON-RPC error the spec has a task-augmented request answer. */
 export function refusal(error: unknown): McpError {
   if (error instanceof McpError) return error;
-  if (isKlymError(error, 'INVALID_ARGUMENT')) return new McpError(ErrorCode.InvalidParams, error.message, { code: error.code });
-  if (isKlymError(error)) return new McpError(ErrorCode.InternalError, `${error.code}: ${error.message}`, { code: error.code });
-  return new McpError(ErrorCode.InternalError, `Klym failed: ${error instanceof Error ? error.message : String(error)}`, { code: 'INTERNAL' });
+  const { code, message, data } = startRefusal(error);
+  return new McpError(code, message, data);
 }
 
 /** Records why the task-augmented call being served could not start; see {@link answerRefusedTaskStarts}. */

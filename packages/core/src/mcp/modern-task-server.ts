@@ -1,0 +1,199 @@
+import { McpServer, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import { MCP_TASK_DEFAULTS } from '../defaults.ts';
+import { isKlymError } from '../errors.ts';
+import type { TaskService } from '../tasks/task-service.ts';
+import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
+import { statusMessage, toToolResult } from './mcp-task-view.ts';
+import { startRefusal } from './start-refusal.ts';
+import { startOptionsOf } from './start-options.ts';
+import { AGENT_TASK_TOOL, TASK_TOOLS, answer } from './task-tool-definitions.ts';
+
+/** The Tasks extension's identifier (SEP-2663), in `capabilities.extensions` and in a request's client capabilities. */
+export const TASKS_EXTENSION_ID = 'io.modelcontextprotocol/tasks';
+
+/** The client capabilities a 2026-07-28 request must declare for a task: the error `-32021` names them. */
+const TASKS_REQUIRED = { extensions: { [TASKS_EXTENSION_ID]: {} } };
+
+/** A Klym task as the Tasks extension shows it (`DetailedTask`): flat, with its result or error inline once it ended. */
+export interface ModernTask {
+  readonly [key: string]: unknown;
+  readonly taskId: string;
+  readonly status: 'working' | 'completed' | 'failed' | 'cancelled';
+  readonly statusMessage: string;
+  readonly createdAt: string;
+  readonly lastUpdatedAt: string;
+  /** From creation until Klym may forget the task: unknown (`null`) while it runs, since it is kept `ttlMs` after its end. */
+  readonly ttlMs: number | null;
+  readonly pollIntervalMs: number;
+  readonly result?: Record<string, unknown>;
+  readonly error?: { readonly code: number; readonly message: string; readonly data: { readonly code: string } };
+}
+
+/** Options of {@link createModernTaskServer}. */
+export interface ModernTaskServerOptions {
+  /** Whose request this server answers: tasks are this principal's. */
+  readonly principal: string;
+  /** `serverInfo`. */
+  readonly info: { readonly name: string; readonly version: string };
+  /** What the server tells clients in `server/discover`. */
+  readonly instructions?: string;
+  /** The `pollIntervalMs` clients are told. @default MCP_TASK_DEFAULTS.pollIntervalMs */
+  readonly pollIntervalMs?: number;
+}
+
+/** Whether a 2026-07-28 request's envelope declares the Tasks extension. */
+export function declaresTasksExtension(envelope: unknown): boolean {
+  const capabilities = (envelope as Record<string, { extensions?: Record<string, unknown> } | undefined> | undefined)?.['io.modelcontextprotocol/clientCapabilities'];
+  return capabilities?.extensions?.[TASKS_EXTENSION_ID] !== undefined;
+}
+
+/** The `-32021` a request without the extension gets where only a task will do. */
+export const missingTasksExtension = (): MissingRequiredClientCapabilityError => new MissingRequiredClientCapabilityError({ requiredCapabilities: TASKS_REQUIRED });
+
+/**
+ * Reads a task of `principal` as the extension shows it; another principal's task, or an evicted one, is the
+ * spec's `-32602` "Task not found", exactly as one that never existed.
+ */
+export async function readModernTask(service: TaskService, taskId: string, principal: string, pollIntervalMs: number): Promise<ModernTask> {
+  let task: TaskRecord;
+  try {
+    task = await service.tasks.get(taskId, { principal });
+  } catch (error) {
+    if (isKlymError(error, 'TASK_NOT_FOUND')) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');
+    throw error;
+  }
+  return toModernTask(service, task, principal, pollIntervalMs);
+}
+
+/**
+ * A task record as a `DetailedTask`. `pending` and `running` are `working`; a completed, failed (budget,
+ * timeout, model error…) or cancelled run is `completed` with the `CallToolResult` `run_agent_task` would
+ * have answered had it waited (`isError: true` for a failed or cancelled one, as `tasks/result` answers in
+ * 2025-11-25) — except that a Klym `error` is `failed` with a JSON-RPC `-32603` naming its Klym code, the
+ * status the 2025 era also shows.
+ */
+export async function toModernTask(service: TaskService, task: TaskRecord, principal: string, pollIntervalMs: number): Promise<ModernTask> {
+  const base = {
+    taskId: task.id,
+    statusMessage: statusMessage(task),
+    createdAt: task.createdAt,
+    lastUpdatedAt: task.finishedAt ?? task.startedAt ?? task.createdAt,
+    ttlMs: task.finishedAt === undefined ? null : Date.parse(task.finishedAt) - Date.parse(task.createdAt) + service.ttlMs,
+    pollIntervalMs,
+  };
+  if (!isTerminal(task.status)) return { ...base, status: 'working' };
+  if (task.status === 'error') {
+    const code = task.error?.code ?? 'INTERNAL';
+    return { ...base, status: 'failed', error: { code: ProtocolErrorCode.InternalError, message: `${code}: ${task.error?.message ?? 'the task failed'}`, data: { code } } };
+  }
+  const result = toToolResult(task, await service.status({ task_id: task.id }, principal)) as Record<string, unknown>;
+  return { ...base, status: task.status === 'completed' ? 'completed' : 'cancelled', ...(task.status === 'completed' ? { result } : {}) };
+}
+
+const taskIdParams = z.looseObject({ taskId: z.string().min(1) });
+const updateParams = z.looseObject({ taskId: z.string().min(1), inputResponses: z.record(z.string(), z.unknown()).optional() });
+const anyResult = z.looseObject({});
+
+/**
+ * Builds the v2 SDK server that answers one 2026-07-28 request of `principal`: Klym's six task tools (the
+ * same definitions the 2025-11-25 sessions serve), `run_agent_task` under the Tasks extension, and the
+ * extension's `tasks/get`, `tasks/update` and `tasks/cancel`. A stateless request has no session to send
+ * progress or log messages to later: task transitions reach a client through `subscriptions/listen` instead.
+ *
+ * `run_agent_task` answers the flat task handle (`resultType: "task"`) to a request that declares the
+ * extension, and `-32021` naming it otherwise: Klym's work never fits a synchronous answer, and
+ * `start_async_agent_task` is the tool for a client without tasks. The task methods answer `-32021` too
+ * without the extension, and `-32602` for a task the caller cannot see.
+ */
+export function createModernTaskServer(service: TaskService, options: ModernTaskServerOptions): McpServer {
+  const { principal } = options;
+  const pollIntervalMs = options.pollIntervalMs ?? MCP_TASK_DEFAULTS.pollIntervalMs;
+  const server = new McpServer(options.info, {
+    capabilities: { tools: {}, extensions: { [TASKS_EXTENSION_ID]: {} } },
+    ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
+  });
+  type Context = { mcpReq: { _meta?: unknown; envelope?: unknown } };
+  const metaOf = (ctx: Context): unknown => ({ ...(ctx.mcpReq['_meta'] as object | undefined), ...(ctx.mcpReq.envelope as object | undefined) });
+
+  for (const tool of TASK_TOOLS) {
+    const handler = (args: never, ctx: Context) => answer(() => tool.run(service, args, principal, metaOf(ctx)));
+    server.registerTool(tool.name, tool.config, handler as never);
+  }
+
+  // Listed like every tool, but answered below: the SDK's tools/call turns whatever a tool handler throws
+  // into an `isError` result, and a start that cannot be made must be the JSON-RPC error the extension asks for.
+  server.registerTool(
+    AGENT_TASK_TOOL.name,
+    {
+      title: AGENT_TASK_TOOL.title,
+      description:
+        'The same work as start_async_agent_task, served under the MCP Tasks extension (io.modelcontextprotocol/tasks): ' +
+        'the call answers a task handle at once; follow it with tasks/get (its result inline when done) or ' +
+        'subscriptions/listen, and stop it with tasks/cancel. The task id is a Klym task_id, so check_task_status and ' +
+        'cancel_agent_task work on it too. Takes the same arguments.',
+      inputSchema: AGENT_TASK_TOOL.inputSchema,
+      annotations: AGENT_TASK_TOOL.annotations,
+    },
+    () => {
+      throw new Error('run_agent_task is answered before the tool handlers');
+    },
+  );
+  const runAgentTask = async (params: { arguments?: unknown }, ctx: Context): Promise<Record<string, unknown>> => {
+    if (!declaresTasksExtension(ctx.mcpReq.envelope)) throw missingTasksExtension();
+    const parsed = AGENT_TASK_TOOL.inputSchema.safeParse(params.arguments ?? {});
+    if (!parsed.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool run_agent_task: ${z.prettifyError(parsed.error)}`, { code: 'INVALID_ARGUMENT' });
+    let taskId: string;
+    try {
+      taskId = (await service.start(parsed.data, principal, startOptionsOf(metaOf(ctx)))).task_id;
+    } catch (error) {
+      const { code, message, data } = startRefusal(error);
+      throw new ProtocolError(code, message, data);
+    }
+    // Durably created before the handle is answered: a tasks/get of it resolves from now on, on any front.
+    return { resultType: 'task', ...(await readModernTask(service, taskId, principal, pollIntervalMs)) };
+  };
+  answerBeforeTools(server, AGENT_TASK_TOOL.name, runAgentTask);
+
+  const withTask = <Params extends { taskId: string }>(run: (params: Params) => Promise<Record<string, unknown>>) =>
+    async (params: Params, ctx: Context): Promise<Record<string, unknown>> => {
+      if (!declaresTasksExtension(ctx.mcpReq.envelope)) throw missingTasksExtension();
+      return run(params);
+    };
+  server.server.setRequestHandler('tasks/get', { params: taskIdParams, result: anyResult }, withTask(({ taskId }) => readModernTask(service, taskId, principal, pollIntervalMs)) as never);
+  // Klym never asks its caller anything (no task is ever input_required): every input response answers no
+  // outstanding request, and the spec has those ignored. The task must still be the caller's.
+  server.server.setRequestHandler(
+    'tasks/update',
+    { params: updateParams, result: anyResult },
+    withTask(async ({ taskId }) => {
+      await readModernTask(service, taskId, principal, pollIntervalMs);
+      return {};
+    }) as never,
+  );
+  server.server.setRequestHandler(
+    'tasks/cancel',
+    { params: taskIdParams, result: anyResult },
+    withTask(async ({ taskId }) => {
+      await readModernTask(service, taskId, principal, pollIntervalMs);
+      // Cooperative: an ended task stays as it was, and the acknowledgement is the same.
+      await service.tasks.cancel(taskId, { principal });
+      return {};
+    }) as never,
+  );
+  return server;
+}
+
+type ToolsCall = (request: { params: { name: string; arguments?: unknown } }, ctx: never) => Promise<unknown>;
+
+/**
+ * Makes `tools/call` of `name` answer `run` (whose errors stay JSON-RPC errors) and every other tool as the
+ * SDK's own `tools/call` does. Reaches the SDK's handler through the server's private handler map: should a
+ * later SDK not have it there, this throws as the server is built, so the suite says so at once.
+ */
+function answerBeforeTools(server: McpServer, name: string, run: (params: { arguments?: unknown }, ctx: never) => Promise<Record<string, unknown>>): void {
+  const handlers = (server.server as unknown as Record<string, Map<string, ToolsCall> | undefined>)['_requestHandlers'];
+  const tools = handlers?.get('tools/call');
+  if (tools === undefined) throw new Error("The MCP SDK's Server keeps its tools/call handler elsewhere than _requestHandlers: update answerBeforeTools");
+  server.server.setRequestHandler('tools/call', (request, ctx) => (request.params.name === name ? run(request.params, ctx as never) : tools(request, ctx as never)) as never);
+}

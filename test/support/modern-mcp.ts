@@ -1,0 +1,77 @@
+// Raw protocol revision 2026-07-28 requests, for the tests where the wire is the point: the per-request `_meta`
+// envelope, the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers, and SSE answers read event by event.
+
+/** Options of {@link modernPost}. */
+export interface ModernPostOptions {
+  /** Declare the Tasks extension in the request's client capabilities. @default true */
+  readonly extension?: boolean;
+  /** Put the envelope in `params._meta`. @default true */
+  readonly envelope?: boolean;
+  /** The revision the envelope and the header name. @default '2026-07-28' */
+  readonly protocolVersion?: string;
+  /** More headers, or ones that override the derived ones. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** Posts one JSON-RPC message as a 2026-07-28 client would, with `token` as its bearer. */
+export async function modernPost(url: string, token: string | undefined, message: { method: string; params?: Record<string, unknown>; [key: string]: unknown }, options: ModernPostOptions = {}): Promise<Response> {
+  const version = options.protocolVersion ?? '2026-07-28';
+  const params = message.params ?? {};
+  const envelope = {
+    'io.modelcontextprotocol/protocolVersion': version,
+    'io.modelcontextprotocol/clientInfo': { name: 'raw-2026-client', version: '1.0.0' },
+    'io.modelcontextprotocol/clientCapabilities': options.extension === false ? {} : { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+  };
+  const body = { ...message, params: options.envelope === false ? params : { ...params, _meta: { ...(params['_meta'] as object | undefined), ...envelope } } };
+  const name = typeof params.name === 'string' ? params.name : typeof params.taskId === 'string' ? params.taskId : undefined;
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': version,
+      'mcp-method': message.method,
+      ...(name === undefined ? {} : { 'mcp-name': name }),
+      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+      ...options.headers,
+    },
+    body: JSON.stringify(body),
+  });
+}
+
+/** A JSON-RPC answer as the test reads it. */
+export interface ModernAnswer {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+  readonly result: Record<string, unknown> | undefined;
+  readonly error: { code: number; message: string; data?: unknown } | undefined;
+}
+
+let nextId = 1;
+
+/** Calls `method` with `params` and reads its one answer (a JSON body, or the last message of an SSE one). */
+export async function modernCall(url: string, token: string, method: string, params: Record<string, unknown>, options: ModernPostOptions = {}): Promise<ModernAnswer> {
+  const response = await modernPost(url, token, { jsonrpc: '2.0', id: nextId++, method, params }, options);
+  const body = response.headers.get('content-type')?.startsWith('text/event-stream') ? ((await readEvents(response, 10_000)).at(-1) ?? {}) : ((await response.json()) as Record<string, unknown>);
+  return { status: response.status, body, result: body.result as ModernAnswer['result'], error: body.error as ModernAnswer['error'] };
+}
+
+/** Every JSON-RPC message of an SSE answer, until the stream ends (or `timeoutMs`, then it throws). */
+export async function readEvents(response: Response, timeoutMs: number): Promise<Record<string, unknown>[]> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const timer = setTimeout(() => void reader.cancel(new Error(`The SSE stream did not end within ${timeoutMs} ms`)), timeoutMs);
+  let text = '';
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  return text
+    .split('\n\n')
+    .flatMap((frame) => frame.split('\n').filter((line) => line.startsWith('data: ')))
+    .map((line) => JSON.parse(line.slice('data: '.length)) as Record<string, unknown>);
+}
