@@ -3,7 +3,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { scriptedRunner } from './support/mcp-tasks.ts';
-import { modernCall, modernPost, readEvents, type ModernAnswer } from './support/modern-mcp.ts';
+import { modernCall, modernPost, readEvents, taskIdOf, type ModernAnswer } from './support/modern-mcp.ts';
 import { payload, startHarness, type ServerHarness } from './support/server-harness.ts';
 
 const TOKENS = { alice: 'alice-token-0123456789abcdef', bob: 'bob-token-0123456789abcdef' };
@@ -29,11 +29,6 @@ const errorOf = async (response: Response): Promise<unknown> => ((await response
 
 const names = async (client: Client): Promise<string[]> => (await client.listTools()).tools.map((tool) => tool.name).toSorted();
 
-const started = (answer: ModernAnswer): string => {
-  const taskId = (answer.result as { taskId?: unknown } | undefined)?.taskId;
-  if (typeof taskId !== 'string') throw new Error(`Expected a task handle, got ${JSON.stringify(answer.body)}`);
-  return taskId;
-};
 
 describe('MCP 2026-07-28 and 2025-11-25 on one /mcp', () => {
   it("serves the v2 SDK's client in the era it negotiates, with the same tools, and a task read the same both ways", async () => {
@@ -75,7 +70,7 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
     const url = harness.server.mcpUrl;
     const call = await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:2' } });
     expect(call.status).toBe(200);
-    const taskId = started(call);
+    const taskId = taskIdOf(call);
     expect(call.result).toMatchObject({ resultType: 'task', taskId, status: 'working', pollIntervalMs: 1_000, ttlMs: null, createdAt: expect.any(String), lastUpdatedAt: expect.any(String) });
     expect(call.result).not.toHaveProperty('task');
 
@@ -103,7 +98,7 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
   it('keeps a task to its owner: another principal gets -32602 from tasks/get, tasks/update and tasks/cancel, as for an id that never existed', async () => {
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
     const url = harness.server.mcpUrl;
-    const taskId = started(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
+    const taskId = taskIdOf(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
     for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
       for (const id of [taskId, 'no-such-task']) {
         const answer = await modernCall(url, TOKENS.bob, method, { taskId: id, ...(method === 'tasks/update' ? { inputResponses: {} } : {}) });
@@ -116,7 +111,7 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
   it('never answers a task to a client that does not declare the extension: -32021 naming it', async () => {
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
     const url = harness.server.mcpUrl;
-    const taskId = started(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
+    const taskId = taskIdOf(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
     const required = { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } };
     const call = await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }, { extension: false });
     expect(call.status).toBe(400);
@@ -135,7 +130,7 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
     harness.grynya.faults.hang = true;
     const url = harness.server.mcpUrl;
-    const taskId = started(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'hang' } }));
+    const taskId = taskIdOf(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'hang' } }));
     await expect.poll(() => harness!.grynya.stats.calls.query_graph ?? 0).toBe(1);
     const cancel = await modernCall(url, TOKENS.alice, 'tasks/cancel', { taskId });
     expect(cancel.result).toMatchObject({ resultType: 'complete' });
@@ -149,8 +144,8 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
     harness.grynya.faults.delayMs = 150;
     const url = harness.server.mcpUrl;
-    const mine = started(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:2' } }));
-    const bobs = started(await modernCall(url, TOKENS.bob, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
+    const mine = taskIdOf(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:2' } }));
+    const bobs = taskIdOf(await modernCall(url, TOKENS.bob, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
     const listen = await modernPost(url, TOKENS.alice, { jsonrpc: '2.0', id: 'sub-1', method: 'subscriptions/listen', params: { notifications: { taskIds: [mine, bobs, 'no-such-task'] } } });
     expect(listen.headers.get('content-type')).toBe('text/event-stream');
     const events = await readEvents(listen, 10_000);

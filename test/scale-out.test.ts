@@ -1,8 +1,9 @@
 // Issue #13 with real processes: `klym serve` fronts (tasks.concurrency 0) and `klym worker`s on one
 // redis-server, over the fake grynya and the fake OpenAI endpoint; workers killed and stopped with real signals.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { modernCall, modernPost, readEvents, taskIdOf } from './support/modern-mcp.ts';
 import { startRedisServer, type RedisServer } from './support/redis-server.ts';
-import { INTERRUPTED_ANSWER, alive, logOf, startScaleOut, startTask, statusOf, type Front, type ScaleOut } from './support/scale-out.ts';
+import { INTERRUPTED_ANSWER, OWNER, alive, logOf, startScaleOut, startTask, statusOf, type Front, type ScaleOut } from './support/scale-out.ts';
 
 let redis: RedisServer;
 let current: ScaleOut | undefined;
@@ -64,6 +65,30 @@ describe('Klym fronts and workers as processes on one Redis', () => {
       more = json.more === true;
     }
     expect(paged).toEqual(whole);
+  });
+
+  it('serves the Tasks extension over 2026-07-28 from any front: a task handle from one, its state, notifications and cancel from the other', async () => {
+    const fleet = await open();
+    const [a, b] = await Promise.all([fleet.front(), fleet.front()]);
+    await fleet.worker();
+    const [mcpA, mcpB] = [`${a.url}/mcp`, `${b.url}/mcp`];
+    const run = async (prompt: string): Promise<string> => taskIdOf(await modernCall(mcpA, OWNER, 'tools/call', { name: 'run_agent_task', arguments: { prompt } }));
+
+    const slow = await run('Take your time: slow-1');
+    expect((await modernCall(mcpB, OWNER, 'tasks/get', { taskId: slow })).result).toMatchObject({ taskId: slow, status: 'working' });
+    const listen = await modernPost(mcpB, OWNER, { jsonrpc: '2.0', id: 1, method: 'subscriptions/listen', params: { notifications: { taskIds: [slow] } } });
+    const events = readEvents(listen, 15_000);
+    fleet.releaseSlow();
+    const told = (await events).filter((event) => event.method === 'notifications/tasks').map((event) => event.params);
+    expect(told.at(-1)).toMatchObject({ taskId: slow, status: 'completed', result: { content: [{ type: 'text', text: 'Done: slow-1.' }] } });
+    expect((await modernCall(mcpA, OWNER, 'tasks/get', { taskId: slow })).result).toMatchObject({ status: 'completed' });
+
+    const think = await run('Think it over: think-1');
+    await expect.poll(() => fleet.llm.requests.filter((request) => request.body.includes('think-1')).length, { timeout: 10_000 }).toBe(1);
+    expect((await modernCall(mcpB, OWNER, 'tasks/cancel', { taskId: think })).result).toMatchObject({ resultType: 'complete' });
+    await expect.poll(() => fleet.llm.abandoned.filter((request) => request.body.includes('think-1')).length, { timeout: 5_000 }).toBe(1);
+    await expect.poll(async () => (await modernCall(mcpA, OWNER, 'tasks/get', { taskId: think })).result?.['status'], { timeout: 5_000 }).toBe('cancelled');
+    expect(await statusOf(b, think)).toMatchObject({ status: 'cancelled', cancel_reason: 'cancelled by caller' });
   });
 
   it('carries a cancel from a front to the worker running the task: its upstream call and its model request are cancelled', async () => {

@@ -75,3 +75,10 @@ export async function readEvents(response: Response, timeoutMs: number): Promise
     .flatMap((frame) => frame.split('\n').filter((line) => line.startsWith('data: ')))
     .map((line) => JSON.parse(line.slice('data: '.length)) as Record<string, unknown>);
 }
+
+/** The task id of a `run_agent_task` answer: the flat task handle's `taskId`. */
+export function taskIdOf(answer: ModernAnswer): string {
+  const taskId = (answer.result as { taskId?: unknown } | undefined)?.taskId;
+  if (typeof taskId !== 'string') throw new Error(`Expected a task handle, got ${JSON.stringify(answer.body)}`);
+  return taskId;
+}
