@@ -100,4 +100,19 @@ describe('the MCP Inspector CLI against a running Klym', () => {
     expect(capabilities.structuredContent).toMatchObject({ models: ['scripted'], upstreams: { grynya: { state: 'ready', tools: 5 } } });
     expect((capabilities.structuredContent.tools as { name: string }[]).map((tool) => tool.name)).toContain('grynya__query_graph');
   });
+
+  it('speaks 2026-07-28 to Klym when told to: the same tools, and a task it started read back in the 2025 era', async () => {
+    harness = await startHarness();
+    const modern = (...args: string[]) => inspector(harness!.server.mcpUrl, '--protocol-era', 'modern', ...args);
+    const listed = (await modern('--method', 'tools/list')) as { tools: { name: string }[] };
+    expect(listed.tools.map((tool) => tool.name)).toContain('run_agent_task');
+    const started = (await modern('--method', 'tools/call', '--tool-name', 'start_async_agent_task', '--tool-arg', 'prompt=Self-check')) as { structuredContent: { task_id: string } };
+    const taskId = started.structuredContent.task_id;
+    await expect
+      .poll(async () => ((await inspector(harness!.server.mcpUrl, '--method', 'tools/call', '--tool-name', 'check_task_status', '--tool-arg', `task_id=${taskId}`)) as { structuredContent: { status: string } }).structuredContent.status, {
+        timeout: 20_000,
+        interval: 200,
+      })
+      .toBe('completed');
+  });
 });
