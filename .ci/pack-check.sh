@@ -17,8 +17,9 @@ mkdir "$work/consumer"
 cp "$root/.ci/pack-consumer/"* "$work/consumer/"
 cd "$work/consumer"
 sdk="$(node -p "require('$root/packages/core/package.json').dependencies['@modelcontextprotocol/sdk']")"
+server="$(node -p "require('$root/packages/core/package.json').dependencies['@modelcontextprotocol/server']")"
 typescript="$(node -p "require('$root/package.json').devDependencies.typescript")"
-npm install --no-audit --no-fund --loglevel=error "$tarball" "@modelcontextprotocol/sdk@$sdk" zod "typescript@$typescript" "@types/node@24"
+npm install --no-audit --no-fund --loglevel=error "$tarball" "@modelcontextprotocol/sdk@$sdk" "@modelcontextprotocol/server@$server" zod "typescript@$typescript" "@types/node@24"
 npx --no-install tsc -p tsconfig.json
 echo "consumer typecheck passed"
 node main.ts

@@ -184,6 +184,8 @@ describe('a misbehaving 2026-07-28 client', () => {
       const answer = await fetch(url, { method, headers: { authorization: `Bearer ${TOKENS.alice}`, 'mcp-protocol-version': '2026-07-28', accept: 'text/event-stream' } });
       expect({ method, status: answer.status }).toEqual({ method, status: 405 });
     }
+    // An unknown tool is the spec's protocol error in this era (2025-11-25 sessions keep the isError result they had).
+    expect((await modernCall(url, TOKENS.alice, 'tools/call', { name: 'no_such_tool', arguments: {} })).error).toMatchObject({ code: -32602, message: expect.stringContaining('no_such_tool') });
     // No bearer token: the 401 comes before any era is considered.
     expect((await modernPost(url, undefined, list)).status).toBe(401);
     expect((await fetch(`${harness.server.url}/healthz`)).status).toBe(200);

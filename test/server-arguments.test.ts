@@ -37,7 +37,7 @@ describe('arguments checked once, alike on every way in', () => {
       const client = await harness.connect(kind);
       const before = await taskCount();
       expect(refusalText(await client.callTool({ name: 'start_async_agent_task', arguments: MISSPELLED }))).toMatch(/Unrecognized key: "idempotencyKey"/);
-      expect(refusalText(await client.callTool({ name: 'start_async_agent_task', arguments: NESTED }))).toMatch(/Unrecognized key: "max_step" at budget/);
+      expect(refusalText(await client.callTool({ name: 'start_async_agent_task', arguments: NESTED }))).toMatch(/budget: Unrecognized key: "max_step"/);
       expect(refusalText(await client.callTool({ name: 'check_task_status', arguments: { task_id: 'x', fullResult: true } }))).toMatch(/"fullResult"/);
       expect(refusalText(await client.callTool({ name: 'list_agent_tasks', arguments: { state: 'running' } }))).toMatch(/"state"/);
       expect(refusalText(await client.callTool({ name: 'cancel_agent_task', arguments: { taskId: 'x' } }))).toMatch(/"taskId"/);
@@ -50,7 +50,7 @@ describe('arguments checked once, alike on every way in', () => {
       const before = await taskCount();
       for (const [args, named] of [
         [MISSPELLED, /Unrecognized key: "idempotencyKey"/],
-        [NESTED, /Unrecognized key: "max_step" at budget/],
+        [NESTED, /budget: Unrecognized key: "max_step"/],
       ] as const) {
         const streamed = await streamTool(client, 'run_agent_task', args);
         expect(streamed.created).toBeUndefined();

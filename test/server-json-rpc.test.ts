@@ -79,8 +79,8 @@ describe('Streamable HTTP (/mcp)', () => {
   it('answers each request with one JSON body, and a long session does not grow with the requests it was answered', async () => {
     const session = server.klym.sessions.use(headers['mcp-session-id'] ?? '', 'streamable-http', 'anonymous');
     if (session === undefined) throw new Error('Set-up failed: expected the session to be open');
-    // The transport's map of open answer streams (private): SDK 1.32 leaves each JSON answer's entry there for the
-    // session's life (modelcontextprotocol/typescript-sdk#2559) unless patches/@modelcontextprotocol__sdk@*.patch is applied.
+    // The transport's map of open answer streams (private): SDK 1.32 left each JSON answer's entry there for the
+    // session's life (modelcontextprotocol/typescript-sdk#2559); the v2 SDK must not.
     const streams = Reflect.get(session.transport, '_streamMapping') as Map<string, unknown>;
     const before = streams.size;
     for (let id = 100; id < 150; id++) {

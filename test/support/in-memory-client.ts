@@ -1,8 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { InMemoryTransport, type McpServer } from '@modelcontextprotocol/server';
 
-/** Grynya's SDK client connected to `server` over the SDK's linked in-memory transports; the caller closes it. */
+/** Grynya's SDK client (1.x) connected to a v2 SDK `server` over the v2 SDK's linked in-memory transports; the caller closes it. */
 export async function connectInMemory(server: McpServer): Promise<Client> {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);

@@ -22,5 +22,6 @@ export {
   type ModernTaskServerOptions,
 } from './mcp/modern-task-server.ts';
 export { MAX_LISTEN_TASK_IDS } from './mcp/task-listen.ts';
+export { answerUnknownToolsAsToolErrors } from './mcp/sdk-handlers.ts';
 export { TASK_TOOLS, type TaskToolDefinition } from './mcp/task-tool-definitions.ts';
 export { createProgressReporter, type ProgressReporter, type ProgressReporterOptions } from './mcp/progress-reporter.ts';

@@ -4,8 +4,7 @@
 // into the graph. Exit 0 when the task completed and its write-back landed, 1 otherwise.
 import { parseArgs } from 'node:util';
 import { createSessionPool } from '@klym/core';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
 const HELP = `Usage: pnpm demo [--url URL] [--token TOKEN] [--grynya URL]
 
@@ -35,7 +34,8 @@ type Reply = Record<string, unknown> & { log?: { entries: { seq: number; type: s
 const terminal = new Set(['completed', 'error', 'cancelled']);
 const token = values.token ?? process.env.KLYM_TOKEN;
 
-const client = new Client({ name: 'grynya-demo', version: '1.0.0' });
+// The v2 SDK's client, negotiating the newest protocol both sides speak (2026-07-28 with Klym).
+const client = new Client({ name: 'grynya-demo', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
 try {
   await client.connect(
     new StreamableHTTPClientTransport(new URL(values.url), token === undefined ? {} : { requestInit: { headers: { authorization: `Bearer ${token}` } } }),

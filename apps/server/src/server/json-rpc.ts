@@ -1,14 +1,6 @@
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  InitializeRequestSchema,
-  JSONRPCMessageSchema,
-  ListToolsRequestSchema,
-  SetLevelRequestSchema,
-  type JSONRPCErrorResponse,
-  type JSONRPCMessage,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolErrorCode, specTypeSchemas, type JSONRPCErrorResponse, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/server';
+
+const { CallToolRequest, InitializeRequest, JSONRPCMessage: JSONRPCMessageSchema, ListToolsRequest, SetLevelRequest } = specTypeSchemas;
 
 // What the SDK leaves to its defaults, answered the way JSON-RPC 2.0 names it: valid JSON that is no
 // JSON-RPC message is -32600 Invalid Request (the SDK says -32700 Parse error), so is an empty batch (the
@@ -34,10 +26,10 @@ function messageFault(value: unknown): string | undefined {
   if (!('method' in message) && !('result' in message) && !('error' in message)) return 'a message needs `method` (a request or notification) or `result`/`error` (a response)';
   if ('params' in message && (typeof message.params !== 'object' || message.params === null || Array.isArray(message.params))) return '`params` must be an object';
   // The SDK's own schema has the last word, so nothing passes here that its transport would refuse.
-  return JSONRPCMessageSchema.safeParse(value).success ? undefined : 'not a JSON-RPC 2.0 request, notification or response';
+  return issuesOf(JSONRPCMessageSchema, value).length === 0 ? undefined : 'not a JSON-RPC 2.0 request, notification or response';
 }
 
-const invalid = (why: string): JSONRPCErrorResponse => rpcErrorBody(ErrorCode.InvalidRequest, `Invalid Request: ${why}`);
+const invalid = (why: string): JSONRPCErrorResponse => rpcErrorBody(ProtocolErrorCode.InvalidRequest, `Invalid Request: ${why}`);
 
 /**
  * Checks a POST body that parsed as JSON: one JSON-RPC 2.0 message, or a non-empty batch of them.
@@ -57,12 +49,19 @@ export function envelopeError(body: unknown): JSONRPCErrorResponse | undefined {
   return fault === undefined ? undefined : invalid(fault);
 }
 
+/** A Standard Schema's issues with `value`, none when it fits (the SDK's spec schemas validate synchronously). */
+type SpecSchema = (typeof specTypeSchemas)[keyof typeof specTypeSchemas];
+function issuesOf(schema: SpecSchema, value: unknown): readonly { readonly message: string; readonly path?: readonly (PropertyKey | { readonly key: PropertyKey })[] | undefined }[] {
+  const outcome = schema['~standard'].validate(value) as { issues?: readonly { message: string; path?: readonly (PropertyKey | { key: PropertyKey })[] }[] };
+  return outcome.issues ?? [];
+}
+
 /** The params schema of each method Klym's MCP server answers (the SDK's own, which its handlers parse with). */
-const REQUEST_SCHEMAS: Readonly<Record<string, { safeParse(value: unknown): { success: boolean; error?: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } } }>> = {
-  initialize: InitializeRequestSchema,
-  'tools/list': ListToolsRequestSchema,
-  'tools/call': CallToolRequestSchema,
-  'logging/setLevel': SetLevelRequestSchema,
+const REQUEST_SCHEMAS: Readonly<Record<string, SpecSchema>> = {
+  initialize: InitializeRequest,
+  'tools/list': ListToolsRequest,
+  'tools/call': CallToolRequest,
+  'logging/setLevel': SetLevelRequest,
 };
 
 /** A zod issue's message as a caller reads it: `missing` for an absent field, `object` for zod's `record`. */
@@ -76,10 +75,10 @@ const inWords = (message: string): string =>
 export function paramsError(message: JSONRPCMessage): JSONRPCErrorResponse | undefined {
   if (!('method' in message) || !('id' in message)) return undefined;
   const schema = REQUEST_SCHEMAS[message.method];
-  const parsed = schema?.safeParse(message);
-  if (parsed === undefined || parsed.success) return undefined;
-  const faults = (parsed.error?.issues ?? []).slice(0, 3).map((issue) => `\`${issue.path.map(String).join('.')}\`: ${inWords(issue.message)}`);
-  return { jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InvalidParams, message: `Invalid params for ${message.method}: ${faults.join('; ') || 'they do not fit the method'}` } };
+  const issues = schema === undefined ? [] : issuesOf(schema, message);
+  if (issues.length === 0) return undefined;
+  const faults = issues.slice(0, 3).map((issue) => `\`${(issue.path ?? []).map((part) => String(typeof part === 'object' ? part.key : part)).join('.')}\`: ${inWords(issue.message)}`);
+  return { jsonrpc: '2.0', id: message.id, error: { code: ProtocolErrorCode.InvalidParams, message: `Invalid params for ${message.method}: ${faults.join('; ') || 'they do not fit the method'}` } };
 }
 
 /**

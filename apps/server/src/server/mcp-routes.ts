@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpBindings } from '@hono/node-server';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
-import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskService } from '@klym/core';
 import type { ModernTaskHandler } from '@klym/core/mcp';
-import { isLegacyRequest } from '@modelcontextprotocol/server';
+import { WebStandardStreamableHTTPServerTransport, isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
+import { SSEServerTransport } from '@modelcontextprotocol/server-legacy/sse';
 import type { Context, Hono } from 'hono';
 import type { GuardVariables } from './guards.ts';
 import { envelopeError, rpcErrorBody } from './json-rpc.ts';
@@ -81,8 +79,7 @@ export function mountMcpRoutes(app: Hono<Env>, { service, sessions, modern }: Mc
       enableJsonResponse: true,
       // Each POST is answered with one JSON body, not an SSE stream of one event: ~20% less of the serving
       // thread's CPU per request. Notifications go on the session's GET stream, which is where Klym sends
-      // them anyway. SDK 1.32 leaks one stream-map entry per JSON answer for the session's life
-      // (modelcontextprotocol/typescript-sdk#2559); patches/@modelcontextprotocol__sdk@*.patch frees it.
+      // them anyway.
       onsessioninitialized: (id) => sessions.add({ id, kind: 'streamable-http', transport, server, principal }),
     });
     const server = await connectKlymMcpServer(service, transport, principal);

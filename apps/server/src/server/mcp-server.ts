@@ -1,22 +1,23 @@
 import type { TaskService } from '@klym/core';
-import { MCP_TASKS_CAPABILITY, TASK_TOOLS_INSTRUCTIONS, createMcpTaskStore, registerAgentTaskTool, registerTaskTools } from '@klym/core/mcp';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { AGENT_TASK_TOOL_NAME, MCP_TASKS_CAPABILITY, TASK_TOOLS_INSTRUCTIONS, TASK_TOOL_NAMES, answerUnknownToolsAsToolErrors, createMcpTaskStore, registerAgentTaskTool, registerTaskTools } from '@klym/core/mcp';
+import { McpServer, type Transport } from '@modelcontextprotocol/server';
 import { refuseInvalidParams } from './json-rpc.ts';
 
 /** Klym's name and version in `initialize`. */
 export const SERVER_INFO = { name: 'klym', version: '0.1.0' } as const;
 
 /**
- * Builds the MCP server of one client session: core's five task tools and `run_agent_task` over `service`,
+ * Builds the 2025-11-25 MCP server of one client session (the v2 SDK's `McpServer`): core's six task tools and `run_agent_task` over `service`,
  * the `logging` capability (`logging/setLevel` is honoured; the end of each task started in this session is
  * logged to it) and the `tasks` capability, whose `tasks/*` requests see the tasks of `principal` — the
  * principal the session belongs to (`anonymous` over stdio).
  */
 export function createKlymMcpServer(service: TaskService, principal = 'anonymous'): McpServer {
   const taskStore = createMcpTaskStore(service, { principal });
-  const mcp = new McpServer(SERVER_INFO, { capabilities: { logging: {}, tasks: MCP_TASKS_CAPABILITY }, taskStore, instructions: TASK_TOOLS_INSTRUCTIONS });
+  const mcp = new McpServer(SERVER_INFO, { capabilities: { logging: {}, tasks: MCP_TASKS_CAPABILITY }, instructions: TASK_TOOLS_INSTRUCTIONS });
   registerTaskTools(mcp, service);
+  // Before run_agent_task, whose answer the SDK must not check: it sits in front and passes the rest on.
+  answerUnknownToolsAsToolErrors(mcp, [...TASK_TOOL_NAMES, AGENT_TASK_TOOL_NAME]);
   registerAgentTaskTool(mcp, service, taskStore);
   return mcp;
 }

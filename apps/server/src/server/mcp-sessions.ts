@@ -1,5 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { McpServer, Transport } from '@modelcontextprotocol/server';
 
 /** One client session over either transport. */
 export interface McpSession {

@@ -1,6 +1,6 @@
 import type { SessionPool, TaskBackendOptions, TaskServiceOptions, TaskStore, UpstreamConfig } from '@klym/core';
 import { KlymError, secretsOf } from '@klym/core';
-import type { LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
+import type { LoggingLevel } from '@modelcontextprotocol/server';
 
 /**
  * Where the server reports what it does: one line (never a secret), with how severe it is (MCP's levels;

@@ -1,5 +1,5 @@
 import type { TaskService } from '@klym/core';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { connectKlymMcpServer } from './mcp-server.ts';
 import { openTasks } from './open-tasks.ts';
 import { resolveServerOptions, type KlymServerOptions } from './server-options.ts';

@@ -1,5 +1,4 @@
-import type { TaskStore as SdkTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
-import type { Result, Task } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Task } from '@modelcontextprotocol/server';
 import { MCP_TASK_DEFAULTS } from '../defaults.ts';
 import { KlymError, isKlymError } from '../errors.ts';
 import type { StartTaskArgs } from '../tasks/task-request.ts';
@@ -22,18 +21,33 @@ export interface McpTaskStoreOptions {
   readonly pageSize?: number;
 }
 
-/** The SDK's `TaskStore` over Klym's task service, with the view of a task it answers. */
-export interface McpTaskStore extends SdkTaskStore {
+/** Klym's task service as MCP 2025-11-25 tasks of one principal: what `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` answer. */
+export interface McpTaskStore {
   readonly principal: string;
+  /** The `pollInterval` this store tells clients, in milliseconds (it also paces a waiting `tasks/result`). */
+  readonly pollIntervalMs: number;
   /**
    * Starts a Klym task from a task-augmented `tools/call`'s parsed arguments and its `params._meta` (the
-   * trace context), and answers it as an MCP task. A tool's `createTask` handler calls it with the
-   * arguments the SDK parsed; the SDK-facing `createTask`, which has only the unparsed request, is refused.
+   * trace context), and answers it as an MCP task.
    * @throws {KlymError} as `TaskService.start` does
    */
   start(args: StartTaskArgs, meta: unknown): Promise<Task>;
   /** A task record as this store shows it (`ttl`, `pollInterval` included). */
   toTask(task: TaskRecord): Task;
+  /** The caller's task, or `null` when it cannot see one of that id (another principal's, evicted, unknown). */
+  getTask(taskId: string): Promise<Task | null>;
+  /**
+   * A finished task's `CallToolResult`.
+   * @throws {KlymError} `TASK_NOT_FOUND` for a task the caller cannot see; `INVALID_ARGUMENT` for one still running
+   */
+  getTaskResult(taskId: string): Promise<CallToolResult>;
+  /** The caller's tasks, newest first, a page at a time. */
+  listTasks(cursor?: string): Promise<{ tasks: Task[]; nextCursor?: string }>;
+  /**
+   * Cancels a running or pending task and answers it as it is now.
+   * @throws {KlymError} `TASK_NOT_FOUND` as above; `INVALID_ARGUMENT` for a task that already ended
+   */
+  cancelTask(taskId: string): Promise<Task>;
 }
 
 const positiveInteger = (name: string, value: number): number => {
@@ -42,18 +56,16 @@ const positiveInteger = (name: string, value: number): number => {
 };
 
 /**
- * The SDK's experimental `TaskStore` (`new McpServer(info, { taskStore })`) backed by Klym's task service,
- * so MCP tasks and Klym's tasks are one set: the MCP `taskId` is the Klym `task_id`, `tasks/list` lists what
- * `list_agent_tasks` lists, `tasks/cancel` cancels as `cancel_agent_task` does, and tasks outlive a restart
- * in whatever store the service keeps them (SQLite, Redis). `start` starts a Klym task from the
- * `tools/call` arguments the SDK parsed. The SDK passes each call the session id; ownership is by `principal` instead.
- * The task's `ttl` is the service's `ttlMs`, counted from the task's end (a requested `ttl` is not honoured).
+ * Klym's task service as MCP 2025-11-25 tasks, so MCP tasks and Klym's tasks are one set: the MCP `taskId` is
+ * the Klym `task_id`, `tasks/list` lists what `list_agent_tasks` lists, `tasks/cancel` cancels as
+ * `cancel_agent_task` does, and tasks outlive a restart in whatever store the service keeps them (SQLite,
+ * Redis). Ownership is by `principal`, never by session. The task's `ttl` is the service's `ttlMs`, counted
+ * from the task's end (a requested `ttl` is not honoured).
  *
  * @throws {KlymError} `CONFIG_INVALID` for a `pollIntervalMs` or `pageSize` that is not a positive integer.
  * @example
  * ```ts
  * const taskStore = createMcpTaskStore(service, { principal: 'grynya' })
- * const server = new McpServer(info, { taskStore, capabilities: { tasks: MCP_TASKS_CAPABILITY } })
  * registerAgentTaskTool(server, service, taskStore)
  * ```
  */
@@ -79,32 +91,27 @@ export function createMcpTaskStore(service: TaskService, options: McpTaskStoreOp
 
   return {
     principal: options.principal,
+    pollIntervalMs: timing.pollIntervalMs,
     toTask,
     async start(args, meta) {
       const started = await service.start(args, options.principal, startOptionsOf(meta));
       return toTask(await visible(started.task_id));
     },
-    createTask() {
-      // Only a tool's handler has the arguments the SDK parsed; the request here is as the client sent it.
-      return Promise.reject(new KlymError('INVALID_ARGUMENT', "Klym tasks are started by a tool's createTask handler through McpTaskStore.start, with the arguments the SDK parsed"));
-    },
     async getTask(taskId) {
       const task = await find(taskId);
       return task === undefined ? null : toTask(task);
     },
-    storeTaskResult() {
-      // The task manager stores a task's result as the run ends; nothing else may write it.
-      return Promise.reject(new KlymError('INVALID_ARGUMENT', "A Klym task's result is the one its run ended with; it cannot be stored from outside"));
-    },
-    async getTaskResult(taskId): Promise<Result> {
+    async getTaskResult(taskId) {
       const task = await visible(taskId);
       if (!isTerminal(task.status)) throw new KlymError('INVALID_ARGUMENT', `Task ${taskId} is still ${task.status}; its result comes when it ends`);
       return toToolResult(task, await service.status({ task_id: taskId }, options.principal));
     },
-    async updateTaskStatus(taskId, status) {
-      // Klym moves its tasks itself; a client may only cancel one (tasks/cancel).
-      if (status !== 'cancelled') throw new KlymError('INVALID_ARGUMENT', `A Klym task's status can only be set to cancelled, not ${status}`);
-      await service.tasks.cancel(taskId, caller);
+    async cancelTask(taskId) {
+      const task = await visible(taskId);
+      if (isTerminal(task.status)) throw new KlymError('INVALID_ARGUMENT', `Cannot cancel task in terminal status: ${STATUS_NAME[task.status]}`);
+      const outcome = await service.tasks.cancel(taskId, caller);
+      if (!outcome.cancelled) throw new KlymError('INVALID_ARGUMENT', `Cannot cancel task in terminal status: ${STATUS_NAME[outcome.task.status]}`);
+      return toTask(outcome.task);
     },
     async listTasks(cursor) {
       const page = await service.tasks.list(caller, {}, { limit: pageSize, ...(cursor === undefined ? {} : { cursor }) });
@@ -112,3 +119,6 @@ export function createMcpTaskStore(service: TaskService, options: McpTaskStoreOp
     },
   };
 }
+
+/** How a terminal status reads in MCP's words, for the refusal of a cancel that comes too late. */
+const STATUS_NAME: Readonly<Record<TaskRecord['status'], string>> = { pending: 'working', running: 'working', completed: 'completed', error: 'failed', cancelled: 'cancelled' };

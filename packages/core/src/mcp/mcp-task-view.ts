@@ -1,4 +1,4 @@
-import type { CallToolResult, Task } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Task } from '@modelcontextprotocol/server';
 import type { TaskRecord } from '../tasks/task-types.ts';
 import type { TaskStatusView } from '../tasks/task-views.ts';
 

@@ -5,9 +5,10 @@ import { isKlymError } from '../errors.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
 import { statusMessage, toToolResult } from './mcp-task-view.ts';
+import { currentHandler } from './sdk-handlers.ts';
 import { startRefusal } from './start-refusal.ts';
 import { startOptionsOf } from './start-options.ts';
-import { AGENT_TASK_TOOL, TASK_TOOLS, answer } from './task-tool-definitions.ts';
+import { AGENT_TASK_TOOL, TASK_TOOLS, answer, argumentFaults } from './task-tool-definitions.ts';
 
 /** The Tasks extension's identifier (SEP-2663), in `capabilities.extensions` and in a request's client capabilities. */
 export const TASKS_EXTENSION_ID = 'io.modelcontextprotocol/tasks';
@@ -142,7 +143,7 @@ export function createModernTaskServer(service: TaskService, options: ModernTask
   const runAgentTask = async (params: { arguments?: unknown }, ctx: Context): Promise<Record<string, unknown>> => {
     if (!declaresTasksExtension(ctx.mcpReq.envelope)) throw missingTasksExtension();
     const parsed = AGENT_TASK_TOOL.inputSchema.safeParse(params.arguments ?? {});
-    if (!parsed.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool run_agent_task: ${z.prettifyError(parsed.error)}`, { code: 'INVALID_ARGUMENT' });
+    if (!parsed.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool run_agent_task: ${argumentFaults(parsed.error)}`, { code: 'INVALID_ARGUMENT' });
     let taskId: string;
     try {
       taskId = (await service.start(parsed.data, principal, startOptionsOf(metaOf(ctx)))).task_id;
@@ -184,16 +185,8 @@ export function createModernTaskServer(service: TaskService, options: ModernTask
   return server;
 }
 
-type ToolsCall = (request: { params: { name: string; arguments?: unknown } }, ctx: never) => Promise<unknown>;
-
-/**
- * Makes `tools/call` of `name` answer `run` (whose errors stay JSON-RPC errors) and every other tool as the
- * SDK's own `tools/call` does. Reaches the SDK's handler through the server's private handler map: should a
- * later SDK not have it there, this throws as the server is built, so the suite says so at once.
- */
+/** Makes `tools/call` of `name` answer `run` (whose errors stay JSON-RPC errors), and every other tool as the SDK's own `tools/call` does. */
 function answerBeforeTools(server: McpServer, name: string, run: (params: { arguments?: unknown }, ctx: never) => Promise<Record<string, unknown>>): void {
-  const handlers = (server.server as unknown as Record<string, Map<string, ToolsCall> | undefined>)['_requestHandlers'];
-  const tools = handlers?.get('tools/call');
-  if (tools === undefined) throw new Error("The MCP SDK's Server keeps its tools/call handler elsewhere than _requestHandlers: update answerBeforeTools");
+  const tools = currentHandler(server, 'tools/call');
   server.server.setRequestHandler('tools/call', (request, ctx) => (request.params.name === name ? run(request.params, ctx as never) : tools(request, ctx as never)) as never);
 }

@@ -1,5 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { ProgressToken } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServer, ProgressToken } from '@modelcontextprotocol/server';
 import { DEFAULT_MAX_STEPS, MCP_TASK_DEFAULTS } from '../defaults.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';

@@ -1,86 +1,178 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { isTerminal } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
-import type { ServerCapabilities, Task } from '@modelcontextprotocol/sdk/types.js';
-import { startTaskSchema, type StartTaskArgs } from '../tasks/task-request.ts';
+import { ProtocolError, type McpServer, type ServerCapabilities, type Task } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import { isKlymError } from '../errors.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { McpTaskStore } from './mcp-task-store.ts';
 import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
-import { answerRefusedTaskStarts } from './task-start-refusals.ts';
+import { currentHandler, replaceHandler } from './sdk-handlers.ts';
+import { startRefusal, type Refusal } from './start-refusal.ts';
+import { AGENT_TASK_TOOL, argumentFaults } from './task-tool-definitions.ts';
 
-/** The `tasks` capability a server serving `run_agent_task` declares: task-augmented `tools/call`, `tasks/list`, `tasks/cancel`. */
+/** The `tasks` capability a server serving `run_agent_task` declares: task-augmented `tools/call`, `tasks/list` and `tasks/cancel`. */
 export const MCP_TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } } as const satisfies NonNullable<ServerCapabilities['tasks']>;
 
 /** The name of the MCP-native task tool. */
-export const AGENT_TASK_TOOL_NAME = 'run_agent_task';
+export const AGENT_TASK_TOOL_NAME = AGENT_TASK_TOOL.name;
+
+/** The `_meta` key relating a result to its task (MCP 2025-11-25). */
+const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+
+const TERMINAL: ReadonlySet<Task['status']> = new Set(['completed', 'failed', 'cancelled']);
+
+const rpcError = ({ code, message, data }: Refusal): ProtocolError => new ProtocolError(code, message, data);
+
+/** What a task method answers for a task the caller cannot see: another principal's, evicted, or unknown alike. */
+const notFound = (): ProtocolError => new ProtocolError(-32602, 'Failed to retrieve task: Task not found');
+
+/** `TASK_NOT_FOUND` and `INVALID_ARGUMENT` are the caller's `-32602`; the rest is Klym's `-32603` naming its code. */
+function rpcErrorOf(error: unknown): ProtocolError {
+  if (error instanceof ProtocolError) return error;
+  if (isKlymError(error, 'TASK_NOT_FOUND')) return notFound();
+  return rpcError(startRefusal(error));
+}
+
+type Handler = (request: { params: { name: string; arguments?: unknown; task?: unknown; _meta?: unknown } }, ctx: HandlerContext) => Promise<unknown>;
+interface HandlerContext {
+  readonly mcpReq: { readonly _meta?: { readonly progressToken?: string | number }; readonly signal: AbortSignal };
+}
+
+const taskIdParams = z.looseObject({ taskId: z.string() });
+const cursorParams = z.looseObject({ cursor: z.string().optional() }).optional();
+const anyResult = z.looseObject({});
+
+/** A task method's handler, its failures as the JSON-RPC errors the tasks spec names. */
+const answering =
+  <Params, Result>(run: (params: Params, ctx: HandlerContext) => Promise<Result>) =>
+  (async (params: Params, ctx: HandlerContext) => {
+    try {
+      return await run(params, ctx);
+    } catch (error) {
+      throw rpcErrorOf(error);
+    }
+  }) as never;
 
 /**
- * Registers `run_agent_task` on `server`: the arguments of `start_async_agent_task`, served as an MCP task
- * (`execution.taskSupport: "required"`). A call with `task` answers `CreateTaskResult` at once; the task is a
- * Klym task (`check_task_status`, `list_agent_tasks`, `cancel_agent_task` see it, and `tasks/get`,
- * `tasks/list`, `tasks/cancel` see the ones those tools started), and `tasks/result` is the `CallToolResult`
- * of its final answer. `server` must have been created with `taskStore` (this `store`) and the
- * {@link MCP_TASKS_CAPABILITY}. While its session is open the client is sent `notifications/tasks/status`
- * at each transition of the tasks it started here (as the task manager of this process hears them: on a
- * front whose tasks run on workers, their end), and, when the call carried `_meta.progressToken`,
- * `notifications/progress` of its steps at most once a second. A start that cannot be made answers the
- * JSON-RPC error naming why (`-32602` for a bad argument, `-32603` with the Klym code otherwise, e.g.
- * `TASK_QUEUE_FULL`). Call it before `server.connect()`.
+ * Registers `run_agent_task` on `server` as an MCP 2025-11-25 task tool (`execution.taskSupport:
+ * "required"`), with the `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` it needs, over `store`.
+ * A call with `task` answers `CreateTaskResult` at once; the task is a Klym task (`check_task_status`,
+ * `list_agent_tasks`, `cancel_agent_task` see it, and the `tasks/*` requests see the ones those tools
+ * started), and `tasks/result` waits for its end and answers the `CallToolResult` of its final answer. While
+ * its session is open the client is sent `notifications/tasks/status` at each transition of the tasks it
+ * started here (as the task manager of this process hears them: on a front whose tasks run on workers,
+ * their end), and, when the call carried `_meta.progressToken`, `notifications/progress` of its steps at
+ * most once a second. A start that cannot be made answers the JSON-RPC error naming why (`-32602` for a bad
+ * argument or a call without `task`, `-32603` with the Klym code otherwise, e.g. `TASK_QUEUE_FULL`).
+ * `server` must declare the {@link MCP_TASKS_CAPABILITY}. Call it after registering its other tools and
+ * before `server.connect()`.
+ *
+ * The v2 SDK has no 2025-11-25 task runtime: it lists no `execution`, and its `tools/call` refuses a
+ * `CreateTaskResult`. So the tool's listing gets its `execution` set, and a call of it is answered before
+ * the SDK's `tools/call` (through the server's private handler map: a later SDK that moves it makes this
+ * throw as the server is built).
  *
  * @example
  * ```ts
  * const taskStore = createMcpTaskStore(service, { principal })
- * const server = new McpServer(info, { taskStore, capabilities: { logging: {}, tasks: MCP_TASKS_CAPABILITY } })
+ * const server = new McpServer(info, { capabilities: { logging: {}, tasks: MCP_TASKS_CAPABILITY } })
  * registerTaskTools(server, service)
  * registerAgentTaskTool(server, service, taskStore)
  * ```
  */
 export function registerAgentTaskTool(server: McpServer, service: TaskService, store: McpTaskStore): void {
   const started = new Set<string>();
-  const refuse = answerRefusedTaskStarts(server, AGENT_TASK_TOOL_NAME);
   const progress = createProgressReporter(server, service);
 
-  server.experimental.tasks.registerToolTask(
-    AGENT_TASK_TOOL_NAME,
+  const registered = server.registerTool(
+    AGENT_TASK_TOOL.name,
     {
-      title: 'Run a background task (MCP task)',
+      title: AGENT_TASK_TOOL.title,
       description:
         'The same work as start_async_agent_task, served as an MCP task: call it with `task`, follow it with tasks/get ' +
         '(or notifications/tasks/status), and read the final answer with tasks/result. The task id is a Klym task_id, so ' +
         'check_task_status, list_agent_tasks and cancel_agent_task work on it too. Takes the same arguments.',
-      inputSchema: startTaskSchema,
-      execution: { taskSupport: 'required' },
-      annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+      inputSchema: AGENT_TASK_TOOL.inputSchema,
+      annotations: AGENT_TASK_TOOL.annotations,
     },
-    {
-      createTask: async (args, extra) => {
-        // The SDK parsed `args` with startTaskSchema: its type is lost in registerToolTask's overloads.
-        const task = await store.start(args as StartTaskArgs, extra['_meta']).catch((error: unknown) => {
-          refuse(error);
-          throw error;
-        });
-        started.add(task.taskId);
-        const token = progressTokenOf(extra);
-        if (token !== undefined) progress.watch(task.taskId, store.principal, token);
-        // The task may have moved while it was being created, before the events above could be heard for it.
-        void catchUp(task);
-        return { task };
-      },
-      getTask: (_args, extra) => extra.taskStore.getTask(extra.taskId),
-      getTaskResult: async (_args, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as never,
+    () => {
+      throw new Error('run_agent_task is answered before the tool handlers');
     },
   );
+  (registered as { execution?: unknown }).execution = { taskSupport: 'required' };
 
+  const tools = currentHandler(server, 'tools/call');
+  // Set as it is, not through setRequestHandler: the SDK would check the answer as a CallToolResult.
+  replaceHandler(server, 'tools/call', (async (request: Parameters<Handler>[0], ctx: HandlerContext) => {
+    if (request.params.name !== AGENT_TASK_TOOL.name) return tools(request, ctx as never);
+    if (request.params.task === undefined) throw new ProtocolError(-32602, 'run_agent_task runs only as a task: call it with `task` (MCP tasks, 2025-11-25), or use start_async_agent_task');
+    const parsed = AGENT_TASK_TOOL.inputSchema.safeParse(request.params.arguments ?? {});
+    if (!parsed.success) throw new ProtocolError(-32602, `Invalid arguments for tool run_agent_task: ${argumentFaults(parsed.error)}`, { code: 'INVALID_ARGUMENT' });
+    let task: Task;
+    try {
+      task = await store.start(parsed.data, request.params['_meta']);
+    } catch (error) {
+      throw rpcError(startRefusal(error));
+    }
+    started.add(task.taskId);
+    const token = progressTokenOf(ctx.mcpReq);
+    if (token !== undefined) progress.watch(task.taskId, store.principal, token);
+    // The task may have moved while it was being created, before the events below could be heard for it.
+    void catchUp(task);
+    return { task };
+  }) as never);
+
+  server.server.setRequestHandler(
+    'tasks/get',
+    { params: taskIdParams, result: anyResult },
+    answering(async ({ taskId }: { taskId: string }) => (await store.getTask(taskId)) ?? Promise.reject(notFound())),
+  );
+  server.server.setRequestHandler(
+    'tasks/result',
+    { params: taskIdParams, result: anyResult },
+    answering(async ({ taskId }: { taskId: string }, ctx) => {
+      await untilEnded(taskId, ctx.mcpReq.signal);
+      const result = await store.getTaskResult(taskId);
+      return { ...result, _meta: { ...result['_meta'], [RELATED_TASK]: { taskId } } };
+    }),
+  );
+  server.server.setRequestHandler('tasks/list', { params: cursorParams, result: anyResult }, answering(async (params: { cursor?: string } | undefined) => store.listTasks(params?.cursor)));
+  server.server.setRequestHandler('tasks/cancel', { params: taskIdParams, result: anyResult }, answering(async ({ taskId }: { taskId: string }) => store.cancelTask(taskId)));
+
+  /** Resolves once `taskId` has ended (it is looked at each `pollInterval`, and at once when this process hears it end). */
+  const untilEnded = async (taskId: string, signal: AbortSignal): Promise<void> => {
+    for (;;) {
+      const task = await store.getTask(taskId);
+      if (task === null) throw notFound();
+      if (TERMINAL.has(task.status)) return;
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(done, store.pollIntervalMs);
+        const unsubscribe = service.onEvent((event) => {
+          if (event.type === 'task-end' && event.task.id === taskId) done();
+        });
+        const aborted = (): void => {
+          done();
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', aborted, { once: true });
+        function done(): void {
+          clearTimeout(timer);
+          unsubscribe();
+          signal.removeEventListener('abort', aborted);
+          resolve();
+        }
+      });
+    }
+  };
 
   const tell = (task: Task): void => {
     if (!server.isConnected()) return;
-    server.server.notification({ method: 'notifications/tasks/status', params: task }).catch(() => {
+    server.server.notification({ method: 'notifications/tasks/status', params: task } as never).catch(() => {
       // The client went away as the task moved: there is nobody left to tell.
     });
   };
   const catchUp = async (created: Task): Promise<void> => {
     const now = await store.getTask(created.taskId).catch(() => null);
     if (now === null || !started.has(created.taskId) || (now.status === created.status && now.statusMessage === created.statusMessage)) return;
-    if (isTerminal(now.status)) started.delete(created.taskId);
+    if (TERMINAL.has(now.status)) started.delete(created.taskId);
     tell(now);
   };
   const unsubscribe = service.onEvent((event) => {

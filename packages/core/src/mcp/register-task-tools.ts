@@ -1,5 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, ProgressToken } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, McpServer, ProgressToken } from '@modelcontextprotocol/server';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { TaskRecord } from '../tasks/task-types.ts';
 import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
@@ -11,26 +10,29 @@ export const TASK_TOOLS_INSTRUCTIONS =
   'start_async_agent_task (it answers at once with a task_id), keep talking with your person, and look in ' +
   'with check_task_status when you like. describe_capabilities says which tools, models and budgets a task may use.';
 
-/** What a tool handler is given besides its arguments (the part of the SDK's `RequestHandlerExtra` used here). */
+/** What a tool handler is given besides its arguments (the part of the SDK's handler context used here). */
 export interface TaskToolExtra {
-  readonly authInfo?: { readonly clientId?: string } | undefined;
-  /**
-   * The request's `_meta`: a `progressToken` asks for `notifications/progress` of the task it starts; a W3C
-   * `traceparent` (with its `tracestate`) makes the task's span a child of the caller's.
-   */
-  readonly _meta?: { readonly progressToken?: ProgressToken; readonly traceparent?: unknown; readonly tracestate?: unknown } | undefined;
+  /** The HTTP request's verified caller, when it came over HTTP. */
+  readonly http?: { readonly authInfo?: { readonly clientId?: string } | undefined } | undefined;
+  readonly mcpReq: {
+    /**
+     * The request's `_meta`: a `progressToken` asks for `notifications/progress` of the task it starts; a W3C
+     * `traceparent` (with its `tracestate`) makes the task's span a child of the caller's.
+     */
+    readonly _meta?: { readonly progressToken?: ProgressToken; readonly traceparent?: unknown; readonly tracestate?: unknown } | undefined;
+  };
 }
 
 /** Options of {@link registerTaskTools}. */
 export interface RegisterTaskToolsOptions {
-  /** Who is calling: tasks belong to this principal. @default `extra.authInfo?.clientId ?? 'anonymous'` */
+  /** Who is calling: tasks belong to this principal. @default `extra.http?.authInfo?.clientId ?? 'anonymous'` */
   readonly principal?: (extra: TaskToolExtra) => string;
 }
 
 /** The names of the six task tools. */
 export const TASK_TOOL_NAMES = ['start_async_agent_task', 'check_task_status', 'read_task_artifact', 'cancel_agent_task', 'list_agent_tasks', 'describe_capabilities'] as const;
 
-const defaultPrincipal = (extra: TaskToolExtra): string => extra.authInfo?.clientId ?? 'anonymous';
+const defaultPrincipal = (extra: TaskToolExtra): string => extra.http?.authInfo?.clientId ?? 'anonymous';
 
 /** How a task ended, in one line: its status, and why for a cancel (`shutdown`, `cancelled by caller`) or an error (its code). */
 function endLine(task: TaskRecord): string {
@@ -44,7 +46,7 @@ function endLine(task: TaskRecord): string {
  * (text and `structuredContent`); failures are `isError` results with `{ error: { code, message } }`. The
  * SDK checks the arguments against the tools' strict input schemas, the only check they get: an unknown or
  * misspelled argument is an `isError` result naming it (`Unrecognized key: "idempotencyKey"`), nothing started.
- * The caller's principal comes from the request (`authInfo.clientId`), never from the session, so tasks
+ * The caller's principal comes from the request (`ctx.http.authInfo.clientId`), never from the session, so tasks
  * survive reconnects. When `server` was created with the `logging` capability, the end of each task
  * started through it is logged to its client (`notifications/message`, `info`, or `error` for a failed
  * task: `task <id> ended: cancelled (shutdown)`, `… ended: error (TASK_TIMEOUT)`), at the level the client set with `logging/setLevel`.
@@ -71,11 +73,11 @@ export function registerTaskTools(server: McpServer, service: TaskService, optio
     const handler = (args: never, extra: TaskToolExtra): Promise<CallToolResult> =>
       answer(async () => {
         const principal = principalOf(extra);
-        const view = await tool.run(service, args, principal, extra['_meta']);
+        const view = await tool.run(service, args, principal, extra.mcpReq['_meta']);
         if (watched) {
           const taskId = (view as { task_id: string }).task_id;
           started.add(taskId);
-          const token = progressTokenOf(extra);
+          const token = progressTokenOf(extra.mcpReq);
           if (token !== undefined) progress.watch(taskId, principal, token);
         }
         return view;

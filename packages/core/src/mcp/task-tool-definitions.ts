@@ -30,6 +30,11 @@ export interface TaskToolDefinition<Schema extends z.ZodType = z.ZodType> {
 
 const define = <Schema extends z.ZodType>(definition: TaskToolDefinition<Schema>): TaskToolDefinition => definition as unknown as TaskToolDefinition;
 
+/** Why arguments were refused, as the v2 SDK words it for every other tool: `budget: Unrecognized key: "max_step"`. */
+export function argumentFaults(error: z.ZodError): string {
+  return error.issues.map((issue) => `${issue.path.length > 0 ? `${issue.path.join('.')}: ` : ''}${issue.message}`).join('; ');
+}
+
 /** A view as a tool result: its JSON as text and as `structuredContent`; a failure as an `isError` result with its code. */
 export async function answer(produce: () => Promise<object>): Promise<TaskToolResult> {
   try {

@@ -1,6 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer as UpstreamServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { InMemoryTransport, McpServer } from '@modelcontextprotocol/server';
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
@@ -50,7 +50,7 @@ function record(received: Received, tool: string, meta: Record<string, unknown> 
 /** An upstream that records the `_meta` of every call it receives. */
 function recordingUpstream(received: Received) {
   return createInMemoryUpstream(() => {
-    const server = new McpServer({ name: 'graph', version: '1.0.0' });
+    const server = new UpstreamServer({ name: 'graph', version: '1.0.0' });
     server.registerTool('query', { inputSchema: { q: z.string() }, annotations: { readOnlyHint: true } }, ({ q }, extra) => {
       record(received, 'query', extra['_meta']);
       return { content: [{ type: 'text', text: `rows for ${q}` }] };
@@ -215,7 +215,7 @@ describe('tracing a run', () => {
     const pool = await createSessionPool({
       upstreams: {
         graph: createInMemoryUpstream(() => {
-          const server = new McpServer({ name: 'graph', version: '1.0.0' });
+          const server = new UpstreamServer({ name: 'graph', version: '1.0.0' });
           server.registerTool('hang', { annotations: { readOnlyHint: true } }, (extra) => new Promise((resolve) => extra.signal.addEventListener('abort', () => resolve({ content: [] }))));
           return server;
         }),
