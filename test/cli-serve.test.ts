@@ -139,6 +139,6 @@ describe('klym serve', () => {
   it('refuses a non-loopback host without tokens: exit 1, one line naming the key and the flag', async () => {
     const { code, stdout, stderr } = await runKlym(['serve', '--host', '0.0.0.0', '--port', '0'], { cwd: cwd.path });
     expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
-    expect(stderr).toBe('klym: Invalid configuration: server.host = "0.0.0.0": binding "0.0.0.0" (not loopback) needs `server.tokens` (flag --host)\n');
+    expect(stderr).toBe('klym: Invalid configuration: server.host = "0.0.0.0": binding "0.0.0.0" (not loopback) needs `server.tokens` or `server.oauth` (flag --host)\n');
   });
 });

@@ -83,13 +83,18 @@ export function taskStoreIn(store: string, cwd: string): string {
   return store.startsWith('sqlite:') ? `sqlite:${path.resolve(cwd, store.slice('sqlite:'.length))}` : store;
 }
 
+/** Who may call the server: `server.tokens`, `server.admins` and `server.oauth` as the server's `auth`. */
+function serverAuth(server: KlymConfig['server']): NonNullable<KlymServerOptions['auth']> {
+  return { tokens: { ...server.tokens }, admins: [...server.admins], ...(server.oauth === undefined ? {} : { oauth: server.oauth }) };
+}
+
 /** The options of Klym's server (`klym serve`), from the configuration; a relative store path is taken against `cwd`. */
 export function serverOptions(config: KlymConfig, cwd: string): KlymServerOptions {
   return {
     upstreams: poolUpstreams(config),
     host: config.server.host,
     port: config.server.port,
-    ...(Object.keys(config.server.tokens).length > 0 ? { auth: { tokens: { ...config.server.tokens }, admins: [...config.server.admins] } } : {}),
+    ...(Object.keys(config.server.tokens).length > 0 || config.server.oauth !== undefined ? { auth: serverAuth(config.server) } : {}),
     ...(config.metrics.token === undefined ? {} : { metrics: { token: config.metrics.token } }),
     allowedHosts: config.server.allowedHosts,
     allowedOrigins: config.server.allowedOrigins,

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isKlymError } from '@klym/core';
 import { afterAll, describe, expect, it } from 'vitest';
+import { resolveServerOptions } from '../server/server-options.ts';
 import { poolUpstreams, serverOptions } from './core-options.ts';
 import { resolveConfig, type ResolveConfigOptions } from './resolve-config.ts';
 
@@ -192,7 +193,9 @@ describe('upstreams and mcpServers', () => {
 
 describe('cross-key checks', () => {
   it('a non-loopback host needs tokens; a policy must exist', () => {
-    expect(failure({ cwd: workspace(), env: { KLYM_SERVER_HOST: '0.0.0.0' } })).toContain('server.host = "0.0.0.0": binding "0.0.0.0" (not loopback) needs `server.tokens` (env KLYM_SERVER_HOST)');
+    expect(failure({ cwd: workspace(), env: { KLYM_SERVER_HOST: '0.0.0.0' } })).toContain(
+      'server.host = "0.0.0.0": binding "0.0.0.0" (not loopback) needs `server.tokens` or `server.oauth` (env KLYM_SERVER_HOST)',
+    );
     expect(resolveConfig({ cwd: workspace(), env: { KLYM_SERVER_HOST: '0.0.0.0', KLYM_SERVER_TOKENS: '{"grynya":"0123456789abcdef"}' } }).config.server.host).toBe('0.0.0.0');
     expect(failure({ cwd: workspace(), flags: [{ path: ['tools', 'policy'], value: 'careful', source: 'flag --policy' }] })).toContain(
       'tools.policy = "careful": expected `read-only` or a policy from `policies` (none) (flag --policy)',
@@ -206,5 +209,54 @@ describe('cross-key checks', () => {
     );
     const { config } = resolveConfig({ cwd: workspace({ 'klym.config.yaml': `${tokens}  admins: [ops]\n` }) });
     expect(serverOptions(config, '/').auth).toMatchObject({ admins: ['ops'] });
+  });
+});
+
+/** A working directory whose config file has `server.oauth` lines `oauth`, after `server` lines. */
+const file = (oauth: string, server = ''): string => workspace({ 'klym.config.yaml': `server:\n${server}  oauth:\n${oauth}` });
+/** Resolves server options with `auth.oauth` of an issuer and `oauth`. */
+const withOauth = (oauth: Record<string, unknown>, port = 8765) => () => resolveServerOptions({ port, auth: { oauth: { issuer: 'https://auth.example.com', ...oauth } } });
+
+describe('server.oauth', () => {
+
+  it('takes an issuer and fills in the rest; the server’s options carry it, the resource from the listen address', () => {
+    const { config } = resolveConfig({ cwd: file('    issuer: https://auth.example.com/realms/klym\n') });
+    expect(config.server.oauth).toEqual({
+      issuer: 'https://auth.example.com/realms/klym',
+      principalClaim: 'sub',
+      scopes: { start: 'klym:start', read: 'klym:read', cancel: 'klym:cancel' },
+      clockToleranceSeconds: 30,
+    });
+    const options = resolveServerOptions(serverOptions(config, '/srv'));
+    expect(options.auth?.oauth).toMatchObject({ issuer: 'https://auth.example.com/realms/klym', resource: 'http://127.0.0.1:8765/mcp', audience: 'http://127.0.0.1:8765/mcp' });
+    expect(options.auth?.oauth?.resourceMetadataUrl).toBe('http://127.0.0.1:8765/.well-known/oauth-protected-resource/mcp');
+    // Every leaf has its variable.
+    const fromEnv = resolveConfig({ cwd: workspace(), env: { KLYM_SERVER_OAUTH_ISSUER: 'https://auth.example.com', KLYM_SERVER_OAUTH_SCOPES_START: 'tasks:write' } });
+    expect(fromEnv.config.server.oauth?.scopes).toEqual({ start: 'tasks:write', read: 'klym:read', cancel: 'klym:cancel' });
+  });
+
+  it('refuses an issuer that is not an https URL (http only on loopback), naming the key and the source', () => {
+    expect(failure({ cwd: file('    issuer: auth.example.com\n') })).toContain(
+      'server.oauth.issuer = "auth.example.com": expected an https URL (http only on a loopback host such as 127.0.0.1) (file klym.config.yaml)',
+    );
+    expect(failure({ cwd: workspace(), env: { KLYM_SERVER_OAUTH_ISSUER: 'http://auth.example.com' } })).toContain('server.oauth.issuer = "http://auth.example.com": expected an https URL');
+    expect(resolveConfig({ cwd: file('    issuer: http://127.0.0.1:9000\n') }).config.server.oauth?.issuer).toBe('http://127.0.0.1:9000');
+    expect(failure({ cwd: file('    issuer: https://auth.example.com\n    scopes: { start: "klym start" }\n') })).toContain('server.oauth.scopes.start = "klym start": expected a scope token');
+    expect(failure({ cwd: file('    issuer: https://auth.example.com\n    audiance: klym\n') })).toContain('server.oauth.audiance: unknown key (did you mean "audience"?)');
+  });
+
+  it('needs `resource` where the listen address cannot be it; with it, serves a non-loopback address without static tokens', () => {
+    expect(failure({ cwd: file('    issuer: https://auth.example.com\n', '  port: 0\n') })).toContain(
+      "server.oauth.resource: required when the server listens on a free port (0): the URL clients reach Klym's /mcp at, which tokens are bound to",
+    );
+    expect(failure({ cwd: file('    issuer: https://auth.example.com\n', '  host: 0.0.0.0\n') })).toContain('server.oauth.resource: required when the server listens on "0.0.0.0"');
+    const { config } = resolveConfig({ cwd: file('    issuer: https://auth.example.com\n    resource: https://klym.example.com/mcp\n', '  host: 0.0.0.0\n') });
+    expect(resolveServerOptions(serverOptions(config, '/srv')).auth?.oauth?.audience).toBe('https://klym.example.com/mcp');
+  });
+
+  it('options passed in code get the same checks, each naming its option', () => {
+    expect(withOauth({ issuer: 'ftp://auth.example.com' })).toThrow('Expected `auth.oauth.issuer` to be an https URL (http only on a loopback host), got "ftp://auth.example.com"');
+    expect(withOauth({ clockToleranceSeconds: -1 })).toThrow('Expected `auth.oauth.clockToleranceSeconds` to be a number of seconds, 0 or more, got -1');
+    expect(withOauth({}, 0)).toThrow('`auth.oauth.resource` is required when the server listens on a free port (0)');
   });
 });

@@ -1,5 +1,6 @@
 import { ARTIFACT_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS, WEBHOOK_EVENTS } from '@klym/core';
 import { z } from 'zod';
+import { OAUTH_DEFAULTS, SCOPE_TOKEN, isSecureUrl } from '../server/oauth-options.ts';
 import { SERVER_DEFAULTS, isLoopback } from '../server/server-options.ts';
 import { milliseconds, mcpServerSchema, upstreamNameSchema, upstreamSchema } from './upstream-schema.ts';
 
@@ -79,6 +80,38 @@ const webhookNameSchema = z
   .string()
   .max(32, 'expected a webhook endpoint name of at most 32 characters')
   .regex(/^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$/, 'expected a webhook endpoint name of letters and digits joined by single "-" or "_"');
+
+const secureUrl = z.string().refine(isSecureUrl, 'expected an https URL (http only on a loopback host such as 127.0.0.1)');
+const scopeSchema = (fallback: string) => z.string().regex(SCOPE_TOKEN, 'expected a scope token (no spaces, quotes or backslashes)').default(fallback);
+
+/** `server.oauth`: which authorization server's access tokens Klym takes, and what they must say. */
+const oauthSchema = z.strictObject({
+  /** The authorization server's issuer identifier: a token's `iss` must equal it, and its metadata names the keys. */
+  issuer: secureUrl,
+  /** Klym's resource URL (RFC 8707/9728): the URL clients reach `/mcp` at. @default `http://<server.host>:<server.port>/mcp` */
+  resource: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }).optional(),
+  /** What a token's `aud` must contain, for authorization servers that do not put the resource URL there. @default `resource` */
+  audience: z.string().min(1).optional(),
+  /** The issuer's JWK Set. @default the `jwks_uri` of its metadata (RFC 8414, else OpenID Connect discovery) */
+  jwksUri: secureUrl.optional(),
+  /** The claim whose value is the caller's principal. @default 'sub' */
+  principalClaim: z.string().min(1).default(OAUTH_DEFAULTS.principalClaim),
+  /** The scope each operation needs: starting tasks, reading them (status, logs, lists, artifacts, capabilities), cancelling them. */
+  scopes: z
+    .strictObject({
+      /** @default 'klym:start' */
+      start: scopeSchema(OAUTH_DEFAULTS.scopes.start),
+      /** @default 'klym:read' */
+      read: scopeSchema(OAUTH_DEFAULTS.scopes.read),
+      /** @default 'klym:cancel' */
+      cancel: scopeSchema(OAUTH_DEFAULTS.scopes.cancel),
+    })
+    .prefault({}),
+  /** The signature algorithms accepted. @default any asymmetric one the issuer's key allows */
+  algorithms: z.array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'])).min(1).optional(),
+  /** How far Klym's and the issuer's clocks may disagree when `exp` and `nbf` are checked, in seconds. @default 30 */
+  clockToleranceSeconds: z.number().int().nonnegative().default(OAUTH_DEFAULTS.clockToleranceSeconds),
+});
 
 const providerSchema = z.strictObject({
   apiKey: z.string().min(1).optional(),
@@ -229,12 +262,17 @@ export const configObjectSchema = z.strictObject({
     .prefault({}),
   server: z
     .strictObject({
-      /** Address to bind; anything but loopback requires `tokens`. @default '127.0.0.1' */
+      /** Address to bind; anything but loopback requires `tokens` or `oauth`. @default '127.0.0.1' */
       host: z.string().min(1).default(SERVER_DEFAULTS.host),
       /** TCP port; 0 picks a free one. @default 8765 */
       port: z.number().int().min(0).max(65_535).default(SERVER_DEFAULTS.port),
       /** Bearer tokens by principal (`grynya: <token>`); without any, everyone is `anonymous`. Secret. @default {} */
       tokens: z.record(z.string().regex(/^[A-Za-z0-9_.@-]+$/, 'expected a principal name of letters, digits and "_.@-"'), z.string().min(16, 'expected a token of at least 16 characters')).default({}),
+      /**
+       * Klym as an OAuth 2.1 resource server: callers may present JWT access tokens of `issuer` (besides `tokens`,
+       * which are tried first), each operation behind a scope. @default none: static `tokens` only
+       */
+      oauth: oauthSchema.optional(),
       /** Principals of `tokens` who see every principal's tasks on the dashboard (the others see their own). @default [] */
       admins: z.array(z.string().min(1)).default([]),
       /** Host names an `Origin` header may name besides loopback; requests with another Origin get 403, requests without one pass. @default [] */
@@ -315,8 +353,12 @@ export function crossCheck(config: ParsedConfig): { path: (string | number)[]; m
   config.server.admins.forEach((admin, index) => {
     if (!Object.hasOwn(config.server.tokens, admin)) issues.push({ path: ['server', 'admins', index], message: `expected a principal of \`server.tokens\` (${Object.keys(config.server.tokens).join(', ') || 'none'})` });
   });
-  if (!isLoopback(config.server.host) && Object.keys(config.server.tokens).length === 0) {
-    issues.push({ path: ['server', 'host'], message: `binding "${config.server.host}" (not loopback) needs \`server.tokens\`` });
+  const { oauth, host, port } = config.server;
+  if (!isLoopback(host) && Object.keys(config.server.tokens).length === 0 && oauth === undefined) {
+    issues.push({ path: ['server', 'host'], message: `binding "${host}" (not loopback) needs \`server.tokens\` or \`server.oauth\`` });
+  }
+  if (oauth !== undefined && oauth.resource === undefined && (port === 0 || ['0.0.0.0', '::', '[::]'].includes(host))) {
+    issues.push({ path: ['server', 'oauth', 'resource'], message: `required when the server listens on ${port === 0 ? 'a free port (0)' : `"${host}"`}: the URL clients reach Klym's /mcp at, which tokens are bound to` });
   }
   return issues;
 }

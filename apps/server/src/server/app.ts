@@ -7,9 +7,10 @@ import { createDashboard } from '../dashboard/dashboard.ts';
 import type { KlymMetrics } from '../metrics/klym-metrics.ts';
 import { metricsFor, mountMetrics } from '../metrics/metrics-route.ts';
 import { limitBody } from './body-limit.ts';
-import { bearerAuth, hostAndOriginGuard, type GuardVariables } from './guards.ts';
+import { bearerAuth, hostAndOriginGuard, scopeGuard, type GuardVariables } from './guards.ts';
 import { mountMcpRoutes } from './mcp-routes.ts';
 import { SERVER_INFO } from './mcp-server.ts';
+import { mountResourceMetadata } from './oauth-metadata.ts';
 import { McpSessions } from './mcp-sessions.ts';
 import { openTasks } from './open-tasks.ts';
 import { requestLog } from './request-log.ts';
@@ -49,7 +50,8 @@ const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = {
  * Builds Klym's HTTP surface from typed options: MCP over Streamable HTTP (`/mcp`) and legacy SSE
  * (`/sse`, `/messages`), the REST API (`/api/tasks…`), `GET /healthz`, `GET /metrics` (Prometheus) and the
  * web dashboard (`/`, `/dashboard/…`, with its own login where tokens are configured), behind the
- * Host/Origin allow-lists (403), bearer auth (401) and a body limit (413); each request is logged as one
+ * Host/Origin allow-lists (403), bearer auth (401: static tokens, or OAuth access tokens with their scopes,
+ * 403, and `/.well-known/oauth-protected-resource`) and a body limit (413); each request is logged as one
  * line (`requestLog`). Opens the task store (`taskStore`) and the
  * pool (unless `options.pool` is given), and core's task service over them.
  *
@@ -79,14 +81,19 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
   app.use('*', requestLog(resolved.log));
   app.use('*', hostAndOriginGuard(resolved));
   app.get('/healthz', async (c) => c.json(await service.health()));
-  mountMetrics(app, metrics, resolved);
   const limit = limitBody(resolved.maxBodyBytes, (c) =>
     c.json({ error: { code: 'PAYLOAD_TOO_LARGE', message: `The request body is larger than ${resolved.maxBodyBytes} bytes` } }, 413),
   );
+  // One guard for every route, so an OAuth issuer's keys are fetched and cached once.
+  const auth = bearerAuth(resolved);
+  const scopes = scopeGuard(resolved);
+  if (resolved.auth?.oauth !== undefined) mountResourceMetadata(app, resolved.auth.oauth);
   for (const path of ['/mcp', '/sse', '/messages', '/api/*']) {
-    app.use(path, bearerAuth(resolved));
+    app.use(path, auth);
     app.use(path, limit);
+    app.use(path, scopes);
   }
+  mountMetrics(app, metrics, resolved, auth);
   const modern = createModernTaskHandler(service, {
     info: SERVER_INFO,
     instructions: TASK_TOOLS_INSTRUCTIONS,

@@ -1,6 +1,10 @@
 import type { SessionPool, TaskBackendOptions, TaskServiceOptions, TaskStore, UpstreamConfig } from '@klym/core';
 import { KlymError, secretsOf } from '@klym/core';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
+import { LOOPBACK, isLoopback } from './loopback.ts';
+import { resolveOAuthOptions, type OAuthResourceOptions, type ResolvedOAuthOptions } from './oauth-options.ts';
+
+export { isLoopback };
 
 /**
  * Where the server reports what it does: one line (never a secret), with how severe it is (MCP's levels;
@@ -62,16 +66,18 @@ export interface KlymServerOptions {
   readonly pool?: SessionPool;
   /** The tasks: how many run at once, how long, on which models and budgets, where they are kept. @default {} (core's defaults, the memory store, runs inline) */
   readonly tasks?: ServerTaskOptions;
-  /** Address to bind. A non-loopback address requires `auth.tokens`. @default '127.0.0.1' */
+  /** Address to bind. A non-loopback address requires `auth` (`tokens` or `oauth`). @default '127.0.0.1' */
   readonly host?: string;
   /** Port to listen on; 0 picks a free one. @default 8765 */
   readonly port?: number;
   /**
-   * Bearer tokens, by principal: `{ grynya: '<token>' }`. Without it every caller is `anonymous`. Tokens are
-   * never shown in output. `admins` names principals who see every principal's tasks on the dashboard.
-   * @default undefined (no auth; `admins`: [])
+   * Who may call. `tokens`: static bearer tokens, by principal (`{ grynya: '<token>' }`), never shown in output.
+   * `oauth`: JWT access tokens of an authorization server, the principal from a claim, each operation behind a
+   * scope (see {@link OAuthResourceOptions}); a token is tried as a static one first. `admins` names principals
+   * of `tokens` who see every principal's tasks on the dashboard. Without `auth` every caller is `anonymous`.
+   * @default undefined (no auth; `tokens`: {}, `admins`: [])
    */
-  readonly auth?: { readonly tokens: Readonly<Record<string, string>>; readonly admins?: readonly string[] };
+  readonly auth?: { readonly tokens?: Readonly<Record<string, string>>; readonly admins?: readonly string[]; readonly oauth?: OAuthResourceOptions };
   /** Host names (no port) the `Host` header may name besides loopback (`localhost`, `127.0.0.1`, `::1`, always allowed) and the bound host; others get 403. @default [] */
   readonly allowedHosts?: readonly string[];
   /** Host names an `Origin` header may name besides loopback (always allowed); requests with another Origin get 403, requests without one pass. @default [] */
@@ -96,6 +102,7 @@ export interface KlymServerOptions {
 
 /** {@link KlymServerOptions} with the server's own defaults applied. */
 export interface ResolvedServerOptions extends KlymServerOptions {
+  readonly auth?: { readonly tokens?: Readonly<Record<string, string>>; readonly admins?: readonly string[]; readonly oauth?: ResolvedOAuthOptions };
   readonly tasks: ServerTaskOptions;
   readonly host: string;
   readonly port: number;
@@ -104,14 +111,6 @@ export interface ResolvedServerOptions extends KlymServerOptions {
   readonly maxBodyBytes: number;
   readonly sessionIdleMs: number;
   readonly log: ServerLog;
-}
-
-const LOOPBACK = ['localhost', '127.0.0.1', '::1'];
-
-/** Whether `host` is a loopback address or name. */
-export function isLoopback(host: string): boolean {
-  const name = host.replace(/^\[|\]$/g, '').toLowerCase();
-  return LOOPBACK.includes(name) || /^127\.\d+\.\d+\.\d+$/.test(name);
 }
 
 const positive = (value: number): boolean => Number.isFinite(value) && value > 0;
@@ -134,11 +133,14 @@ export function resolveServerOptions(options: KlymServerOptions): ResolvedServer
   const host = options.host ?? SERVER_DEFAULTS.host;
   const bound = host.replace(/^\[|\]$/g, '').toLowerCase();
   const extra = bound === '0.0.0.0' || bound === '::' ? [] : [bound];
+  const port = options.port ?? SERVER_DEFAULTS.port;
+  const { oauth, ...auth } = options.auth ?? {};
   return {
     ...options,
+    auth: options.auth === undefined ? undefined : { ...auth, ...(oauth === undefined ? {} : { oauth: resolveOAuthOptions(oauth, host, port) }) },
     tasks: options.tasks ?? {},
     host,
-    port: options.port ?? SERVER_DEFAULTS.port,
+    port,
     allowedHosts: [...new Set([...LOOPBACK, ...(options.allowedHosts ?? []), ...extra].map((name) => name.toLowerCase()))],
     allowedOrigins: [...new Set([...LOOPBACK, ...(options.allowedOrigins ?? [])].map((name) => name.toLowerCase()))],
     maxBodyBytes: options.maxBodyBytes ?? SERVER_DEFAULTS.maxBodyBytes,

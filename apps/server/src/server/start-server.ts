@@ -27,7 +27,7 @@ export interface RunningKlymServer extends AsyncDisposable {
 /**
  * Builds the app and listens on `options.host` (default `127.0.0.1`) and `options.port` (default 8765).
  *
- * @throws {KlymError} `CONFIG_INVALID` when binding a non-loopback address without `auth.tokens`.
+ * @throws {KlymError} `CONFIG_INVALID` when binding a non-loopback address without `auth.tokens` or `auth.oauth`.
  * @example
  * ```ts
  * await using server = await startKlymServer({ port: 0, upstreams: { grynya: { url: 'http://127.0.0.1:8000/sse' } } })
@@ -36,8 +36,8 @@ export interface RunningKlymServer extends AsyncDisposable {
  */
 export async function startKlymServer(options: KlymServerOptions): Promise<RunningKlymServer> {
   const host = options.host ?? SERVER_DEFAULTS.host;
-  if (!isLoopback(host) && Object.keys(options.auth?.tokens ?? {}).length === 0) {
-    throw new KlymError('CONFIG_INVALID', `Klym refuses to bind the non-loopback address "${host}" without bearer tokens (auth.tokens)`);
+  if (!isLoopback(host) && Object.keys(options.auth?.tokens ?? {}).length === 0 && options.auth?.oauth === undefined) {
+    throw new KlymError('CONFIG_INVALID', `Klym refuses to bind the non-loopback address "${host}" without auth (auth.tokens or auth.oauth)`);
   }
   const klym = await createKlymApp(options);
   const server = serve({ fetch: klym.app.fetch, hostname: host, port: options.port ?? SERVER_DEFAULTS.port });

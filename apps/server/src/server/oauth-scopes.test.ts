@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { operationsOf } from './oauth-scopes.ts';
+
+const tool = (name: string) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: {} } });
+const request = (method: string) => ({ jsonrpc: '2.0', id: 1, method });
+
+describe('operationsOf', () => {
+  it('MCP: the tool decides a tools/call; tasks/* read or cancel; the protocol’s plumbing needs no scope', () => {
+    for (const path of ['/mcp', '/messages']) {
+      expect(operationsOf('POST', path, tool('start_async_agent_task'))).toEqual(['start']);
+      expect(operationsOf('POST', path, tool('run_agent_task'))).toEqual(['start']);
+      expect(operationsOf('POST', path, tool('cancel_agent_task'))).toEqual(['cancel']);
+      for (const name of ['check_task_status', 'read_task_artifact', 'list_agent_tasks', 'describe_capabilities', 'no_such_tool']) expect(operationsOf('POST', path, tool(name))).toEqual(['read']);
+      expect(operationsOf('POST', path, request('tasks/cancel'))).toEqual(['cancel']);
+      for (const method of ['tasks/get', 'tasks/result', 'tasks/list', 'some/future-method']) expect(operationsOf('POST', path, request(method))).toEqual(['read']);
+      for (const method of ['initialize', 'ping', 'tools/list', 'logging/setLevel', 'notifications/initialized']) expect(operationsOf('POST', path, request(method))).toEqual([]);
+    }
+    // A response to the server's own request, or a body that is not JSON-RPC (the route refuses it).
+    expect(operationsOf('POST', '/mcp', { jsonrpc: '2.0', id: 7, result: {} })).toEqual([]);
+    expect(operationsOf('POST', '/mcp', undefined)).toEqual([]);
+    expect(operationsOf('POST', '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 42 } })).toEqual(['read']);
+  });
+
+  it('MCP: a batch needs each of its messages’ operations, once', () => {
+    expect(operationsOf('POST', '/mcp', [tool('start_async_agent_task'), tool('check_task_status'), request('tasks/cancel'), tool('run_agent_task')])).toEqual(['start', 'read', 'cancel']);
+  });
+
+  it('the streams of a session need no scope; REST is decided by method and path', () => {
+    expect(operationsOf('GET', '/mcp')).toEqual([]);
+    expect(operationsOf('DELETE', '/mcp')).toEqual([]);
+    expect(operationsOf('GET', '/sse')).toEqual([]);
+    expect(operationsOf('POST', '/api/tasks')).toEqual(['start']);
+    expect(operationsOf('POST', '/api/tasks/abc/cancel')).toEqual(['cancel']);
+    for (const path of ['/api/tasks', '/api/tasks/abc', '/api/tasks/abc/logs', '/api/tasks/abc/artifacts/a1', '/metrics']) expect(operationsOf('GET', path)).toEqual(['read']);
+  });
+});

@@ -1,0 +1,52 @@
+import type { KlymOperation } from './oauth-options.ts';
+
+/** The tools that start a run, and the one that cancels; every other tool of Klym's reads. */
+const STARTING_TOOLS = new Set(['start_async_agent_task', 'run_agent_task']);
+const CANCELLING_TOOLS = new Set(['cancel_agent_task']);
+
+/**
+ * JSON-RPC methods that touch no task: the protocol's own plumbing (a session, its streams, the tool list).
+ * A caller needs a valid token for them, and no scope, so a client holding only `start` can still connect.
+ */
+const PLUMBING = new Set(['initialize', 'ping', 'tools/list', 'logging/setLevel', 'server/discover', 'subscriptions/listen', 'completion/complete']);
+
+/** What one JSON-RPC message needs. */
+function operationOfMessage(message: unknown): KlymOperation | undefined {
+  if (typeof message !== 'object' || message === null || !('method' in message) || typeof message.method !== 'string') return undefined; // a response to the server's request
+  const { method } = message;
+  if (method === 'tools/call') {
+    const name = 'params' in message && typeof message.params === 'object' && message.params !== null && 'name' in message.params ? message.params.name : undefined;
+    if (typeof name === 'string' && STARTING_TOOLS.has(name)) return 'start';
+    if (typeof name === 'string' && CANCELLING_TOOLS.has(name)) return 'cancel';
+    return 'read';
+  }
+  if (method === 'tasks/cancel') return 'cancel';
+  // `tasks/update` hands a running task its input: it drives a run, as a start does.
+  if (method === 'tasks/update') return 'start';
+  if (PLUMBING.has(method) || method.startsWith('notifications/')) return undefined;
+  // `tasks/get`, `tasks/result`, `tasks/list`, and whatever a later protocol adds: reading is the least a method may need.
+  return 'read';
+}
+
+/**
+ * The operations (`start`, `read`, `cancel`) a request to Klym needs its access token to grant: the one
+ * place that maps Klym's routes, MCP methods and tools to scopes. `body` is the request's parsed JSON, for
+ * MCP's `POST /mcp` and `POST /messages` (a batch needs what each of its messages needs); other routes are
+ * decided by method and path. An empty list: any valid token will do.
+ */
+export function operationsOf(method: string, path: string, body?: unknown): KlymOperation[] {
+  if (path === '/mcp' || path === '/messages') {
+    if (method !== 'POST') return []; // the session's stream (GET) and its end (DELETE)
+    const needed = (Array.isArray(body) ? body : [body]).map(operationOfMessage);
+    return [...new Set(needed.filter((operation) => operation !== undefined))];
+  }
+  if (path === '/sse') return [];
+  if (method === 'POST' && path === '/api/tasks') return ['start'];
+  if (method === 'POST' && /^\/api\/tasks\/[^/]+\/cancel$/.test(path)) return ['cancel'];
+  return ['read']; // the rest of the REST API, /metrics
+}
+
+/** Whether {@link operationsOf} needs the request's JSON body to decide. */
+export function needsBody(method: string, path: string): boolean {
+  return method === 'POST' && (path === '/mcp' || path === '/messages');
+}
