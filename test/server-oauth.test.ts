@@ -20,10 +20,10 @@ afterAll(async () => {
   for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
 });
 
-/** A Klym server on a free loopback port with `oauth` beside the static token `ops`, its runs the quick stand-in. */
-async function klymWith(oauth: NonNullable<KlymServerOptions['auth']>['oauth'], log: (line: string) => void = () => {}): Promise<RunningKlymServer> {
+/** A Klym server on a free loopback port with `oauth` beside `tokens` (the static token `ops`), its runs the quick stand-in. */
+async function klymWith(oauth: NonNullable<KlymServerOptions['auth']>['oauth'], log: (line: string) => void = () => {}, tokens: Record<string, string> = { ops: STATIC }): Promise<RunningKlymServer> {
   const pool: SessionPool = await createSessionPool({ upstreams: {} });
-  const server = await startKlymServer({ port: 0, pool, log, auth: { tokens: { ops: STATIC }, oauth }, tasks: { run: quickRunner, shutdownGraceMs: 0 } });
+  const server = await startKlymServer({ port: 0, pool, log, auth: { tokens, oauth }, tasks: { run: quickRunner, shutdownGraceMs: 0 } });
   cleanups.push(() => pool.close(), () => server.close());
   return server;
 }
@@ -260,5 +260,16 @@ describe('the issuer', () => {
     expect((await call(`/api/tasks/${taskId}`, await other.sign({ aud: RESOURCE, sub: 'ignored', email: 'eve@example.com', scope: 'klym:read' }), {}, server)).status).toBe(404);
     expect(other.requests.get('/.well-known/openid-configuration')).toBeUndefined();
     expect(other.requests.get('/jwks')).toBe(1);
+  });
+});
+
+describe('OAuth alone', () => {
+  it('guards everything as with tokens: the API needs a token, and the dashboard a login only a static token could give', async () => {
+    const server = await klymWith({ issuer: issuer.issuer, resource: RESOURCE }, () => {}, {});
+    expect((await call('/api/tasks', undefined, {}, server)).status).toBe(401);
+    expect((await call('/api/tasks', await tokenFor({ scope: 'klym:read' }), {}, server)).status).toBe(200);
+    const dashboard = await fetch(`${server.url}/`, { redirect: 'manual' });
+    expect(dashboard.status).toBe(303);
+    expect(dashboard.headers.get('location')).toMatch(/^\/dashboard\/login/);
   });
 });
