@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { secretsOf, type AgentBudget, type ModelProviders, type RunSettings, type TaskServiceOptions, type UpstreamConfig, type UpstreamToolRules } from '@klym/core';
+import { defaultResource } from '../server/oauth-options.ts';
 import type { KlymServerOptions } from '../server/server-options.ts';
 import { providerOf, type KlymConfig } from './schema.ts';
 
@@ -83,9 +84,18 @@ export function taskStoreIn(store: string, cwd: string): string {
   return store.startsWith('sqlite:') ? `sqlite:${path.resolve(cwd, store.slice('sqlite:'.length))}` : store;
 }
 
-/** Who may call the server: `server.tokens`, `server.admins` and `server.oauth` as the server's `auth`. */
+/**
+ * Who may call the server: `server.tokens`, `server.admins` and `server.oauth` as the server's `auth`. The
+ * OAuth resource defaults here, from `server.host` and `server.port`, so that `klym worker` (which listens
+ * elsewhere) takes the same tokens on its /metrics as the server does.
+ */
 function serverAuth(server: KlymConfig['server']): NonNullable<KlymServerOptions['auth']> {
-  return { tokens: { ...server.tokens }, admins: [...server.admins], ...(server.oauth === undefined ? {} : { oauth: server.oauth }) };
+  const { oauth } = server;
+  return {
+    tokens: { ...server.tokens },
+    admins: [...server.admins],
+    ...(oauth === undefined ? {} : { oauth: { ...oauth, resource: oauth.resource ?? defaultResource(server.host, server.port) } }),
+  };
 }
 
 /** The options of Klym's server (`klym serve`), from the configuration; a relative store path is taken against `cwd`. */

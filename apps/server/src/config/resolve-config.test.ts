@@ -230,6 +230,9 @@ describe('server.oauth', () => {
     const options = resolveServerOptions(serverOptions(config, '/srv'));
     expect(options.auth?.oauth).toMatchObject({ issuer: 'https://auth.example.com/realms/klym', resource: 'http://127.0.0.1:8765/mcp', audience: 'http://127.0.0.1:8765/mcp' });
     expect(options.auth?.oauth?.resourceMetadataUrl).toBe('http://127.0.0.1:8765/.well-known/oauth-protected-resource/mcp');
+    // `klym worker` listens elsewhere, and takes the server's tokens on its /metrics.
+    const worker = resolveServerOptions({ ...serverOptions(config, '/srv'), host: config.worker.host, port: 0 });
+    expect(worker.auth?.oauth?.audience).toBe('http://127.0.0.1:8765/mcp');
     // Every leaf has its variable.
     const fromEnv = resolveConfig({ cwd: workspace(), env: { KLYM_SERVER_OAUTH_ISSUER: 'https://auth.example.com', KLYM_SERVER_OAUTH_SCOPES_START: 'tasks:write' } });
     expect(fromEnv.config.server.oauth?.scopes).toEqual({ start: 'tasks:write', read: 'klym:read', cancel: 'klym:cancel' });

@@ -70,6 +70,19 @@ export function resourceMetadataUrlOf(resource: string): string {
 }
 
 /**
+ * The resource URL of a server listening on `host`:`port`: `http://<host>:<port>/mcp`.
+ * @throws {KlymError} `CONFIG_INVALID` for port 0 or a wildcard host: tokens are bound to the resource, which
+ * cannot be a port picked at random or an address nobody can reach.
+ */
+export function defaultResource(host: string, port: number): string {
+  const bound = host.replace(/^\[|\]$/g, '');
+  if (port === 0 || bound === '0.0.0.0' || bound === '::') {
+    throw new KlymError('CONFIG_INVALID', `\`auth.oauth.resource\` is required when the server listens on ${port === 0 ? 'a free port (0)' : `"${host}"`}: set it to the URL clients reach Klym's /mcp at`);
+  }
+  return `http://${bound.includes(':') ? `[${bound}]` : bound}:${port}/mcp`;
+}
+
+/**
  * Checks `options` and applies the defaults; `host` and `port` are where the server listens, for the
  * default `resource`.
  * @throws {KlymError} `CONFIG_INVALID` naming the option that is wrong, or `resource` when it cannot be defaulted.
@@ -85,12 +98,7 @@ export function resolveOAuthOptions(options: OAuthResourceOptions, host: string,
   }
   const tolerance = options.clockToleranceSeconds;
   if (tolerance !== undefined && !(Number.isFinite(tolerance) && tolerance >= 0)) throw invalid('clockToleranceSeconds', 'a number of seconds, 0 or more', tolerance);
-  const bound = host.replace(/^\[|\]$/g, '');
-  if (options.resource === undefined && (port === 0 || bound === '0.0.0.0' || bound === '::')) {
-    // The resource is what tokens are bound to: it cannot be a port picked at random or an address nobody can reach.
-    throw new KlymError('CONFIG_INVALID', `\`auth.oauth.resource\` is required when the server listens on ${port === 0 ? 'a free port (0)' : `"${host}"`}: set it to the URL clients reach Klym's /mcp at`);
-  }
-  const resource = options.resource ?? `http://${bound.includes(':') ? `[${bound}]` : bound}:${port}/mcp`;
+  const resource = options.resource ?? defaultResource(host, port);
   return {
     ...options,
     resource,
