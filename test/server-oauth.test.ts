@@ -2,6 +2,7 @@
 // its keys, and a real Klym server takes its JWT access tokens beside a static token.
 import { createSessionPool, type SessionPool } from '@klym/core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -207,6 +208,14 @@ describe('scopes', () => {
     await expect(starter.callTool({ name: 'cancel_agent_task', arguments: { task_id: taskId } })).rejects.toMatchObject({ code: 403 });
   });
 
+  it('legacy SSE: the message posted decides, as on /mcp', async () => {
+    const client = new Client({ name: 'grynya', version: '1.0.0' });
+    await client.connect(new SSEClientTransport(new URL(klym.sseUrl), { requestInit: { headers: { Authorization: `Bearer ${await tokenFor({ scope: 'klym:read' })}` } } }));
+    cleanups.push(() => client.close());
+    expect(payload(await client.callTool({ name: 'list_agent_tasks', arguments: {} }))).toHaveProperty('tasks');
+    await expect(client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'no' } })).rejects.toThrow(/403.*klym:start/s);
+  });
+
   it('MCP: a batch needs what each of its messages needs', async () => {
     const reader = await tokenFor({ scope: 'klym:read' });
     const opened = await fetch(klym.mcpUrl, {
@@ -246,6 +255,16 @@ describe('the issuer', () => {
     expect((await call('/api/tasks', STATIC, {}, server)).status).toBe(200);
     // A token that is not even a JWT is still a 401, whatever the issuer's state.
     expect((await call('/api/tasks', 'garbage', {}, server)).status).toBe(401);
+  });
+
+  it('down after Klym has its keys: tokens signed by a key it holds keep working', async () => {
+    const flaky = await startOidcIssuer('RS256');
+    const server = await klymWith({ issuer: flaky.issuer, resource: RESOURCE });
+    const sign = (sub: string) => flaky.sign({ aud: RESOURCE, sub, scope: EVERY_SCOPE });
+    expect((await call('/api/tasks', await sign('erin'), {}, server)).status).toBe(200);
+    const later = await sign('frank');
+    await flaky.close();
+    expect((await call('/api/tasks', later, {}, server)).status).toBe(200);
   });
 
   it('with `jwksUri` given, its metadata is never asked for; an ES256 issuer works as an RS256 one does', async () => {
