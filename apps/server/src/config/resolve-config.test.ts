@@ -245,6 +245,7 @@ describe('server.oauth', () => {
     expect(failure({ cwd: workspace(), env: { KLYM_SERVER_OAUTH_ISSUER: 'http://auth.example.com' } })).toContain('server.oauth.issuer = "http://auth.example.com": expected an https URL');
     expect(resolveConfig({ cwd: file('    issuer: http://127.0.0.1:9000\n') }).config.server.oauth?.issuer).toBe('http://127.0.0.1:9000');
     expect(failure({ cwd: file('    issuer: https://auth.example.com\n    scopes: { start: "klym start" }\n') })).toContain('server.oauth.scopes.start = "klym start": expected a scope token');
+    expect(failure({ cwd: file('    issuer: https://auth.example.com\n    resource: klym.example.com/mcp\n') })).toContain('server.oauth.resource = "klym.example.com/mcp": expected an http(s) URL without a fragment');
     expect(failure({ cwd: file('    issuer: https://auth.example.com\n    audiance: klym\n') })).toContain('server.oauth.audiance: unknown key (did you mean "audience"?)');
   });
 
@@ -259,6 +260,7 @@ describe('server.oauth', () => {
 
   it('options passed in code get the same checks, each naming its option', () => {
     expect(withOauth({ issuer: 'ftp://auth.example.com' })).toThrow('Expected `auth.oauth.issuer` to be an https URL (http only on a loopback host), got "ftp://auth.example.com"');
+    expect(withOauth({ resource: 'https://klym.example.com/mcp#frag' })).toThrow('Expected `auth.oauth.resource` to be an http(s) URL without a fragment, got "https://klym.example.com/mcp#frag"');
     expect(withOauth({ clockToleranceSeconds: -1 })).toThrow('Expected `auth.oauth.clockToleranceSeconds` to be a number of seconds, 0 or more, got -1');
     expect(withOauth({}, 0)).toThrow('`auth.oauth.resource` is required when the server listens on a free port (0)');
   });

@@ -1,6 +1,6 @@
 import { ARTIFACT_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS, WEBHOOK_EVENTS } from '@klym/core';
 import { z } from 'zod';
-import { OAUTH_DEFAULTS, SCOPE_TOKEN, isSecureUrl } from '../server/oauth-options.ts';
+import { OAUTH_DEFAULTS, SCOPE_TOKEN, isResourceUrl, isSecureUrl } from '../server/oauth-options.ts';
 import { SERVER_DEFAULTS, isLoopback } from '../server/server-options.ts';
 import { milliseconds, mcpServerSchema, upstreamNameSchema, upstreamSchema } from './upstream-schema.ts';
 
@@ -89,7 +89,7 @@ const oauthSchema = z.strictObject({
   /** The authorization server's issuer identifier: a token's `iss` must equal it, and its metadata names the keys. */
   issuer: secureUrl,
   /** Klym's resource URL (RFC 8707/9728): the URL clients reach `/mcp` at. @default `http://<server.host>:<server.port>/mcp` */
-  resource: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }).optional(),
+  resource: z.string().refine(isResourceUrl, 'expected an http(s) URL without a fragment').optional(),
   /** What a token's `aud` must contain, for authorization servers that do not put the resource URL there. @default `resource` */
   audience: z.string().min(1).optional(),
   /** The issuer's JWK Set. @default the `jwks_uri` of its metadata (RFC 8414, else OpenID Connect discovery) */

@@ -59,6 +59,13 @@ export function isSecureUrl(url: string): boolean {
   return protocol === 'https:' || (protocol === 'http:' && isLoopback(hostname));
 }
 
+/** Whether `url` can name a protected resource: an http(s) URL without a fragment (RFC 8707 §2). */
+export function isResourceUrl(url: string): boolean {
+  if (!URL.canParse(url)) return false;
+  const { protocol, host, hash } = new URL(url);
+  return (protocol === 'https:' || protocol === 'http:') && host !== '' && hash === '';
+}
+
 const invalid = (name: string, expected: string, value: unknown): KlymError =>
   new KlymError('CONFIG_INVALID', `Expected \`auth.oauth.${name}\` to be ${expected}, got ${JSON.stringify(value)}`);
 
@@ -90,9 +97,9 @@ export function defaultResource(host: string, port: number): string {
 export function resolveOAuthOptions(options: OAuthResourceOptions, host: string, port: number): ResolvedOAuthOptions {
   if (!isSecureUrl(options.issuer)) throw invalid('issuer', 'an https URL (http only on a loopback host)', options.issuer);
   if (options.jwksUri !== undefined && !isSecureUrl(options.jwksUri)) throw invalid('jwksUri', 'an https URL (http only on a loopback host)', options.jwksUri);
-  if (options.resource !== undefined && !/^https?:\/\/[^/]/.test(options.resource)) throw invalid('resource', 'an http(s) URL', options.resource);
-  if (options.resource !== undefined && (!URL.canParse(options.resource) || new URL(options.resource).hash !== '')) throw invalid('resource', 'an http(s) URL without a fragment', options.resource);
-  if (options.principalClaim !== undefined && options.principalClaim === '') throw invalid('principalClaim', 'a claim name', options.principalClaim);
+  if (options.resource !== undefined && !isResourceUrl(options.resource)) throw invalid('resource', 'an http(s) URL without a fragment', options.resource);
+  if (options.audience === '') throw invalid('audience', 'a non-empty string', options.audience);
+  if (options.principalClaim === '') throw invalid('principalClaim', 'a claim name', options.principalClaim);
   for (const [operation, scope] of Object.entries(options.scopes ?? {})) {
     if (!SCOPE_TOKEN.test(scope)) throw invalid(`scopes.${operation}`, 'a scope token (no spaces, quotes or backslashes)', scope);
   }
