@@ -6,7 +6,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KLYM_MAIN, runKlym, startKlym, temporaryDirectory } from './cli-harness.ts';
+import { KLYM_MAIN, restCall, runKlym, startKlym, temporaryDirectory } from './cli-harness.ts';
+import { startOidcIssuer } from './support/oidc-issuer.ts';
 
 const FIXTURE = path.resolve(import.meta.dirname, 'support/stdio-fixture-server.ts');
 
@@ -134,6 +135,26 @@ describe('klym serve', () => {
     const { code, stdout, stderr } = await runKlym(['serve', '--port', '0'], { cwd: directory.path, env: { KLYM_TASKS_STORE: 'sqlite:tasks.db' } });
     expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
     expect(stderr).toBe(`klym: Cannot open the task store ${path.join(directory.path, 'tasks.db')}: it is a directory, not a file\n`);
+  });
+
+  it('takes server.oauth from the config file: the metadata names the issuer, and a JWT starts a task as its `sub`', async () => {
+    await using issuer = await startOidcIssuer();
+    using directory = temporaryDirectory();
+    const resource = 'https://klym.example.com/mcp';
+    writeFileSync(path.join(directory.path, 'klym.config.yaml'), `tasks:\n  store: memory\nserver:\n  oauth:\n    issuer: ${issuer.issuer}\n    resource: ${resource}\n`);
+    const klym = startKlym(['serve', '--port', '0'], { cwd: directory.path });
+    try {
+      const [, url] = (await klym.waitFor(/Klym is serving MCP at (http:\/\/127\.0\.0\.1:\d+)\/mcp/)) as [string, string];
+      expect(await (await fetch(`${url}/.well-known/oauth-protected-resource`)).json()).toMatchObject({ resource, authorization_servers: [issuer.issuer] });
+      expect((await fetch(`${url}/api/tasks`)).status).toBe(401);
+      const token = await issuer.sign({ aud: resource, sub: 'alice', scope: 'klym:start klym:read' });
+      const started = await restCall(url, '/api/tasks', token, { prompt: 'from the CLI' });
+      expect(started.status).toBe(202);
+      expect((await restCall(url, `/api/tasks/${String(started.json.task_id)}`, await issuer.sign({ aud: resource, sub: 'bob', scope: 'klym:read' }))).status).toBe(404);
+    } finally {
+      klym.child.kill('SIGTERM');
+    }
+    expect((await klym.exited()).code).toBe(0);
   });
 
   it('refuses a non-loopback host without tokens: exit 1, one line naming the key and the flag', async () => {

@@ -7,6 +7,7 @@ export { createKlymApp, type KlymApp } from './app.ts';
 export { type GuardVariables } from './guards.ts';
 export { SERVER_INFO, connectKlymMcpServer, createKlymMcpServer } from './mcp-server.ts';
 export { openTasks, type OpenedTasks, type TaskObservers } from './open-tasks.ts';
+export { OAUTH_DEFAULTS, type KlymOperation, type OAuthResourceOptions } from './oauth-options.ts';
 export { requestLog } from './request-log.ts';
 export { handleProcessFaults, type ProcessFaultOptions } from './process-faults.ts';
 export { SERVER_DEFAULTS, isLoopback, resolveServerOptions, type KlymServerOptions, type ResolvedServerOptions, type ServerLog } from './server-options.ts';
