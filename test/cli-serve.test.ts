@@ -82,7 +82,7 @@ describe('klym serve', () => {
       const klym = startKlym(['serve', '--port', '0', ...args], { cwd: directory.path });
       const [, url] = (await klym.waitFor(/Klym is serving MCP at (http:\/\/127\.0\.0\.1:\d+)\/mcp/)) as [string, string];
       // The fixture writes its `ready` line to stderr before it answers `initialize`.
-      await expect.poll(async () => ((await (await fetch(`${url}/healthz`)).json()) as { status: string }).status).toBe('ok');
+      await expect.poll(async () => ((await (await fetch(`${url}/healthz`)).json()) as { status: string }).status, { timeout: 15_000 }).toBe('ok');
       klym.child.kill('SIGTERM');
       const { code, stderr } = await klym.exited();
       expect(code).toBe(0);

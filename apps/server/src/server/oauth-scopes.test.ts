@@ -13,7 +13,11 @@ describe('operationsOf', () => {
       for (const name of ['check_task_status', 'read_task_artifact', 'list_agent_tasks', 'describe_capabilities', 'no_such_tool']) expect(operationsOf('POST', path, tool(name))).toEqual(['read']);
       expect(operationsOf('POST', path, request('tasks/cancel'))).toEqual(['cancel']);
       for (const method of ['tasks/get', 'tasks/result', 'tasks/list', 'some/future-method']) expect(operationsOf('POST', path, request(method))).toEqual(['read']);
-      for (const method of ['initialize', 'ping', 'tools/list', 'logging/setLevel', 'notifications/initialized']) expect(operationsOf('POST', path, request(method))).toEqual([]);
+      for (const method of ['initialize', 'ping', 'tools/list', 'logging/setLevel', 'server/discover', 'notifications/initialized']) expect(operationsOf('POST', path, request(method))).toEqual([]);
+      // 2026-07-28: tasks/update drives a run; a listen naming tasks reads them, one for list changes is plumbing.
+      expect(operationsOf('POST', path, request('tasks/update'))).toEqual(['start']);
+      expect(operationsOf('POST', path, { ...request('subscriptions/listen'), params: { notifications: { taskIds: ['t1'] } } })).toEqual(['read']);
+      expect(operationsOf('POST', path, { ...request('subscriptions/listen'), params: { notifications: { toolsListChanged: true } } })).toEqual([]);
     }
     // A response to the server's own request, or a body that is not JSON-RPC (the route refuses it).
     expect(operationsOf('POST', '/mcp', { jsonrpc: '2.0', id: 7, result: {} })).toEqual([]);

@@ -8,7 +8,7 @@ const CANCELLING_TOOLS = new Set(['cancel_agent_task']);
  * JSON-RPC methods that touch no task: the protocol's own plumbing (a session, its streams, the tool list).
  * A caller needs a valid token for them, and no scope, so a client holding only `start` can still connect.
  */
-const PLUMBING = new Set(['initialize', 'ping', 'tools/list', 'logging/setLevel', 'server/discover', 'subscriptions/listen', 'completion/complete']);
+const PLUMBING = new Set(['initialize', 'ping', 'tools/list', 'logging/setLevel', 'server/discover', 'completion/complete']);
 
 /** What one JSON-RPC message needs. */
 function operationOfMessage(message: unknown): KlymOperation | undefined {
@@ -21,6 +21,11 @@ function operationOfMessage(message: unknown): KlymOperation | undefined {
     return 'read';
   }
   if (method === 'tasks/cancel') return 'cancel';
+  // A listen naming tasks streams their states and results; one for list changes only is plumbing.
+  if (method === 'subscriptions/listen') {
+    const notifications = 'params' in message && typeof message.params === 'object' && message.params !== null && 'notifications' in message.params ? message.params.notifications : undefined;
+    return typeof notifications === 'object' && notifications !== null && 'taskIds' in notifications ? 'read' : undefined;
+  }
   // `tasks/update` hands a running task its input: it drives a run, as a start does.
   if (method === 'tasks/update') return 'start';
   if (PLUMBING.has(method) || method.startsWith('notifications/')) return undefined;
