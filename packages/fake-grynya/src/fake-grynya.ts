@@ -2,11 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, isJSONRPCNotification, isJSONRPCRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
+import { ProtocolErrorCode, isJSONRPCNotification, isJSONRPCRequest, type JSONRPCMessage, type McpServer, type Transport } from '@modelcontextprotocol/server';
+import { SSEServerTransport } from '@modelcontextprotocol/server-legacy/sse';
 import { Graph } from './graph.ts';
 import { createGrynyaServer, type Faults } from './tools.ts';
 
@@ -83,7 +81,7 @@ export async function createFakeGrynya(options: FakeGrynyaOptions = {}): Promise
   const faults: Faults = { delayMs: 0, hang: false, dbDisconnected: false, error: undefined };
   const stats: FakeGrynyaStats = { initialize: 0, toolCalls: 0, calls: {}, cancelled: 0, rejectedHost: 0, refusedBeforeInitialize: 0, sessionsOpen: 0, callMeta: [] };
   const sseSessions = new Map<string, SSEServerTransport>();
-  const httpSessions = new Map<string, StreamableHTTPServerTransport>();
+  const httpSessions = new Map<string, NodeStreamableHTTPServerTransport>();
   const servers = new Set<McpServer>();
   let dying = new AbortController();
   let http: Server | undefined;
@@ -125,7 +123,7 @@ export async function createFakeGrynya(options: FakeGrynyaOptions = {}): Promise
         else if (!initialized && message.method !== 'ping') {
           // What the Python SDK answers a session whose client never initialized it (an EventSource that reconnected).
           stats.refusedBeforeInitialize++;
-          void transport.send({ jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InvalidRequest, message: 'Received request before initialization was complete' } });
+          void transport.send({ jsonrpc: '2.0', id: message.id, error: { code: ProtocolErrorCode.InvalidRequest, message: 'Received request before initialization was complete' } });
           return;
         }
       }
@@ -168,7 +166,7 @@ export async function createFakeGrynya(options: FakeGrynyaOptions = {}): Promise
       return transport.handleRequest(request, response);
     }
     if (request.method !== 'POST') return json(response, 400, { jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: no session id' }, id: null });
-    const transport = new StreamableHTTPServerTransport({
+    const transport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
       onsessioninitialized: (sessionId) => void httpSessions.set(sessionId, transport),
       onsessionclosed: (sessionId) => void httpSessions.delete(sessionId),

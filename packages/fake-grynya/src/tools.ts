@@ -1,5 +1,4 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { McpServer, type CallToolResult } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { QueryError, type Graph } from './graph.ts';
 
@@ -43,9 +42,9 @@ export function createGrynyaServer(context: ToolContext): McpServer {
   const server = new McpServer({ name: 'grynya-falkordb-mcp', version: '1.0.0' }, { capabilities: { logging: {} } });
 
   /** Runs a tool under the fault switches; a database failure becomes `{"status":"error"}` as the real one answers. */
-  const serve = (tool: string, work: () => unknown) => async (_args: unknown, extra: { signal: AbortSignal }): Promise<CallToolResult> => {
+  const serve = (tool: string, work: () => unknown) => async (_args: unknown, ctx: { mcpReq: { signal: AbortSignal } }): Promise<CallToolResult> => {
     context.countCall(tool);
-    const stop = AbortSignal.any([extra.signal, context.dying]);
+    const stop = AbortSignal.any([ctx.mcpReq.signal, context.dying]);
     if (context.faults.hang) await new Promise((resolve) => stop.addEventListener('abort', resolve, { once: true }));
     if (context.faults.delayMs > 0) await abortableDelay(context.faults.delayMs, stop);
     // A cancelled call does no work; the SDK sends no answer for it anyway.
