@@ -1,6 +1,7 @@
 // Issue #28: protocol revision 2026-07-28 on /mcp beside 2025-11-25, with the Tasks extension, against a real
 // Klym server: the v2 SDK's own client in both eras, and raw HTTP where the wire itself is the point.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { scriptedRunner } from './support/mcp-tasks.ts';
 import { modernCall, modernPost, readEvents, taskIdOf, type ModernAnswer } from './support/modern-mcp.ts';
@@ -93,6 +94,21 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
     // The same task through Klym's own tool, over 2026-07-28 too.
     const status = await modernCall(url, TOKENS.alice, 'tools/call', { name: 'check_task_status', arguments: { task_id: taskId } });
     expect((status.result as { structuredContent?: unknown }).structuredContent).toMatchObject({ task_id: taskId, status: 'completed' });
+  });
+
+  it('shares one id space with the 2025-11-25 tasks: each era reads the tasks the other started', async () => {
+    harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
+    const url = harness.server.mcpUrl;
+    const grynya = await harness.connect('streamable-http', TOKENS.alice);
+    const { task } = await grynya.request({ method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'steps:1' }, task: {} } }, CreateTaskResultSchema);
+    const modern = taskIdOf(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:2' } }));
+    for (const taskId of [task.taskId, modern]) {
+      await expect.poll(async () => (await modernCall(url, TOKENS.alice, 'tasks/get', { taskId })).result?.['status'], { timeout: 10_000 }).toBe('completed');
+      await expect.poll(async () => (await grynya.experimental.tasks.getTask(taskId)).status, { timeout: 10_000 }).toBe('completed');
+    }
+    expect((await modernCall(url, TOKENS.alice, 'tasks/get', { taskId: task.taskId })).result).toMatchObject({ result: { content: [{ type: 'text', text: 'done after 1 steps' }] } });
+    expect(await grynya.experimental.tasks.getTaskResult(modern, CallToolResultSchema)).toMatchObject({ content: [{ type: 'text', text: 'done after 2 steps' }] });
+    expect((await grynya.experimental.tasks.listTasks()).tasks.map((listed) => listed.taskId).toSorted()).toEqual([task.taskId, modern].toSorted());
   });
 
   it('keeps a task to its owner: another principal gets -32602 from tasks/get, tasks/update and tasks/cancel, as for an id that never existed', async () => {
