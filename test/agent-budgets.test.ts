@@ -123,7 +123,8 @@ describe('runAgent budgets: each ends the run with its partial text, visible in 
     const { pool } = await grynyaPool();
     const model = createMockModel([textUntilAborted('Half an ans')]);
 
-    const run = await runAgent({ pool, prompt: 'Think', model, budget: { timeoutMs: 100 } });
+    // Long enough for the run to reach its model on a loaded machine: the budget counts from the run's start.
+    const run = await runAgent({ pool, prompt: 'Think', model, budget: { timeoutMs: 1_000 } });
 
     expect(run).toMatchObject({ finishReason: 'budget:time', text: 'Half an ans', steps: 1 });
     expect(model.doStreamCalls[0]?.abortSignal?.aborted).toBe(true);
