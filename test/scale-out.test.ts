@@ -1,5 +1,8 @@
 // Issue #13 with real processes: `klym serve` fronts (tasks.concurrency 0) and `klym worker`s on one
 // redis-server, over the fake grynya and the fake OpenAI endpoint; workers killed and stopped with real signals.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { modernCall, modernPost, readEvents, taskIdOf } from './support/modern-mcp.ts';
 import { startRedisServer, type RedisServer } from './support/redis-server.ts';
@@ -67,7 +70,7 @@ describe('Klym fronts and workers as processes on one Redis', () => {
     expect(paged).toEqual(whole);
   });
 
-  it('serves the Tasks extension over 2026-07-28 from any front: a task handle from one, its state, notifications and cancel from the other', async () => {
+  it('serves MCP tasks of both eras from any front: a 2026 task handle from one, its state, notifications, 2025 result and cancel from the other', async () => {
     const fleet = await open();
     const [a, b] = await Promise.all([fleet.front(), fleet.front()]);
     await fleet.worker();
@@ -82,6 +85,16 @@ describe('Klym fronts and workers as processes on one Redis', () => {
     const told = (await events).filter((event) => event.method === 'notifications/tasks').map((event) => event.params);
     expect(told.at(-1)).toMatchObject({ taskId: slow, status: 'completed', result: { content: [{ type: 'text', text: 'Done: slow-1.' }] } });
     expect((await modernCall(mcpA, OWNER, 'tasks/get', { taskId: slow })).result).toMatchObject({ status: 'completed' });
+    // The 2025-11-25 era on the other front, over the same store: Grynya's client as it is today.
+    const grynya = new Client({ name: 'grynya', version: '1.0.0' });
+    await grynya.connect(new StreamableHTTPClientTransport(new URL(mcpB), { requestInit: { headers: { Authorization: `Bearer ${OWNER}` } } }));
+    try {
+      expect(await grynya.experimental.tasks.getTaskResult(slow, CallToolResultSchema)).toMatchObject({ content: [{ type: 'text', text: 'Done: slow-1.' }] });
+      const { task } = await grynya.request({ method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'Say done: quick-1' }, task: {} } }, CreateTaskResultSchema);
+      await expect.poll(async () => (await modernCall(mcpA, OWNER, 'tasks/get', { taskId: task.taskId })).result?.['status'], { timeout: 10_000 }).toBe('completed');
+    } finally {
+      await grynya.close();
+    }
 
     const think = await run('Think it over: think-1');
     await expect.poll(() => fleet.llm.requests.filter((request) => request.body.includes('think-1')).length, { timeout: 10_000 }).toBe(1);
@@ -89,7 +102,7 @@ describe('Klym fronts and workers as processes on one Redis', () => {
     await expect.poll(() => fleet.llm.abandoned.filter((request) => request.body.includes('think-1')).length, { timeout: 5_000 }).toBe(1);
     await expect.poll(async () => (await modernCall(mcpA, OWNER, 'tasks/get', { taskId: think })).result?.['status'], { timeout: 5_000 }).toBe('cancelled');
     expect(await statusOf(b, think)).toMatchObject({ status: 'cancelled', cancel_reason: 'cancelled by caller' });
-  });
+  }, 40_000);
 
   it('carries a cancel from a front to the worker running the task: its upstream call and its model request are cancelled', async () => {
     const fleet = await open();
