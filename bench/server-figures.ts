@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { freePort } from '../test/support/upstream-servers.ts';
@@ -27,35 +28,46 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
     tasks: { maxConcurrent: 1_000, ttlMs: 60_000, shutdownGraceMs: 0, runner: 'thread' },
   });
   const grynyaClient = await client(klym.mcpUrl);
+  // The same start over protocol 2026-07-28: stateless, so each request carries its envelope and builds its own server.
+  const modernClient = new ModernClient({ name: 'bench-2026', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await modernClient.connect(new ModernTransport(new URL(klym.mcpUrl)));
   try {
     const start = () => grynyaClient.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
+    const startModern = () => modernClient.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
     // The load: 200 tasks whose upstream calls each take 2 s (the fake's delay), 20 at a time per session pool.
     await Promise.all(Array.from({ length: 200 }, start));
     const running = (await klym.ask<{ tasks: Record<string, number> }>('stats')).tasks;
     const startTimes: number[] = [];
     const pingTimes: number[] = [];
+    const modernTimes: number[] = [];
+    const series = [[start, startTimes], [() => grynyaClient.ping(), pingTimes], [startModern, modernTimes]] as [() => Promise<unknown>, number[]][];
     for (let index = 0; index < samples; index++) {
-      for (const [run, times] of (index % 2 === 0 ? [[start, startTimes], [() => grynyaClient.ping(), pingTimes]] : [[() => grynyaClient.ping(), pingTimes], [start, startTimes]]) as [() => Promise<unknown>, number[]][]) {
+      // Each round in another order, so that none of the three always follows the same one.
+      for (const [run, times] of [...series.slice(index % 3), ...series.slice(0, index % 3)]) {
         const began = performance.now();
         await run();
         times.push(performance.now() - began);
       }
     }
-    const [a, b] = [summarize(startTimes), summarize(pingTimes)];
+    const [a, b, m] = [summarize(startTimes), summarize(pingTimes), summarize(modernTimes)];
     return [
       '| request, while 200 tasks run | p50 | p99 |',
       '| --- | --- | --- |',
-      `| start_async_agent_task | ${ms(a.median)} | ${ms(a.p99)} |`,
+      `| start_async_agent_task (2025-11-25 session) | ${ms(a.median)} | ${ms(a.p99)} |`,
       `| ping (no-op, same server) | ${ms(b.median)} | ${ms(b.p99)} |`,
+      `| start_async_agent_task (2026-07-28, stateless) | ${ms(m.median)} | ${ms(m.p99)} |`,
       '',
-      `start ÷ no-op: ${ratio(a.median / b.median)} at p50, ${ratio(a.p99 / b.p99)} at p99 (${samples} of each, alternating; tasks when measuring began: ${JSON.stringify(running)}).`,
+      `start ÷ no-op: ${ratio(a.median / b.median)} at p50, ${ratio(a.p99 / b.p99)} at p99; 2026 start ÷ 2025 start: ${ratio(m.median / a.median)} at p50 (${samples} of each, interleaved; tasks when measuring began: ${JSON.stringify(running)}).`,
       '',
       figure('start_p50_ms', a.median),
       figure('start_p99_ms', a.p99),
       figure('start_ping_ratio_p50', a.median / b.median),
       figure('start_ping_ratio_p99', a.p99 / b.p99),
+      figure('start_2026_p50_ms', m.median),
+      figure('start_2026_vs_2025_ratio_p50', m.median / a.median),
     ];
   } finally {
+    await modernClient.close();
     await grynyaClient.close();
     await klym.stop();
   }
