@@ -60,7 +60,8 @@ function manager(options: TaskManagerOptions): TaskManager {
 }
 
 async function ended(tasks: TaskManager, id: string): Promise<TaskRecord> {
-  await expect.poll(async () => (await tasks.get(id, me)).status, { timeout: 10_000 }).toMatch(/completed|error|cancelled/);
+  // A wait, not a time limit: the runner thread starts its own pool (a stdio child among them) on a machine that may be busy.
+  await expect.poll(async () => (await tasks.get(id, me)).status, { timeout: 30_000 }).toMatch(/completed|error|cancelled/);
   return tasks.get(id, me);
 }
 
@@ -82,7 +83,7 @@ function checkpointListener() {
 const niceOfThreads = (): number[] =>
   readdirSync('/proc/self/task').map((thread) => Number(readFileSync(`/proc/self/task/${thread}/stat`, 'utf8').split(') ')[1]?.split(' ')[16]));
 
-describe('tasks on the runner thread', () => {
+describe('tasks on the runner thread', { timeout: 40_000 }, () => {
   it('runs a task to the same end, with the same log, as the inline runner', async () => {
     const { pool, runner } = await setUp();
     const inline = manager({ pool });
