@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { tool, type ToolSet } from 'ai';
+import { tool, zodSchema, type ToolSet } from 'ai';
 import { z } from 'zod';
 import type { AgentUsage } from '../agent/types.ts';
 import { ARTIFACT_DEFAULTS } from '../defaults.ts';
@@ -31,22 +31,29 @@ export interface ResultKeeping {
   readonly onMapped?: (map: { readonly artifact: ArtifactInfo; readonly chunks: number; readonly usage: AgentUsage }) => void;
 }
 
-// Built once: every run offers these tools, and a schema per run would be built and converted each time.
-const READ_INPUT = z.strictObject({
-  artifact: z.string().describe('The artifact id, `art_…`, from the line that introduced it.'),
-  offset: z.number().int().min(0).optional().describe('The first line to give, 0-based.'),
-  limit: z.number().int().min(1).optional().describe(`How many lines, at most ${ARTIFACT_DEFAULTS.maxReadLines}.`),
-});
-const GREP_INPUT = z.strictObject({
-  artifact: z.string().describe('The artifact id, `art_…`.'),
-  pattern: z.string().min(1).max(1_000).describe('An RE2 regular expression (no backreferences or lookarounds).'),
-  context: z.number().int().min(0).max(ARTIFACT_DEFAULTS.maxGrepContext).optional().describe('Lines before and after each match. Default 0.'),
-  max_matches: z.number().int().min(1).max(ARTIFACT_DEFAULTS.maxGrepMatches).optional().describe(`Matches to give at most. Default ${ARTIFACT_DEFAULTS.grepMatches}.`),
-});
-const MAP_INPUT = z.strictObject({
-  artifact: z.string().describe('The artifact id, `art_…`.'),
-  instruction: z.string().min(1).max(4_000).describe('What to answer on each chunk.'),
-});
+// Built once: every run offers these tools. Wrapped with `zodSchema`, each converts to JSON Schema once; a
+// bare zod schema is wrapped anew by the AI SDK at every step of every run, and converted each time.
+const READ_INPUT = zodSchema(
+  z.strictObject({
+    artifact: z.string().describe('The artifact id, `art_…`, from the line that introduced it.'),
+    offset: z.number().int().min(0).optional().describe('The first line to give, 0-based.'),
+    limit: z.number().int().min(1).optional().describe(`How many lines, at most ${ARTIFACT_DEFAULTS.maxReadLines}.`),
+  }),
+);
+const GREP_INPUT = zodSchema(
+  z.strictObject({
+    artifact: z.string().describe('The artifact id, `art_…`.'),
+    pattern: z.string().min(1).max(1_000).describe('An RE2 regular expression (no backreferences or lookarounds).'),
+    context: z.number().int().min(0).max(ARTIFACT_DEFAULTS.maxGrepContext).optional().describe('Lines before and after each match. Default 0.'),
+    max_matches: z.number().int().min(1).max(ARTIFACT_DEFAULTS.maxGrepMatches).optional().describe(`Matches to give at most. Default ${ARTIFACT_DEFAULTS.grepMatches}.`),
+  }),
+);
+const MAP_INPUT = zodSchema(
+  z.strictObject({
+    artifact: z.string().describe('The artifact id, `art_…`.'),
+    instruction: z.string().min(1).max(4_000).describe('What to answer on each chunk.'),
+  }),
+);
 
 const count = (value: number): string => value.toLocaleString('en-US');
 
