@@ -43,11 +43,14 @@ function itemText(item: ContentItem): string {
 export function resultText(result: CallToolResult): string {
   const content = result.content ?? [];
   const parts = content.map(itemText);
-  if (result.structuredContent !== undefined) {
-    const json = JSON.stringify(result.structuredContent);
+  const structured = result.structuredContent;
+  if (structured !== undefined) {
+    // Made only when compared or sent: most often a text item carries it, and a file's may be megabytes.
+    let json: string | undefined;
+    const jsonOf = (): string => (json ??= JSON.stringify(structured));
     const texts = content.flatMap((item) => (item.type === 'text' ? [item.text] : []));
-    const alreadyThere = texts.some((text) => sameJson(text, result.structuredContent)) || holdsText(result.structuredContent, texts);
-    if (!alreadyThere) parts.push(`${STRUCTURED_PREFIX}${json}`);
+    const alreadyThere = texts.some((text) => sameJson(text, jsonOf)) || holdsText(structured, texts);
+    if (!alreadyThere) parts.push(`${STRUCTURED_PREFIX}${jsonOf()}`);
   }
   return parts.join('\n');
 }
@@ -59,12 +62,14 @@ function holdsText(value: unknown, texts: readonly string[], depth = 0): boolean
   return Object.values(value).some((inner) => holdsText(inner, texts, depth + 1));
 }
 
-function sameJson(text: string, value: unknown): boolean {
+function sameJson(text: string, json: () => string): boolean {
+  let parsed: unknown;
   try {
-    return JSON.stringify(JSON.parse(text)) === JSON.stringify(value);
+    parsed = JSON.parse(text);
   } catch {
     return false;
   }
+  return JSON.stringify(parsed) === json();
 }
 
 /**
