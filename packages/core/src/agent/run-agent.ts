@@ -3,6 +3,7 @@ import { isKlymError, KlymError } from '../errors.ts';
 import { createRedactor, secretsOf } from '../redact.ts';
 import { startRunTracing, type RunTracing } from '../telemetry/run-tracing.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
+import { createResultTexts } from '../tools/tool-result.ts';
 import { resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
 import { assertCheckpoint, createCheckpointer, resumeFrom } from './checkpoint.ts';
 import { artifactThreshold, contextWindowOf, createContextWindow } from './context-window.ts';
@@ -153,10 +154,13 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     // The map's model counts with its own tokenizer.
     const mapper = options.mapModel === undefined ? { model, streams, name } : resolveModel(options.mapModel, options.providers);
     const mapCounter = mapper.name === name ? counter : await createTokenCounter(mapper.name);
+    // A result's text is asked for four times (the artifact check, the model's output, the event, the checkpoint): made once.
+    const resultText = createResultTexts();
     const keeping: ResultKeeping = {
       artifacts: createArtifactStore({ countTokens: counter.count, ...(options.artifacts === undefined ? {} : { backend: options.artifacts }) }),
       thresholdTokens: options.artifactThresholdTokens ?? artifactThreshold(name, options.contextWindows),
       countTokens: counter.count,
+      resultText,
       onKept: (artifact, head) => emit({ type: 'artifact-kept', step: currentStep, artifact, head }),
       mapping: {
         model: mapper.model,
@@ -183,6 +187,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
         onDuration: (toolCallId, durationMs) => durations.set(toolCallId, durationMs),
         onRequest: (call) => checkpoints.sent(call),
         keep: (toolName, result) => keepBigResult(toolName, result, keeping),
+        resultText,
         ...(tracing === undefined ? {} : { tracing: tracing.toolCalls }),
       }),
       ...builtIns,
@@ -230,6 +235,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
         offeredTools: catalog.allowed.length + Object.keys(builtIns).length,
         toolDefinitionChars,
         messageChars,
+        resultText,
         temperature: options.temperature,
         maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
         signal: controller.signal,

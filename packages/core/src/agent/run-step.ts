@@ -1,3 +1,4 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ModelMessage, TelemetryOptions, ToolSet } from 'ai';
 import type { ToolAccess } from '../tools/tool-policy.ts';
 import type { ToolResultOutput } from '../tools/tool-result.ts';
@@ -30,6 +31,8 @@ export interface StepInput {
    * passes one that remembers each message's. @default `JSON.stringify(messages).length`
    */
   readonly messageChars?: (messages: readonly ModelMessage[]) => number;
+  /** A tool result's text, for its event and the checkpoints; a run passes one that remembers each result's. @default `resultText` */
+  readonly resultText?: (result: CallToolResult) => string;
   readonly temperature: number | undefined;
   readonly maxRetries: number;
   readonly signal: AbortSignal;

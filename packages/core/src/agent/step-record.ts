@@ -72,10 +72,11 @@ export function createStepRecord(input: StepInput): StepRecord {
       emit({ type: 'tool-call', step, toolCallId, toolName, args });
     },
     result(toolCallId, toolName, args, output) {
-      const preview = previewOf(resultText(output));
+      const outputText = (input.resultText ?? resultText)(output);
+      const preview = previewOf(outputText);
       const isError = output.isError === true;
       const durationMs = durationOf(toolCallId);
-      answered(toolCallId, toModelOutput(output));
+      answered(toolCallId, toModelOutput(output, outputText));
       emit({ type: 'tool-result', step, toolCallId, toolName, durationMs, isError, preview });
       toolCalls.push({ step, toolCallId, toolName, args, ok: !isError, durationMs, ...(isError ? { error: preview } : {}) });
     },

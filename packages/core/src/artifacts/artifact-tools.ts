@@ -23,6 +23,8 @@ export interface ResultKeeping {
   /** A result of more tokens than this becomes an artifact. */
   readonly thresholdTokens: number;
   readonly countTokens: (text: string) => number;
+  /** A result's text (a run's remembers each result's). @default `resultText` */
+  readonly resultText?: (result: CallToolResult) => string;
   /** Told of each artifact kept, with its first lines (for the run's events). */
   readonly onKept?: (artifact: ArtifactInfo, head: readonly string[]) => void;
   /** How `klym__map_artifact` calls a model on each chunk; without it, the tool is not offered. */
@@ -85,7 +87,7 @@ export function artifactReference(artifact: ArtifactInfo, text: string): string 
  */
 export async function keepBigResult(toolName: string, result: CallToolResult, keeping: ResultKeeping): Promise<CallToolResult> {
   if (result.isError === true) return result;
-  const text = resultText(result);
+  const text = (keeping.resultText ?? resultText)(result);
   // Cheap before exact: a text under the threshold in characters is under it in tokens.
   if (text.length <= keeping.thresholdTokens || keeping.countTokens(text) <= keeping.thresholdTokens) return result;
   const artifact = await keeping.artifacts.put(toolName, text);

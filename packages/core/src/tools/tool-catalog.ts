@@ -59,6 +59,8 @@ export interface ToolCallHooks {
    * result kept as an artifact, and a reference to it in its place). @default the result as it is
    */
   readonly keep?: (toolName: string, result: CallToolResult) => Promise<CallToolResult>;
+  /** A result's text as the model reads it (a run's remembers each result's). @default `resultText` */
+  readonly resultText?: (result: CallToolResult) => string;
 }
 
 /** The pool's tools for one run, with the run's policies applied. */
@@ -200,6 +202,6 @@ function toAiTool(tool: CatalogTool, pool: SessionPool, validators: Validators, 
       }
       return hooks.keep === undefined ? result : hooks.keep(tool.name, result);
     },
-    toModelOutput: ({ output }) => toModelOutput(output as CallToolResult),
+    toModelOutput: ({ output }) => toModelOutput(output as CallToolResult, hooks.resultText?.(output as CallToolResult)),
   });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { failureOf, previewOf, resultText, toModelOutput } from './tool-result.ts';
+import { createResultTexts, failureOf, previewOf, resultText, toModelOutput } from './tool-result.ts';
 
 describe('tool results as the model reads them', () => {
   it('passes text as text', () => {
@@ -10,6 +10,16 @@ describe('tool results as the model reads them', () => {
     expect(resultText({ content: [{ type: 'text', text: 'Weather below' }], structuredContent: { temperature: 3 } })).toBe('Weather below\nstructuredContent: {"temperature":3}');
     expect(resultText({ content: [{ type: 'text', text: '{ "temperature": 3 }' }], structuredContent: { temperature: 3 } })).toBe('{ "temperature": 3 }');
     expect(resultText({ content: [], structuredContent: { ok: true } })).toBe('structuredContent: {"ok":true}');
+  });
+
+  it("a run's result texts are resultText's, a built-in tool's string answer included", () => {
+    const texts = createResultTexts();
+    const file = { content: [{ type: 'text' as const, text: 'x'.repeat(100) }], structuredContent: { content: 'x'.repeat(100) } };
+    const weather = { content: [{ type: 'text' as const, text: 'Weather below' }], structuredContent: { temperature: 3 } };
+    for (const result of [file, weather, file, weather]) expect(texts(result)).toBe(resultText(result));
+    // The AI SDK hands a built-in tool's answer on as it is: a string, which is no key of a WeakMap.
+    const answer = 'artifact art_0123456789ab, lines 0-1' as unknown as Parameters<typeof resultText>[0];
+    expect(texts(answer)).toBe(resultText(answer));
   });
 
   it('makes isError a tool error the model reads', () => {

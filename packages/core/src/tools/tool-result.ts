@@ -55,6 +55,22 @@ export function resultText(result: CallToolResult): string {
   return parts.join('\n');
 }
 
+/**
+ * A run's {@link resultText}: each result's text made once, however often the run asks for it (the
+ * artifact check, the model's output, the event's preview, the checkpoint: four times a call). Results
+ * are kept by identity, so a result must not change once asked for; one that is not an object (a
+ * built-in tool answers with a string) is not kept, and its text is made each time.
+ */
+export function createResultTexts(): (result: CallToolResult) => string {
+  const texts = new WeakMap<CallToolResult, string>();
+  return (result) => {
+    if (typeof result !== 'object' || result === null) return resultText(result);
+    let text = texts.get(result);
+    if (text === undefined) texts.set(result, (text = resultText(result)));
+    return text;
+  };
+}
+
 /** Whether a long string inside `value` (at most a few levels down) is one of `texts`. */
 function holdsText(value: unknown, texts: readonly string[], depth = 0): boolean {
   if (typeof value === 'string') return value.length >= 64 && texts.includes(value);
@@ -74,10 +90,10 @@ function sameJson(text: string, json: () => string): boolean {
 
 /**
  * What the model receives for an MCP tool result: `isError: true` becomes an error the model reads
- * (`error-text`), images and audio go as files beside the text, and anything else as text.
+ * (`error-text`), images and audio go as files beside the text, and anything else as text. `text` is the
+ * result's {@link resultText}, when the caller has it already.
  */
-export function toModelOutput(result: CallToolResult): ToolResultOutput {
-  const text = resultText(result);
+export function toModelOutput(result: CallToolResult, text: string = resultText(result)): ToolResultOutput {
   if (result.isError === true) return { type: 'error-text', value: text || 'The tool reported an error without a message' };
   const media = (result.content ?? []).filter((item) => item.type === 'image' || item.type === 'audio');
   if (media.length === 0) return { type: 'text', value: text };
