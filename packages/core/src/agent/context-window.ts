@@ -1,7 +1,7 @@
 import type { ModelMessage, ToolSet } from 'ai';
 import { ARTIFACT_DEFAULTS, CONTEXT_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
-import { isScripted, messageTokens, toolDefinitionTokens, type TokenCounter, type TokenizerName } from './token-count.ts';
+import { createMessagesCounter, isScripted, toolDefinitionTokens, type TokenCounter, type TokenizerName } from './token-count.ts';
 
 /**
  * Context windows, in tokens, of the OpenAI and Gemini models Klym names, as their providers publish them. A
@@ -152,21 +152,13 @@ export function createContextWindow(options: ContextWindowOptions): ContextWindo
   const count = (text: string): number => counter.count(text);
   // Counted once per run: every request sends the same system prompt and tools.
   const fixed = unbounded ? 0 : count(options.system) + 4 + toolDefinitionTokens(options.tools, count, options.visible) + 3;
-  const sizes = new WeakMap<ModelMessage, number>();
+  const countMessages = createMessagesCounter(count);
   const dropped = new Set<string>();
   // A message as sent, by the number of results dropped when it was made: a later shrink may drop more of it.
   const notes = new WeakMap<ModelMessage, { readonly drops: number; readonly note: ModelMessage }>();
   let anchor: { readonly counted: number; readonly reported: number } | undefined;
 
-  const counted = (messages: readonly ModelMessage[]): number => {
-    let tokens = fixed;
-    for (const message of messages) {
-      let size = sizes.get(message);
-      if (size === undefined) sizes.set(message, (size = messageTokens(message, count)));
-      tokens += size;
-    }
-    return tokens;
-  };
+  const counted = (messages: readonly ModelMessage[]): number => fixed + countMessages(messages);
   const corrected = (raw: number): number => {
     if (anchor === undefined) return raw;
     const ratio = anchor.reported / anchor.counted;

@@ -14,7 +14,7 @@ import { runStep, type StepInput } from './run-step.ts';
 import type { RunContext } from './self-check.ts';
 import { runStepInWindow } from './step-in-window.ts';
 import { DEFAULT_SYSTEM_PROMPT, renderSystemPrompt } from './system-prompt.ts';
-import { createTokenCounter, messageTokens } from './token-count.ts';
+import { createMessagesCounter, createTokenCounter } from './token-count.ts';
 import type { AgentEvent, AgentRunResult, AgentToolCall, AgentUsage, RunAgentOptions } from './types.ts';
 import { addUsage, costOf, createMessageSizer, priceOf, ZERO_USAGE } from './usage.ts';
 import { ARTIFACT_DEFAULTS, DEFAULT_MAX_RETRIES } from '../defaults.ts';
@@ -201,7 +201,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       budgetTokens: Math.floor(ARTIFACT_DEFAULTS.compactShare * workingWindow(contextWindow.window)),
       keepSteps: ARTIFACT_DEFAULTS.compactKeepSteps,
       // The scripted model has no window, so its requests count nothing there: its messages are counted as they are.
-      measure: Number.isFinite(contextWindow.window) ? (kept) => contextWindow.requestTokens(kept) : (kept) => kept.reduce((sum, message) => sum + messageTokens(message, counter.count), 0),
+      measure: Number.isFinite(contextWindow.window) ? (kept) => contextWindow.requestTokens(kept) : createMessagesCounter(counter.count),
       keep: (toolName, text) => keeping.artifacts.put(toolName, text),
     };
     const context: RunContext = { upstreams: catalog.upstreams, probes: catalog.probes };

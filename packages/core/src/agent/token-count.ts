@@ -145,6 +145,24 @@ export function messageTokens(message: ModelMessage, count: (text: string) => nu
   return tokens;
 }
 
+/**
+ * The tokens of a conversation's messages ({@link messageTokens}, counted with `count`), each message counted
+ * once, however often a conversation holding it is measured: a run's loop measures its whole history at
+ * every step. Messages are known by identity: a run never changes one, it makes a new one.
+ */
+export function createMessagesCounter(count: (text: string) => number): (messages: readonly ModelMessage[]) => number {
+  const sizes = new WeakMap<ModelMessage, number>();
+  return (messages) => {
+    let tokens = 0;
+    for (const message of messages) {
+      let size = sizes.get(message);
+      if (size === undefined) sizes.set(message, (size = messageTokens(message, count)));
+      tokens += size;
+    }
+    return tokens;
+  };
+}
+
 type ToolOutput = Extract<ModelMessage, { role: 'tool' }>['content'][number] extends infer Part ? (Part extends { type: 'tool-result'; output: infer O } ? O : never) : never;
 
 function outputTokens(output: ToolOutput, count: (text: string) => number): number {
