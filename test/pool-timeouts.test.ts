@@ -167,7 +167,7 @@ describe('the hard maximum `timeouts.maxTotalMs`', () => {
 
 describe('`timeouts.connectMs`', () => {
   for (const kind of kinds) {
-    it(`over ${kind}: an upstream that accepts the connection but never answers initialize is reported at connectMs, and not tried twice`, async () => {
+    it(`over ${kind}: an upstream that accepts the connection but never answers its connect (discover, initialize) is reported at connectMs, and not tried twice`, async () => {
       let initializeSeen = 0;
       const silent = await listen(async (request, response) => {
         if (request.method === 'GET') {
@@ -177,7 +177,8 @@ describe('`timeouts.connectMs`', () => {
         }
         let body = '';
         for await (const chunk of request) body += String(chunk);
-        if (body.includes('"initialize"')) initializeSeen++;
+        // The connect's first request: `server/discover` (the era probe) over Streamable HTTP, `initialize` over SSE.
+        if (/"(initialize|server\/discover)"/.test(body)) initializeSeen++;
         // Streamable HTTP: the POST is never answered. Legacy SSE: accepted, and the answer never comes on the stream.
         if (kind === 'sse') response.writeHead(202).end('Accepted');
       });

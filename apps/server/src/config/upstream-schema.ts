@@ -23,6 +23,12 @@ const upstreamFields = {
   url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }).optional(),
   /** `auto` tries Streamable HTTP, then legacy SSE on a 4xx. @default 'auto' for a url, 'stdio' for a command */
   transport: z.enum(['auto', 'streamable-http', 'sse', 'stdio']).optional(),
+  /**
+   * The protocol revision: `auto` probes with `server/discover` and speaks 2026-07-28 to an upstream that
+   * offers it, else 2025-11-25; `2025-11-25` never probes; `2026-07-28` refuses an upstream without it.
+   * Legacy SSE is always 2025-11-25. @default 'auto' for a url, '2025-11-25' for a command
+   */
+  protocol: z.enum(['auto', '2025-11-25', '2026-07-28']).optional(),
   /** Headers on every request to an HTTP upstream (bearer tokens, `Host`). Values are secrets in `klym config`. @default {} */
   headers: z.record(z.string(), z.string()).optional(),
   /** The command that starts a stdio server. */

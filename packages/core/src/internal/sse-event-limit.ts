@@ -1,4 +1,4 @@
-import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestId } from '@modelcontextprotocol/client';
 import { END_BYTES, OversizedScan, replaceOversized, type MessageLimit, type OversizedMessage } from '../pool/message-limit.ts';
 
 /**

@@ -1,6 +1,5 @@
 import { Readable } from 'node:stream';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { FetchLike, RequestId } from '@modelcontextprotocol/client';
 import { Agent, fetch as undiciFetch, request, type Dispatcher } from 'undici';
 import { UPSTREAM_DEFAULTS } from '../defaults.ts';
 import { describeSize, tooLargeAnswer, type MessageLimit } from '../pool/message-limit.ts';

@@ -1,5 +1,4 @@
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 import { KlymError, isKlymError } from '../errors.ts';
 import { isMessageTooLarge, messageTooLargeError } from './message-limit.ts';
 
@@ -10,8 +9,8 @@ import { isMessageTooLarge, messageTooLargeError } from './message-limit.ts';
  * server that never saw its `initialize` and refused the request.
  */
 export function neverReachedUpstream(error: unknown): boolean {
-  if (error instanceof StreamableHTTPError) return error.code === 400 || error.code === 404;
-  if (error instanceof McpError) return error.code === ErrorCode.InvalidRequest && /before initialization/i.test(error.message);
+  if (error instanceof SdkHttpError) return error.status === 400 || error.status === 404;
+  if (error instanceof ProtocolError) return error.code === ProtocolErrorCode.InvalidRequest && /before initialization/i.test(error.message);
   return error instanceof Error && error.message.startsWith('Error POSTing to endpoint (HTTP 404)');
 }
 
@@ -20,7 +19,7 @@ export function neverReachedUpstream(error: unknown): boolean {
  * or with a message over its `maxMessageBytes`, which was skipped whole.
  */
 export function leavesSessionSound(error: unknown): boolean {
-  return (error instanceof McpError && (error.code === ErrorCode.InvalidParams || error.code === ErrorCode.MethodNotFound)) || isMessageTooLarge(error);
+  return (error instanceof ProtocolError && (error.code === ProtocolErrorCode.InvalidParams || error.code === ProtocolErrorCode.MethodNotFound)) || isMessageTooLarge(error);
 }
 
 /**
@@ -42,7 +41,7 @@ export function callError(
   if (context.aborted.aborted) {
     return new KlymError('ABORTED', `The call to ${upstream}/${toolName} was aborted`, { upstream, toolName, cause: context.aborted.reason });
   }
-  if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+  if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
     return new KlymError('UPSTREAM_TIMEOUT', `Upstream "${upstream}" did not answer ${toolName} within ${context.timeoutMs} ms; it was sent a cancellation`, {
       upstream,
       toolName,
@@ -51,7 +50,7 @@ export function callError(
   }
   const tooLarge = messageTooLargeError(error, upstream, toolName);
   if (tooLarge !== undefined) return tooLarge;
-  const lost = context.broken ?? (error instanceof McpError && error.code === ErrorCode.ConnectionClosed ? error : undefined);
+  const lost = context.broken ?? (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed ? error : undefined);
   if (lost !== undefined) {
     return new KlymError(
       'UPSTREAM_UNAVAILABLE',

@@ -1,4 +1,4 @@
-import { McpError, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/client';
 import { KlymError } from '../errors.ts';
 import type { ResolvedUpstreamConfig } from './upstream-config.ts';
 import type { UpstreamLogEntry } from './upstream-session.ts';
@@ -131,7 +131,7 @@ export function tooLargeAnswer(id: RequestId, message: Pick<OversizedMessage, 'b
  * `undefined` when `error` is not that.
  */
 export function messageTooLargeError(error: unknown, upstream: string, toolName: string): KlymError | undefined {
-  if (!(error instanceof McpError) || error.code !== MESSAGE_TOO_LARGE_CODE) return undefined;
+  if (!(error instanceof ProtocolError) || error.code !== MESSAGE_TOO_LARGE_CODE) return undefined;
   const details = (error.data as { klymMessageTooLarge?: TooLargeDetails } | undefined)?.klymMessageTooLarge;
   if (details === undefined) return undefined;
   const message =
@@ -142,7 +142,7 @@ export function messageTooLargeError(error: unknown, upstream: string, toolName:
 
 /** Whether `error` is the answer Klym put in place of one over the limit: the session is still sound. */
 export function isMessageTooLarge(error: unknown): boolean {
-  return error instanceof McpError && error.code === MESSAGE_TOO_LARGE_CODE;
+  return error instanceof ProtocolError && error.code === MESSAGE_TOO_LARGE_CODE;
 }
 
 /** A message's size as the errors and logs say it: "a message of (more than) N bytes (X MiB)". */

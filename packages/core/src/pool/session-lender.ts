@@ -164,7 +164,9 @@ export class SessionLender implements SessionSource {
 
   async #ping(session: UpstreamSession): Promise<boolean> {
     try {
-      await session.client.ping({ timeout: this.#config.connectMs });
+      // 2026-07-28 has no `ping`: `server/discover` is its cheapest round trip.
+      if (session.client.getProtocolEra() === 'modern') await session.client.discover({ timeout: this.#config.connectMs });
+      else await session.client.ping({ timeout: this.#config.connectMs });
       return true;
     } catch (error) {
       session.breakOff(error instanceof Error ? error : new Error(String(error)));

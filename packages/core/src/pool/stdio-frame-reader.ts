@@ -1,5 +1,4 @@
-import { deserializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { deserializeMessage, type JSONRPCMessage } from '@modelcontextprotocol/client';
 import { OversizedScan, replaceOversized, type MessageLimit, type OversizedMessage } from './message-limit.ts';
 
 /**

@@ -5,6 +5,7 @@ describe('resolveUpstreamConfig', () => {
   it('fills in the defaults: auto transport for a URL, one stdio session at most', () => {
     expect(resolveUpstreamConfig('grynya', { url: 'http://grynya-mcp-server:8000/sse' })).toMatchObject({
       transport: 'auto',
+      protocol: 'auto',
       min: 1,
       max: 4,
       connectMs: 10_000,
@@ -12,7 +13,7 @@ describe('resolveUpstreamConfig', () => {
       sessionScope: 'shared',
       maxMessageBytes: 128 * 1024 * 1024,
     });
-    expect(resolveUpstreamConfig('memory', { command: 'node', args: ['server.js'] })).toMatchObject({ transport: 'stdio', max: 1 });
+    expect(resolveUpstreamConfig('memory', { command: 'node', args: ['server.js'] })).toMatchObject({ transport: 'stdio', protocol: '2025-11-25', max: 1 });
   });
 
   it.each([
@@ -28,6 +29,8 @@ describe('resolveUpstreamConfig', () => {
     [{ url: 'http://a', timeouts: { requestMs: -1 } }, '`timeouts.requestMs` to be an integer ≥ 1, got -1'],
     [{ url: 'http://a', maxMessageBytes: 0 }, 'expected `maxMessageBytes` to be an integer ≥ 1, got 0'],
     [{ url: 'http://a', sessionScope: 'session' as 'task' }, 'expected `sessionScope` to be "shared" or "task", got "session"'],
+    [{ url: 'http://a', protocol: '2025-06-18' as 'auto' }, 'expected `protocol` to be "auto", "2025-11-25" or "2026-07-28", got "2025-06-18"'],
+    [{ url: 'http://a', transport: 'sse' as const, protocol: '2026-07-28' as const }, 'legacy SSE speaks 2025-11-25 only'],
   ])('refuses %j with a message naming the upstream and the problem', (config, message) => {
     expect(() => resolveUpstreamConfig('grynya', config)).toThrow(`Upstream "grynya": `);
     expect(() => resolveUpstreamConfig('grynya', config)).toThrow(message);

@@ -1,10 +1,13 @@
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { Transport } from '@modelcontextprotocol/client';
 import { KlymError } from '../errors.ts';
 import { assertUpstreamName } from './tool-name.ts';
 import { UPSTREAM_DEFAULTS } from '../defaults.ts';
 
 /** How Klym talks to an upstream MCP server. */
 export type TransportKind = 'streamable-http' | 'sse' | 'stdio' | 'custom';
+
+/** Which protocol revision the pool speaks to an upstream: see {@link UpstreamConfig.protocol}. */
+export type UpstreamProtocol = 'auto' | '2025-11-25' | '2026-07-28';
 
 /** One upstream MCP server: a URL (HTTP), a command (stdio), or a `connect` function (anything else). */
 export interface UpstreamConfig {
@@ -16,6 +19,15 @@ export interface UpstreamConfig {
    * @default 'auto' for a url, 'stdio' for a command
    */
   readonly transport?: 'auto' | 'streamable-http' | 'sse' | 'stdio';
+  /**
+   * The protocol revision to speak. `auto` probes with `server/discover` and speaks 2026-07-28 (stateless)
+   * to an upstream that offers it, else falls back to `initialize` (2025-11-25 and older); the verdict is
+   * remembered for later sessions. `2025-11-25` sends `initialize` alone; `2026-07-28` refuses an upstream
+   * without it. Legacy SSE always speaks 2025-11-25. Over stdio the probe runs on a second, short-lived
+   * server process (the SDK's way: some servers exit on an unknown first request), so `auto` is opt-in there.
+   * @default 'auto' for a url, '2025-11-25' for a command
+   */
+  readonly protocol?: UpstreamProtocol;
   /**
    * Request headers sent to an HTTP upstream (bearer tokens, `Host`). A `Host` header is really sent,
    * unlike with Node's own `fetch`.
@@ -87,6 +99,7 @@ export interface ResolvedUpstreamConfig {
   readonly name: string;
   readonly transport: 'auto' | 'streamable-http' | 'sse' | 'stdio' | 'custom';
   readonly url: URL | undefined;
+  readonly protocol: UpstreamProtocol;
   readonly headers: Readonly<Record<string, string>>;
   readonly command: string | undefined;
   readonly args: readonly string[];
@@ -131,6 +144,10 @@ export function resolveUpstreamConfig(name: string, config: UpstreamConfig): Res
   }
   const transport = config.connect ? 'custom' : config.command === undefined ? (config.transport ?? 'auto') : 'stdio';
 
+  const protocol = config.protocol ?? (transport === 'stdio' ? '2025-11-25' : 'auto');
+  if (!['auto', '2025-11-25', '2026-07-28'].includes(protocol)) fail(`expected \`protocol\` to be "auto", "2025-11-25" or "2026-07-28", got ${JSON.stringify(protocol)}`);
+  if (protocol === '2026-07-28' && transport === 'sse') fail('`protocol: "2026-07-28"` needs Streamable HTTP (or stdio): legacy SSE speaks 2025-11-25 only');
+
   const sessionScope = config.sessionScope ?? 'shared';
   if (sessionScope !== 'shared' && sessionScope !== 'task') fail(`expected \`sessionScope\` to be "shared" or "task", got ${JSON.stringify(sessionScope)}`);
 
@@ -148,6 +165,7 @@ export function resolveUpstreamConfig(name: string, config: UpstreamConfig): Res
     name,
     transport,
     url,
+    protocol,
     headers: { ...config.headers },
     command: config.command,
     args: [...(config.args ?? [])],

@@ -1,3 +1,6 @@
+import { LOG_LEVEL_META_KEY } from '@modelcontextprotocol/client';
+// The pool hands on the 1.x SDK's types, which the rest of core (the tool catalog, the agent) still speaks:
+// the same wire shapes, the v2 client's types only stricter about what a server may add.
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { KlymError } from '../errors.ts';
 import type { InFlightCall } from './in-flight-call.ts';
@@ -26,8 +29,12 @@ export function requestTool(
   options: CallToolOptions,
 ): Promise<CallToolResult> {
   const timeout = options.timeoutMs ?? config.requestMs;
-  const request: ToolRequest = options.meta === undefined ? { name: toolName, arguments: args } : { name: toolName, arguments: args, _meta: { ...options.meta } };
-  if (options.onProgress === undefined) return call.request(session, session.client.callTool(request, undefined, { timeout }) as Promise<CallToolResult>);
+  // A 2026-07-28 server sends a request's log messages only at the level its `_meta` asks for (none without
+  // one); a 2025 server sends them all until told otherwise: ask for all of them, as before.
+  const logLevel = session.client.getProtocolEra() === 'modern' ? { [LOG_LEVEL_META_KEY]: 'debug' } : undefined;
+  const meta = options.meta === undefined && logLevel === undefined ? undefined : { ...logLevel, ...options.meta };
+  const request: ToolRequest = meta === undefined ? { name: toolName, arguments: args } : { name: toolName, arguments: args, _meta: meta };
+  if (options.onProgress === undefined) return call.request(session, session.client.callTool(request, { timeout }) as Promise<CallToolResult>);
   return requestWithProgress(config, session, call, request, timeout, options.onProgress);
 }
 
@@ -51,7 +58,7 @@ async function requestWithProgress(
     const onprogress: typeof onProgress = (progress) => {
       if (call.failure === undefined && !call.aborted) onProgress(progress);
     };
-    const answer = session.client.callTool(request, undefined, { timeout, onprogress, resetTimeoutOnProgress: true });
+    const answer = session.client.callTool(request, { timeout, onprogress, resetTimeoutOnProgress: true });
     return (await call.request(session, answer)) as CallToolResult;
   } finally {
     settled();
@@ -63,8 +70,9 @@ export async function requestToolList(requestMs: number, session: UpstreamSessio
   const tools: Tool[] = [];
   let cursor: string | undefined;
   do {
-    const page = await call.request(session, session.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: requestMs }));
-    tools.push(...page.tools);
+    // A fresh list each time (the pool keeps its own), which the SDK also keeps for checking tool results' structured content.
+    const page = await call.request(session, session.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: requestMs, cacheMode: 'refresh' }));
+    tools.push(...(page.tools as Tool[]));
     cursor = page.nextCursor;
   } while (cursor !== undefined);
   return tools;

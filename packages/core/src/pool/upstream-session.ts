@@ -1,14 +1,18 @@
 import type { Readable } from 'node:stream';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
-  LoggingMessageNotificationSchema,
-  ToolListChangedNotificationSchema,
+  Client,
+  SdkErrorCode,
+  SdkHttpError,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type AuthProvider,
+  type FetchLike,
   type LoggingLevel,
-} from '@modelcontextprotocol/sdk/types.js';
+  type PriorDiscovery,
+  type Transport,
+  type VersionNegotiationOptions,
+} from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { KlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
 import type { PoolClock } from './clock.ts';
@@ -34,6 +38,13 @@ export interface UpstreamSession {
   readonly client: Client;
   /** The transport actually in use (`auto` resolved). */
   readonly transport: TransportKind;
+  /**
+   * The protocol revision the connect settled on: `2026-07-28` (stateless: `server/discover`, no session
+   * on the upstream), or the one `initialize` agreed on (`2025-11-25` and older).
+   */
+  readonly protocolVersion: string;
+  /** What the connect learnt of the upstream's era, for later connects to skip the probe. */
+  readonly verdict: PriorDiscovery;
   /**
    * Set at the first sign of breakage (a client or transport error, the connection closing). The session
    * is then closed at once, which fails its calls in flight; it is never lent again.
@@ -66,6 +77,10 @@ export interface SessionHooks {
   readonly clock: PoolClock;
   /** Where a stdio session counts what its server wrote to stderr, and what of it was dropped. */
   readonly stderr: StderrCounts;
+  /** Sends an HTTP upstream's requests with an OAuth access token (`upstreams.<name>.auth`), one provider for every session. */
+  readonly authProvider: AuthProvider | undefined;
+  /** What an earlier session learnt of the upstream's era: `connect` then skips the `server/discover` probe. */
+  readonly verdict: PriorDiscovery | undefined;
   onLog(entry: UpstreamLogEntry): void;
   onToolsChanged(): void;
   /** The session broke (it closes itself): `byUpstream` when its transport failed or closed, not by `breakOff`. */
@@ -73,8 +88,9 @@ export interface SessionHooks {
 }
 
 /**
- * Opens a session: connects the transport and runs `initialize`, all within `config.connectMs`.
- * `transport` is the kind to use (`auto` probes Streamable HTTP, then legacy SSE on a 4xx).
+ * Opens a session: connects the transport and settles the protocol revision (`server/discover`, else
+ * `initialize`; see {@link versionNegotiation}), all within `config.connectMs`. `transport` is the kind
+ * to use (`auto` probes Streamable HTTP, then legacy SSE on a 4xx).
  * @throws {KlymError} `UPSTREAM_UNAVAILABLE` naming the upstream and the cause, or `ABORTED`.
  */
 export async function openSession(
@@ -88,13 +104,19 @@ export async function openSession(
     try {
       return await openSession(config, 'streamable-http', id, hooks, signal);
     } catch (error) {
-      const status = error instanceof KlymError && error.cause instanceof StreamableHTTPError ? error.cause.code : undefined;
+      const status = error instanceof KlymError && error.cause instanceof SdkHttpError ? error.cause.status : undefined;
       if (status === undefined || status < 400 || status >= 500) throw error;
       return await openSession(config, 'sse', id, hooks, signal);
     }
   }
 
-  const client = new Client(hooks.clientInfo, { capabilities: {} });
+  const client = new Client(hooks.clientInfo, {
+    capabilities: {},
+    versionNegotiation: versionNegotiation(config, transport),
+    // A 2026-07-28 server tells of a changed tool list only on a `subscriptions/listen` stream, which the SDK
+    // opens for this at connect; a 2025 server's notification reaches the same callback (or the handler below).
+    listChanged: { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => hooks.onToolsChanged() } },
+  });
   const sending = new Set<Promise<void>>();
   const sent: { requestId?: string | number } = {};
   let broken: Error | undefined;
@@ -111,6 +133,13 @@ export async function openSession(
     id,
     client,
     transport,
+    get protocolVersion() {
+      return client.getNegotiatedProtocolVersion() ?? 'unknown';
+    },
+    get verdict(): PriorDiscovery {
+      const discover = client.getDiscoverResult();
+      return discover === undefined ? { kind: 'legacy' } : { kind: 'modern', discover };
+    },
     get broken() {
       return broken;
     },
@@ -132,7 +161,7 @@ export async function openSession(
   client.onerror = (error) => {
     // The GET stream is optional (for what a server sends unasked); a server without one should answer 405,
     // which the SDK takes in its stride, but some answer 404. Calls go on over POST; only that stream is lost.
-    if (error instanceof StreamableHTTPError && error.code === 404 && error.message.includes('Failed to open SSE stream')) {
+    if (error instanceof SdkHttpError && error.status === 404 && error.code === SdkErrorCode.ClientHttpFailedToOpenStream) {
       hooks.onLog({ upstream: config.name, source: 'notification', level: 'warning', message: 'it offers no GET stream (HTTP 404 instead of 405): what it would send unasked there is not received; calls go on' });
       return;
     }
@@ -143,11 +172,11 @@ export async function openSession(
     hooks.onLog(entry);
     session.borrowerLog?.(entry);
   };
-  client.setNotificationHandler(LoggingMessageNotificationSchema, ({ params }) => {
+  client.setNotificationHandler('notifications/message', ({ params }) => {
     const message = typeof params.data === 'string' ? params.data : JSON.stringify(params.data);
     log({ upstream: config.name, source: 'notification', level: params.level, message, ...(params.logger === undefined ? {} : { logger: params.logger }) });
   });
-  client.setNotificationHandler(ToolListChangedNotificationSchema, () => hooks.onToolsChanged());
+  client.setNotificationHandler('notifications/tools/list_changed', () => hooks.onToolsChanged());
 
   // The connect has a signal of its own, never `signal` itself nor one that outlives the connect: the SDK
   // never removes the abort listener it adds for `initialize`, and a signal aborted later (a connect timer
@@ -161,14 +190,17 @@ export async function openSession(
   const stop = (): void => connecting.abort(signal?.reason);
   if (signal?.aborted) stop();
   else signal?.addEventListener('abort', stop, { once: true });
+  let opened: Transport | undefined;
   try {
-    const opened = trackSends(createTransport(config, transport, hooks, log, sent), sending, sent);
-    await raceAbort(client.connect(opened, { timeout: config.connectMs, signal: connecting.signal }), connecting.signal);
+    opened = trackSends(createTransport(config, transport, hooks, log, sent), sending, sent);
+    const prior = transport === 'sse' ? undefined : hooks.verdict;
+    await raceAbort(client.connect(opened, { timeout: config.connectMs, signal: connecting.signal, ...(prior === undefined ? {} : { prior }) }), connecting.signal);
     connected = true;
     if (broken !== undefined) throw broken;
     return session;
   } catch (error) {
-    await client.close().catch(() => {});
+    // The era probe runs before the client holds the transport: closing the client alone would leave it open.
+    await Promise.allSettled([client.close(), opened?.close()]);
     if (signal?.aborted) throw new KlymError('ABORTED', `Connecting to upstream "${config.name}" was aborted`, { upstream: config.name, cause: signal.reason });
     const reason = timedOut ? `timed out after ${config.connectMs} ms` : describe(error);
     throw new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${config.name}" is unavailable: connect over ${transport} failed: ${reason}`, {
@@ -213,9 +245,10 @@ function createTransport(
     case 'streamable-http': {
       const url = config.url as URL;
       const headers = Object.fromEntries(Object.entries(config.headers).filter(([key]) => key.toLowerCase() !== 'host'));
+      const auth = hooks.authProvider === undefined ? {} : { authProvider: hooks.authProvider };
       return kind === 'sse'
-        ? new SSEClientTransport(url, { fetch: hooks.fetch, requestInit: { headers } })
-        : new StreamableHTTPClientTransport(url, { fetch: hooks.fetch, requestInit: { headers } });
+        ? new SSEClientTransport(url, { fetch: hooks.fetch, requestInit: { headers }, ...auth })
+        : new StreamableHTTPClientTransport(url, { fetch: hooks.fetch, requestInit: { headers }, ...auth });
     }
   }
 }
@@ -265,7 +298,20 @@ async function closeSession(client: Client, kind: TransportKind, sending: Readon
   await client.close();
 }
 
+/**
+ * How a session's connect settles the era. `auto` probes with `server/discover` and falls back to
+ * `initialize` on a 2025 server (one round trip more, once per upstream: later connects reuse the
+ * verdict); over legacy SSE, which 2026-07-28 has no use for, and with `protocol: '2025-11-25'`, it is
+ * `initialize` alone; a pinned `2026-07-28` never falls back.
+ */
+function versionNegotiation(config: ResolvedUpstreamConfig, transport: TransportKind): VersionNegotiationOptions {
+  if (transport === 'sse' || config.protocol === '2025-11-25') return { mode: 'legacy' };
+  if (config.protocol === '2026-07-28') return { mode: { pin: '2026-07-28' } };
+  // On stdio the SDK probes on a sibling process; a server that ignores the probe would otherwise hold the connect to its end.
+  return { mode: 'auto', probe: { timeoutMs: transport === 'stdio' ? Math.min(2_000, Math.ceil(config.connectMs / 2)) : config.connectMs } };
+}
+
 function describe(error: unknown): string {
-  if (error instanceof StreamableHTTPError && error.code !== undefined && !error.message.includes(String(error.code))) return `${error.message} (HTTP ${error.code})`;
+  if (error instanceof SdkHttpError && !error.message.includes(String(error.status))) return `${error.message} (HTTP ${error.status})`;
   return error instanceof Error ? error.message : String(error);
 }

@@ -36,6 +36,11 @@ export interface UpstreamStatus {
   readonly reason?: 'connect-failed' | 'closed-after-connect';
   /** The transport in use (`auto` until the probe has answered). */
   readonly transport: TransportKind | 'auto';
+  /**
+   * The protocol revision its last session settled on: `2026-07-28` for a stateless upstream (no session
+   * on its side), else what `initialize` agreed on (`2025-11-25`, …). Absent until a session opened.
+   */
+  readonly protocolVersion?: string;
   readonly breaker: CircuitBreakerStatus;
   readonly sessions: {
     /** Sessions open now (idle + borrowed). */

@@ -1,3 +1,4 @@
+import type { PriorDiscovery } from '@modelcontextprotocol/client';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { KlymError, isKlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
@@ -62,6 +63,10 @@ export class Upstream {
   /** Aborts connects under way when the pool closes. */
   readonly #closed = new AbortController();
   #transport: ResolvedUpstreamConfig['transport'];
+  /** What the first session learnt of the upstream's era: later connects skip the `server/discover` probe. */
+  #verdict: PriorDiscovery | undefined;
+  /** The protocol revision the last session settled on. */
+  #protocolVersion: string | undefined;
   readonly #tools = new ToolCache(() =>
     this.#withSession({ what: 'tools/list', options: {}, use: (session, call) => requestToolList(this.config.requestMs, session, call) }),
   );
@@ -158,6 +163,7 @@ export class Upstream {
       state,
       ...(state === 'down' && this.#downReason !== undefined ? { reason: this.#downReason } : {}),
       transport: this.#transport,
+      ...(this.#protocolVersion === undefined ? {} : { protocolVersion: this.#protocolVersion }),
       breaker: this.#breaker.status(),
       sessions: {
         // generic-pool's `size` also counts sessions still connecting.
@@ -279,6 +285,8 @@ export class Upstream {
       clientInfo: this.#options.clientInfo,
       clock: this.clock,
       stderr: this.#stderr,
+      authProvider: undefined,
+      verdict: this.#verdict,
       onLog: this.#options.onLog,
       onToolsChanged: () => this.#tools.invalidate(),
       onBroken: (_session, reason, byUpstream) => {
@@ -298,6 +306,8 @@ export class Upstream {
     try {
       const session = await openSession(this.config, this.#transport, ++this.#sessionIds, hooks, this.#closed.signal).finally(() => this.#connecting--);
       this.#transport = session.transport;
+      this.#verdict = session.verdict;
+      this.#protocolVersion = session.protocolVersion;
       this.#opened++;
       this.#connectFailing = false;
       connectedAt = this.clock.now();

@@ -9,6 +9,8 @@ import { viewBudgetLimits, type BudgetLimitsView } from './task-views.ts';
 /** One upstream in `describe_capabilities`: its state, and how many tools it listed or why it could not. */
 export interface UpstreamCapabilityView {
   readonly state: UpstreamStatus['state'] | 'unknown';
+  /** The protocol revision the pool speaks to it (`2026-07-28`, `2025-11-25`, …), once a session opened. */
+  readonly protocol_version?: string;
   /** Tools it listed (some may be denied to tasks). */
   readonly tools?: number;
   /** Why it could not list its tools (secrets removed). */
@@ -44,6 +46,8 @@ export interface CapabilitiesView {
 export interface UpstreamHealthView {
   readonly state: UpstreamStatus['state'];
   readonly transport: UpstreamStatus['transport'];
+  /** The protocol revision the pool speaks to it, once a session opened. */
+  readonly protocolVersion?: string;
   /** Sessions open now. */
   readonly sessions: number;
   readonly breaker: UpstreamStatus['breaker']['state'];
@@ -76,8 +80,10 @@ export async function describeCapabilities(
   const upstreams: Record<string, UpstreamCapabilityView> = {};
   for (const name of pool.upstreams) {
     const report = listing.upstreams[name];
+    const protocolVersion = status[name]?.protocolVersion;
     upstreams[name] = {
       state: status[name]?.state ?? 'unknown',
+      ...(protocolVersion === undefined ? {} : { protocol_version: protocolVersion }),
       ...(report === undefined ? { error: 'it gave no tool listing' } : report.ok ? { tools: report.toolCount } : { error: redactor.text(report.error.message) }),
     };
   }
@@ -108,6 +114,7 @@ export function viewHealth(pool: SessionPool, tasks: Readonly<Record<TaskStatus,
     upstreams[name] = {
       state: upstream.state,
       transport: upstream.transport,
+      ...(upstream.protocolVersion === undefined ? {} : { protocolVersion: upstream.protocolVersion }),
       sessions: upstream.sessions.live,
       breaker: upstream.breaker.state,
       ...(upstream.reason === undefined ? {} : { reason: upstream.reason }),

@@ -151,7 +151,7 @@ describe('createTaskService: capabilities', () => {
     expect(described.upstreams.broken?.error).toMatch(/HTTP 401/);
     const text = JSON.stringify(described);
     for (const secret of ['abcdef123456', 'sk-proj-0123456789abcdefXYZ', 'my-configured-secret']) expect(text).not.toContain(secret);
-    expect(described.upstreams.grynya).toEqual({ state: 'ready', tools: 4 });
+    expect(described.upstreams.grynya).toEqual({ state: 'ready', protocol_version: '2025-11-25', tools: 4 });
   });
 });
 
@@ -303,7 +303,7 @@ describe('createTaskService: tasks', () => {
     expect(events).toEqual(['task-create', 'task-start', 'task-end']);
     expect(await klym.health()).toEqual({
       status: 'ok',
-      upstreams: { grynya: { state: 'ready', transport: 'custom', sessions: 1, breaker: 'closed' } },
+      upstreams: { grynya: { state: 'ready', transport: 'custom', protocolVersion: '2025-11-25', sessions: 1, breaker: 'closed' } },
       tasks: { pending: 0, running: 0, completed: 1, error: 0, cancelled: 0 },
     });
     expect(await klym.cancel({ task_id: taskId }, 'grynya')).toMatchObject({ cancelled: false, status: 'completed' });
