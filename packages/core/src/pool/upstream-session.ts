@@ -148,6 +148,8 @@ export async function openSession(
       const { requestId } = sent;
       if (requestId === undefined || closing !== undefined) return;
       sent.requestId = undefined;
+      // 2026-07-28 cancels a request by closing its response stream, which closing the session does.
+      if (client.getProtocolEra() === 'modern') return;
       client.notification({ method: 'notifications/cancelled', params: { requestId, reason: String(reason) } }).catch(() => {});
     },
     borrowerLog: undefined,
@@ -195,6 +197,14 @@ export async function openSession(
     opened = trackSends(createTransport(config, transport, hooks, log, sent), sending, sent);
     const prior = transport === 'sse' ? undefined : hooks.verdict;
     await raceAbort(client.connect(opened, { timeout: config.connectMs, signal: connecting.signal, ...(prior === undefined ? {} : { prior }) }), connecting.signal);
+    // A connect from a remembered verdict opens no `subscriptions/listen` stream by itself: open it here. It
+    // carries the tool list's changes, and its end is what tells an idle stateless session its upstream went.
+    if (prior?.kind === 'modern' && client.getServerCapabilities()?.tools?.listChanged === true) {
+      const subscription = await raceAbort(client.listen({ toolsListChanged: true }, { timeout: config.connectMs, signal: connecting.signal }), connecting.signal);
+      void subscription.closed.then((how) => {
+        if (how !== 'local') markBroken(new Error('its subscriptions/listen stream ended'), true);
+      });
+    }
     connected = true;
     if (broken !== undefined) throw broken;
     return session;
@@ -271,14 +281,16 @@ function lazyTransport(config: ResolvedUpstreamConfig): Transport {
 }
 
 /**
- * Keeps every message being sent in `sending` until it is out, so that closing can wait for them, and the
- * id of the last request in `last`, so that it can be cancelled.
+ * Keeps every notification being sent in `sending` until it is out, so that closing can wait for them, and
+ * the id of the last request in `last`, so that it can be cancelled. (A request's send may last until its
+ * answer: a 2026-07-28 server may hold the POST's response until it has one.)
  */
 function trackSends(transport: Transport, sending: Set<Promise<void>>, last: { requestId?: string | number }): Transport {
   const send = transport.send.bind(transport);
   transport.send = (message, options) => {
     if ('method' in message && 'id' in message) last.requestId = message.id;
     const sent = send(message, options);
+    if (!('method' in message) || 'id' in message) return sent;
     sending.add(sent);
     const done = (): void => void sending.delete(sent);
     sent.then(done, done);

@@ -1,0 +1,125 @@
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+
+/** One request a {@link ModernUpstream} received: its HTTP method, headers and JSON-RPC method. */
+export interface ModernUpstreamRequest {
+  readonly httpMethod: string;
+  readonly headers: IncomingHttpHeaders;
+  /** The JSON-RPC method of its body, if it had one. */
+  readonly method: string | undefined;
+}
+
+/** A 2026-07-28 MCP server (the v2 SDK's `createMcpHandler`) on a loopback port, which can die and come back. */
+export interface ModernUpstream {
+  /** `http://127.0.0.1:<port>/mcp`. */
+  readonly url: string;
+  readonly port: number;
+  readonly requests: readonly ModernUpstreamRequest[];
+  /** Tool calls that reached a tool (`echo`, `wait`, `log`). */
+  readonly calls: readonly string[];
+  /** Calls of `wait` under way: each ends when its request is cancelled, or when `release()` is called. */
+  readonly waiting: number;
+  release(): void;
+  /** Dies like a killed process: every connection cut, nothing answers. */
+  die(): Promise<void>;
+  /** Listens again on the same port. */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a stateless MCP server built on the v2 SDK, served as the SDK documents it (`createMcpHandler`
+ * through `toNodeHandler` from `@modelcontextprotocol/node`): 2026-07-28 to a client that probes
+ * `server/discover`, and 2025-11-25 per request (`legacy: 'stateless'`, the handler's default) to one
+ * that sends `initialize`. Tools: `echo` (`{ message }`), `wait` (until released or cancelled), `log`
+ * (logs `{ message }` at `info`, then answers).
+ * @param authorize When given, a request it answers `false` for gets a 401 with a `WWW-Authenticate` naming `resourceMetadata`.
+ */
+export async function startModernUpstream(
+  options: { readonly port?: number; readonly authorize?: (request: IncomingMessage) => boolean; readonly resourceMetadata?: string } = {},
+): Promise<ModernUpstream> {
+  const requests: ModernUpstreamRequest[] = [];
+  const calls: string[] = [];
+  const releases = new Set<() => void>();
+  const handler = createMcpHandler(() => {
+    const server = new McpServer({ name: 'modern', version: '1.0.0' }, { capabilities: { logging: {} } });
+    server.registerTool('echo', { description: 'Echoes its message', inputSchema: z.object({ message: z.string() }) }, async ({ message }) => {
+      calls.push('echo');
+      return { content: [{ type: 'text', text: `echo: ${message}` }] };
+    });
+    server.registerTool('wait', { description: 'Answers when released' }, async (context) => {
+      calls.push('wait');
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          releases.delete(done);
+          resolve();
+        };
+        releases.add(done);
+        context.mcpReq.signal.addEventListener('abort', done, { once: true });
+      });
+      return { content: [{ type: 'text', text: 'released' }] };
+    });
+    server.registerTool('log', { description: 'Logs its message, then answers', inputSchema: z.object({ message: z.string() }) }, async ({ message }, context) => {
+      calls.push('log');
+      await context.mcpReq.log('info', message);
+      return { content: [{ type: 'text', text: 'logged' }] };
+    });
+    return server;
+  });
+  const serve = toNodeHandler(handler);
+  const listener = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    let body = '';
+    for await (const chunk of request) body += String(chunk);
+    let method: string | undefined;
+    try {
+      method = (JSON.parse(body) as { method?: string }).method;
+    } catch {
+      // A GET, or a body that is no JSON: recorded without a method.
+    }
+    requests.push({ httpMethod: request.method ?? '', headers: request.headers, method });
+    if (options.authorize !== undefined && !options.authorize(request)) {
+      const challenge = `Bearer error="invalid_token"${options.resourceMetadata === undefined ? '' : `, resource_metadata="${options.resourceMetadata}"`}`;
+      response.writeHead(401, { 'www-authenticate': challenge, 'content-type': 'application/json' }).end('{"error":"invalid_token"}');
+      return;
+    }
+    await serve(request, response, body === '' ? undefined : JSON.parse(body));
+  };
+  let http = createServer((request, response) => void listener(request, response));
+  http.listen(options.port ?? 0, '127.0.0.1');
+  await once(http, 'listening');
+  const { port } = http.address() as AddressInfo;
+  // Like a killed process: open streams are cut, not waited for.
+  const stop = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (!http.listening) return resolve();
+      http.close(() => resolve());
+      http.closeAllConnections();
+    });
+  const release = (): void => {
+    for (const done of releases) done();
+  };
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    port,
+    requests,
+    calls,
+    get waiting() {
+      return releases.size;
+    },
+    release,
+    die: stop,
+    async restart() {
+      http = createServer((request, response) => void listener(request, response));
+      http.listen(port, '127.0.0.1');
+      await once(http, 'listening');
+    },
+    async close() {
+      release();
+      await stop();
+    },
+  };
+}
