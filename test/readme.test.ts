@@ -17,7 +17,7 @@ describe('README.md', () => {
     const file = path.join(work, 'klym.config.yaml');
     writeFileSync(file, example);
     const { config, sourceOf } = resolveConfig({ cwd: work, env: { OPENAI_API_KEY: 'sk-readme-example-key' }, configFile: file });
-    expect(Object.keys(config.upstreams).toSorted()).toEqual(['grynya', 'memory']);
+    expect(Object.keys(config.upstreams).toSorted()).toEqual(['grynya', 'memory', 'search']);
     expect(config.llm.model).toBe('openai:gpt-4.1-mini');
     expect(config.writeBack.enabled).toBe(true);
     expect(config.tasks).toMatchObject({ store: 'sqlite:.klym/tasks.db', resumeOnRestart: true });

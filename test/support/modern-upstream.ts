@@ -19,6 +19,8 @@ export interface ModernUpstream {
   readonly url: string;
   readonly port: number;
   readonly requests: readonly ModernUpstreamRequest[];
+  /** Requests refused with a 401, by the token they carried (`''` for none). */
+  readonly unauthorized: readonly string[];
   /** Tool calls that reached a tool (`echo`, `wait`, `log`). */
   readonly calls: readonly string[];
   /** Calls of `wait` under way: each ends when its request is cancelled, or when `release()` is called. */
@@ -37,12 +39,14 @@ export interface ModernUpstream {
  * `server/discover`, and 2025-11-25 per request (`legacy: 'stateless'`, the handler's default) to one
  * that sends `initialize`. Tools: `echo` (`{ message }`), `wait` (until released or cancelled), `log`
  * (logs `{ message }` at `info`, then answers).
- * @param authorize When given, a request it answers `false` for gets a 401 with a `WWW-Authenticate` naming `resourceMetadata`.
+ * With `authorizationServer`, it is an OAuth protected resource (RFC 9728): its metadata names that server,
+ * and a request without a bearer token the server says is valid gets a 401 pointing at the metadata.
  */
 export async function startModernUpstream(
-  options: { readonly port?: number; readonly authorize?: (request: IncomingMessage) => boolean; readonly resourceMetadata?: string } = {},
+  options: { readonly port?: number; readonly authorizationServer?: { readonly issuer: string; isValid(token: string): boolean } } = {},
 ): Promise<ModernUpstream> {
   const requests: ModernUpstreamRequest[] = [];
+  const unauthorized: string[] = [];
   const calls: string[] = [];
   const releases = new Set<() => void>();
   const handler = createMcpHandler(() => {
@@ -71,7 +75,13 @@ export async function startModernUpstream(
     return server;
   });
   const serve = toNodeHandler(handler);
+  let base = '';
   const listener = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const authorizationServer = options.authorizationServer;
+    if (authorizationServer !== undefined && request.url?.startsWith('/.well-known/oauth-protected-resource')) {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ resource: `${base}/mcp`, authorization_servers: [authorizationServer.issuer] }));
+      return;
+    }
     let body = '';
     for await (const chunk of request) body += String(chunk);
     let method: string | undefined;
@@ -81,8 +91,10 @@ export async function startModernUpstream(
       // A GET, or a body that is no JSON: recorded without a method.
     }
     requests.push({ httpMethod: request.method ?? '', headers: request.headers, method });
-    if (options.authorize !== undefined && !options.authorize(request)) {
-      const challenge = `Bearer error="invalid_token"${options.resourceMetadata === undefined ? '' : `, resource_metadata="${options.resourceMetadata}"`}`;
+    const token = request.headers.authorization?.replace(/^Bearer /, '');
+    if (authorizationServer !== undefined && (token === undefined || !authorizationServer.isValid(token))) {
+      unauthorized.push(token ?? '');
+      const challenge = `Bearer error="invalid_token", resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`;
       response.writeHead(401, { 'www-authenticate': challenge, 'content-type': 'application/json' }).end('{"error":"invalid_token"}');
       return;
     }
@@ -92,6 +104,7 @@ export async function startModernUpstream(
   http.listen(options.port ?? 0, '127.0.0.1');
   await once(http, 'listening');
   const { port } = http.address() as AddressInfo;
+  base = `http://127.0.0.1:${port}`;
   // Like a killed process: open streams are cut, not waited for.
   const stop = (): Promise<void> =>
     new Promise((resolve) => {
@@ -106,6 +119,7 @@ export async function startModernUpstream(
     url: `http://127.0.0.1:${port}/mcp`,
     port,
     requests,
+    unauthorized,
     calls,
     get waiting() {
       return releases.size;

@@ -29,6 +29,7 @@ export {
 export type { SessionScope } from './pool/session-scope.ts';
 export type { CallToolOptions, UpstreamCall, UpstreamStatus } from './pool/upstream-status.ts';
 export type { TransportKind, UpstreamConfig, UpstreamProtocol } from './pool/upstream-config.ts';
+export { upstreamAuthSecrets, type UpstreamAuth } from './pool/upstream-auth.ts';
 export type { UpstreamLogEntry } from './pool/upstream-session.ts';
 export { BUILT_IN_NAMESPACE, MAX_TOOL_NAME_LENGTH, TOOL_NAME_SEPARATOR, namespaceToolName } from './pool/tool-name.ts';
 // artifacts

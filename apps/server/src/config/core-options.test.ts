@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -145,5 +146,35 @@ describe('mapping the configuration onto core and the server', () => {
       KLYM_UPSTREAMS: JSON.stringify({ a: { url: 'http://127.0.0.1:1/mcp', headers: { Authorization: 'Bearer upstream-token', Host: 'localhost' } }, b: { command: 'node', env: { GITHUB_TOKEN: 'gh-token', HOME: '/home/x' } } }),
     });
     expect(configSecrets(config).toSorted()).toEqual(['0123456789abcdef', 'gh-token', 'sk-openai-1', 'upstream-token']);
+  });
+
+  it('reads an upstream’s OAuth key file for the pool, and counts its secret and key among the secrets, hidden by `klym config`', () => {
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const keyFile = path.join(cwd, 'upstream-key.pem');
+    writeFileSync(keyFile, pem);
+    const upstreams = {
+      secret: { url: 'http://127.0.0.1:1/mcp', auth: { type: 'client_credentials', clientId: 'klym', clientSecret: 'cs-0123456789', scope: 'mcp:tools' } },
+      signed: { url: 'http://127.0.0.1:2/mcp', auth: { type: 'private_key_jwt', clientId: 'klym', privateKeyFile: keyFile } },
+    };
+    const config = configWith({ KLYM_UPSTREAMS: JSON.stringify(upstreams) });
+
+    expect(poolUpstreams(config)).toEqual({
+      secret: { url: 'http://127.0.0.1:1/mcp', auth: upstreams.secret.auth },
+      signed: { url: 'http://127.0.0.1:2/mcp', auth: { type: 'private_key_jwt', clientId: 'klym', privateKey: pem } },
+    });
+    const secrets = configSecrets(config);
+    expect(secrets).toEqual(expect.arrayContaining(['cs-0123456789', pem.trim(), ...pem.trim().split('\n').slice(1, -1)]));
+    const inline = { url: 'http://127.0.0.1:3/mcp', auth: { type: 'private_key_jwt', clientId: 'klym', privateKey: pem } };
+    const shown = formatConfigYaml(resolveConfig({ cwd, env: { KLYM_UPSTREAMS: JSON.stringify({ ...upstreams, inline }) } }));
+    expect(shown).not.toContain('cs-0123456789');
+    expect(shown).not.toContain(pem.split('\n')[1] as string);
+  });
+
+  it('refuses `auth` on a stdio upstream, and a key given both inline and as a file, naming the key', () => {
+    const auth = { type: 'private_key_jwt', clientId: 'klym', privateKey: 'x', privateKeyFile: '/k.pem' };
+    expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ a: { url: 'http://127.0.0.1:1/mcp', auth } }) })).toThrow(/upstreams\.a\.auth.*exactly one of `privateKey` or `privateKeyFile`/);
+    const secretAuth = { type: 'client_credentials', clientId: 'klym', clientSecret: 'cs-0123456789' };
+    expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ b: { command: 'node', auth: secretAuth } }) })).toThrow(/upstreams\.b\.auth: `auth` needs a `url`/);
   });
 });

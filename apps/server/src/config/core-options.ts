@@ -1,16 +1,37 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { secretsOf, type AgentBudget, type ModelProviders, type RunSettings, type TaskServiceOptions, type UpstreamConfig, type UpstreamToolRules } from '@klym/core';
+import { KlymError, secretsOf, upstreamAuthSecrets, type AgentBudget, type ModelProviders, type RunSettings, type TaskServiceOptions, type UpstreamConfig, type UpstreamToolRules } from '@klym/core';
 import { defaultResource } from '../server/oauth-options.ts';
 import type { KlymServerOptions } from '../server/server-options.ts';
 import { providerOf, type KlymConfig } from './schema.ts';
 
-/** The upstreams the pool opens: every configured one but those marked `disabled`. */
+/** The upstreams the pool opens: every configured one but those marked `disabled`, a `privateKeyFile` read. */
 export function poolUpstreams(config: KlymConfig): Record<string, UpstreamConfig> {
   return Object.fromEntries(
     Object.entries(config.upstreams)
       .filter(([, upstream]) => upstream.disabled !== true)
-      .map(([name, { disabled: _disabled, tools: _tools, ...upstream }]) => [name, upstream as UpstreamConfig]),
+      .map(([name, { disabled: _disabled, tools: _tools, auth: _auth, ...upstream }]) => {
+        const auth = upstreamAuth(name, config.upstreams[name]);
+        return [name, { ...upstream, ...(auth === undefined ? {} : { auth }) } as UpstreamConfig];
+      }),
   );
+}
+
+/**
+ * An upstream's `auth` as the pool takes it: a `privateKeyFile` read into `privateKey`.
+ * @throws {KlymError} `CONFIG_INVALID` naming the key and the file when it cannot be read.
+ */
+function upstreamAuth(name: string, upstream: KlymConfig['upstreams'][string] | undefined): UpstreamConfig['auth'] {
+  const auth = upstream?.auth;
+  if (auth?.type !== 'private_key_jwt') return auth;
+  const { privateKeyFile, privateKey, ...rest } = auth;
+  if (privateKeyFile === undefined) return { ...rest, privateKey: privateKey as string };
+  try {
+    return { ...rest, privateKey: readFileSync(privateKeyFile, 'utf8') };
+  } catch (error) {
+    const why = (error as NodeJS.ErrnoException).code ?? 'unreadable';
+    throw new KlymError('CONFIG_INVALID', `upstreams.${name}.auth.privateKeyFile: cannot read ${JSON.stringify(privateKeyFile)} (${why})`, { upstream: name, cause: error });
+  }
 }
 
 /** Each enabled upstream's tool rules (allow/deny over its own tool names, read-only tools, the self-check's probe). */
@@ -40,10 +61,13 @@ export function modelProviders(config: KlymConfig): ModelProviders {
   };
 }
 
-/** Every secret the configuration holds (provider keys, tokens, secret headers and env values), to scrub from output. */
+/** Every secret the configuration holds (provider keys, tokens, secret headers and env values, upstreams' OAuth secrets and keys), to scrub from output. */
 export function configSecrets(config: KlymConfig): string[] {
   const secrets = [...secretsOf([config.llm.apiKey, ...Object.values(config.server.tokens), config.metrics.token], modelProviders(config))];
-  for (const upstream of Object.values(config.upstreams)) {
+  for (const [upstreamName, upstream] of Object.entries(config.upstreams)) {
+    // A key file that cannot be read holds no secret to scrub; the pool's own options say why it fails.
+    const auth = upstream.disabled === true ? undefined : tryOrUndefined(() => upstreamAuth(upstreamName, upstream));
+    secrets.push(...upstreamAuthSecrets(auth));
     for (const [name, value] of [...Object.entries(upstream.headers ?? {}), ...Object.entries(upstream.env ?? {})]) {
       if (/authorization|token|key|secret|passw|cookie/i.test(name)) secrets.push(value.replace(/^(Bearer|Basic)\s+/i, ''));
     }
@@ -52,6 +76,14 @@ export function configSecrets(config: KlymConfig): string[] {
   // A Redis store's URL may carry a password.
   if (/^rediss?:\/\//.test(config.tasks.store) && URL.canParse(config.tasks.store)) secrets.push(decodeURIComponent(new URL(config.tasks.store).password));
   return [...new Set(secrets.filter((secret): secret is string => secret !== undefined && secret.length >= 4))];
+}
+
+function tryOrUndefined<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch {
+    return undefined;
+  }
 }
 
 const budget = (value: KlymConfig['budget']['default']): AgentBudget => ({ ...value });

@@ -17,6 +17,35 @@ export const milliseconds = z
   .max(MAX_TIMER_MS, `expected at most ${MAX_TIMER_MS} ms (about 24.8 days; Node timers fire at once past that)`);
 const positiveMs = milliseconds.positive();
 
+const clientId = z.string().min(1);
+/** Space-separated scopes to ask for. @default what the upstream's protected resource metadata offers */
+const scope = z.string().min(1).optional();
+/** The authorization server's issuer the client is registered with: no other is sent its credentials. @default the one the upstream names */
+const issuer = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }).optional();
+
+/**
+ * OAuth client credentials for an HTTP upstream (`client_credentials` grant): with a client secret, or a
+ * JWT assertion signed with a private key (`private_key_jwt`, SEP-1046) given as PEM text or a file.
+ * Secrets in `klym config` and in every log.
+ */
+export const upstreamAuthSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('client_credentials'), clientId, clientSecret: z.string().min(1), scope, issuer }),
+  z
+    .strictObject({
+      type: z.literal('private_key_jwt'),
+      clientId,
+      /** The private key, PEM. */
+      privateKey: z.string().min(1).optional(),
+      /** A file holding the private key, PEM; relative to the working directory. */
+      privateKeyFile: z.string().min(1).optional(),
+      /** The JWS algorithm. @default from the key (RS256, ES256, ES384, ES512, EdDSA) */
+      algorithm: z.string().min(1).optional(),
+      scope,
+      issuer,
+    })
+    .refine((value) => (value.privateKey === undefined) !== (value.privateKeyFile === undefined), { message: 'expected exactly one of `privateKey` or `privateKeyFile`' }),
+]);
+
 /** Fields shared by Klym's own upstream entries and the `mcpServers` entries of MCP desktop clients. */
 const upstreamFields = {
   /** The server's URL, for HTTP transports: `http://grynya-mcp-server:8000/sse`. */
@@ -31,6 +60,8 @@ const upstreamFields = {
   protocol: z.enum(['auto', '2025-11-25', '2026-07-28']).optional(),
   /** Headers on every request to an HTTP upstream (bearer tokens, `Host`). Values are secrets in `klym config`. @default {} */
   headers: z.record(z.string(), z.string()).optional(),
+  /** OAuth for an HTTP upstream: a token from the client-credentials grant, renewed before it expires. @default none */
+  auth: upstreamAuthSchema.optional(),
   /** The command that starts a stdio server. */
   command: z.string().min(1).optional(),
   /** Arguments of `command`. @default [] */
@@ -101,6 +132,9 @@ export const upstreamSchema = z.strictObject(upstreamFields).superRefine((upstre
     context.addIssue({ code: 'custom', path: ['transport'], message: '`transport: stdio` needs a `command`, not a `url`', input: upstream.transport });
   } else if (upstream.command !== undefined && upstream.transport !== undefined && upstream.transport !== 'stdio') {
     context.addIssue({ code: 'custom', path: ['transport'], message: `\`transport: ${upstream.transport}\` needs a \`url\`, not a \`command\``, input: upstream.transport });
+  }
+  if (upstream.command !== undefined && upstream.auth !== undefined) {
+    context.addIssue({ code: 'custom', path: ['auth'], message: '`auth` needs a `url`: OAuth is for HTTP upstreams', input: upstream.auth.type });
   }
   if (upstream.pool?.min !== undefined && upstream.pool.max !== undefined && upstream.pool.min > upstream.pool.max) {
     context.addIssue({ code: 'custom', path: ['pool', 'min'], message: `expected at most \`pool.max\` (${upstream.pool.max})`, input: upstream.pool.min });

@@ -1,5 +1,6 @@
 import type { Transport } from '@modelcontextprotocol/client';
 import { KlymError } from '../errors.ts';
+import { resolveUpstreamAuth, type ResolvedUpstreamAuth, type UpstreamAuth } from './upstream-auth.ts';
 import { assertUpstreamName } from './tool-name.ts';
 import { UPSTREAM_DEFAULTS } from '../defaults.ts';
 
@@ -33,6 +34,13 @@ export interface UpstreamConfig {
    * unlike with Node's own `fetch`.
    */
   readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * OAuth for an HTTP upstream: an access token from the `client_credentials` grant, the client
+   * authenticated with a secret or a signed JWT (`private_key_jwt`), fetched on the first 401, renewed
+   * before it expires, and sent on every request. The secret and the key never appear in errors or
+   * status. @default none: only `headers`
+   */
+  readonly auth?: UpstreamAuth;
   /** The command that starts a stdio server. */
   readonly command?: string;
   /** Arguments of `command`. @default [] */
@@ -101,6 +109,7 @@ export interface ResolvedUpstreamConfig {
   readonly url: URL | undefined;
   readonly protocol: UpstreamProtocol;
   readonly headers: Readonly<Record<string, string>>;
+  readonly auth: ResolvedUpstreamAuth | undefined;
   readonly command: string | undefined;
   readonly args: readonly string[];
   readonly env: Readonly<Record<string, string>>;
@@ -148,6 +157,16 @@ export function resolveUpstreamConfig(name: string, config: UpstreamConfig): Res
   if (!['auto', '2025-11-25', '2026-07-28'].includes(protocol)) fail(`expected \`protocol\` to be "auto", "2025-11-25" or "2026-07-28", got ${JSON.stringify(protocol)}`);
   if (protocol === '2026-07-28' && transport === 'sse') fail('`protocol: "2026-07-28"` needs Streamable HTTP (or stdio): legacy SSE speaks 2025-11-25 only');
 
+  let upstreamAuth: ResolvedUpstreamAuth | undefined;
+  if (config.auth !== undefined) {
+    if (url === undefined) fail('`auth` needs a `url`: OAuth is for HTTP upstreams');
+    try {
+      upstreamAuth = resolveUpstreamAuth(config.auth);
+    } catch (error) {
+      fail((error as Error).message);
+    }
+  }
+
   const sessionScope = config.sessionScope ?? 'shared';
   if (sessionScope !== 'shared' && sessionScope !== 'task') fail(`expected \`sessionScope\` to be "shared" or "task", got ${JSON.stringify(sessionScope)}`);
 
@@ -167,6 +186,7 @@ export function resolveUpstreamConfig(name: string, config: UpstreamConfig): Res
     url,
     protocol,
     headers: { ...config.headers },
+    auth: upstreamAuth,
     command: config.command,
     args: [...(config.args ?? [])],
     env: { ...config.env },

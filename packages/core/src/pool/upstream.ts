@@ -19,6 +19,7 @@ import { requestTool, requestToolList } from './upstream-requests.ts';
 import type { CallToolOptions, UpstreamCall, UpstreamStatus } from './upstream-status.ts';
 import { openSession, type SessionHooks, type UpstreamLogEntry, type UpstreamSession } from './upstream-session.ts';
 import type { StderrCounts } from './upstream-stderr.ts';
+import { UpstreamTokens } from './upstream-auth.ts';
 
 interface UpstreamOptions {
   readonly clientInfo: SessionHooks['clientInfo'];
@@ -71,6 +72,8 @@ export class Upstream {
     this.#withSession({ what: 'tools/list', options: {}, use: (session, call) => requestToolList(this.config.requestMs, session, call) }),
   );
   readonly #stderr: StderrCounts = { bytes: 0, lines: 0, droppedBytes: 0 };
+  /** The upstream's access tokens (`auth`), shared by its sessions. */
+  readonly #tokens: UpstreamTokens | undefined;
   readonly #calls = new CallCounts();
   #sessionIds = 0;
   #opened = 0;
@@ -89,6 +92,7 @@ export class Upstream {
     this.#options = options;
     this.#transport = config.transport;
     this.#breaker = new CircuitBreaker(config.breaker, options.clock.now);
+    this.#tokens = config.auth === undefined || config.url === undefined ? undefined : new UpstreamTokens(config.auth, config.url, options.clock);
     const host = Object.entries(config.headers).find(([key]) => key.toLowerCase() === 'host')?.[1];
     this.#fetch = createUpstreamFetch(host, messageLimit(config, options.onLog));
     this.#sessions = new SessionLender(config, { create: () => this.#create(), onLost: () => this.#keepMinimum() }, options.clock);
@@ -285,7 +289,7 @@ export class Upstream {
       clientInfo: this.#options.clientInfo,
       clock: this.clock,
       stderr: this.#stderr,
-      authProvider: undefined,
+      authProvider: this.#tokens,
       verdict: this.#verdict,
       onLog: this.#options.onLog,
       onToolsChanged: () => this.#tools.invalidate(),

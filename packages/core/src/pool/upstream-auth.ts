@@ -1,0 +1,174 @@
+import { createPrivateKey } from 'node:crypto';
+import {
+  auth,
+  ClientCredentialsProvider,
+  extractWWWAuthenticateParams,
+  PrivateKeyJwtProvider,
+  UnauthorizedError,
+  type AuthProvider,
+  type OAuthClientProvider,
+  type OAuthDiscoveryState,
+  type StoredOAuthTokens,
+} from '@modelcontextprotocol/client';
+import type { PoolClock } from './clock.ts';
+
+/**
+ * How the pool gets an OAuth access token for an HTTP upstream (`upstreams.<name>.auth`): the
+ * `client_credentials` grant, the client authenticated by a secret (`client_secret_basic`) or by a JWT
+ * assertion signed with its private key (`private_key_jwt`, RFC 7523; the MCP client-credentials
+ * extension, SEP-1046). The authorization server is the one the upstream names in its protected resource
+ * metadata (RFC 9728).
+ */
+export type UpstreamAuth =
+  | {
+      readonly type: 'client_credentials';
+      readonly clientId: string;
+      readonly clientSecret: string;
+      /** Space-separated scopes. @default what the upstream's metadata offers */
+      readonly scope?: string;
+      /** The authorization server the credentials belong to: no other is sent them. @default the one the upstream names */
+      readonly issuer?: string;
+    }
+  | {
+      readonly type: 'private_key_jwt';
+      readonly clientId: string;
+      /** The private key, PEM (PKCS#8 or a traditional RSA/EC key). */
+      readonly privateKey: string;
+      /** The JWS algorithm. @default from the key: RS256 (RSA), ES256/ES384/ES512 (EC by curve), EdDSA (Ed25519) */
+      readonly algorithm?: string;
+      readonly scope?: string;
+      readonly issuer?: string;
+    };
+
+/** An upstream's `auth` with its algorithm settled. */
+export type ResolvedUpstreamAuth =
+  | Extract<UpstreamAuth, { type: 'client_credentials' }>
+  | (Extract<UpstreamAuth, { type: 'private_key_jwt' }> & { readonly algorithm: string });
+
+/** The secrets `auth` holds, for redaction: the client secret, or the private key (whole, and line by line). */
+export function upstreamAuthSecrets(upstreamAuth: UpstreamAuth | undefined): string[] {
+  if (upstreamAuth === undefined) return [];
+  if (upstreamAuth.type === 'client_credentials') return [upstreamAuth.clientSecret];
+  const key = upstreamAuth.privateKey.trim();
+  return [key, ...key.split(/\r?\n/).filter((line) => !line.startsWith('-----'))];
+}
+
+/**
+ * Checks `auth` and settles its algorithm (from the key when not given).
+ * @throws {Error} naming the field that is wrong (never its value).
+ */
+export function resolveUpstreamAuth(upstreamAuth: UpstreamAuth): ResolvedUpstreamAuth {
+  const type = (upstreamAuth as { type?: unknown }).type;
+  if (type !== 'client_credentials' && type !== 'private_key_jwt') throw new Error(`expected \`auth.type\` to be "client_credentials" or "private_key_jwt", got ${JSON.stringify(type)}`);
+  if (typeof upstreamAuth.clientId !== 'string' || upstreamAuth.clientId === '') throw new Error('expected `auth.clientId` to be a non-empty string');
+  if (upstreamAuth.type === 'client_credentials') {
+    if (typeof upstreamAuth.clientSecret !== 'string' || upstreamAuth.clientSecret === '') throw new Error('expected `auth.clientSecret` to be a non-empty string');
+    return upstreamAuth;
+  }
+  let algorithm: string;
+  try {
+    algorithm = upstreamAuth.algorithm ?? algorithmOf(upstreamAuth.privateKey);
+  } catch (error) {
+    // The key's own parse error may quote it: say what is wrong, not what it held.
+    throw new Error(`expected \`auth.privateKey\` to be a PEM private key (${error instanceof Error && 'code' in error ? String(error.code) : 'unreadable'})`, { cause: error });
+  }
+  return { ...upstreamAuth, algorithm };
+}
+
+/** The JWS algorithm that fits a PEM private key. */
+function algorithmOf(pem: string): string {
+  const key = createPrivateKey(pem);
+  const curve = key.asymmetricKeyDetails?.namedCurve;
+  switch (key.asymmetricKeyType) {
+    case 'rsa':
+      return 'RS256';
+    case 'ec':
+      return curve === 'secp384r1' ? 'ES384' : curve === 'secp521r1' ? 'ES512' : 'ES256';
+    case 'ed25519':
+      return 'EdDSA';
+    default:
+      throw Object.assign(new Error('unsupported key type'), { code: `a ${key.asymmetricKeyType ?? 'unknown'} key, not RSA, EC or Ed25519` });
+  }
+}
+
+/** What the transport hands `onUnauthorized`: the 401, the server's URL, its fetch. */
+type UnauthorizedContext = Parameters<NonNullable<AuthProvider['onUnauthorized']>>[0];
+
+/** A token is renewed in the last fifth of its lifetime, and at most this long before it expires. */
+const RENEW_AHEAD_MS = 60_000;
+
+/**
+ * The access tokens of one upstream, shared by all its sessions: the SDK's provider for the grant
+ * (`ClientCredentialsProvider`, `PrivateKeyJwtProvider`) runs discovery and the token request, on a 401
+ * and — since the SDK renews only on a 401 — before the token expires: the first request after the last
+ * fifth of its lifetime began (and at most a minute before it ends) waits for a fresh one. Renewals are
+ * shared: concurrent requests wait for one token request. What the authorization server was found to be is
+ * kept, so a renewal is one request. No token or secret is ever put in an error or a log.
+ */
+export class UpstreamTokens implements AuthProvider {
+  readonly #provider: OAuthClientProvider;
+  readonly #serverUrl: URL;
+  readonly #scope: string | undefined;
+  readonly #clock: PoolClock;
+  #discovery: OAuthDiscoveryState | undefined;
+  /** When (on the pool's clock) the token should be renewed; `undefined` for one without `expires_in`. */
+  #renewAt: number | undefined;
+  #renewing: Promise<void> | undefined;
+
+  constructor(upstreamAuth: ResolvedUpstreamAuth, serverUrl: URL, clock: PoolClock) {
+    this.#serverUrl = serverUrl;
+    this.#scope = upstreamAuth.scope;
+    this.#clock = clock;
+    const common = { clientId: upstreamAuth.clientId, ...(upstreamAuth.scope === undefined ? {} : { scope: upstreamAuth.scope }) };
+    const pinned = upstreamAuth.issuer === undefined ? {} : { expectedIssuer: upstreamAuth.issuer };
+    const provider: OAuthClientProvider =
+      upstreamAuth.type === 'client_credentials'
+        ? new ClientCredentialsProvider({ ...common, ...pinned, clientSecret: upstreamAuth.clientSecret })
+        : new PrivateKeyJwtProvider({ ...common, ...pinned, privateKey: upstreamAuth.privateKey, algorithm: upstreamAuth.algorithm });
+    this.#provider = this.#remembering(provider);
+  }
+
+  async token(): Promise<string | undefined> {
+    if (this.#renewAt !== undefined && this.#clock.now() >= this.#renewAt) await this.#renew(undefined);
+    return (await this.#provider.tokens())?.access_token;
+  }
+
+  async onUnauthorized(context: UnauthorizedContext): Promise<void> {
+    await this.#renew(context);
+  }
+
+  /** Gets a fresh token (one request at a time); `context` is the 401 that asked for it, if one did. */
+  #renew(context: UnauthorizedContext | undefined): Promise<void> {
+    this.#renewing ??= (async () => {
+      const challenge = context === undefined ? {} : extractWWWAuthenticateParams(context.response);
+      const scope = challenge.scope ?? this.#scope;
+      const result = await auth(this.#provider, {
+        serverUrl: context?.serverUrl ?? this.#serverUrl,
+        ...(challenge.resourceMetadataUrl === undefined ? {} : { resourceMetadataUrl: challenge.resourceMetadataUrl }),
+        ...(scope === undefined ? {} : { scope }),
+        // The authorization server is another host: not the upstream's own fetch (its Host header, its limits).
+        fetchFn: fetch,
+      });
+      if (result !== 'AUTHORIZED') throw new UnauthorizedError('the authorization server gave no access token');
+    })().finally(() => {
+      this.#renewing = undefined;
+    });
+    return this.#renewing;
+  }
+
+  /** `provider`, which also keeps the discovery's outcome and notes when each token is to be renewed. */
+  #remembering(provider: OAuthClientProvider): OAuthClientProvider {
+    const saveTokens = provider.saveTokens.bind(provider);
+    return Object.assign(provider, {
+      saveTokens: (tokens: StoredOAuthTokens) => {
+        const lifetimeMs = typeof tokens.expires_in === 'number' && tokens.expires_in > 0 ? tokens.expires_in * 1_000 : undefined;
+        this.#renewAt = lifetimeMs === undefined ? undefined : this.#clock.now() + lifetimeMs - Math.min(lifetimeMs / 5, RENEW_AHEAD_MS);
+        return saveTokens(tokens);
+      },
+      discoveryState: () => this.#discovery,
+      saveDiscoveryState: (state: OAuthDiscoveryState) => {
+        this.#discovery = state;
+      },
+    });
+  }
+}
