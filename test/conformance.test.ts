@@ -1,7 +1,9 @@
 // The official MCP conformance suite (@modelcontextprotocol/conformance 0.1.16) against a real Klym server,
 // over Streamable HTTP: the server scenarios that apply to a server without prompts, resources or
 // completions (issue #28 names them); and against @klym/core's pool as a client, through a small client
-// command built on it (test/support/conformance-client.ts). Each runs as the suite's own CLI.
+// command built on it (test/support/conformance-client.ts), the two client-credentials scenarios (SEP-1046)
+// included: the suite hands the command its credentials, which become the upstream's `auth`. Each runs as
+// the suite's own CLI.
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -11,7 +13,7 @@ import { packageFile } from './support/upstream-servers.ts';
 
 const run = promisify(execFile);
 const CLI = packageFile('@modelcontextprotocol/conformance', 'dist/index.js');
-const CLIENT_SCENARIOS = ['initialize', 'tools_call', 'sse-retry'] as const;
+const CLIENT_SCENARIOS = ['initialize', 'tools_call', 'sse-retry', 'auth/client-credentials-basic', 'auth/client-credentials-jwt'] as const;
 const SCENARIOS = ['server-initialize', 'ping', 'logging-set-level', 'tools-list', 'tools-call-error', 'server-sse-multiple-streams', 'dns-rebinding-protection'] as const;
 
 let server: RunningKlymServer;
