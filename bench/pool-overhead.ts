@@ -1,13 +1,10 @@
 // Scenario 1 (issue #2): what the pool adds to a call. A pooled `callTool` through @klym/core against
-// the raw SDK `Client.callTool` on a session that is already open: same upstream process, same tool,
-// per transport, measured side by side in one run.
+// the raw SDK `Client.callTool` (the v2 client the pool is built on) on a session that is already open:
+// same upstream process, same tool, per transport and protocol era, measured side by side in one run.
 import { createSessionPool, type UpstreamConfig } from '@klym/core';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { serverEverythingStdio, startFakeGrynyaProcess } from './servers.ts';
+import { Client, SSEClientTransport, StreamableHTTPClientTransport, type ClientOptions, type Transport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { serverEverythingStdio, startFakeGrynyaProcess, startModernUpstreamProcess } from './servers.ts';
 import { figure, ms, ratio, sideBySide } from './stats.ts';
 
 interface Case {
@@ -16,10 +13,13 @@ interface Case {
   readonly rawTransport: () => Transport;
   readonly tool: string;
   readonly args: Record<string, unknown>;
+  /** How the raw client settles the era: as the pool does for the upstream. @default the SDK's, `initialize` */
+  readonly rawOptions?: ClientOptions;
 }
 
 export async function poolOverhead(options: { rounds: number; perRound: number }): Promise<string[]> {
   const grynya = await startFakeGrynyaProcess();
+  const modern = await startModernUpstreamProcess();
   const stdio = serverEverythingStdio();
   const cases: Case[] = [
     { transport: 'legacy SSE', upstream: { url: grynya.sseUrl, transport: 'sse' }, rawTransport: () => new SSEClientTransport(new URL(grynya.sseUrl)), tool: 'query_graph', args: { query: 'RETURN 1' } },
@@ -31,18 +31,26 @@ export async function poolOverhead(options: { rounds: number; perRound: number }
       args: { query: 'RETURN 1' },
     },
     { transport: 'stdio', upstream: { ...stdio, pool: { max: 1 } }, rawTransport: () => new StdioClientTransport({ ...stdio, stderr: 'ignore' }), tool: 'echo', args: { message: 'hi' } },
+    {
+      transport: 'Streamable HTTP, 2026-07-28',
+      upstream: { url: modern.url },
+      rawTransport: () => new StreamableHTTPClientTransport(new URL(modern.url)),
+      rawOptions: { versionNegotiation: { mode: 'auto' } },
+      tool: 'echo',
+      args: { message: 'hi' },
+    },
   ];
   const rows = [
     '| transport | pooled median | pooled p99 | raw SDK median | raw SDK p99 | ratio of medians | ratio of p99s |',
     '| --- | --- | --- | --- | --- | --- | --- |',
   ];
   const figures: string[] = [];
-  const key = { 'legacy SSE': 'sse', 'Streamable HTTP': 'streamable_http', stdio: 'stdio' } as Record<string, string>;
+  const key = { 'legacy SSE': 'sse', 'Streamable HTTP': 'streamable_http', stdio: 'stdio', 'Streamable HTTP, 2026-07-28': 'stateless_2026' } as Record<string, string>;
   try {
     for (const benchCase of cases) {
       await using pool = await createSessionPool({ upstreams: { up: { ...benchCase.upstream, pool: { min: 1, max: 1 } } } });
       await pool.warmedUp();
-      const client = new Client({ name: 'bench-raw', version: '1.0.0' });
+      const client = new Client({ name: 'bench-raw', version: '1.0.0' }, benchCase.rawOptions);
       await client.connect(benchCase.rawTransport());
       try {
         const pooled = () => pool.callTool('up', benchCase.tool, benchCase.args);
@@ -56,7 +64,7 @@ export async function poolOverhead(options: { rounds: number; perRound: number }
       }
     }
   } finally {
-    await grynya.stop();
+    await Promise.all([grynya.stop(), modern.stop()]);
   }
   return [...rows, '', ...figures];
 }
