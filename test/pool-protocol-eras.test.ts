@@ -133,6 +133,18 @@ describe('failure handling against a stateless (2026-07-28) upstream', () => {
     expect(pool.status().modern).toMatchObject({ state: 'ready', protocolVersion: '2026-07-28', calls: { failed: 0 } });
   });
 
+  it('an upstream that comes back speaking 2025-11-25 only is probed again, not held to its old verdict', async () => {
+    const upstream = await modern();
+    const pool = await pooled({ upstreams: { moving: { url: upstream.url, pool: { min: 1, max: 1 }, breaker: { cooldownMs: 100, maxCooldownMs: 200 } } } });
+    expect(textOf(await pool.callTool('moving', 'echo', { message: 'new' }))).toBe('echo: new');
+    expect(pool.status().moving?.protocolVersion).toBe('2026-07-28');
+    await upstream.close();
+    const grynya = await createFakeGrynya({ port: upstream.port });
+    cleanups.add(() => grynya.close());
+    await vi.waitFor(async () => expect(textOf(await pool.callTool('moving', 'query_graph', { query: 'RETURN 1' }))).toContain('"status"'), { timeout: 10_000, interval: 50 });
+    expect(pool.status().moving).toMatchObject({ state: 'ready', protocolVersion: '2025-11-25' });
+  });
+
   it('an aborted call ends at once, and its request is cut on the upstream', async () => {
     const upstream = await modern();
     const pool = await pooled({ upstreams: { modern: { url: upstream.url } } });

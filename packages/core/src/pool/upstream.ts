@@ -64,7 +64,11 @@ export class Upstream {
   /** Aborts connects under way when the pool closes. */
   readonly #closed = new AbortController();
   #transport: ResolvedUpstreamConfig['transport'];
-  /** What the first session learnt of the upstream's era: later connects skip the `server/discover` probe. */
+  /**
+   * What a session learnt of the upstream's era: later connects skip the `server/discover` probe. Forgotten
+   * when a session is lost or a connect fails: the upstream may come back as another server (upgraded to
+   * 2026-07-28, or back to 2025), and a remembered verdict would never find out.
+   */
   #verdict: PriorDiscovery | undefined;
   /** The protocol revision the last session settled on. */
   #protocolVersion: string | undefined;
@@ -295,8 +299,9 @@ export class Upstream {
       onToolsChanged: () => this.#tools.invalidate(),
       onBroken: (_session, reason, byUpstream) => {
         this.clock.clearTimeout(proving);
-        // The next listing comes from a fresh session, which may serve other tools.
+        // The next listing comes from a fresh session, which may serve other tools, and the next connect probes again.
         this.#tools.invalidate();
+        if (byUpstream) this.#verdict = undefined;
         const livedMs = this.clock.now() - connectedAt;
         if (byUpstream && livedMs < this.config.breaker.cooldownMs && !this.#closing) {
           const lost = `its session closed ${Math.round(livedMs)} ms after connecting (${describe(reason)})`;
@@ -334,6 +339,7 @@ export class Upstream {
   /** A connect failed, or its session died right after it: the breaker counts it, and `status()` says why. */
   #connectFailed(failure: KlymError, reason: NonNullable<UpstreamStatus['reason']>): void {
     this.#connectFailing = true;
+    this.#verdict = undefined;
     this.#downReason = reason;
     this.#breaker.failure();
     this.#record(failure);
