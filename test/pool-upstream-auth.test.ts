@@ -58,6 +58,20 @@ describe('upstreams.<name>.auth', () => {
     expect(authorizationServer.tokenRequests).toHaveLength(2);
   });
 
+  it('an authorization server down when a token is due: the token still good serves until it expires, then calls fail naming the upstream', async () => {
+    const { authorizationServer, upstream, clock } = await protectedUpstream({ clientSecret: CLIENT_SECRET });
+    const auth: UpstreamAuth = { type: 'client_credentials', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer: authorizationServer.issuer };
+    const pool = await cleanups.pooled({ upstreams: { modern: { url: upstream.url, auth } }, clock });
+    expect(textOf(await pool.callTool('modern', 'echo', { message: 'one' }))).toBe('echo: one');
+
+    await authorizationServer.close();
+    clock.advance(50_000);
+    expect(textOf(await pool.callTool('modern', 'echo', { message: 'still' }))).toBe('echo: still');
+    clock.advance(11_000);
+    await expect(pool.callTool('modern', 'echo', { message: 'expired' })).rejects.toMatchObject({ upstream: 'modern', message: expect.stringContaining('Upstream "modern"') });
+    expect(authorizationServer.tokenRequests).toHaveLength(1);
+  });
+
   it('private_key_jwt: a signed assertion in place of a secret, its algorithm (ES256) read from the key', async () => {
     const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const { authorizationServer, upstream, clock } = await protectedUpstream({ publicKey });

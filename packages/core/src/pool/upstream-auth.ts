@@ -101,7 +101,8 @@ const RENEW_AHEAD_MS = 60_000;
  * The access tokens of one upstream, shared by all its sessions: the SDK's provider for the grant
  * (`ClientCredentialsProvider`, `PrivateKeyJwtProvider`) runs discovery and the token request, on a 401
  * and — since the SDK renews only on a 401 — before the token expires: the first request after the last
- * fifth of its lifetime began (and at most a minute before it ends) waits for a fresh one. Renewals are
+ * fifth of its lifetime began (and at most a minute before it ends) waits for a fresh one (if the
+ * authorization server fails it, the old token serves until it expires, and the next request tries again). Renewals are
  * shared: concurrent requests wait for one token request. What the authorization server was found to be is
  * kept, so a renewal is one request. No token or secret is ever put in an error or a log.
  */
@@ -111,8 +112,9 @@ export class UpstreamTokens implements AuthProvider {
   readonly #scope: string | undefined;
   readonly #clock: PoolClock;
   #discovery: OAuthDiscoveryState | undefined;
-  /** When (on the pool's clock) the token should be renewed; `undefined` for one without `expires_in`. */
+  /** When (on the pool's clock) the token should be renewed, and when it expires; `undefined` for one without `expires_in`. */
   #renewAt: number | undefined;
+  #expiresAt: number | undefined;
   #renewing: Promise<void> | undefined;
 
   constructor(upstreamAuth: ResolvedUpstreamAuth, serverUrl: URL, clock: PoolClock) {
@@ -129,7 +131,14 @@ export class UpstreamTokens implements AuthProvider {
   }
 
   async token(): Promise<string | undefined> {
-    if (this.#renewAt !== undefined && this.#clock.now() >= this.#renewAt) await this.#renew(undefined);
+    if (this.#renewAt !== undefined && this.#clock.now() >= this.#renewAt) {
+      try {
+        await this.#renew(undefined);
+      } catch (error) {
+        // Renewing early failed (the authorization server is down): the token still good serves until it expires, and the next request tries again.
+        if (this.#expiresAt === undefined || this.#clock.now() >= this.#expiresAt) throw error;
+      }
+    }
     return (await this.#provider.tokens())?.access_token;
   }
 
@@ -162,7 +171,9 @@ export class UpstreamTokens implements AuthProvider {
     return Object.assign(provider, {
       saveTokens: (tokens: StoredOAuthTokens) => {
         const lifetimeMs = typeof tokens.expires_in === 'number' && tokens.expires_in > 0 ? tokens.expires_in * 1_000 : undefined;
-        this.#renewAt = lifetimeMs === undefined ? undefined : this.#clock.now() + lifetimeMs - Math.min(lifetimeMs / 5, RENEW_AHEAD_MS);
+        const now = this.#clock.now();
+        this.#renewAt = lifetimeMs === undefined ? undefined : now + lifetimeMs - Math.min(lifetimeMs / 5, RENEW_AHEAD_MS);
+        this.#expiresAt = lifetimeMs === undefined ? undefined : now + lifetimeMs;
         return saveTokens(tokens);
       },
       discoveryState: () => this.#discovery,
