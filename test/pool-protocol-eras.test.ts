@@ -1,6 +1,7 @@
 // The pool as a client of both protocol eras: a 2026-07-28 upstream (the v2 SDK's `createMcpHandler`)
 // spoken to statelessly, and a 2025-11-25 one (the fake grynya-mcp-server, on the 1.x SDK) through the
 // same configuration; and the pool's failure handling against the stateless one.
+import path from 'node:path';
 import { isKlymError, type UpstreamLogEntry } from '@klym/core';
 import { createFakeGrynya } from '@klym/fake-grynya';
 import { describe, expect, it, vi } from 'vitest';
@@ -73,6 +74,14 @@ describe('one configuration, both eras', () => {
     const pinned = await pooled({ upstreams: { grynya: { url: grynya.mcpUrl, protocol: '2026-07-28', pool: { min: 0 } } } });
     const error = await pinned.callTool('grynya', 'query_graph', { query: 'RETURN 1' }).catch((caught: unknown) => caught);
     expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', upstream: 'grynya', message: expect.stringMatching(/Upstream "grynya" is unavailable: .*2026-07-28/) });
+  });
+
+  it('over stdio: 2025-11-25 unless asked; with `protocol: auto` a 2026 server (serveStdio) is probed on a sibling process and spoken to in 2026-07-28', async () => {
+    const command = { command: process.execPath, args: ['--conditions=klym-source', path.join(import.meta.dirname, 'support', 'modern-stdio-child.ts')] };
+    const pool = await pooled({ upstreams: { plain: command, probed: { ...command, protocol: 'auto' } } });
+    expect(textOf(await pool.callTool('plain', 'echo', { message: 'a' }))).toBe('a (legacy)');
+    expect(textOf(await pool.callTool('probed', 'echo', { message: 'b' }))).toBe('b (modern)');
+    expect(pool.status()).toMatchObject({ plain: { transport: 'stdio', protocolVersion: '2025-11-25' }, probed: { transport: 'stdio', protocolVersion: '2026-07-28' } });
   });
 
   it('later sessions reuse the first one’s verdict: one server/discover per upstream, however many sessions open', async () => {
