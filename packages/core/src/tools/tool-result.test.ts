@@ -1,3 +1,4 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { createResultTexts, failureOf, previewOf, resultText, toModelOutput } from './tool-result.ts';
 
@@ -18,8 +19,10 @@ describe('tool results as the model reads them', () => {
     const weather = { content: [{ type: 'text' as const, text: 'Weather below' }], structuredContent: { temperature: 3 } };
     for (const result of [file, weather, file, weather]) expect(texts(result)).toBe(resultText(result));
     // The AI SDK hands a built-in tool's answer on as it is: a string, which is no key of a WeakMap.
-    const answer = 'artifact art_0123456789ab, lines 0-1' as unknown as Parameters<typeof resultText>[0];
-    expect(texts(answer)).toBe(resultText(answer));
+    const answer = 'artifact art_0123456789ab, lines 0-1' as unknown as CallToolResult;
+    expect(texts(answer)).toBe('artifact art_0123456789ab, lines 0-1');
+    // …which is what the step's event preview and its checkpoint keep of the call, not an empty text.
+    expect(toModelOutput(answer, texts(answer))).toEqual({ type: 'text', value: 'artifact art_0123456789ab, lines 0-1' });
   });
 
   it('makes isError a tool error the model reads', () => {

@@ -40,7 +40,9 @@ function itemText(item: ContentItem): string {
  * inside it (server-filesystem answers a file's text both as a text item and as `{ content: <the text> }`):
  * the same data is never sent twice.
  */
-export function resultText(result: CallToolResult): string {
+export function resultText(result: CallToolResult | string): string {
+  // The AI SDK hands a built-in tool's answer (`klym__read_artifact`, …) on as it is: a string, the text itself.
+  if (typeof result === 'string') return result;
   const content = result.content ?? [];
   const parts = content.map(itemText);
   const structured = result.structuredContent;
