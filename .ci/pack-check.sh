@@ -16,10 +16,10 @@ echo "packed $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
 mkdir "$work/consumer"
 cp "$root/.ci/pack-consumer/"* "$work/consumer/"
 cd "$work/consumer"
-sdk="$(node -p "require('$root/packages/core/package.json').dependencies['@modelcontextprotocol/sdk']")"
+client="$(node -p "require('$root/packages/core/package.json').dependencies['@modelcontextprotocol/client']")"
 server="$(node -p "require('$root/packages/core/package.json').dependencies['@modelcontextprotocol/server']")"
 typescript="$(node -p "require('$root/package.json').devDependencies.typescript")"
-npm install --no-audit --no-fund --loglevel=error "$tarball" "@modelcontextprotocol/sdk@$sdk" "@modelcontextprotocol/server@$server" zod "typescript@$typescript" "@types/node@24"
+npm install --no-audit --no-fund --loglevel=error "$tarball" "@modelcontextprotocol/client@$client" "@modelcontextprotocol/server@$server" zod "typescript@$typescript" "@types/node@24"
 npx --no-install tsc -p tsconfig.json
 echo "consumer typecheck passed"
 node main.ts

@@ -3,7 +3,7 @@
 import { createSessionPool, createTaskManager, runAgent, type SessionPool, type TaskManager, type TaskRecord, type UpstreamConfig } from '@klym/core';
 import { createInMemoryUpstream, createMockModel, mockTurnParts, textUntilAborted, type MockStep, type MockTurn } from '@klym/core/testing';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { toolResultsIn } from './support/mock-model.ts';

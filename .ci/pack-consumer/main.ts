@@ -6,9 +6,8 @@ import { createSessionPool, createTaskManager, createTaskService, createThreadRu
 import { registerTaskTools, TASK_TOOLS_INSTRUCTIONS } from '@klym/core/mcp';
 import { createRedisTaskStore } from '@klym/core/redis';
 import { createInMemoryUpstream } from '@klym/core/testing';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { InMemoryTransport, McpServer as TaskToolsServer } from '@modelcontextprotocol/server';
+import { Client } from '@modelcontextprotocol/client';
+import { InMemoryTransport, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 
 function echoServer(): McpServer {
@@ -39,7 +38,7 @@ await runner.close();
 const dataDir = mkdtempSync(path.join(tmpdir(), 'klym-consumer-'));
 const backend = await openTaskBackend(`sqlite:${path.join(dataDir, 'tasks.db')}`);
 const service = createTaskService({ pool, store: backend.store, queue: backend.queue, shutdownGraceMs: 0 });
-const server = new TaskToolsServer({ name: 'consumer', version: '1.0.0' }, { capabilities: { logging: {} }, instructions: TASK_TOOLS_INSTRUCTIONS });
+const server = new McpServer({ name: 'consumer', version: '1.0.0' }, { capabilities: { logging: {} }, instructions: TASK_TOOLS_INSTRUCTIONS });
 registerTaskTools(server, service);
 const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
 await server.connect(serverSide);

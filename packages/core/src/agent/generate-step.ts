@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import { generateText, type ModelMessage } from 'ai';
 import { raceAbort } from '../internal/abort.ts';
 import type { StepInput } from './run-step.ts';

@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import type { ModelMessage, TelemetryOptions, ToolSet } from 'ai';
 import type { ToolAccess } from '../tools/tool-policy.ts';
 import type { ToolResultOutput } from '../tools/tool-result.ts';

@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import type { LanguageModelUsage, ModelMessage, streamText } from 'ai';
 import { isKlymError } from '../errors.ts';
 import { previewOf, resultText, toModelOutput, type ToolResultOutput } from '../tools/tool-result.ts';

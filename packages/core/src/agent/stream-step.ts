@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import { streamText, type LanguageModelUsage, type ModelMessage } from 'ai';
 import type { StepInput } from './run-step.ts';
 import { TELEMETRY_OFF, type StepEnding, type StepRecord } from './step-record.ts';

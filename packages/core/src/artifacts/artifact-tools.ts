@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import { tool, zodSchema, type ToolSet } from 'ai';
 import { z } from 'zod';
 import type { AgentUsage } from '../agent/types.ts';

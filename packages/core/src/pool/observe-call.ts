@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import { isKlymError } from '../errors.ts';
 import type { PoolClock } from './clock.ts';
 import type { UpstreamCall } from './upstream-status.ts';

@@ -1,4 +1,4 @@
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/client';
 import { KlymError } from '../errors.ts';
 import { realClock, type PoolClock } from './clock.ts';
 import { openSessionScope, type OpenSessionScope, type SessionScope } from './session-scope.ts';

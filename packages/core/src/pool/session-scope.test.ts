@@ -1,5 +1,6 @@
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, JSONRPCNotification } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult as UpstreamResult, JSONRPCNotification } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
@@ -38,7 +39,8 @@ function statefulUpstream(sessionScope: UpstreamConfig['sessionScope'], options:
   return { sessions, config: createInMemoryUpstream(serve, { ...options, ...(sessionScope === undefined ? {} : { sessionScope }) }) };
 }
 
-const answer = (text: string): CallToolResult => ({ content: [{ type: 'text', text }] });
+// The upstream is the 1.x SDK's server (the test reaches into its cancel handler); the pool answers in the v2 SDK's types.
+const answer = (text: string): UpstreamResult => ({ content: [{ type: 'text', text }] });
 const textOf = (result: CallToolResult): string => (result.content[0]?.type === 'text' ? result.content[0].text : '');
 
 describe('sessionScope', () => {

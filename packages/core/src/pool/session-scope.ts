@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import { KlymError, isKlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
 import type { InFlightCall } from './in-flight-call.ts';

@@ -1,4 +1,4 @@
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool } from '@modelcontextprotocol/client';
 
 /**
  * An upstream's tool list: the last good listing, and a refresh when one is due (none yet, the upstream

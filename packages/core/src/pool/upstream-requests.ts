@@ -1,7 +1,7 @@
 import { LOG_LEVEL_META_KEY } from '@modelcontextprotocol/client';
 // The pool hands on the 1.x SDK's types, which the rest of core (the tool catalog, the agent) still speaks:
 // the same wire shapes, the v2 client's types only stricter about what a server may add.
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/client';
 import { KlymError } from '../errors.ts';
 import type { InFlightCall } from './in-flight-call.ts';
 import type { ResolvedUpstreamConfig } from './upstream-config.ts';

@@ -1,4 +1,4 @@
-import type { Progress } from '@modelcontextprotocol/sdk/types.js';
+import type { Progress } from '@modelcontextprotocol/client';
 import type { KlymErrorCode } from '../errors.ts';
 import type { CircuitBreakerStatus } from './circuit-breaker.ts';
 import type { TransportKind } from './upstream-config.ts';

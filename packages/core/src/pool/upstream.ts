@@ -1,5 +1,5 @@
 import type { PriorDiscovery } from '@modelcontextprotocol/client';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/client';
 import { KlymError, isKlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
 import { createUpstreamFetch, type UpstreamFetch } from '../internal/upstream-fetch.ts';

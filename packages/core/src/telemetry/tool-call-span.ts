@@ -1,5 +1,5 @@
 import { context, SpanKind, trace, type Context, type Tracer } from '@opentelemetry/api';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import { carrierOf, type TraceCarrier } from './trace-context.ts';
 import { errorTypeOf, failSpan } from './tracing.ts';
 

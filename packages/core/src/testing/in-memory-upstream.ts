@@ -1,5 +1,4 @@
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { InMemoryTransport, type Transport } from '@modelcontextprotocol/server';
 import type { UpstreamConfig } from '../pool/upstream-config.ts';
 
 /** Anything that serves MCP over a transport: an `McpServer` or a low-level `Server`. */

@@ -1,5 +1,5 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { CallToolResult } from '@modelcontextprotocol/client';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
 import { dynamicTool, jsonSchema, type JSONSchema7, type ToolSet } from 'ai';
 import { KlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';

@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import type { ToolResultPart } from 'ai';
 
 /** What a model receives for a tool call: the AI SDK's tool result output. */
