@@ -154,27 +154,30 @@ describe('mapping the configuration onto core and the server', () => {
     const keyFile = path.join(cwd, 'upstream-key.pem');
     writeFileSync(keyFile, pem);
     const upstreams = {
-      secret: { url: 'http://127.0.0.1:1/mcp', auth: { type: 'client_credentials', clientId: 'klym', clientSecret: 'cs-0123456789', scope: 'mcp:tools' } },
-      signed: { url: 'http://127.0.0.1:2/mcp', auth: { type: 'private_key_jwt', clientId: 'klym', privateKeyFile: keyFile } },
+      secret: { url: 'http://127.0.0.1:1/mcp', auth: { type: 'client_credentials', clientId: 'klym', clientSecret: 'cs-0123456789', scope: 'mcp:tools', issuer: 'https://auth.example' } },
+      signed: { url: 'http://127.0.0.1:2/mcp', auth: { type: 'private_key_jwt', clientId: 'klym', privateKeyFile: keyFile, issuer: 'https://auth.example' } },
     };
     const config = configWith({ KLYM_UPSTREAMS: JSON.stringify(upstreams) });
 
     expect(poolUpstreams(config)).toEqual({
       secret: { url: 'http://127.0.0.1:1/mcp', auth: upstreams.secret.auth },
-      signed: { url: 'http://127.0.0.1:2/mcp', auth: { type: 'private_key_jwt', clientId: 'klym', privateKey: pem } },
+      signed: { url: 'http://127.0.0.1:2/mcp', auth: { type: 'private_key_jwt', clientId: 'klym', privateKey: pem, issuer: 'https://auth.example' } },
     });
     const secrets = configSecrets(config);
     expect(secrets).toEqual(expect.arrayContaining(['cs-0123456789', pem.trim(), ...pem.trim().split('\n').slice(1, -1)]));
-    const inline = { url: 'http://127.0.0.1:3/mcp', auth: { type: 'private_key_jwt', clientId: 'klym', privateKey: pem } };
+    const inline = { url: 'http://127.0.0.1:3/mcp', auth: { type: 'private_key_jwt', clientId: 'klym', privateKey: pem, issuer: 'https://auth.example' } };
     const shown = formatConfigYaml(resolveConfig({ cwd, env: { KLYM_UPSTREAMS: JSON.stringify({ ...upstreams, inline }) } }));
     expect(shown).not.toContain('cs-0123456789');
     expect(shown).not.toContain(pem.split('\n')[1] as string);
   });
 
   it('refuses `auth` on a stdio upstream, and a key given both inline and as a file, naming the key', () => {
-    const auth = { type: 'private_key_jwt', clientId: 'klym', privateKey: 'x', privateKeyFile: '/k.pem' };
+    const auth = { type: 'private_key_jwt', clientId: 'klym', privateKey: 'x', privateKeyFile: '/k.pem', issuer: 'https://auth.example' };
     expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ a: { url: 'http://127.0.0.1:1/mcp', auth } }) })).toThrow(/upstreams\.a\.auth.*exactly one of `privateKey` or `privateKeyFile`/);
-    const secretAuth = { type: 'client_credentials', clientId: 'klym', clientSecret: 'cs-0123456789' };
+    const secretAuth = { type: 'client_credentials', clientId: 'klym', clientSecret: 'cs-0123456789', issuer: 'https://auth.example' };
     expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ b: { command: 'node', auth: secretAuth } }) })).toThrow(/upstreams\.b\.auth: `auth` needs a `url`/);
+    // Without an issuer the upstream would choose who receives the credentials.
+    const { issuer: _issuer, ...unpinned } = secretAuth;
+    expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ c: { url: 'http://127.0.0.1:1/mcp', auth: unpinned } }) })).toThrow(/upstreams\.c\.auth\.issuer.*authorization server/);
   });
 });

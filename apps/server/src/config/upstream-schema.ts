@@ -20,8 +20,12 @@ const positiveMs = milliseconds.positive();
 const clientId = z.string().min(1);
 /** Space-separated scopes to ask for. @default what the upstream's protected resource metadata offers */
 const scope = z.string().min(1).optional();
-/** The authorization server's issuer the client is registered with: no other is sent its credentials. @default the one the upstream names */
-const issuer = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }).optional();
+/**
+ * The authorization server's issuer the client is registered with: no other is sent its credentials.
+ * Required here (the library takes it as optional): without it the upstream would decide which server
+ * receives Klym's credentials, which the SDK itself deprecates.
+ */
+const issuer = z.url({ protocol: /^https?$/, error: 'expected the http(s) URL of the authorization server the client is registered with' });
 
 /**
  * OAuth client credentials for an HTTP upstream (`client_credentials` grant): with a client secret, or a

@@ -26,7 +26,11 @@ export type UpstreamAuth =
       readonly clientSecret: string;
       /** Space-separated scopes. @default what the upstream's metadata offers */
       readonly scope?: string;
-      /** The authorization server the credentials belong to: no other is sent them. @default the one the upstream names */
+      /**
+       * The authorization server the credentials belong to: no other is sent them. Give it: without it the
+       * upstream names the server that receives the credentials, and the SDK warns so on stderr (`klym serve`
+       * requires it). @default the one the upstream names
+       */
       readonly issuer?: string;
     }
   | {
@@ -37,6 +41,7 @@ export type UpstreamAuth =
       /** The JWS algorithm. @default from the key: RS256 (RSA), ES256/ES384/ES512 (EC by curve), EdDSA (Ed25519) */
       readonly algorithm?: string;
       readonly scope?: string;
+      /** As for `client_credentials`: give it. */
       readonly issuer?: string;
     };
 
