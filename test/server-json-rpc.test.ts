@@ -32,6 +32,8 @@ const MALFORMED_CALLS: readonly (readonly [string, Record<string, unknown>, RegE
 /** Bodies that are JSON but not JSON-RPC, each with what the answer must say. */
 const NOT_JSON_RPC: readonly (readonly [string, unknown, RegExp])[] = [
   ['an empty batch', [], /^Invalid Request: an empty batch/],
+  // Every field checked by hand is fine, but the spec types `_meta`: the SDK's schema still has the last word.
+  ['a progressToken that is an object', { jsonrpc: '2.0', id: 15, method: 'tools/call', params: { name: 'describe_capabilities', arguments: {}, _meta: { progressToken: {} } } }, /^Invalid Request: not a JSON-RPC 2\.0 request/],
   ['an object of another protocol', { hello: 'world' }, /^Invalid Request: `jsonrpc` must be "2\.0"$/],
   ['a number', 42, /^Invalid Request: expected a JSON-RPC 2\.0 message object, got number$/],
   ['a method that is not a string', { jsonrpc: '2.0', id: 1, method: 7 }, /^Invalid Request: `method` must be a string$/],

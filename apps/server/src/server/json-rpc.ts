@@ -25,9 +25,17 @@ function messageFault(value: unknown): string | undefined {
   }
   if (!('method' in message) && !('result' in message) && !('error' in message)) return 'a message needs `method` (a request or notification) or `result`/`error` (a response)';
   if ('params' in message && (typeof message.params !== 'object' || message.params === null || Array.isArray(message.params))) return '`params` must be an object';
-  // The SDK's own schema has the last word, so nothing passes here that its transport would refuse.
+  // The SDK's own schema has the last word, so nothing passes here that its transport would refuse. A request or
+  // notification without `_meta` has met every rule that schema has for it above: the parse (a tenth of a
+  // poll's CPU) is left to the messages that carry more: responses, and `_meta` with its typed keys.
+  if ('method' in message && !hasMeta(message)) return undefined;
   return issuesOf(JSONRPCMessageSchema, value).length === 0 ? undefined : 'not a JSON-RPC 2.0 request, notification or response';
 }
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Whether a message's params carry `_meta`, whose keys the SDK's schemas type. */
+const hasMeta = (message: Record<string, unknown>): boolean => isPlainObject(message.params) && message.params['_meta'] !== undefined;
 
 const invalid = (why: string): JSONRPCErrorResponse => rpcErrorBody(ProtocolErrorCode.InvalidRequest, `Invalid Request: ${why}`);
 
@@ -71,9 +79,21 @@ const inWords = (message: string): string =>
     .replace(/^expected (.+), received undefined$/, 'missing (expected $1)')
     .replace(/\brecord\b/, 'object');
 
+/**
+ * Whether a `tools/call` (Grynya's every poll) plainly fits its schema: a string `name`, object `arguments`
+ * or none, and nothing else the schema types (`_meta`, `task`). Only a call that does not is parsed.
+ */
+function plainToolCall(message: Record<string, unknown>): boolean {
+  const { params } = message;
+  if (!isPlainObject(params) || typeof params['name'] !== 'string') return false;
+  if (params['arguments'] !== undefined && !isPlainObject(params['arguments'])) return false;
+  return params['_meta'] === undefined && params['task'] === undefined;
+}
+
 /** The `-32602 Invalid params` answer to `message` when it is a request whose params do not fit its method; else `undefined`. */
 export function paramsError(message: JSONRPCMessage): JSONRPCErrorResponse | undefined {
   if (!('method' in message) || !('id' in message)) return undefined;
+  if (message.method === 'tools/call' && plainToolCall(message as Record<string, unknown>)) return undefined;
   const schema = REQUEST_SCHEMAS[message.method];
   const issues = schema === undefined ? [] : issuesOf(schema, message);
   if (issues.length === 0) return undefined;
