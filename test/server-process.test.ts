@@ -45,6 +45,15 @@ async function inspector(...args: string[]): Promise<Record<string, unknown>> {
   return JSON.parse(stdout) as Record<string, unknown>;
 }
 
+/** Polls the task's status with the Inspector over a 2025-11-25 session until it completed. */
+const untilCompleted = (url: string, taskId: string): Promise<void> =>
+  expect
+    .poll(async () => ((await inspector(url, '--method', 'tools/call', '--tool-name', 'check_task_status', '--tool-arg', `task_id=${taskId}`)) as { structuredContent: { status: string } }).structuredContent.status, {
+      timeout: 20_000,
+      interval: 200,
+    })
+    .toBe('completed');
+
 describe('Klym as a process', () => {
   it('serves the journey over --stdio to the official client', async () => {
     const transport = new StdioClientTransport({ command: process.execPath, args: [...nodeArgs, '--stdio'], stderr: 'pipe' });
@@ -80,6 +89,7 @@ describe('Klym as a process', () => {
 });
 
 describe('the MCP Inspector CLI against a running Klym', () => {
+
   it('lists the tools over Streamable HTTP and runs a task over legacy SSE', async () => {
     harness = await startHarness();
     const listed = (await inspector(harness.server.mcpUrl, '--method', 'tools/list')) as { tools: { name: string }[] };
@@ -90,12 +100,7 @@ describe('the MCP Inspector CLI against a running Klym', () => {
     };
     const taskId = started.structuredContent.task_id;
     // Ownership is by principal, not session: a new Inspector session over the other transport sees it.
-    await expect
-      .poll(async () => ((await inspector(harness!.server.mcpUrl, '--method', 'tools/call', '--tool-name', 'check_task_status', '--tool-arg', `task_id=${taskId}`)) as { structuredContent: { status: string } }).structuredContent.status, {
-        timeout: 20_000,
-        interval: 200,
-      })
-      .toBe('completed');
+    await untilCompleted(harness.server.mcpUrl, taskId);
     const capabilities = (await inspector(harness.server.mcpUrl, '--method', 'tools/call', '--tool-name', 'describe_capabilities')) as { structuredContent: Record<string, unknown> };
     expect(capabilities.structuredContent).toMatchObject({ models: ['scripted'], upstreams: { grynya: { state: 'ready', tools: 5 } } });
     expect((capabilities.structuredContent.tools as { name: string }[]).map((tool) => tool.name)).toContain('grynya__query_graph');
@@ -108,11 +113,6 @@ describe('the MCP Inspector CLI against a running Klym', () => {
     expect(listed.tools.map((tool) => tool.name)).toContain('run_agent_task');
     const started = (await modern('--method', 'tools/call', '--tool-name', 'start_async_agent_task', '--tool-arg', 'prompt=Self-check')) as { structuredContent: { task_id: string } };
     const taskId = started.structuredContent.task_id;
-    await expect
-      .poll(async () => ((await inspector(harness!.server.mcpUrl, '--method', 'tools/call', '--tool-name', 'check_task_status', '--tool-arg', `task_id=${taskId}`)) as { structuredContent: { status: string } }).structuredContent.status, {
-        timeout: 20_000,
-        interval: 200,
-      })
-      .toBe('completed');
+    await untilCompleted(harness.server.mcpUrl, taskId);
   });
 });

@@ -1,3 +1,4 @@
+import { isPlainObject } from '../config/layers.ts';
 import { ProtocolErrorCode, specTypeSchemas, type JSONRPCErrorResponse, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/server';
 
 const { CallToolRequest, InitializeRequest, JSONRPCMessage: JSONRPCMessageSchema, ListToolsRequest, SetLevelRequest } = specTypeSchemas;
@@ -31,8 +32,6 @@ function messageFault(value: unknown): string | undefined {
   if ('method' in message && !hasMeta(message)) return undefined;
   return issuesOf(JSONRPCMessageSchema, value).length === 0 ? undefined : 'not a JSON-RPC 2.0 request, notification or response';
 }
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Whether a message's params carry `_meta`, whose keys the SDK's schemas type. */
 const hasMeta = (message: Record<string, unknown>): boolean => isPlainObject(message.params) && message.params['_meta'] !== undefined;

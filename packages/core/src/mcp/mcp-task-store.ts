@@ -4,7 +4,7 @@ import { KlymError, isKlymError } from '../errors.ts';
 import type { StartTaskArgs } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
-import { toMcpTask, toToolResult } from './mcp-task-view.ts';
+import { MCP_STATUS, toMcpTask, toToolResult } from './mcp-task-view.ts';
 import { startOptionsOf } from './start-options.ts';
 
 /** Options of {@link createMcpTaskStore}. */
@@ -83,11 +83,6 @@ export function createMcpTaskStore(service: TaskService, options: McpTaskStoreOp
       throw error;
     }
   };
-  const visible = async (taskId: string): Promise<TaskRecord> => {
-    const task = await find(taskId);
-    if (task === undefined) throw new KlymError('TASK_NOT_FOUND', `No task ${taskId}`);
-    return task;
-  };
 
   return {
     principal: options.principal,
@@ -95,22 +90,20 @@ export function createMcpTaskStore(service: TaskService, options: McpTaskStoreOp
     toTask,
     async start(args, meta) {
       const started = await service.start(args, options.principal, startOptionsOf(meta));
-      return toTask(await visible(started.task_id));
+      return toTask(await service.tasks.get(started.task_id, caller));
     },
     async getTask(taskId) {
       const task = await find(taskId);
       return task === undefined ? null : toTask(task);
     },
     async getTaskResult(taskId) {
-      const task = await visible(taskId);
+      const task = await service.tasks.get(taskId, caller);
       if (!isTerminal(task.status)) throw new KlymError('INVALID_ARGUMENT', `Task ${taskId} is still ${task.status}; its result comes when it ends`);
       return toToolResult(task, await service.status({ task_id: taskId }, options.principal));
     },
     async cancelTask(taskId) {
-      const task = await visible(taskId);
-      if (isTerminal(task.status)) throw new KlymError('INVALID_ARGUMENT', `Cannot cancel task in terminal status: ${STATUS_NAME[task.status]}`);
       const outcome = await service.tasks.cancel(taskId, caller);
-      if (!outcome.cancelled) throw new KlymError('INVALID_ARGUMENT', `Cannot cancel task in terminal status: ${STATUS_NAME[outcome.task.status]}`);
+      if (!outcome.cancelled) throw new KlymError('INVALID_ARGUMENT', `Cannot cancel task in terminal status: ${MCP_STATUS[outcome.task.status]}`);
       return toTask(outcome.task);
     },
     async listTasks(cursor) {
@@ -119,6 +112,3 @@ export function createMcpTaskStore(service: TaskService, options: McpTaskStoreOp
     },
   };
 }
-
-/** How a terminal status reads in MCP's words, for the refusal of a cancel that comes too late. */
-const STATUS_NAME: Readonly<Record<TaskRecord['status'], string>> = { pending: 'working', running: 'working', completed: 'completed', error: 'failed', cancelled: 'cancelled' };

@@ -11,7 +11,7 @@ export interface McpTaskTiming {
 
 // The spec's statuses are fewer than Klym's: `pending` is `working` with a message saying it waits, an
 // `error` is `failed`. `input_required` is never used: a Klym task never asks its caller anything.
-const STATUS: Readonly<Record<TaskRecord['status'], Task['status']>> = {
+export const MCP_STATUS: Readonly<Record<TaskRecord['status'], Task['status']>> = {
   pending: 'working',
   running: 'working',
   completed: 'completed',
@@ -39,7 +39,7 @@ export function statusMessage(task: TaskRecord): string {
 export function toMcpTask(task: TaskRecord, timing: McpTaskTiming): Task {
   return {
     taskId: task.id,
-    status: STATUS[task.status],
+    status: MCP_STATUS[task.status],
     statusMessage: statusMessage(task),
     ttl: timing.ttlMs,
     createdAt: task.createdAt,

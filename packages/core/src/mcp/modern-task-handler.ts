@@ -38,7 +38,7 @@ export interface ModernTaskHandler {
 export function createModernTaskHandler(service: TaskService, options: ModernTaskHandlerOptions): ModernTaskHandler {
   const pollIntervalMs = options.pollIntervalMs ?? MCP_TASK_DEFAULTS.pollIntervalMs;
   const keepAliveMs = options.keepAliveMs ?? 15_000;
-  const handler = createMcpHandler(({ authInfo }) => createModernTaskServer(service, { ...options, pollIntervalMs, principal: authInfo?.clientId ?? 'anonymous' }), {
+  const handler = createMcpHandler(({ authInfo }) => createModernTaskServer(service, { ...options, pollIntervalMs, principal: principalOf(authInfo) }), {
     legacy: 'reject',
     ...(options.onerror === undefined ? {} : { onerror: options.onerror }),
   });
@@ -48,7 +48,7 @@ export function createModernTaskHandler(service: TaskService, options: ModernTas
     async fetch(request, requestOptions) {
       const body = requestOptions?.parsedBody ?? (request.method === 'POST' ? await request.clone().json().catch(() => undefined) : undefined);
       const listen = taskListenOf(request, body);
-      if (listen !== undefined) return serveTaskListen(service, listen, { principal: principalOf(requestOptions), pollIntervalMs, keepAliveMs, signal: request.signal, open: listens, serverInfo: options.info });
+      if (listen !== undefined) return serveTaskListen(service, listen, { principal: principalOf(requestOptions?.authInfo), pollIntervalMs, keepAliveMs, signal: request.signal, open: listens, serverInfo: options.info });
       return handler.fetch(request, {
         ...(requestOptions?.authInfo === undefined ? {} : { authInfo: { ...requestOptions.authInfo } }),
         ...(body === undefined ? {} : { parsedBody: body }),
@@ -63,7 +63,8 @@ export function createModernTaskHandler(service: TaskService, options: ModernTas
 
 const optional = <Key extends string>(key: Key, value: string | undefined): { [K in Key]?: string } => (value === undefined ? {} : ({ [key]: value } as { [K in Key]: string }));
 
-const principalOf = (requestOptions?: ModernRequestOptions): string => requestOptions?.authInfo?.clientId ?? 'anonymous';
+/** Who is asking: the verified `authInfo` the caller handed over, `anonymous` without one. */
+const principalOf = (authInfo?: { readonly clientId?: string }): string => authInfo?.clientId ?? 'anonymous';
 
 /** The `subscriptions/listen` request for task notifications that `request` is, when it is a well-formed 2026 one. */
 function taskListenOf(request: Request, body: unknown): JSONRPCRequest | undefined {

@@ -1,14 +1,13 @@
-import { McpServer, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
+import { McpServer, MissingRequiredClientCapabilityError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { MCP_TASK_DEFAULTS } from '../defaults.ts';
-import { isKlymError } from '../errors.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
-import { statusMessage, toToolResult } from './mcp-task-view.ts';
+import type { TaskRecord } from '../tasks/task-types.ts';
+import { ANY_RESULT, TASK_ID_PARAMS, asTaskRpc, listAgentTaskTool, parseAgentTaskArgs } from './agent-task-call.ts';
+import { MCP_STATUS, statusMessage, toToolResult } from './mcp-task-view.ts';
 import { currentHandler } from './sdk-handlers.ts';
-import { startRefusal } from './start-refusal.ts';
 import { startOptionsOf } from './start-options.ts';
-import { AGENT_TASK_TOOL, TASK_TOOLS, answer, argumentFaults } from './task-tool-definitions.ts';
+import { AGENT_TASK_TOOL, TASK_TOOLS, answer } from './task-tool-definitions.ts';
 
 /** The Tasks extension's identifier (SEP-2663), in `capabilities.extensions` and in a request's client capabilities. */
 export const TASKS_EXTENSION_ID = 'io.modelcontextprotocol/tasks';
@@ -56,23 +55,15 @@ export const missingTasksExtension = (): MissingRequiredClientCapabilityError =>
  * Reads a task of `principal` as the extension shows it; another principal's task, or an evicted one, is the
  * spec's `-32602` "Task not found", exactly as one that never existed.
  */
-export async function readModernTask(service: TaskService, taskId: string, principal: string, pollIntervalMs: number): Promise<ModernTask> {
-  let task: TaskRecord;
-  try {
-    task = await service.tasks.get(taskId, { principal });
-  } catch (error) {
-    if (isKlymError(error, 'TASK_NOT_FOUND')) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');
-    throw error;
-  }
-  return toModernTask(service, task, principal, pollIntervalMs);
+export function readModernTask(service: TaskService, taskId: string, principal: string, pollIntervalMs: number): Promise<ModernTask> {
+  return asTaskRpc(async () => toModernTask(service, await service.tasks.get(taskId, { principal }), principal, pollIntervalMs));
 }
 
 /**
- * A task record as a `DetailedTask`. `pending` and `running` are `working`; a completed, failed (budget,
- * timeout, model error…) or cancelled run is `completed` with the `CallToolResult` `run_agent_task` would
- * have answered had it waited (`isError: true` for a failed or cancelled one, as `tasks/result` answers in
- * 2025-11-25) — except that a Klym `error` is `failed` with a JSON-RPC `-32603` naming its Klym code, the
- * status the 2025 era also shows.
+ * A task record as a `DetailedTask`, in the statuses the 2025 era shows: `pending` and `running` are
+ * `working`; a completed task carries inline the `CallToolResult` `run_agent_task` would have answered had it
+ * waited; a Klym `error` is `failed` with a JSON-RPC `-32603` naming its Klym code; a cancelled one says why
+ * in its `statusMessage`.
  */
 export async function toModernTask(service: TaskService, task: TaskRecord, principal: string, pollIntervalMs: number): Promise<ModernTask> {
   const base = {
@@ -83,18 +74,17 @@ export async function toModernTask(service: TaskService, task: TaskRecord, princ
     ttlMs: task.finishedAt === undefined ? null : Date.parse(task.finishedAt) - Date.parse(task.createdAt) + service.ttlMs,
     pollIntervalMs,
   };
-  if (!isTerminal(task.status)) return { ...base, status: 'working' };
+  // The same statuses the 2025 era shows (a Klym task is never input_required).
+  const status = MCP_STATUS[task.status] as ModernTask['status'];
   if (task.status === 'error') {
     const code = task.error?.code ?? 'INTERNAL';
-    return { ...base, status: 'failed', error: { code: ProtocolErrorCode.InternalError, message: `${code}: ${task.error?.message ?? 'the task failed'}`, data: { code } } };
+    return { ...base, status, error: { code: ProtocolErrorCode.InternalError, message: `${code}: ${task.error?.message ?? 'the task failed'}`, data: { code } } };
   }
-  const result = toToolResult(task, await service.status({ task_id: task.id }, principal)) as Record<string, unknown>;
-  return { ...base, status: task.status === 'completed' ? 'completed' : 'cancelled', ...(task.status === 'completed' ? { result } : {}) };
+  if (task.status !== 'completed') return { ...base, status };
+  return { ...base, status, result: toToolResult(task, await service.status({ task_id: task.id }, principal)) as Record<string, unknown> };
 }
 
-const taskIdParams = z.looseObject({ taskId: z.string().min(1) });
-const updateParams = z.looseObject({ taskId: z.string().min(1), inputResponses: z.record(z.string(), z.unknown()).optional() });
-const anyResult = z.looseObject({});
+const updateParams = TASK_ID_PARAMS.extend({ inputResponses: z.record(z.string(), z.unknown()).optional() });
 
 /**
  * Builds the v2 SDK server that answers one 2026-07-28 request of `principal`: Klym's six task tools (the
@@ -122,35 +112,17 @@ export function createModernTaskServer(service: TaskService, options: ModernTask
     server.registerTool(tool.name, tool.config, handler as never);
   }
 
-  // Listed like every tool, but answered below: the SDK's tools/call turns whatever a tool handler throws
-  // into an `isError` result, and a start that cannot be made must be the JSON-RPC error the extension asks for.
-  server.registerTool(
-    AGENT_TASK_TOOL.name,
-    {
-      title: AGENT_TASK_TOOL.title,
-      description:
-        'The same work as start_async_agent_task, served under the MCP Tasks extension (io.modelcontextprotocol/tasks): ' +
-        'the call answers a task handle at once; follow it with tasks/get (its result inline when done) or ' +
-        'subscriptions/listen, and stop it with tasks/cancel. The task id is a Klym task_id, so check_task_status and ' +
-        'cancel_agent_task work on it too. Takes the same arguments.',
-      inputSchema: AGENT_TASK_TOOL.inputSchema,
-      annotations: AGENT_TASK_TOOL.annotations,
-    },
-    () => {
-      throw new Error('run_agent_task is answered before the tool handlers');
-    },
+  listAgentTaskTool(
+    server,
+    'The same work as start_async_agent_task, served under the MCP Tasks extension (io.modelcontextprotocol/tasks): ' +
+      'the call answers a task handle at once; follow it with tasks/get (its result inline when done) or ' +
+      'subscriptions/listen, and stop it with tasks/cancel. The task id is a Klym task_id, so check_task_status and ' +
+      'cancel_agent_task work on it too. Takes the same arguments.',
   );
   const runAgentTask = async (params: { arguments?: unknown }, ctx: Context): Promise<Record<string, unknown>> => {
     if (!declaresTasksExtension(ctx.mcpReq.envelope)) throw missingTasksExtension();
-    const parsed = AGENT_TASK_TOOL.inputSchema.safeParse(params.arguments ?? {});
-    if (!parsed.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool run_agent_task: ${argumentFaults(parsed.error)}`, { code: 'INVALID_ARGUMENT' });
-    let taskId: string;
-    try {
-      taskId = (await service.start(parsed.data, principal, startOptionsOf(metaOf(ctx)))).task_id;
-    } catch (error) {
-      const { code, message, data } = startRefusal(error);
-      throw new ProtocolError(code, message, data);
-    }
+    const args = parseAgentTaskArgs(params.arguments);
+    const { task_id: taskId } = await asTaskRpc(() => service.start(args, principal, startOptionsOf(metaOf(ctx))));
     // Durably created before the handle is answered: a tasks/get of it resolves from now on, on any front.
     return { resultType: 'task', ...(await readModernTask(service, taskId, principal, pollIntervalMs)) };
   };
@@ -161,24 +133,23 @@ export function createModernTaskServer(service: TaskService, options: ModernTask
       if (!declaresTasksExtension(ctx.mcpReq.envelope)) throw missingTasksExtension();
       return run(params);
     };
-  server.server.setRequestHandler('tasks/get', { params: taskIdParams, result: anyResult }, withTask(({ taskId }) => readModernTask(service, taskId, principal, pollIntervalMs)) as never);
+  server.server.setRequestHandler('tasks/get', { params: TASK_ID_PARAMS, result: ANY_RESULT }, withTask(({ taskId }) => readModernTask(service, taskId, principal, pollIntervalMs)) as never);
   // Klym never asks its caller anything (no task is ever input_required): every input response answers no
   // outstanding request, and the spec has those ignored. The task must still be the caller's.
   server.server.setRequestHandler(
     'tasks/update',
-    { params: updateParams, result: anyResult },
+    { params: updateParams, result: ANY_RESULT },
     withTask(async ({ taskId }) => {
-      await readModernTask(service, taskId, principal, pollIntervalMs);
+      await asTaskRpc(() => service.tasks.get(taskId, { principal }));
       return {};
     }) as never,
   );
   server.server.setRequestHandler(
     'tasks/cancel',
-    { params: taskIdParams, result: anyResult },
+    { params: TASK_ID_PARAMS, result: ANY_RESULT },
     withTask(async ({ taskId }) => {
-      await readModernTask(service, taskId, principal, pollIntervalMs);
       // Cooperative: an ended task stays as it was, and the acknowledgement is the same.
-      await service.tasks.cancel(taskId, { principal });
+      await asTaskRpc(() => service.tasks.cancel(taskId, { principal }));
       return {};
     }) as never,
   );

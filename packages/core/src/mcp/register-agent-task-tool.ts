@@ -1,12 +1,11 @@
 import { ProtocolError, type McpServer, type ServerCapabilities, type Task } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { isKlymError } from '../errors.ts';
 import type { TaskService } from '../tasks/task-service.ts';
+import { ANY_RESULT, TASK_ID_PARAMS, asTaskRpc, listAgentTaskTool, parseAgentTaskArgs, taskNotFound } from './agent-task-call.ts';
 import type { McpTaskStore } from './mcp-task-store.ts';
 import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
 import { currentHandler, replaceHandler } from './sdk-handlers.ts';
-import { startRefusal, type Refusal } from './start-refusal.ts';
-import { AGENT_TASK_TOOL, argumentFaults } from './task-tool-definitions.ts';
+import { AGENT_TASK_TOOL } from './task-tool-definitions.ts';
 
 /** The `tasks` capability a server serving `run_agent_task` declares: task-augmented `tools/call`, `tasks/list` and `tasks/cancel`. */
 export const MCP_TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } } as const satisfies NonNullable<ServerCapabilities['tasks']>;
@@ -19,37 +18,17 @@ const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 
 const TERMINAL: ReadonlySet<Task['status']> = new Set(['completed', 'failed', 'cancelled']);
 
-const rpcError = ({ code, message, data }: Refusal): ProtocolError => new ProtocolError(code, message, data);
-
-/** What a task method answers for a task the caller cannot see: another principal's, evicted, or unknown alike. */
-const notFound = (): ProtocolError => new ProtocolError(-32602, 'Failed to retrieve task: Task not found');
-
-/** `TASK_NOT_FOUND` and `INVALID_ARGUMENT` are the caller's `-32602`; the rest is Klym's `-32603` naming its code. */
-function rpcErrorOf(error: unknown): ProtocolError {
-  if (error instanceof ProtocolError) return error;
-  if (isKlymError(error, 'TASK_NOT_FOUND')) return notFound();
-  return rpcError(startRefusal(error));
-}
-
 type Handler = (request: { params: { name: string; arguments?: unknown; task?: unknown; _meta?: unknown } }, ctx: HandlerContext) => Promise<unknown>;
 interface HandlerContext {
   readonly mcpReq: { readonly _meta?: { readonly progressToken?: string | number }; readonly signal: AbortSignal };
 }
 
-const taskIdParams = z.looseObject({ taskId: z.string() });
 const cursorParams = z.looseObject({ cursor: z.string().optional() }).optional();
-const anyResult = z.looseObject({});
 
 /** A task method's handler, its failures as the JSON-RPC errors the tasks spec names. */
 const answering =
   <Params, Result>(run: (params: Params, ctx: HandlerContext) => Promise<Result>) =>
-  (async (params: Params, ctx: HandlerContext) => {
-    try {
-      return await run(params, ctx);
-    } catch (error) {
-      throw rpcErrorOf(error);
-    }
-  }) as never;
+  ((params: Params, ctx: HandlerContext) => asTaskRpc(() => run(params, ctx))) as never;
 
 /**
  * Registers `run_agent_task` on `server` as an MCP 2025-11-25 task tool (`execution.taskSupport:
@@ -82,20 +61,11 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
   const started = new Set<string>();
   const progress = createProgressReporter(server, service);
 
-  const registered = server.registerTool(
-    AGENT_TASK_TOOL.name,
-    {
-      title: AGENT_TASK_TOOL.title,
-      description:
-        'The same work as start_async_agent_task, served as an MCP task: call it with `task`, follow it with tasks/get ' +
-        '(or notifications/tasks/status), and read the final answer with tasks/result. The task id is a Klym task_id, so ' +
-        'check_task_status, list_agent_tasks and cancel_agent_task work on it too. Takes the same arguments.',
-      inputSchema: AGENT_TASK_TOOL.inputSchema,
-      annotations: AGENT_TASK_TOOL.annotations,
-    },
-    () => {
-      throw new Error('run_agent_task is answered before the tool handlers');
-    },
+  const registered = listAgentTaskTool(
+    server,
+    'The same work as start_async_agent_task, served as an MCP task: call it with `task`, follow it with tasks/get ' +
+      '(or notifications/tasks/status), and read the final answer with tasks/result. The task id is a Klym task_id, so ' +
+      'check_task_status, list_agent_tasks and cancel_agent_task work on it too. Takes the same arguments.',
   );
   (registered as { execution?: unknown }).execution = { taskSupport: 'required' };
 
@@ -104,14 +74,8 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
   replaceHandler(server, 'tools/call', (async (request: Parameters<Handler>[0], ctx: HandlerContext) => {
     if (request.params.name !== AGENT_TASK_TOOL.name) return tools(request, ctx as never);
     if (request.params.task === undefined) throw new ProtocolError(-32602, 'run_agent_task runs only as a task: call it with `task` (MCP tasks, 2025-11-25), or use start_async_agent_task');
-    const parsed = AGENT_TASK_TOOL.inputSchema.safeParse(request.params.arguments ?? {});
-    if (!parsed.success) throw new ProtocolError(-32602, `Invalid arguments for tool run_agent_task: ${argumentFaults(parsed.error)}`, { code: 'INVALID_ARGUMENT' });
-    let task: Task;
-    try {
-      task = await store.start(parsed.data, request.params['_meta']);
-    } catch (error) {
-      throw rpcError(startRefusal(error));
-    }
+    const args = parseAgentTaskArgs(request.params.arguments);
+    const task = await asTaskRpc(() => store.start(args, request.params['_meta']));
     started.add(task.taskId);
     const token = progressTokenOf(ctx.mcpReq);
     if (token !== undefined) progress.watch(task.taskId, store.principal, token);
@@ -122,26 +86,26 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
 
   server.server.setRequestHandler(
     'tasks/get',
-    { params: taskIdParams, result: anyResult },
-    answering(async ({ taskId }: { taskId: string }) => (await store.getTask(taskId)) ?? Promise.reject(notFound())),
+    { params: TASK_ID_PARAMS, result: ANY_RESULT },
+    answering(async ({ taskId }: { taskId: string }) => (await store.getTask(taskId)) ?? Promise.reject(taskNotFound())),
   );
   server.server.setRequestHandler(
     'tasks/result',
-    { params: taskIdParams, result: anyResult },
+    { params: TASK_ID_PARAMS, result: ANY_RESULT },
     answering(async ({ taskId }: { taskId: string }, ctx) => {
       await untilEnded(taskId, ctx.mcpReq.signal);
       const result = await store.getTaskResult(taskId);
       return { ...result, _meta: { ...result['_meta'], [RELATED_TASK]: { taskId } } };
     }),
   );
-  server.server.setRequestHandler('tasks/list', { params: cursorParams, result: anyResult }, answering(async (params: { cursor?: string } | undefined) => store.listTasks(params?.cursor)));
-  server.server.setRequestHandler('tasks/cancel', { params: taskIdParams, result: anyResult }, answering(async ({ taskId }: { taskId: string }) => store.cancelTask(taskId)));
+  server.server.setRequestHandler('tasks/list', { params: cursorParams, result: ANY_RESULT }, answering(async (params: { cursor?: string } | undefined) => store.listTasks(params?.cursor)));
+  server.server.setRequestHandler('tasks/cancel', { params: TASK_ID_PARAMS, result: ANY_RESULT }, answering(async ({ taskId }: { taskId: string }) => store.cancelTask(taskId)));
 
   /** Resolves once `taskId` has ended (it is looked at each `pollInterval`, and at once when this process hears it end). */
   const untilEnded = async (taskId: string, signal: AbortSignal): Promise<void> => {
     for (;;) {
       const task = await store.getTask(taskId);
-      if (task === null) throw notFound();
+      if (task === null) throw taskNotFound();
       if (TERMINAL.has(task.status)) return;
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(done, store.pollIntervalMs);

@@ -1,6 +1,8 @@
 import { SERVER_INFO_META_KEY, SUBSCRIPTION_ID_META_KEY, type JSONRPCRequest } from '@modelcontextprotocol/server';
+import { isKlymError } from '../errors.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
+import { taskRpcError } from './agent-task-call.ts';
 import { declaresTasksExtension, missingTasksExtension, toModernTask } from './modern-task-server.ts';
 
 const nothing = (): void => {};
@@ -50,7 +52,15 @@ export async function serveTaskListen(service: TaskService, message: JSONRPCRequ
     return jsonRpcError(message.id, 200, -32602, `Invalid params: notifications.taskIds must be at most ${MAX_LISTEN_TASK_IDS} task ids (strings)`);
   }
   const caller = { principal: options.principal };
-  const found = await Promise.all([...new Set(requested as string[])].map((id) => service.tasks.get(id, caller).catch(() => undefined)));
+  // Another principal's or an unknown id is left out of the acknowledgement; a store that cannot answer is an error, not an empty listen.
+  const visible = (id: string): Promise<TaskRecord | undefined> => service.tasks.get(id, caller).catch((error: unknown) => (isKlymError(error, 'TASK_NOT_FOUND') ? undefined : Promise.reject(error)));
+  let found: (TaskRecord | undefined)[];
+  try {
+    found = await Promise.all([...new Set(requested as string[])].map(visible));
+  } catch (error) {
+    const refusal = taskRpcError(error);
+    return jsonRpcError(message.id, 200, refusal.code, refusal.message, refusal.data);
+  }
   const tasks = found.filter((task): task is TaskRecord => task !== undefined);
   const watching = new Set(tasks.filter((task) => !isTerminal(task.status)).map((task) => task.id));
 
