@@ -1,4 +1,5 @@
 import { KlymError } from '@klym/core';
+import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/server';
 import { isLoopback } from './loopback.ts';
 
 /** The operations a caller's access token must grant, each by a scope of its own. */
@@ -69,13 +70,6 @@ export function isResourceUrl(url: string): boolean {
 const invalid = (name: string, expected: string, value: unknown): KlymError =>
   new KlymError('CONFIG_INVALID', `Expected \`auth.oauth.${name}\` to be ${expected}, got ${JSON.stringify(value)}`);
 
-/** The protected resource's metadata URL: the well-known path inserted before the resource's own path (RFC 9728 §3.1). */
-export function resourceMetadataUrlOf(resource: string): string {
-  const url = new URL(resource);
-  const path = url.pathname === '/' ? '' : url.pathname;
-  return `${url.origin}/.well-known/oauth-protected-resource${path}`;
-}
-
 /**
  * The resource URL of a server listening on `host`:`port`: `http://<host>:<port>/mcp`.
  * @throws {KlymError} `CONFIG_INVALID` for port 0 or a wildcard host: tokens are bound to the resource, which
@@ -113,6 +107,7 @@ export function resolveOAuthOptions(options: OAuthResourceOptions, host: string,
     principalClaim: options.principalClaim ?? OAUTH_DEFAULTS.principalClaim,
     scopes: { ...OAUTH_DEFAULTS.scopes, ...options.scopes },
     clockToleranceSeconds: tolerance ?? OAUTH_DEFAULTS.clockToleranceSeconds,
-    resourceMetadataUrl: resourceMetadataUrlOf(resource),
+    // The well-known path inserted before the resource's own path (RFC 9728 §3.1), as the MCP SDK builds it.
+    resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(new URL(resource)),
   };
 }
