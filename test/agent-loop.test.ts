@@ -1,5 +1,5 @@
 import { createSessionPool, runAgent, type AgentEvent } from '@klym/core';
-import { createFakeGrynya } from '@klym/fake-grynya';
+import { createFakeGrynya, pythonJsonDumps } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { grynyaPool } from './support/grynya-pool.ts';
 import { createMockModel as mockModel, textUntilAborted } from '@klym/core/testing';
@@ -51,12 +51,12 @@ describe('runAgent: the tool loop against the fake grynya', () => {
     expect(system?.content).toContain('  - query: string, required');
     // The second call read the upstream's result as it came.
     const results = toolResultsIn(model.doStreamCalls[1]);
-    expect(results.get('c1')).toEqual({ toolName: 'grynya__query_graph', type: 'text', text: JSON.stringify({ status: 'success', results: [{ 'count(n)': 1 }] }) });
+    expect(results.get('c1')).toEqual({ toolName: 'grynya__query_graph', type: 'text', text: pythonJsonDumps({ status: 'success', results: [{ 'count(n)': 1 }] }) });
 
     expect(eventTypes(events)).toEqual(toolStepThenAnswer());
     expect(events.find((event) => event.type === 'tool-call')).toMatchObject({ step: 1, toolCallId: 'c1', args: { query: 'MATCH (n) RETURN count(n)' } });
     const result = events.find((event) => event.type === 'tool-result');
-    expect(result).toMatchObject({ step: 1, isError: false, preview: expect.stringContaining('"status":"success"') });
+    expect(result).toMatchObject({ step: 1, isError: false, preview: expect.stringContaining('"status": "success"') });
     // From the call to its result: grynya's 40 ms at least (a timer may fire a millisecond early), within the run.
     const durationMs = result?.type === 'tool-result' ? result.durationMs : Number.NaN;
     expect(durationMs).toBeGreaterThanOrEqual(39);
@@ -88,7 +88,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
     const run = await runAgent({ pool, prompt: 'Count', model });
 
     expect(run.finishReason).toBe('stop');
-    expect(toolResultsIn(model.doStreamCalls[1]).get('bad')?.text).toBe('{"status":"error","message":"Missing node id"}');
+    expect(toolResultsIn(model.doStreamCalls[1]).get('bad')?.text).toBe('{"status": "error", "message": "Missing node id"}');
   });
 
   it('a denied tool is hidden from the model; a call to it anyway is a tool error naming the policy, logged, and never reaches the upstream', async () => {

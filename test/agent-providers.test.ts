@@ -1,5 +1,5 @@
 import { createSessionPool, isKlymError, runAgent, type SessionPool } from '@klym/core';
-import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
+import { createFakeGrynya, pythonJsonDumps, type FakeGrynya } from '@klym/fake-grynya';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeLlmServer, type FakeLlmServer, type FakeReply } from './support/fake-llm-server.ts';
 
@@ -29,7 +29,7 @@ const roundTrip: FakeReply[] = [
   { kind: 'turn', toolCalls: [countCall], usage: { input: 100, output: 20 } },
   { kind: 'turn', text: 'There is one node.', usage: { input: 200, output: 10 } },
 ];
-const countResult = JSON.stringify({ status: 'success', results: [{ 'count(n)': 1 }] });
+const countResult = pythonJsonDumps({ status: 'success', results: [{ 'count(n)': 1 }] });
 
 describe('the real @ai-sdk/openai provider against a local fake of the OpenAI API', () => {
   it('Responses API (POST /v1/responses, streamed): a 429 with retry-after-ms is retried, then a tool round trip', async () => {

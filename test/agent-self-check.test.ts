@@ -41,7 +41,7 @@ describe('the scripted model: the default self-check', () => {
     expect(run.model).toBe('scripted');
     expect(run.finishReason).toBe('stop');
     expect(run.text).toContain(`${SELF_CHECK_OK}.`);
-    expect(run.text).toMatch(/- grynya: 5 tools listed, 5 available to this run; probe grynya__query_graph \{"query":"RETURN 1"\} → ok: \{"status":"success"/);
+    expect(run.text).toMatch(/- grynya: 5 tools listed, 5 available to this run; probe grynya__query_graph \{"query":"RETURN 1"\} → ok: \{"status": "success"/);
     expect(run.steps).toBe(2);
     expect(grynya.stats.calls.query_graph).toBe(1);
     // The scripted model reports no usage: the run estimates it, and says so; it costs nothing.

@@ -173,6 +173,6 @@ describe('the pool against the fake grynya-mcp-server', () => {
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
     const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
     clearTimeout(timer);
-    expect({ code, signal, output }).toMatchObject({ code: 0, signal: null, output: expect.stringContaining('"status":"success"') });
+    expect({ code, signal, output }).toMatchObject({ code: 0, signal: null, output: expect.stringContaining('"status": "success"') });
   });
 });

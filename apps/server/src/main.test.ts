@@ -50,8 +50,8 @@ describe('pnpm start (the embedded default) and pnpm demo', () => {
     expect(output).toContain('Бачу базу та інструменти, полет нормальний');
     // The node Klym wrote, read back from the fake's graph, linked to its day.
     const taskId = (output.match(/"task_id": "([^"]+)"/) as RegExpMatchArray)[1];
-    expect(output).toContain(`"id":"klym_${taskId}"`);
-    expect(output).toMatch(/"type\(r\)":"HAPPENED_AT","m\.id":"d_\d{4}_\d{2}_\d{2}"/);
+    expect(output).toContain(`"id": "klym_${taskId}"`);
+    expect(output).toMatch(/"type\(r\)": "HAPPENED_AT", "m\.id": "d_\d{4}_\d{2}_\d{2}"/);
 
     server.child.kill('SIGTERM');
     const [serverCode] = (await once(server.child, 'exit')) as [number | null];

@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { bigGraphFacts, eventRow } from './big-graph.ts';
 import { createFakeGrynya, type FakeGrynya } from './fake-grynya.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -20,6 +21,15 @@ async function connect(grynya: FakeGrynya, kind: 'sse' | 'streamable-http'): Pro
   await client.connect(kind === 'sse' ? new SSEClientTransport(new URL(grynya.sseUrl)) : new StreamableHTTPClientTransport(new URL(grynya.mcpUrl)));
   cleanups.push(() => client.close());
   return client;
+}
+
+/** The one text item a tool answers, as it came. */
+async function textOf(client: Client, name: string, args: Record<string, unknown>): Promise<string> {
+  const result = await client.callTool({ name, arguments: args });
+  const content = result.content as { type: string; text: string }[];
+  expect(content).toHaveLength(1);
+  expect(result.isError).toBeUndefined();
+  return content[0]?.text ?? '';
 }
 
 async function call(client: Client, name: string, args: Record<string, unknown>): Promise<{ isError: boolean; body: Record<string, unknown> }> {
@@ -77,6 +87,48 @@ describe('the fake grynya-mcp-server', () => {
     grynya.faults.error = 'DB disconnected';
     expect((await call(client, 'query_graph', { query: 'RETURN 1' })).body).toEqual({ status: 'error', message: 'DB disconnected' });
     expect(grynya.stats.calls).toMatchObject({ create_session: 1, add_node: 3, query_graph: 4, link_nodes: 1, update_last_event: 1 });
+  });
+
+  it('writes every answer as Python’s json.dumps does: ", " and ": ", non-ASCII escaped, one line', async () => {
+    const grynya = await fake();
+    const client = await connect(grynya, 'sse');
+    expect(await textOf(client, 'query_graph', { query: 'RETURN 1' })).toBe('{"status": "success", "results": [{"1": 1}]}');
+    expect(await textOf(client, 'add_node', { node_type: 'Note', node_data: { id: 'zoë', text: 'Київ 🚀', n: 2 } })).toBe(
+      String.raw`{"status": "success", "results": [{"query": "MERGE (n:Note {id: 'zo\u00eb'}) SET n += $props", "status": "success"}]}`,
+    );
+    expect(await textOf(client, 'query_graph', { query: "MATCH (n {id: 'zoë'}) RETURN n" })).toBe(
+      String.raw`{"status": "success", "results": [{"n": {"label": "Note", "properties": {"id": "zo\u00eb", "text": "\u041a\u0438\u0457\u0432 \ud83d\ude80", "n": 2}}}]}`,
+    );
+    expect(await textOf(client, 'link_nodes', { source_id: 'zoë', target_id: 'zoë', rel_type: 'SELF' })).toBe(
+      String.raw`{"status": "success", "query": "MATCH (a {id: 'zo\u00eb'}), (b {id: 'zo\u00eb'}) MERGE (a)-[:SELF]->(b)"}`,
+    );
+    grynya.faults.dbDisconnected = true;
+    expect(await textOf(client, 'query_graph', { query: 'RETURN 1' })).toBe('{"status": "error", "message": "FalkorDB is not connected"}');
+  });
+
+  it('holds a big graph from its options or loaded at run time, and answers its Event rows on one line', async () => {
+    const grynya = await fake({ bigGraph: { events: 400, seed: 3 } });
+    const client = await connect(grynya, 'streamable-http');
+    const text = await textOf(client, 'query_graph', { query: 'MATCH (e:Event) RETURN e' });
+    expect(text).not.toContain('\n');
+    expect(text.startsWith('{"status": "success", "results": [{"e": {"id": "ev-000000", "label": "Event", "service": ')).toBe(true);
+    expect(JSON.parse(text)).toEqual({ status: 'success', results: Array.from({ length: 400 }, (_, index) => eventRow(index, 3)) });
+
+    const facts = bigGraphFacts(400, 3);
+    const billing = JSON.parse(await textOf(client, 'query_graph', { query: "MATCH (e:Event) WHERE e.service = 'svc-billing' RETURN e" })) as { results: unknown[] };
+    expect(billing.results).toHaveLength(Object.values(facts.countsByService['svc-billing']).reduce((sum, count) => sum + count, 0));
+
+    expect(grynya.loadEvents(25, 8)).toMatchObject({ events: 25, seed: 8 });
+    expect(JSON.parse(await textOf(client, 'query_graph', { query: 'MATCH (e:Event) RETURN e LIMIT 30' }))).toEqual({
+      status: 'success',
+      results: Array.from({ length: 25 }, (_, index) => eventRow(index, 8)),
+    });
+    expect(grynya.graph.bigGraph).toMatchObject({ events: 25, seed: 8 });
+  });
+
+  it('refuses a big graph out of range before it listens, naming the option', async () => {
+    await expect(createFakeGrynya({ bigGraph: { events: -1 } })).rejects.toThrow(new RangeError('Expected `bigGraph.events` to be an integer from 0 to 1000000, got -1'));
+    await expect(createFakeGrynya({ bigGraph: { events: 10, seed: 0.5 } })).rejects.toThrow(new RangeError('Expected `bigGraph.seed` to be an integer from 0 to 4294967295, got 0.5'));
   });
 
   it('answers 421 to a Host outside its allow-list, and /health with the database state', async () => {

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import { ProtocolErrorCode, isJSONRPCNotification, isJSONRPCRequest, type JSONRPCMessage, type McpServer, type Transport } from '@modelcontextprotocol/server';
 import { SSEServerTransport } from '@modelcontextprotocol/server-legacy/sse';
+import { checkBigGraph, type BigGraph } from './big-graph.ts';
 import { Graph } from './graph.ts';
 import { createGrynyaServer, type Faults } from './tools.ts';
 
@@ -19,6 +20,12 @@ export interface FakeGrynyaOptions {
    * Docker. @default any host
    */
   readonly allowedHosts?: readonly string[];
+  /**
+   * A big graph of Event nodes to hold from the start, as {@link FakeGrynya.loadEvents} loads one:
+   * `MATCH (e:Event) RETURN e` then answers `events` rows on one line (120,000 make about 21 MB).
+   * `seed` (an integer from 0 to 2^32 − 1) picks which events, the same ones every time. @default none
+   */
+  readonly bigGraph?: { readonly events: number; readonly seed?: number };
 }
 
 /** What the fake has seen since it was created (restarts included). */
@@ -55,6 +62,15 @@ export interface FakeGrynya extends AsyncDisposable {
   readonly stats: FakeGrynyaStats;
   /** Fault switches; change them at any time. */
   readonly faults: Faults;
+  /**
+   * Holds a big graph of `events` Event nodes made from `seed`, in place of any before, at any time:
+   * `MATCH (e:Event) RETURN e` then answers `{"status": "success", "results": [...]}` with one row per event,
+   * each exactly `eventRow(index, seed)`; `bigGraphFacts(events, seed)` tells what they hold. The answer is
+   * serialized here, once (about 0.5 s for 120,000 events), and every query after is served from it.
+   * @param seed - @default 1
+   * @throws {RangeError} for a size outside 0 to 1,000,000 or a seed outside 0 to 2^32 − 1.
+   */
+  loadEvents(events: number, seed?: number): BigGraph;
   /** Dies like a killed process: connections are cut, nothing answers, sessions are forgotten. */
   die(): Promise<void>;
   /** Listens again on the same port, with no sessions: clients must `initialize` again. */
@@ -67,17 +83,30 @@ export interface FakeGrynya extends AsyncDisposable {
  * Starts an in-memory stand-in for grynya-mcp-server: its exact MCP contract (tool names, argument shapes,
  * JSON-string results with `status`), legacy HTTP+SSE at `/sse` + `/messages/` and Streamable HTTP at
  * `/mcp`, a `Host` allow-list answering 421, requests before `initialize` refused, and fault switches.
+ * Answers are written as the real server's Python `json.dumps` writes them (see `pythonJsonDumps`); with
+ * `bigGraph`, `query_graph` answers `MATCH (e:Event) RETURN e` with that many rows, as the real one does for a
+ * big log graph.
  *
+ * @throws {RangeError} for a `bigGraph` size or seed out of range, before listening.
  * @example
  * ```ts
  * await using grynya = await createFakeGrynya({ allowedHosts: ['localhost'] })
  * grynya.faults.hang = true
+ * ```
+ * @example A big graph: 120,000 Event rows, about 21 MB on one line
+ * ```ts
+ * await using grynya = await createFakeGrynya({ bigGraph: { events: 120_000, seed: 1 } })
+ * const expected = bigGraphFacts(120_000, 1).errorsByService
  * ```
  */
 export async function createFakeGrynya(options: FakeGrynyaOptions = {}): Promise<FakeGrynya> {
   const host = options.host ?? '127.0.0.1';
   const allowedHosts = options.allowedHosts === undefined ? undefined : new Set(options.allowedHosts.map((name) => name.toLowerCase()));
   const graph = new Graph();
+  if (options.bigGraph !== undefined) {
+    checkBigGraph(options.bigGraph.events, options.bigGraph.seed ?? 1, { events: 'bigGraph.events', seed: 'bigGraph.seed' });
+    graph.loadEvents(options.bigGraph.events, options.bigGraph.seed);
+  }
   const faults: Faults = { delayMs: 0, hang: false, dbDisconnected: false, error: undefined };
   const stats: FakeGrynyaStats = { initialize: 0, toolCalls: 0, calls: {}, cancelled: 0, rejectedHost: 0, refusedBeforeInitialize: 0, sessionsOpen: 0, callMeta: [] };
   const sseSessions = new Map<string, SSEServerTransport>();
@@ -215,6 +244,7 @@ export async function createFakeGrynya(options: FakeGrynyaOptions = {}): Promise
     graph,
     stats,
     faults,
+    loadEvents: (events, seed) => graph.loadEvents(events, seed),
     die,
     async restart() {
       if (closed) throw new Error('the fake grynya is closed');

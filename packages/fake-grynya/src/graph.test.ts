@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { eventRow } from './big-graph.ts';
 import { Graph, QueryError } from './graph.ts';
+import { pythonJsonDumps } from './python-json.ts';
 
 function sample(): Graph {
   const graph = new Graph();
@@ -52,5 +54,61 @@ describe('the fake graph’s Cypher subset', () => {
   it('refuses anything outside the subset with an error naming the query', () => {
     expect(() => new Graph().query('MATCH (n) DETACH DELETE n')).toThrow(QueryError);
     expect(() => new Graph().query('MATCH (n) DETACH DELETE n')).toThrow(/does not support this query: MATCH \(n\) DETACH DELETE n/);
+  });
+});
+
+describe('the fake graph’s big graph of Event nodes', () => {
+  it('answers MATCH (e:Event) RETURN e with every event in order, in any case and spacing of the keywords', () => {
+    const graph = new Graph();
+    graph.loadEvents(300, 4);
+    const expected = Array.from({ length: 300 }, (_, index) => eventRow(index, 4));
+    expect(graph.query('MATCH (e:Event) RETURN e')).toEqual(expected);
+    expect(graph.query('  match ( e : Event )\n   return e ;')).toEqual(expected);
+    // Another variable names the column, as FalkorDB does.
+    expect(graph.query('MATCH (x:Event) RETURN x')[0]).toEqual({ x: eventRow(0, 4).e });
+  });
+
+  it('filters with WHERE e.<property> = value and stops at LIMIT', () => {
+    const graph = new Graph();
+    graph.loadEvents(300, 4);
+    const all = Array.from({ length: 300 }, (_, index) => eventRow(index, 4));
+    const billing = all.filter(({ e }) => e.service === 'svc-billing');
+    expect(billing.length).toBeGreaterThan(0);
+    expect(graph.query("MATCH (e:Event) WHERE e.service = 'svc-billing' RETURN e")).toEqual(billing);
+    expect(graph.query('MATCH (e:Event) WHERE e.severity="error" RETURN e LIMIT 2')).toEqual(all.filter(({ e }) => e.severity === 'error').slice(0, 2));
+    expect(graph.query('MATCH (e:Event) RETURN e LIMIT 3')).toEqual(all.slice(0, 3));
+    expect(graph.query('MATCH (e:Event) RETURN e LIMIT 0')).toEqual([]);
+    expect(graph.query("MATCH (e:Event) WHERE e.service = 'svc-nowhere' RETURN e")).toEqual([]);
+  });
+
+  it('counts its events with the graph’s own nodes', () => {
+    const graph = sample();
+    graph.loadEvents(250);
+    expect(graph.query('MATCH (n) RETURN count(n)')).toEqual([{ 'count(n)': 253 }]);
+    expect(graph.query('MATCH (n:Event) RETURN count(n)')).toEqual([{ 'count(n)': 250 }]);
+    expect(graph.query('MATCH (n:Analysis) RETURN count(n)')).toEqual([{ 'count(n)': 1 }]);
+  });
+
+  it('serializes as pythonJsonDumps does, the whole set from a cache kept while the size and seed stay', () => {
+    const graph = new Graph();
+    const loaded = graph.loadEvents(400, 2);
+    for (const query of ['MATCH (e:Event) RETURN e', 'MATCH (x:Event) RETURN x', "MATCH (e:Event) WHERE e.day = '2026-10-05' RETURN e", 'MATCH (e:Event) RETURN e LIMIT 5', 'RETURN 1']) {
+      expect(graph.queryJson(query)).toBe(pythonJsonDumps(graph.query(query)));
+    }
+    expect(graph.loadEvents(400, 2)).toBe(loaded);
+    expect(graph.loadEvents(400, 3)).not.toBe(loaded);
+    expect(graph.bigGraph).toMatchObject({ events: 400, seed: 3 });
+    expect(graph.loadEvents(0).rows('e')).toEqual([]);
+    expect(graph.queryJson('MATCH (e:Event) RETURN e')).toBe('[]');
+  });
+
+  it('leaves the Event query unsupported without a big graph, and refuses other labels and mismatched variables', () => {
+    expect(() => new Graph().query('MATCH (e:Event) RETURN e')).toThrow(QueryError);
+    const graph = new Graph();
+    graph.loadEvents(10);
+    for (const query of ['MATCH (e:Session) RETURN e', 'MATCH (e:event) RETURN e', 'MATCH (e:Event) RETURN x', "MATCH (e:Event) WHERE x.service = 'a' RETURN e"]) {
+      expect(() => graph.query(query)).toThrow(QueryError);
+    }
+    expect(() => graph.loadEvents(-5)).toThrow(RangeError);
   });
 });

@@ -1,6 +1,7 @@
 import { McpServer, type CallToolResult } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { QueryError, type Graph } from './graph.ts';
+import { pythonJsonDumps } from './python-json.ts';
 
 /** Switches that make the fake misbehave, each on its own; flip them at any time. */
 export interface Faults {
@@ -8,9 +9,9 @@ export interface Faults {
   delayMs: number;
   /** Every tool call hangs until it is cancelled or the server dies. */
   hang: boolean;
-  /** Every tool call answers `{"status":"error","message":"FalkorDB is not connected"}`, and `/health` says so. */
+  /** Every tool call answers `{"status": "error", "message": "FalkorDB is not connected"}`, and `/health` says so. */
   dbDisconnected: boolean;
-  /** Every tool call answers `{"status":"error","message":<this>}`. */
+  /** Every tool call answers `{"status": "error", "message": <this>}`. */
   error: string | undefined;
 }
 
@@ -24,7 +25,8 @@ export interface ToolContext {
   readonly dying: AbortSignal;
 }
 
-const answer = (value: unknown): CallToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value) }] });
+/** One text item, serialized as the real server's `json.dumps` does; a string is an answer serialized already. */
+const answer = (value: unknown): CallToolResult => ({ content: [{ type: 'text', text: typeof value === 'string' ? value : pythonJsonDumps(value) }] });
 const statement = (query: string) => ({ query, status: 'success' });
 const cypherString = (value: string): string => `'${value.replace(/'/g, "\\'")}'`;
 /** FastMCP derives `x: str = None` as an optional, nullable string defaulting to null. */
@@ -36,12 +38,16 @@ const isPropertyValue = (value: unknown): boolean => isPrimitive(value) || (Arra
 /**
  * An MCP server with grynya-mcp-server's five tools, names and argument shapes as FastMCP derives them
  * from the Python signatures. Like the real one, every answer is one text item holding JSON with a
- * `status`, never `isError`, even on failure.
+ * `status`, never `isError`, even on failure, written as Python's `json.dumps` writes it (one line,
+ * `", "` and `": "`, non-ASCII as `\uXXXX`).
  */
 export function createGrynyaServer(context: ToolContext): McpServer {
   const server = new McpServer({ name: 'grynya-falkordb-mcp', version: '1.0.0' }, { capabilities: { logging: {} } });
 
-  /** Runs a tool under the fault switches; a database failure becomes `{"status":"error"}` as the real one answers. */
+  /**
+   * Runs a tool under the fault switches; a database failure becomes `{"status": "error"}` as the real one answers.
+   * `work` gives the answer's value, or its JSON text when that is serialized already (the big graph's, cached).
+   */
   const serve = (tool: string, work: () => unknown) => async (_args: unknown, ctx: { mcpReq: { signal: AbortSignal } }): Promise<CallToolResult> => {
     context.countCall(tool);
     const stop = AbortSignal.any([ctx.mcpReq.signal, context.dying]);
@@ -61,7 +67,8 @@ export function createGrynyaServer(context: ToolContext): McpServer {
   const { graph } = context;
 
   server.registerTool('query_graph', { description: 'Run a Cypher query against the knowledge graph and return the rows.', inputSchema: { query: z.string() } }, (args, extra) =>
-    serve('query_graph', () => ({ status: 'success', results: graph.query(args.query) }))(args, extra),
+    // pythonJsonDumps({ status: 'success', results }), with the rows serialized (or cached) by the graph.
+    serve('query_graph', () => `{"status": "success", "results": ${graph.queryJson(args.query)}}`)(args, extra),
   );
 
   server.registerTool(
