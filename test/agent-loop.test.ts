@@ -43,6 +43,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
       'grynya__update_last_event',
       'klym__grep_artifact',
       'klym__map_artifact',
+      'klym__query_artifact',
       'klym__read_artifact',
     ]);
     const system = first?.prompt[0];
@@ -108,7 +109,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
       onEvent: (event) => events.push(event),
     });
 
-    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name).toSorted()).toEqual(['grynya__query_graph', 'klym__grep_artifact', 'klym__map_artifact', 'klym__read_artifact']);
+    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name).toSorted()).toEqual(['grynya__query_graph', 'klym__grep_artifact', 'klym__map_artifact', 'klym__query_artifact', 'klym__read_artifact']);
     expect(model.doStreamCalls[0]?.prompt[0]?.content).toMatch(/Denied for this run: .*grynya__add_node \(policy "read-only"\)/);
     expect(events.find((event) => event.type === 'run-start')).toMatchObject({ tools: ['grynya__query_graph'], denied: expect.arrayContaining([{ toolName: 'grynya__add_node', policy: 'policy "read-only"' }]) });
     expect(events.find((event) => event.type === 'tool-denied')).toMatchObject({ toolCallId: 'write', toolName: 'grynya__add_node', policy: 'policy "read-only"', reason: expect.stringContaining('not read-only') });
@@ -133,7 +134,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
       onEvent: (event) => events.push(event),
     });
 
-    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name).toSorted()).toEqual(['grynya__add_node', 'grynya__query_graph', 'klym__grep_artifact', 'klym__map_artifact', 'klym__read_artifact']);
+    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name).toSorted()).toEqual(['grynya__add_node', 'grynya__query_graph', 'klym__grep_artifact', 'klym__map_artifact', 'klym__query_artifact', 'klym__read_artifact']);
     const start = events.find((event) => event.type === 'run-start');
     expect(start?.type === 'run-start' && start.denied).toEqual(
       expect.arrayContaining([

@@ -42,7 +42,7 @@ describe('the conversation stays inside the window', () => {
         movedOut ??= /artifact (art_[0-9a-f]{12}): [^"]*moved out of the conversation/.exec(request.body)?.[1];
         if (calls <= STEPS) return { kind: 'turn', toolCalls: [{ name: 'big__read_log', args: { lines: LINES, needle_at: calls } }] };
         if (calls === STEPS + 1) return { kind: 'turn', toolCalls: [{ name: 'klym__grep_artifact', args: { artifact: movedOut ?? 'none', pattern: 'FATAL' } }] };
-        return { kind: 'turn', text: new RegExp(`1 of its ${LINES} lines match`).test(request.body) ? 'read it back' : 'lost it' };
+        return { kind: 'turn', text: new RegExp(`1 match of \\\\"FATAL\\\\" among its ${LINES} lines`).test(request.body) ? 'read it back' : 'lost it' };
       },
       { contextWindow: WINDOW },
     );
@@ -95,7 +95,7 @@ describe('the conversation stays inside the window', () => {
       budget: { maxSteps: 40 },
       model: createScriptedModel({
         steps: ({ options }) =>
-          /1 of its 320 lines match/.test(JSON.stringify(options.prompt)) ? { text: 'still there' } : { toolCalls: [{ toolName: 'klym__grep_artifact', args: { artifact: moved, pattern: 'FATAL' } }] },
+          /1 match of \\"FATAL\\" among its 320 lines/.test(JSON.stringify(options.prompt)) ? { text: 'still there' } : { toolCalls: [{ toolName: 'klym__grep_artifact', args: { artifact: moved, pattern: 'FATAL' } }] },
       }),
     });
     expect(resumed).toMatchObject({ finishReason: 'stop', finalText: 'still there' });

@@ -74,8 +74,8 @@ describe('a task SIGKILLed mid-map', () => {
     const after = (await restCall(second.url, `/api/tasks/${id}?full_result=true`, TOKEN)).json as { result: string; resumed_from?: number[]; artifacts: { id: string; bytes: number }[] };
     expect(after.result).toBe(`${errorLines()} ERROR lines in ${artifact}`);
     expect(after.resumed_from?.length).toBe(1);
-    // The same artifact, kept once: the resumed run did not read the log again.
-    expect(after.artifacts).toEqual([expect.objectContaining({ id: artifact, bytes: Buffer.byteLength(LOG) })]);
+    // The log, kept once (the resumed run did not read it again), and the map's answers, kept as a table.
+    expect(after.artifacts).toEqual([expect.objectContaining({ id: artifact, bytes: Buffer.byteLength(LOG) }), expect.objectContaining({ tool: 'klym__map_artifact', records: expect.objectContaining({ keys: ['from', 'to', 'label', 'answer'] }) })]);
     second.klym.child.kill('SIGTERM');
     expect((await second.klym.exited()).code).toBe(0);
   }, 90_000);
@@ -103,6 +103,7 @@ describe("a worker SIGKILLed mid-map, on Redis", () => {
     await vi.waitFor(async () => expect((await statusOf(front, id)).status).toBe('completed'), { timeout: 30_000, interval: 200 });
     const after = (await statusOf(front, id)) as { result: string; artifacts: { id: string; bytes: number }[] };
     expect(after.result).toBe(`${errorLines()} ERROR lines in ${artifact}`);
-    expect(after.artifacts).toEqual([expect.objectContaining({ id: artifact, bytes: Buffer.byteLength(LOG) })]);
+    // The log, kept once (the resumed run did not read it again), and the map's answers, kept as a table.
+    expect(after.artifacts).toEqual([expect.objectContaining({ id: artifact, bytes: Buffer.byteLength(LOG) }), expect.objectContaining({ tool: 'klym__map_artifact', records: expect.objectContaining({ keys: ['from', 'to', 'label', 'answer'] }) })]);
   }, 90_000);
 });

@@ -41,7 +41,7 @@ describe('MCP 2026-07-28 and 2025-11-25 on one /mcp', () => {
     expect(legacy.getProtocolEra()).toBe('legacy');
     expect(modern.getServerCapabilities()?.extensions).toEqual({ 'io.modelcontextprotocol/tasks': {} });
 
-    expect(await names(modern)).toEqual(['cancel_agent_task', 'check_task_status', 'describe_capabilities', 'list_agent_tasks', 'read_task_artifact', 'run_agent_task', 'start_async_agent_task']);
+    expect(await names(modern)).toEqual(['cancel_agent_task', 'check_task_status', 'describe_capabilities', 'list_agent_tasks', 'query_task_artifact', 'read_task_artifact', 'run_agent_task', 'start_async_agent_task']);
     expect(await names(legacy)).toEqual(await names(modern));
 
     const start = payload(await modern.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'steps:1' } }));

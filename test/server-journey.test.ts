@@ -17,7 +17,7 @@ for (const kind of ['streamable-http', 'sse'] as const) {
       harness = await startHarness();
       const client = await harness.connect(kind);
       const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name).toSorted()).toEqual(['cancel_agent_task', 'check_task_status', 'describe_capabilities', 'list_agent_tasks', 'read_task_artifact', 'run_agent_task', 'start_async_agent_task']);
+      expect(tools.map((tool) => tool.name).toSorted()).toEqual(['cancel_agent_task', 'check_task_status', 'describe_capabilities', 'list_agent_tasks', 'query_task_artifact', 'read_task_artifact', 'run_agent_task', 'start_async_agent_task']);
 
       const before = performance.now();
       const started = payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'Self-check, please', record_result: true } }));
@@ -76,7 +76,7 @@ describe('bearer auth with the official client', () => {
     harness = await startHarness({ auth: { tokens: { grynya: 'the-token-of-grynya-123456' } } });
     for (const kind of ['streamable-http', 'sse'] as const) {
       const client = await harness.connect(kind, 'the-token-of-grynya-123456');
-      expect((await client.listTools()).tools).toHaveLength(7);
+      expect((await client.listTools()).tools).toHaveLength(8);
       await expect(harness.connect(kind)).rejects.toThrow(/401|Unauthorized/i);
       await expect(harness.connect(kind, 'a-wrong-token')).rejects.toThrow(/401|Unauthorized/i);
     }

@@ -93,7 +93,7 @@ describe('the MCP Inspector CLI against a running Klym', () => {
   it('lists the tools over Streamable HTTP and runs a task over legacy SSE', async () => {
     harness = await startHarness();
     const listed = (await inspector(harness.server.mcpUrl, '--method', 'tools/list')) as { tools: { name: string }[] };
-    expect(listed.tools.map((tool) => tool.name).toSorted()).toEqual(['cancel_agent_task', 'check_task_status', 'describe_capabilities', 'list_agent_tasks', 'read_task_artifact', 'run_agent_task', 'start_async_agent_task']);
+    expect(listed.tools.map((tool) => tool.name).toSorted()).toEqual(['cancel_agent_task', 'check_task_status', 'describe_capabilities', 'list_agent_tasks', 'query_task_artifact', 'read_task_artifact', 'run_agent_task', 'start_async_agent_task']);
 
     const started = (await inspector(harness.server.sseUrl, '--method', 'tools/call', '--tool-name', 'start_async_agent_task', '--tool-arg', 'prompt=Self-check')) as {
       structuredContent: { task_id: string };

@@ -77,6 +77,12 @@ export const TASK_DEFAULTS = {
   maxLogPageSize: 500,
   /** Log entries `TaskManager.logs` reads when the caller gives no `limit`. */
   managerLogPageSize: 50,
+  /** Characters of an artifact's original text one `read_task_artifact { original: true }` page gives (REST gives it whole). */
+  originalPageChars: 32_768,
+  /** Characters of CSV a `query_task_artifact` answer holds at most; it says how many rows it left out. */
+  queryAnswerChars: 32_768,
+  /** Tasks whose artifacts the manager keeps read and indexed for the next page (`read_task_artifact`), at most. */
+  artifactReaders: 4,
 } as const;
 
 /** Defaults of artifacts: tool results kept whole out of the conversation, and the built-in tools over them. */
@@ -90,13 +96,26 @@ export const ARTIFACT_DEFAULTS = {
   contextWindow: 128_000,
   /** Bytes of artifacts one task may keep at most (1 GiB); one more is refused with `ARTIFACT_LIMIT`. */
   maxBytesPerTask: 1_073_741_824,
+  /**
+   * Bytes of artifacts a task store keeps in all (8 GiB) where it keeps them on disk (SQLite); past it, a save
+   * drops the artifacts of the tasks that finished first. Stores that hold them in memory default lower: Redis
+   * to 2 GiB, the memory store to a quarter of the heap's limit.
+   */
+  maxBytes: 8_589_934_592,
   /** Lines of an artifact's start and of its end that the model is shown in the artifact's place. */
   previewLines: 10,
-  /** Characters of one line shown in a preview, a read or a match; the rest is counted, not shown. */
+  /** Characters of one line shown in a preview or as a match's context; the rest is counted, and where to read it said. */
   maxLineChars: 300,
   /** Lines `klym__read_artifact` gives when `limit` is not set, and the most it gives. */
   readLines: 100,
   maxReadLines: 500,
+  /**
+   * Tokens of one page of `klym__read_artifact` at most, where a run does not set it: a run's pages stay
+   * under three quarters of its artifact threshold, so that a read's answer is never an artifact itself.
+   */
+  pageTokens: 8_000,
+  /** Characters shown on each side of a match in a line longer than `maxLineChars`. */
+  grepWindowChars: 150,
   /** Matches `klym__grep_artifact` gives when `max_matches` is not set, and the most it gives. */
   grepMatches: 50,
   maxGrepMatches: 500,
@@ -104,6 +123,11 @@ export const ARTIFACT_DEFAULTS = {
   maxGrepContext: 10,
   /** `klym__map_artifact`'s model calls under way at once. */
   mapConcurrency: 4,
+  /**
+   * Tokens one `klym__map_artifact` call may send at most (system prompt, instruction and lines), whatever the
+   * model's window (and at most half of it): a chunk is a call a model answers well, and one failed call loses little.
+   */
+  mapChunkTokens: 32_000,
   /** Before a step, a conversation past this share of the window is compacted. */
   compactShare: 0.6,
   /** The latest steps a compaction keeps whole. */

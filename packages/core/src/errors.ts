@@ -27,6 +27,8 @@
  * - `ARTIFACT_NOT_FOUND`: the task has no artifact of that id (another task's artifact is not found either).
  * - `ARTIFACT_LIMIT`: keeping one more artifact would pass the task's cap on artifact bytes.
  * - `INTERNAL`: a bug in Klym; the message says what was being done.
+ * - `QUERY_FAILED`: a SQL query over a task's artifacts failed: DuckDB refused it or an operation in it (its message
+ *   is quoted), or it passed a limit (time, memory, rows; the message names the limit and the option that sets it).
  */
 export type KlymErrorCode =
   | 'CONFIG_INVALID'
@@ -52,7 +54,8 @@ export type KlymErrorCode =
   | 'SHUTTING_DOWN'
   | 'ARTIFACT_NOT_FOUND'
   | 'ARTIFACT_LIMIT'
-  | 'INTERNAL';
+  | 'INTERNAL'
+  | 'QUERY_FAILED';
 
 /** Options of {@link KlymError}: the structured fields that name the failing thing. */
 export interface KlymErrorOptions {

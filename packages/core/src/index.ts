@@ -33,6 +33,7 @@ export { upstreamAuthSecrets, type UpstreamAuth } from './pool/upstream-auth.ts'
 export type { UpstreamLogEntry } from './pool/upstream-session.ts';
 export { BUILT_IN_NAMESPACE, MAX_TOOL_NAME_LENGTH, TOOL_NAME_SEPARATOR, namespaceToolName } from './pool/tool-name.ts';
 // artifacts
+export type { ArtifactLimits } from './artifacts/artifact-limit.ts';
 export {
   createArtifactStore,
   createMemoryArtifacts,
@@ -41,9 +42,15 @@ export {
   type ArtifactSlice,
   type ArtifactStore,
   type ArtifactStoreOptions,
+  type KeepAs,
+  type ReadRequest,
+  type SliceLine,
 } from './artifacts/artifact-store.ts';
-export { ARTIFACT_TOOL_NAMES, artifactReference, artifactTools, keepBigResult, type ResultKeeping } from './artifacts/artifact-tools.ts';
-export type { ArtifactBackend, ArtifactInfo, StoredArtifact } from './artifacts/artifact-types.ts';
+export { ARTIFACT_TOOL_NAMES, artifactReference, artifactTools, keepBigResult, type ArtifactQuerying, type ResultKeeping } from './artifacts/artifact-tools.ts';
+export type { ArtifactBackend, ArtifactInfo, ArtifactRecords, StoredArtifact } from './artifacts/artifact-types.ts';
+export { recordsFrom, recordsOf, type RecordsLayout } from './artifacts/artifact-records.ts';
+export { QUERY_DEFAULTS, createArtifactQuery, toCsv, type ArtifactQuery, type ArtifactQueryOptions, type QueryAnswer } from './artifacts/artifact-query.ts';
+export { createTaskQueries, type TaskQueries, type TaskQueriesOptions } from './tasks/task-queries.ts';
 // tools and the agent
 export {
   createToolCatalog,
@@ -175,18 +182,20 @@ export {
   type TaskSummaryView,
 } from './tasks/task-views.ts';
 export { createTaskService, type TaskService, type TaskServiceOptions } from './tasks/task-service.ts';
-export { viewArtifact, type TaskArtifactSliceView, type TaskArtifactView } from './tasks/artifact-views.ts';
+export { viewArtifact, viewSlice, type TaskArtifactSliceView, type TaskArtifactView, type TaskQueryView } from './tasks/artifact-views.ts';
 export {
   cancelTaskSchema,
   checkTaskSchema,
   listTasksSchema,
   parseArgs,
+  queryArtifactsSchema,
   readArtifactSchema,
   startTaskSchema,
   taskLogsSchema,
   type CancelTaskArgs,
   type CheckTaskArgs,
   type ListTasksArgs,
+  type QueryArtifactsArgs,
   type ReadArtifactArgs,
   type StartTaskArgs,
   type TaskLogsArgs,

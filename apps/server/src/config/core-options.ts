@@ -90,7 +90,7 @@ const budget = (value: KlymConfig['budget']['default']): AgentBudget => ({ ...va
 
 /**
  * What every run of this configuration is set to, as `runAgent` and the task service both take it:
- * providers and prices, windows, retries, the map's model and concurrency, the artifact threshold,
+ * providers and prices, windows, retries, the map's model, concurrency and call size, the artifact threshold,
  * temperature, the tool rules and policies, and the system prompt. `klym serve` and `klym run` share it.
  */
 export function runSettings(config: KlymConfig) {
@@ -101,6 +101,7 @@ export function runSettings(config: KlymConfig) {
     maxRetries: config.llm.maxRetries,
     ...(config.llm.mapModel === undefined ? {} : { mapModel: config.llm.mapModel }),
     mapConcurrency: config.llm.mapConcurrency,
+    mapChunkTokens: config.llm.mapChunkTokens,
     ...(config.llm.artifactThresholdTokens === undefined ? {} : { artifactThresholdTokens: config.llm.artifactThresholdTokens }),
     ...(config.llm.temperature === undefined ? {} : { temperature: config.llm.temperature }),
     tools: config.tools,
@@ -154,6 +155,8 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
       ttlMs: config.tasks.ttlMs,
       log: { maxBytes: config.tasks.logMaxBytes },
       store: taskStoreIn(config.tasks.store, cwd),
+      artifactQuery: config.artifacts.query,
+      artifactLimits: { maxBytesPerTask: config.artifacts.maxBytesPerTask, ...(config.artifacts.maxBytes === undefined ? {} : { maxBytes: config.artifacts.maxBytes }) },
       runner: config.tasks.runner,
       sharedQueue: { lockDurationMs: config.tasks.lockDurationMs, stalledIntervalMs: config.tasks.stalledIntervalMs },
       resumeOnRestart: config.tasks.resumeOnRestart,

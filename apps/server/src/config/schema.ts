@@ -1,4 +1,4 @@
-import { ARTIFACT_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS, WEBHOOK_EVENTS } from '@klym/core';
+import { ARTIFACT_DEFAULTS, QUERY_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS, WEBHOOK_EVENTS } from '@klym/core';
 import { z } from 'zod';
 import { OAUTH_DEFAULTS, SCOPE_TOKEN, isResourceUrl, isSecureUrl } from '../server/oauth-options.ts';
 import { SERVER_DEFAULTS, isLoopback } from '../server/server-options.ts';
@@ -160,6 +160,8 @@ export const configObjectSchema = z.strictObject({
       mapModel: z.string().min(1).optional(),
       /** `klym__map_artifact`'s model calls under way at once, per map. @default 4 */
       mapConcurrency: z.number().int().positive().default(ARTIFACT_DEFAULTS.mapConcurrency),
+      /** Tokens one `klym__map_artifact` call may send at most, whatever the model's window (at most half of it). @default 32000 */
+      mapChunkTokens: z.number().int().positive().default(ARTIFACT_DEFAULTS.mapChunkTokens),
       /** A tool result of more tokens than this is kept as an artifact instead of sent to the model. @default a tenth of the model's context window */
       artifactThresholdTokens: z.number().int().positive().optional(),
       /** The provider's own retries of 408/409/429/5xx and network failures, with backoff. @default 2 */
@@ -213,6 +215,32 @@ export const configObjectSchema = z.strictObject({
       lockDurationMs: positiveMs.default(TASK_QUEUE_DEFAULTS.lockDurationMs),
       /** With a Redis store: how often workers look for tasks whose worker stopped renewing its lock. @default 10_000 */
       stalledIntervalMs: positiveMs.default(TASK_QUEUE_DEFAULTS.stalledIntervalMs),
+    })
+    .prefault({}),
+  /** Tool results kept whole as artifacts, in the task store. */
+  artifacts: z
+    .strictObject({
+      /**
+       * Bytes of artifacts the task store keeps in all; past it, a new one first drops the artifacts of the tasks
+       * that finished first (the tasks stay), and is refused (`ARTIFACT_LIMIT`) when only running tasks' are left.
+       * @default 8_589_934_592 (8 GiB) with a SQLite store, 2_147_483_648 (2 GiB) with Redis, a quarter of the heap's limit in memory
+       */
+      maxBytes: positiveInt.optional(),
+      /** Bytes of artifacts one task keeps at most; one more is refused (`ARTIFACT_LIMIT`), which its model reads. @default 1_073_741_824 (1 GiB) */
+      maxBytesPerTask: positiveInt.default(ARTIFACT_DEFAULTS.maxBytesPerTask),
+      /** SQL over a task's artifacts (`klym__query_artifact`, `query_task_artifact`), in a DuckDB of its own per task. */
+      query: z
+        .strictObject({
+          /** Memory one task's DuckDB may use, in MiB; a query past it fails (`QUERY_FAILED`) naming the limit. @default 512 */
+          memoryMiB: positiveInt.default(QUERY_DEFAULTS.memoryMiB),
+          /** Threads one task's DuckDB may use. @default 2 */
+          threads: positiveInt.default(QUERY_DEFAULTS.threads),
+          /** Time one query may take, in milliseconds; past it, it is interrupted (`QUERY_FAILED`). @default 30_000 */
+          timeoutMs: positiveMs.default(QUERY_DEFAULTS.timeoutMs),
+          /** Rows one answer may have; more fails the query, asking to aggregate or add LIMIT. @default 1_000_000 */
+          maxRows: positiveInt.default(QUERY_DEFAULTS.maxRows),
+        })
+        .prefault({}),
     })
     .prefault({}),
   /** Which upstream tools tasks may call; a caller can only narrow this. `*` matches any run of characters. */

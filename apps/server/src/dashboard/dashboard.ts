@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { TASK_DEFAULTS, createRedactor, isKlymError, parseArgs, readArtifactSchema, type KlymErrorCode, type TaskService, type TaskStore } from '@klym/core';
+import { TASK_DEFAULTS, createRedactor, isKlymError, viewSlice, type KlymErrorCode, type TaskService, type TaskStore } from '@klym/core';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { html } from 'hono/html';
@@ -16,7 +16,7 @@ import { loginForm } from './views/login.ts';
 import { statusFilter, taskListPart, type TaskListQuery } from './views/task-list.ts';
 import { logRows, logSection, taskPart, type TaskPageData } from './views/task-page.ts';
 import { upstreamsPart } from './views/upstreams.ts';
-import { ARTIFACT_PAGE_LINES, artifactPage } from './views/artifact-page.ts';
+import { ARTIFACT_PAGE_LINES, ARTIFACT_PAGE_TOKENS, artifactPage } from './views/artifact-page.ts';
 
 /** Options of {@link createDashboard}. */
 export interface DashboardOptions {
@@ -164,9 +164,15 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
     const id = c.req.param('id');
     const caller = await tasks.callerFor(c.get('viewer'), id);
     const offset = Number(c.req.query('offset') ?? 0);
-    const args = { task_id: id, artifact: c.req.param('artifact'), offset: Number.isSafeInteger(offset) && offset >= 0 ? offset : 0, limit: ARTIFACT_PAGE_LINES };
-    const slice = await service.readArtifact(parseArgs(readArtifactSchema, args), caller.principal);
-    return render(c, artifactPage(slice), `Artifact ${slice.artifact.id}`, 'tasks');
+    const charOffset = Number(c.req.query('char_offset') ?? 0);
+    // A person reads 200 lines a page, however many tokens they would cost a model.
+    const slice = await service.tasks.readArtifact(id, caller, c.req.param('artifact'), {
+      offset: Number.isSafeInteger(offset) && offset >= 0 ? offset : 0,
+      ...(Number.isSafeInteger(charOffset) && charOffset > 0 ? { charOffset } : {}),
+      limit: ARTIFACT_PAGE_LINES,
+      pageTokens: ARTIFACT_PAGE_TOKENS,
+    });
+    return render(c, artifactPage(viewSlice(id, slice)), `Artifact ${slice.artifact.id}`, 'tasks');
   });
   app.post('/dashboard/tasks/:id/cancel', async (c) => {
     const id = c.req.param('id');

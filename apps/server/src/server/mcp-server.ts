@@ -7,7 +7,7 @@ import { refuseInvalidParams } from './json-rpc.ts';
 export const SERVER_INFO = { name: 'klym', version: '0.1.0' } as const;
 
 /**
- * Builds the 2025-11-25 MCP server of one client session (the v2 SDK's `McpServer`): core's six task tools and `run_agent_task` over `service`,
+ * Builds the 2025-11-25 MCP server of one client session (the v2 SDK's `McpServer`): core's seven task tools and `run_agent_task` over `service`,
  * the `logging` capability (`logging/setLevel` is honoured; the end of each task started in this session is
  * logged to it) and the `tasks` capability, whose `tasks/*` requests see the tasks of `principal` — the
  * principal the session belongs to (`anonymous` over stdio).

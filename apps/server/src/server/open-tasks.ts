@@ -42,7 +42,7 @@ export interface TaskObservers {
  * @throws {KlymError} `CONFIG_INVALID` for an options error; `STORE_UNAVAILABLE` naming the store's file or Redis and why it cannot be opened.
  */
 export async function openTasks(options: ResolvedServerOptions, observers: TaskObservers = {}): Promise<OpenedTasks> {
-  const { store: spec = 'memory', sharedQueue, runner: where, ...tasks } = options.tasks;
+  const { store: spec = 'memory', artifactLimits, sharedQueue, runner: where, ...tasks } = options.tasks;
   const opened: (() => Promise<void>)[] = [];
   const closeOpened = async (): Promise<void> => {
     const failures: unknown[] = [];
@@ -55,6 +55,7 @@ export async function openTasks(options: ResolvedServerOptions, observers: TaskO
     if (typeof spec === 'string') {
       const backend = await openTaskBackend(spec, {
         ...(tasks.log === undefined ? {} : { log: tasks.log }),
+        ...(artifactLimits === undefined ? {} : { artifacts: artifactLimits }),
         ...(sharedQueue === undefined ? {} : { sharedQueue }),
         onQueueLog: (line, level) => options.log(line, level),
       });

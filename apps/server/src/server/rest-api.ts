@@ -1,5 +1,5 @@
 import type { HttpBindings } from '@hono/node-server';
-import { KlymError, cancelTaskSchema, checkTaskSchema, listTasksSchema, parseArgs, readArtifactSchema, startTaskSchema, taskLogsSchema, type TaskService } from '@klym/core';
+import { KlymError, cancelTaskSchema, checkTaskSchema, listTasksSchema, parseArgs, queryArtifactsSchema, readArtifactSchema, startTaskSchema, taskLogsSchema, type TaskService } from '@klym/core';
 import type { Hono } from 'hono';
 import type { GuardVariables } from './guards.ts';
 
@@ -8,27 +8,28 @@ type Env = { Bindings: Partial<HttpBindings>; Variables: GuardVariables };
 /** A query parameter as a number when it looks like one (the route's schema then checks it), else as given. */
 const numeric = (value: string | undefined): number | string | undefined => (value === undefined ? undefined : /^\d+$/.test(value) ? Number(value) : value);
 const flag = (value: string | undefined): boolean | string | undefined => (value === undefined ? undefined : value === 'true' ? true : value === 'false' ? false : value);
+/** A request's JSON body. @throws {KlymError} `INVALID_ARGUMENT` when it is not JSON */
+async function jsonBody(request: Request): Promise<unknown> {
+  try {
+    return await request.json();
+  } catch {
+    throw new KlymError('INVALID_ARGUMENT', '`body`: not valid JSON');
+  }
+}
 const defined = (record: Record<string, unknown>): Record<string, unknown> => Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined));
 
 /**
  * The task operations as a small REST API under `/api`, with the same auth and ownership as the MCP
  * tools and the same JSON: `POST /api/tasks`, `GET /api/tasks?status=&cursor=&limit=`, `GET /api/tasks/:id`
  * (`?full_result=true&log_after=&max_log_entries=`), `GET /api/tasks/:id/logs?after=&limit=`,
- * `GET /api/tasks/:id/artifacts/:artifact?offset=&limit=`,
+ * `GET /api/tasks/:id/artifacts/:artifact?offset=&char_offset=&limit=&original=`, `GET /api/tasks/:id/artifacts/:artifact/original`
+ * (the result as its tool gave it, whole and byte for byte), `POST /api/tasks/:id/query` (`{ "sql": … }`),
  * `POST /api/tasks/:id/cancel`. Each route parses its body or query once, with the schema the MCP tools
  * give the SDK: an unknown or bad field is a 400 naming it. Errors answer `{ error: { code, message } }`
  * through the app's `onError`.
  */
 export function mountRestApi(app: Hono<Env>, service: TaskService): void {
-  app.post('/api/tasks', async (c) => {
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      throw new KlymError('INVALID_ARGUMENT', '`body`: not valid JSON');
-    }
-    return c.json(await service.start(parseArgs(startTaskSchema, body), c.get('principal')), 202);
-  });
+  app.post('/api/tasks', async (c) => c.json(await service.start(parseArgs(startTaskSchema, await jsonBody(c.req.raw)), c.get('principal')), 202));
   app.get('/api/tasks', async (c) =>
     c.json(await service.list(parseArgs(listTasksSchema, defined({ status: c.req.query('status'), cursor: c.req.query('cursor'), limit: numeric(c.req.query('limit')) })), c.get('principal'))),
   );
@@ -56,10 +57,30 @@ export function mountRestApi(app: Hono<Env>, service: TaskService): void {
   app.get('/api/tasks/:id/artifacts/:artifact', async (c) =>
     c.json(
       await service.readArtifact(
-        parseArgs(readArtifactSchema, defined({ task_id: c.req.param('id'), artifact: c.req.param('artifact'), offset: numeric(c.req.query('offset')), limit: numeric(c.req.query('limit')) })),
+        parseArgs(
+          readArtifactSchema,
+          defined({
+            task_id: c.req.param('id'),
+            artifact: c.req.param('artifact'),
+            offset: numeric(c.req.query('offset')),
+            char_offset: numeric(c.req.query('char_offset')),
+            limit: numeric(c.req.query('limit')),
+            original: flag(c.req.query('original')),
+          }),
+        ),
         c.get('principal'),
       ),
     ),
   );
+  app.get('/api/tasks/:id/artifacts/:artifact/original', async (c) => {
+    const { artifact, text } = await service.tasks.artifactOriginal(c.req.param('id'), { principal: c.get('principal') }, c.req.param('artifact'));
+    const json = artifact.records !== undefined && artifact.records.originalBytes > 0;
+    return c.body(text, 200, { 'content-type': json ? 'application/json; charset=utf-8' : 'text/plain; charset=utf-8' });
+  });
+  app.post('/api/tasks/:id/query', async (c) => {
+    const body = await jsonBody(c.req.raw);
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new KlymError('INVALID_ARGUMENT', '`body`: expected a JSON object `{ "sql": … }`');
+    return c.json(await service.queryArtifacts(parseArgs(queryArtifactsSchema, { ...body, task_id: c.req.param('id') }), c.get('principal')));
+  });
   app.post('/api/tasks/:id/cancel', async (c) => c.json(await service.cancel(parseArgs(cancelTaskSchema, { task_id: c.req.param('id') }), c.get('principal'))));
 }

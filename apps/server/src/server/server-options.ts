@@ -29,7 +29,7 @@ export const SERVER_DEFAULTS = {
  * The server's tasks: `@klym/core`'s task service options, named and defaulted as there (`maxConcurrent`,
  * `maxQueued`, `taskTimeoutMs`, `ttlMs`, `log`, `models`, `budget`s, `tools`, policies, `secrets`, …), handed
  * to `createTaskService` as they are, and the few the server itself decides: where tasks are kept and
- * queued (`store`, `sharedQueue`) and where their runs execute (`runner`).
+ * queued (`store`, `artifactLimits`, `sharedQueue`) and where their runs execute (`runner`).
  */
 export interface ServerTaskOptions extends Omit<TaskServiceOptions, 'pool' | 'store' | 'onEvent'> {
   /**
@@ -40,6 +40,8 @@ export interface ServerTaskOptions extends Omit<TaskServiceOptions, 'pool' | 'st
    * @default 'memory'
    */
   readonly store?: TaskStore | string;
+  /** Caps on the artifacts kept by the store opened from a spec (a store given has its own). @default the store's (see `createSqliteTaskStore`, …) */
+  readonly artifactLimits?: TaskBackendOptions['artifacts'];
   /**
    * With a Redis `store` (`redis://…`), tasks wait on a BullMQ queue in the same Redis that every front and
    * worker shares; these tune how a dead worker's task is taken over (see `createBullmqTaskQueue`).

@@ -18,7 +18,9 @@ import { createMessagesCounter, createTokenCounter } from './token-count.ts';
 import type { AgentEvent, AgentRunResult, AgentToolCall, AgentUsage, RunAgentOptions } from './types.ts';
 import { addUsage, costOf, createMessageSizer, priceOf, ZERO_USAGE } from './usage.ts';
 import { ARTIFACT_DEFAULTS, DEFAULT_MAX_RETRIES } from '../defaults.ts';
-import { createArtifactStore } from '../artifacts/artifact-store.ts';
+import { createArtifactQuery, type ArtifactQuery } from '../artifacts/artifact-query.ts';
+import { createArtifactStore, createMemoryArtifacts } from '../artifacts/artifact-store.ts';
+import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
 import { artifactTools, keepBigResult, type ResultKeeping } from '../artifacts/artifact-tools.ts';
 import { compactHistory, type Compaction } from '../artifacts/compaction.ts';
 
@@ -117,6 +119,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
   const tracing: RunTracing | undefined = options.tracing === undefined ? undefined : await startRunTracing(options.tracing, name, redactor.text);
   // Without a caller's scope the run is one: its sessions of `task`-scoped upstreams close when it ends.
   const scope = options.scope ?? options.pool.openScope('run');
+  // The run's own DuckDB, opened at its first query when its artifacts have none (a library's run): closed with the run.
+  let ownDuckDb: ArtifactQuery | undefined;
+  const ownQuery = (backend: ArtifactBackend): ArtifactQuery => (ownDuckDb ??= createArtifactQuery({ source: backend }));
 
   try {
     let catalog: ToolCatalog;
@@ -156,26 +161,51 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     const mapCounter = mapper.name === name ? counter : await createTokenCounter(mapper.name);
     // A result's text is asked for four times (the artifact check, the model's output, the event, the checkpoint): made once.
     const resultText = createResultTexts();
+    const thresholdTokens = options.artifactThresholdTokens ?? artifactThreshold(name, options.contextWindows);
+    // A page the model reads stays under the threshold, so reading one never makes another artifact.
+    const pageTokens = Math.max(MIN_PAGE_TOKENS, Math.floor(thresholdTokens * PAGE_SHARE));
+    const backend = options.artifacts ?? createMemoryArtifacts();
     const keeping: ResultKeeping = {
-      artifacts: createArtifactStore({ countTokens: counter.count, ...(options.artifacts === undefined ? {} : { backend: options.artifacts }) }),
-      thresholdTokens: options.artifactThresholdTokens ?? artifactThreshold(name, options.contextWindows),
+      artifacts: createArtifactStore({ countTokens: counter.count, backend, pageTokens }),
+      thresholdTokens,
+      pageTokens,
       countTokens: counter.count,
       resultText,
       onKept: (artifact, head) => emit({ type: 'artifact-kept', step: currentStep, artifact, head }),
+      // A task's store queries in the task's DuckDB; a run without one opens its own at its first query.
+      query: { query: (sql, queryOptions) => (backend.query === undefined ? ownQuery(backend).query(sql, queryOptions) : backend.query(sql, queryOptions)) },
+      onQueried: ({ sql, answer, kept }) =>
+        emit({
+          type: 'artifact-query',
+          step: currentStep,
+          sql,
+          rows: answer.rows.length,
+          columns: answer.columns.length,
+          tables: answer.tables,
+          elapsedMs: answer.elapsedMs,
+          ...(kept === undefined ? {} : { kept: kept.id }),
+        }),
       mapping: {
         model: mapper.model,
         streams: mapper.streams,
         windowTokens: workingWindow(contextWindowOf(mapper.name, options.contextWindows).tokens),
+        chunkTokens: options.mapChunkTokens ?? ARTIFACT_DEFAULTS.mapChunkTokens,
         concurrency: options.mapConcurrency ?? ARTIFACT_DEFAULTS.mapConcurrency,
         countTokens: mapCounter.count,
         maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
         signal: controller.signal,
+        // A map spends within the run's budgets: each call counts as it ends (a failed map's too), none starts once they are spent.
+        beforeChunk: () => {
+          const hit = spentBudget(budget, usage, costOf(usage, price));
+          if (hit === undefined) return undefined;
+          return { reason: hit.name === 'cost' ? `the run's cost budget is spent: $${hit.used.toFixed(4)} of $${hit.limit}` : `the run's token budget is spent: ${hit.used} of ${hit.limit} tokens` };
+        },
+        onUsage: (used) => {
+          usage = addUsage(usage, used);
+        },
       },
-      // What a map's model calls used counts in the run's usage, hence its budgets, from the step it ran in.
-      onMapped: ({ artifact, chunks, usage: used }) => {
-        emit({ type: 'artifact-map', step: currentStep, artifact, chunks, usage: used });
-        usage = addUsage(usage, used);
-      },
+      // The map's usage is in the run's already (`onUsage`): the event tells the task's status.
+      onMapped: ({ artifact, chunks, usage: used }) => emit({ type: 'artifact-map', step: currentStep, artifact, chunks, usage: used }),
     };
     const builtIns = artifactTools(keeping);
     const messageChars = createMessageSizer();
@@ -270,6 +300,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
     if (options.scope === undefined) await scope.close();
+    await ownDuckDb?.close().catch(() => {});
     // A run that threw before it could say how it ended (its catalog, a store) still closes its span.
     tracing?.end();
   }
@@ -293,6 +324,10 @@ function describeModelError(error: unknown): string {
   return `${error.message.replace(/\bAI_[A-Za-z]+Error: /g, '')}${status}`;
 }
 
+/** A page the model reads, as a share of the artifact threshold, and at least this many tokens. */
+const PAGE_SHARE = 0.75;
+const MIN_PAGE_TOKENS = 100;
+
 /** A window to size chunks and compactions by: the model's, or for the scripted model, which has none, `ARTIFACT_DEFAULTS.contextWindow`. */
 function workingWindow(tokens: number): number {
   return Number.isFinite(tokens) ? tokens : ARTIFACT_DEFAULTS.contextWindow;
@@ -309,7 +344,7 @@ function checkOptions(options: RunAgentOptions): void {
   if (options.maxRetries !== undefined && (!Number.isInteger(options.maxRetries) || options.maxRetries < 0)) {
     invalid(`Expected \`maxRetries\` to be an integer ≥ 0, got ${String(options.maxRetries)}`);
   }
-  for (const name of ['mapConcurrency', 'artifactThresholdTokens'] as const) {
+  for (const name of ['mapConcurrency', 'mapChunkTokens', 'artifactThresholdTokens'] as const) {
     const value = options[name];
     if (value !== undefined && (!Number.isInteger(value) || value <= 0)) invalid(`Expected \`${name}\` to be a positive integer, got ${String(value)}`);
   }

@@ -216,6 +216,20 @@ export type AgentEvent =
    * by their artifact's reference, then `steps` older steps folded into a digest.
    */
   | { readonly type: 'history-compacted'; readonly step: number; readonly results: number; readonly steps: number; readonly tokensBefore: number; readonly tokensAfter: number }
+  /**
+   * `klym__query_artifact` answered: its SQL, the rows and columns of its answer, the artifacts it read, and
+   * how long it took (loading tables included); `kept` names the artifact a too-big answer was kept as.
+   */
+  | {
+      readonly type: 'artifact-query';
+      readonly step: number;
+      readonly sql: string;
+      readonly rows: number;
+      readonly columns: number;
+      readonly tables: readonly string[];
+      readonly elapsedMs: number;
+      readonly kept?: string;
+    }
   /** `klym__map_artifact` answered on every chunk of an artifact; its model calls' usage, counted in the run's. */
   | { readonly type: 'artifact-map'; readonly step: number; readonly artifact: ArtifactInfo; readonly chunks: number; readonly usage: AgentUsage }
   | {
@@ -303,6 +317,11 @@ export interface RunAgentOptions {
   readonly mapModel?: string;
   /** `klym__map_artifact`'s model calls under way at once, at most. @default ARTIFACT_DEFAULTS.mapConcurrency (4) */
   readonly mapConcurrency?: number;
+  /**
+   * Tokens one `klym__map_artifact` call may send at most (system prompt, instruction and lines), whatever the
+   * model's window; at most half the window still. @default ARTIFACT_DEFAULTS.mapChunkTokens (32,000)
+   */
+  readonly mapChunkTokens?: number;
   /**
    * A tool result of more tokens than this is kept as an artifact, and the model given a reference to it.
    * Counted like the model's requests (o200k_base for OpenAI's models, else the conservative estimate).

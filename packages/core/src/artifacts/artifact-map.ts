@@ -1,114 +1,247 @@
 import { generateText, streamText, type LanguageModel } from 'ai';
+import { contextLengthExceeded } from '../agent/context-window.ts';
 import type { AgentUsage } from '../agent/types.ts';
 import { addUsage, ZERO_USAGE } from '../agent/usage.ts';
+import { ARTIFACT_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
+import { chunkHeader, chunkLines, chunkPieces, chunkPrompt, halveChunk, type Chunk, type LinePiece } from './artifact-chunks.ts';
 import type { LineIndex } from './artifact-text.ts';
 
-/** What a map needs of its run: the model to call, how big a call may be, how many at once. */
+export type { LinePiece };
+
+/** What a map needs of its run: the model to call, how big a call may be, how many at once, and the run's budget. */
 export interface ArtifactMapping {
   /** The model each chunk is sent to, in a call that offers no tools (the run's, or `mapModel`). */
   readonly model: LanguageModel;
   /** Whether the model is called streaming, as the run calls it (a provider's models), or whole (the scripted model). */
   readonly streams: boolean;
-  /** The model's context window, in tokens: a chunk with the instruction fits well inside it. */
+  /** The model's context window, in tokens: a call counts at most half of it. */
   readonly windowTokens: number;
+  /**
+   * The most tokens one call may count — system prompt, instruction and lines, as `countTokens` counts them —
+   * whatever the window (and at most half of it). @default ARTIFACT_DEFAULTS.mapChunkTokens (32,000)
+   */
+  readonly chunkTokens?: number;
   /** Calls under way at once, at most. */
   readonly concurrency: number;
+  /** The mapping model's tokenizer: chunks are sized, and each call's text checked before it is sent, with it. */
   readonly countTokens: (text: string) => number;
   readonly maxRetries: number;
   /** The run's signal: cancelling the task cancels every call. */
   readonly signal: AbortSignal;
+  /**
+   * Asked before each call starts, with every call that ended already told to `onUsage`: a reason (the run's
+   * budget is spent) stops the map, which starts no more calls and resolves with the answers it got.
+   */
+  readonly beforeChunk?: () => { readonly reason: string } | undefined;
+  /**
+   * Told of each call's usage as the call ends, so the run counts it at once: a map that fails or is cancelled
+   * has still spent it. A call cut off (cancelled, or stopped by another's failure) is estimated as its input.
+   */
+  readonly onUsage?: (usage: AgentUsage) => void;
 }
 
-/** One chunk's answer: which lines it covered (0-based, `to` included), and what the model said. */
+/**
+ * One chunk's answer: which lines it covered (0-based, `to` included), the lines it holds only part of, and
+ * what the model said.
+ */
 export interface ChunkAnswer {
   readonly from: number;
   readonly to: number;
+  /**
+   * Set when the chunk holds part of a line too long for one chunk: line `from` from a character on, line `to`
+   * up to a character, or both (one piece when `from === to`). Lines between them are whole.
+   */
+  readonly pieces?: readonly LinePiece[];
   readonly text: string;
 }
 
-/** A chunk's room for lines: what is left of the window once the instruction, the framing and the answer have theirs. */
+/** A line too long for one chunk, split over consecutive chunks: its number (0-based), its characters, how many answers hold part of it. */
+export interface SplitLine {
+  readonly line: number;
+  readonly chars: number;
+  readonly chunks: number;
+}
+
+/** What a map gives: its answers, what its calls used, the lines it split, and why it stopped early, if it did. */
+export interface MapOutcome {
+  /** The answers, in the artifact's order; each character of the lines they cover was in exactly one call. */
+  readonly answers: ChunkAnswer[];
+  /** What its calls used, all told (each call was told to `onUsage` as it ended). */
+  readonly usage: AgentUsage;
+  /** Lines split over several chunks, by line; empty when every line fit in one. */
+  readonly splitLines: SplitLine[];
+  /**
+   * Set when `beforeChunk` stopped the map: the reason. `answers` are the calls that were answered (those
+   * under way when it stopped included); the lines the others held were not read.
+   */
+  readonly stopped?: { readonly reason: string };
+}
+
+/** A call counts at most this share of the window: the rest is the answer's, and a margin for the tokenizer. */
 const CHUNK_SHARE = 0.5;
-const FRAMING_TOKENS = 200;
+/** Tokens a provider adds around the system prompt and the prompt (roles, separators): 3-4 a message. */
+const REQUEST_FRAMING_TOKENS = 16;
+/** Fewer tokens than this left for lines once the instruction is in is not a map worth running. */
+const MIN_ROOM_TOKENS = 256;
+/** A refused call is split in two, and a refused half again, this many times at most: a chunk 16 times too long still goes through. */
+const MAX_REFUSALS = 4;
 
 const SYSTEM = [
   'You are given one chunk of a larger text (its lines are numbered, 0-based, as in the whole text) and an instruction.',
   'Answer the instruction for this chunk only, precisely and briefly: your answer is combined with the answers for the other chunks.',
   'Quote line numbers for what you report. If the chunk holds nothing the instruction asks for, say exactly: nothing.',
+  'A line too long for one chunk is split over consecutive chunks: a piece of it is numbered `N[chars C-D of L]` (characters C to D, 0-based, of line N, which has L),',
+  'and the rest of that line is in the chunks before or after this one, so a record may begin or end outside this chunk.',
 ].join(' ');
 
+/** A chunk's label in answers: `lines 3-5`, and the part held of a split line, `lines 5-5 (line 5: characters 0-99999 of 2000000)`. */
+export function chunkLabel(answer: Pick<ChunkAnswer, 'from' | 'to' | 'pieces'>): string {
+  const pieces = answer.pieces ?? [];
+  const parts = pieces.map((piece) => `line ${piece.line}: characters ${piece.start}-${piece.end - 1} of ${piece.length}`);
+  return `lines ${answer.from}-${answer.to}${parts.length === 0 ? '' : ` (${parts.join('; ')})`}`;
+}
+
 /**
- * Cuts `index` on line boundaries into consecutive chunks (each line in exactly one) of at most `room`
- * tokens each; a line bigger than `room` is a chunk of its own, cut to fit.
+ * A streamed call's whole text and usage, once it ended; rejects with its error. The SDK hands a stream's
+ * error to `onError` and rejects `text` with a `NoOutputGeneratedError` that does not say it: the first is kept.
  */
-export function chunkLines(index: LineIndex, room: number, countTokens: (text: string) => number): { readonly from: number; readonly to: number }[] {
-  const chunks: { from: number; to: number }[] = [];
-  let from = 0;
-  let used = 0;
-  for (let n = 0; n < index.count; n++) {
-    const tokens = countTokens(index.line(n)) + 1;
-    if (n > from && used + tokens > room) {
-      chunks.push({ from, to: n - 1 });
-      from = n;
-      used = 0;
-    }
-    used += tokens;
+async function streamed(call: Parameters<typeof streamText>[0]): Promise<{ readonly text: string; readonly usage: { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined } }> {
+  let failure: unknown;
+  const result = streamText({ ...call, onError: ({ error }) => void (failure ??= error) });
+  try {
+    const [text, usage] = await Promise.all([result.text, result.usage]);
+    return { text, usage };
+  } catch (error) {
+    throw failure ?? error;
   }
-  if (index.count > from) chunks.push({ from, to: index.count - 1 });
-  return chunks;
 }
 
-/** A chunk's lines as the model reads them: numbered, a line too big for the chunk cut with a marker. */
-function chunkText(index: LineIndex, chunk: { readonly from: number; readonly to: number }, roomChars: number): string {
-  const lines: string[] = [];
-  for (let n = chunk.from; n <= chunk.to; n++) {
-    const line = index.line(n);
-    lines.push(`${n}: ${chunk.from === chunk.to && line.length > roomChars ? `${line.slice(0, roomChars)}… [${line.length - roomChars} more characters]` : line}`);
-  }
-  return lines.join('\n');
-}
-
-/** A streamed call's whole text and usage, once it ended; rejects with its error. */
-async function finished(result: ReturnType<typeof streamText>): Promise<{ readonly text: string; readonly usage: { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined } }> {
-  const [text, usage] = await Promise.all([result.text, result.usage]);
-  return { text, usage };
-}
+const aborted = (): KlymError => new KlymError('ABORTED', 'The map was cancelled with its task');
 
 /**
  * Answers `instruction` on every chunk of the artifact's lines, `concurrency` calls at a time, each a model
- * call that offers no tools; the answers come back in chunk order, each with its line range.
- * @throws {KlymError} `ABORTED` when the run is cancelled; `MODEL_ERROR` naming the chunk when a call fails
+ * call that offers no tools; the answers come back in chunk order, each with its line range. A line too long
+ * for a chunk is split over consecutive chunks, never cut. Each call's text is counted before it is sent, and
+ * one over its room, or refused by the provider as longer than its window, is split in two (a window the refusal
+ * names sizes the calls after it).
+ * Each call's usage goes to `onUsage` as it ends; before each call `beforeChunk` may stop the map.
+ * @throws {KlymError} `ABORTED` when the run is cancelled; `MODEL_ERROR` naming the chunk when a call fails (the
+ * first failure stops the other calls); `CONTEXT_OVERFLOW` when a chunk halved four times is still refused;
+ * `INVALID_ARGUMENT` when the instruction leaves no room for lines
  */
-export async function mapLines(index: LineIndex, instruction: string, mapping: ArtifactMapping): Promise<{ readonly answers: ChunkAnswer[]; readonly usage: AgentUsage }> {
-  const room = Math.max(1, Math.floor(mapping.windowTokens * CHUNK_SHARE) - mapping.countTokens(instruction) - FRAMING_TOKENS);
-  const chunks = chunkLines(index, room, mapping.countTokens);
-  const answers: ChunkAnswer[] = Array.from({ length: chunks.length });
+export async function mapLines(index: LineIndex, instruction: string, mapping: ArtifactMapping): Promise<MapOutcome> {
+  const count = mapping.countTokens;
+  let limit = Math.min(mapping.chunkTokens ?? ARTIFACT_DEFAULTS.mapChunkTokens, Math.floor(mapping.windowTokens * CHUNK_SHARE));
+  const system = count(SYSTEM) + REQUEST_FRAMING_TOKENS;
+  // The header with the widest line numbers it can have: a chunk's own is never longer.
+  const widest: Chunk = { from: index.count, start: 0, to: index.count, end: 0 };
+  const room = limit - system - count(chunkHeader(instruction, widest, index.count));
+  if (room < MIN_ROOM_TOKENS) {
+    throw new KlymError(
+      'INVALID_ARGUMENT',
+      `The instruction leaves ${Math.max(room, 0)} of the ${limit} tokens a map call may count (the smaller of \`mapChunkTokens\` and half the model's window) for the artifact's lines; shorten the instruction`,
+    );
+  }
+  const chunks = chunkLines(index, room, count);
+  const answers: ChunkAnswer[][] = [];
   // The first call that fails stops the others: the map has failed, and their answers would be spent for nothing.
   const failed = new AbortController();
   const signal = AbortSignal.any([mapping.signal, failed.signal]);
   let next = 0;
   let usage: AgentUsage = ZERO_USAGE;
+  let stopped: { readonly reason: string } | undefined;
+  let failure: unknown;
+  const spend = (used: AgentUsage): void => {
+    usage = addUsage(usage, used);
+    mapping.onUsage?.(used);
+  };
+
+  // `refusals`: how many times the provider refused the chunks this one was halved from.
+  const answer = async (chunk: Chunk, refusals: number): Promise<ChunkAnswer[]> => {
+    if (mapping.signal.aborted) throw aborted();
+    if (failed.signal.aborted || stopped !== undefined) return [];
+    const prompt = chunkPrompt(instruction, index, chunk);
+    const tokens = system + count(prompt);
+    // Planned by lines counted one by one, a chunk may count a little more whole: split, never sent over its room.
+    if (tokens > limit) return halves(chunk, refusals, undefined);
+    const stop = mapping.beforeChunk?.();
+    if (stop !== undefined) {
+      stopped ??= stop;
+      return [];
+    }
+    try {
+      const call = { model: mapping.model, instructions: SYSTEM, prompt, maxRetries: mapping.maxRetries, abortSignal: signal };
+      const result = mapping.streams ? await streamed(call) : await generateText(call);
+      const input = result.usage.inputTokens ?? tokens;
+      const output = result.usage.outputTokens ?? count(result.text);
+      spend({ inputTokens: input, outputTokens: output, totalTokens: input + output, estimated: result.usage.inputTokens === undefined || result.usage.outputTokens === undefined });
+      return [{ from: chunk.from, to: chunk.to, ...withPieces(chunkPieces(index, chunk)), text: result.text.trim() }];
+    } catch (error) {
+      // A call cut off was sent: the provider read its input.
+      if (signal.aborted) spend({ inputTokens: tokens, outputTokens: 0, totalTokens: tokens, estimated: true });
+      if (mapping.signal.aborted) throw aborted();
+      if (failed.signal.aborted) return [];
+      // A refused request costs nothing; its halves may fit. A window the provider names sizes the calls still to come.
+      const said = contextLengthExceeded(error);
+      if (said !== undefined) {
+        if (said.window !== undefined && said.window > 0) limit = Math.min(limit, Math.floor(said.window * CHUNK_SHARE));
+        return halves(chunk, refusals + 1, error);
+      }
+      failed.abort();
+      throw new KlymError('MODEL_ERROR', `The map's call on ${chunkLabel({ ...chunk, ...withPieces(chunkPieces(index, chunk)) })} failed: ${describe(error)}`, { cause: error });
+    }
+  };
+  // Halved before it was sent, a chunk always can be, down to one character; refused, only `MAX_REFUSALS` times.
+  const halves = async (chunk: Chunk, refusals: number, refusal: unknown): Promise<ChunkAnswer[]> => {
+    const parts = refusals <= MAX_REFUSALS ? halveChunk(index, chunk) : undefined;
+    if (parts === undefined) {
+      failed.abort();
+      const label = chunkLabel({ ...chunk, ...withPieces(chunkPieces(index, chunk)) });
+      const why = refusal === undefined ? `counts more than the ${limit} tokens a map call may` : `was refused as longer than the model's context window, even halved ${MAX_REFUSALS} times: ${describe(refusal)}`;
+      throw new KlymError('CONTEXT_OVERFLOW', `The map's call on ${label} ${why}`, refusal === undefined ? {} : { cause: refusal });
+    }
+    const first = await answer(parts[0], refusals);
+    return [...first, ...(await answer(parts[1], refusals))];
+  };
+  // A call under way may stop the map (`stopped`) or fail it: each worker asks before taking the next chunk.
+  const more = (): boolean => next < chunks.length && !failed.signal.aborted && stopped === undefined;
   const work = async (): Promise<void> => {
-    while (next < chunks.length && !failed.signal.aborted) {
+    while (more()) {
       const at = next++;
-      const chunk = chunks[at] as { from: number; to: number };
-      if (mapping.signal.aborted) throw new KlymError('ABORTED', 'The map was cancelled with its task');
-      const prompt = `Instruction: ${instruction}\n\nLines ${chunk.from} to ${chunk.to} of ${index.count}:\n${chunkText(index, chunk, room * 2)}`;
       try {
-        const call = { model: mapping.model, instructions: SYSTEM, prompt, maxRetries: mapping.maxRetries, abortSignal: signal };
-        const result = mapping.streams ? await finished(streamText({ ...call, onError: () => {} })) : await generateText(call);
-        const input = result.usage.inputTokens ?? mapping.countTokens(SYSTEM + prompt);
-        const output = result.usage.outputTokens ?? mapping.countTokens(result.text);
-        usage = addUsage(usage, { inputTokens: input, outputTokens: output, totalTokens: input + output, estimated: result.usage.inputTokens === undefined });
-        answers[at] = { from: chunk.from, to: chunk.to, text: result.text.trim() };
+        answers[at] = await answer(chunks[at] as Chunk, 0);
       } catch (error) {
-        if (mapping.signal.aborted) throw new KlymError('ABORTED', 'The map was cancelled with its task');
-        if (failed.signal.aborted) return;
+        failure ??= error;
         failed.abort();
-        throw new KlymError('MODEL_ERROR', `The map's call on lines ${chunk.from}-${chunk.to} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        return;
       }
     }
   };
+  // Every call is waited for, the failed map's too: what each spent reaches `onUsage` before the map returns.
   await Promise.all(Array.from({ length: Math.min(mapping.concurrency, chunks.length) }, work));
-  return { answers, usage };
+  if (failure !== undefined) throw failure;
+  if (mapping.signal.aborted) throw aborted();
+  const answered = answers.flat();
+  return { answers: answered, usage, splitLines: splitLinesOf(answered), ...(stopped === undefined ? {} : { stopped }) };
+}
+
+function withPieces(pieces: readonly LinePiece[]): { readonly pieces?: readonly LinePiece[] } {
+  return pieces.length === 0 ? {} : { pieces };
+}
+
+function splitLinesOf(answers: readonly ChunkAnswer[]): SplitLine[] {
+  const split = new Map<number, { line: number; chars: number; chunks: number }>();
+  for (const answer of answers) {
+    for (const piece of answer.pieces ?? []) {
+      const known = split.get(piece.line);
+      if (known === undefined) split.set(piece.line, { line: piece.line, chars: piece.length, chunks: 1 });
+      else known.chunks++;
+    }
+  }
+  return [...split.values()].toSorted((a, b) => a.line - b.line);
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { createScriptedModel } from '../agent/scripted-model.ts';
 import { estimateTokens } from '../agent/token-count.ts';
-import { createArtifactStore } from './artifact-store.ts';
+import { createArtifactStore, createMemoryArtifacts } from './artifact-store.ts';
 import { artifactReference, artifactTools, keepBigResult, type ResultKeeping } from './artifact-tools.ts';
 
 /** A log of `lines` lines, with `ERROR … code=5xx` on every 1000th and a needle on line `needleAt`. */
@@ -16,22 +16,77 @@ function log(lines: number, needleAt: number): string {
   return `${out.join('\n')}\n`;
 }
 
+/** A graph answer as grynya-mcp-server gives it: Python's `json.dumps`, one line, `n` Event rows. */
+function graphAnswer(rows: number): string {
+  const results = Array.from({ length: rows }, (_, n) => ({
+    e: { id: `ev-${n}`, label: 'Event', service: `svc-${n % 7}`, severity: n % 10 === 0 ? 'error' : 'info', trace_id: `tr-${(n * 7919).toString(16).padStart(8, '0')}`, message: `step ${n} of the night` },
+  }));
+  return JSON.stringify({ status: 'success', results }).replaceAll('","', '", "').replaceAll('":', '": ');
+}
+
 const LOG = log(20_000, 12_345);
 
+/** Calls one of the built-in tools as the AI SDK would. */
+function runner(keep: ResultKeeping): (name: string, input: unknown) => Promise<string> {
+  const tools = artifactTools(keep);
+  return (name, input) => {
+    const execute = tools[name]?.execute as ((input: unknown, options: unknown) => Promise<string>) | undefined;
+    if (execute === undefined) throw new Error(`No tool ${name}`);
+    return execute(input, { toolCallId: 'c1', messages: [] });
+  };
+}
+
 describe('createArtifactStore', () => {
-  it('keeps a text whole and counts its bytes, lines and tokens; reads it by slices of lines', async () => {
+  it('keeps a text whole and counts its bytes, lines and tokens; reads it by pages of lines', async () => {
     const artifacts = createArtifactStore();
     const info = await artifacts.put('fs__read_text_file', LOG);
     expect(info).toMatchObject({ id: expect.stringMatching(/^art_[0-9a-f]{12}$/), tool: 'fs__read_text_file', bytes: Buffer.byteLength(LOG), lines: 20_000, tokens: estimateTokens(LOG) });
-    const slice = await artifacts.read(info.id, 12_344, 3);
-    expect(slice.lines).toEqual(LOG.split('\n').slice(12_344, 12_347));
-    expect(slice).toMatchObject({ offset: 12_344, more: true });
-    const end = await artifacts.read(info.id, 19_998);
-    expect(end).toMatchObject({ lines: LOG.split('\n').slice(19_998, 20_000), more: false });
+    expect(info.records).toBeUndefined();
+    const slice = await artifacts.read(info.id, { offset: 12_344, limit: 3 });
+    expect(slice.lines.map((line) => line.text)).toEqual(LOG.split('\n').slice(12_344, 12_347));
+    expect(slice).toMatchObject({ offset: 12_344, next: { offset: 12_347 } });
+    const end = await artifacts.read(info.id, { offset: 19_998 });
+    expect(end.lines.map((line) => line.text)).toEqual(LOG.split('\n').slice(19_998, 20_000));
+    expect(end.next).toBeUndefined();
     expect((await artifacts.list()).map((artifact) => artifact.id)).toEqual([info.id]);
   });
 
-  it('greps in linear time: the needle with its line number and context, counts past max_matches, and a pattern that backtracks elsewhere', async () => {
+  it('stops a page before it passes pageTokens, and pages through a line too long for one, every character once', async () => {
+    const artifacts = createArtifactStore({ pageTokens: 2_000 });
+    const { id } = await artifacts.put('fs__read_text_file', LOG);
+    // 500 lines of ~70 characters do not fit 2,000 tokens: the page stops early and says where to go on.
+    const page = await artifacts.read(id, { limit: 500 });
+    expect(page.lines.length).toBeGreaterThan(10);
+    expect(page.lines.length).toBeLessThan(500);
+    expect(page.next).toEqual({ offset: page.lines.length });
+    expect(estimateTokens(page.lines.map((line) => `${line.n}: ${line.text}`).join('\n'))).toBeLessThanOrEqual(2_000);
+
+    const long = `${'x'.repeat(10)}\n${Array.from({ length: 40_000 }, (_, n) => `k${n}=v${(n * 31) % 977};`).join('')}\nlast line\n`;
+    const { id: longId } = await artifacts.put('grynya__query_graph', long);
+    const line = long.split('\n')[1] as string;
+    let next: { offset: number; charOffset?: number } | undefined = { offset: 1 };
+    let rebuilt = '';
+    let pages = 0;
+    let after: string[] = [];
+    while (next?.offset === 1) {
+      const part = await artifacts.read(longId, { offset: 1, ...(next.charOffset === undefined ? {} : { charOffset: next.charOffset }) });
+      const [first, ...rest] = part.lines;
+      // Read on from where the page before said: line 1 from that character, whole or in part.
+      expect(first).toMatchObject({ n: 1, text: line.slice(next.charOffset ?? 0, (next.charOffset ?? 0) + (first?.text.length ?? 0)) });
+      expect(estimateTokens(part.lines.map((one) => one.text).join('\n'))).toBeLessThanOrEqual(2_000);
+      rebuilt += first?.text ?? '';
+      after = rest.map((one) => one.text);
+      next = part.next;
+      pages++;
+    }
+    expect(rebuilt).toBe(line);
+    expect(pages).toBeGreaterThan(10);
+    // The page that ends the long line goes on with the lines after it.
+    expect(after).toEqual(['last line']);
+    expect(next).toBeUndefined();
+  });
+
+  it('greps in linear time: matches with their line numbers and context, counted past max_matches, and a pattern that backtracks elsewhere', async () => {
     const artifacts = createArtifactStore();
     const { id } = await artifacts.put('fs__read_text_file', LOG);
     const needle = await artifacts.grep(id, 'FATAL.*needle', { context: 1 });
@@ -45,11 +100,57 @@ describe('createArtifactStore', () => {
     expect((await artifacts.grep(hostile, '^(a+)+$')).total).toBe(0);
   });
 
+  it('shows each match in a long line as a window around it, with where it is, and counts several in one line as several', async () => {
+    const artifacts = createArtifactStore();
+    const answer = graphAnswer(5_000);
+    // Kept as text, as it came: one line of ~700,000 characters.
+    const { id } = await artifacts.put('grynya__query_graph', answer, 'text');
+    const trace = `tr-${(4_321 * 7919).toString(16).padStart(8, '0')}`;
+    const found = await artifacts.grep(id, trace);
+    expect(found).toMatchObject({ total: 1, lines: 1 });
+    const [match] = found.matches;
+    const at = answer.indexOf(trace);
+    expect(match).toMatchObject({ line: 0, window: { matchAt: at, fromChar: at - 150, length: answer.length } });
+    expect(match?.text).toContain(`"trace_id": "${trace}", "message": "step 4321 of the night"`);
+    expect(match?.text.length).toBeLessThan(400);
+    const errors = await artifacts.grep(id, '"severity": "error"', { maxMatches: 3 });
+    expect(errors.total).toBe(500);
+    expect(errors.matches.map((one) => one.window?.matchAt)).toEqual([0, 1, 2].map((k) => nthIndexOf(answer, '"severity": "error"', k)));
+    const short = await artifacts.grep((await artifacts.put('x', 'a b a b a\nb\n')).id, 'a');
+    expect(short).toMatchObject({ total: 3, lines: 1, matches: [{ line: 0, text: 'a b a b a', count: 3 }] });
+  });
+
+  it('keeps a JSON answer as records, one per line after its envelope, and gives back the original byte for byte', async () => {
+    const backend = createMemoryArtifacts();
+    const artifacts = createArtifactStore({ backend });
+    const answer = graphAnswer(3_000);
+    const info = await artifacts.put('grynya__query_graph', answer);
+    expect(info.records).toEqual({
+      count: 3_000,
+      firstLine: 1,
+      path: ['results'],
+      keys: ['e.id', 'e.label', 'e.service', 'e.severity', 'e.trace_id', 'e.message'],
+      originalBytes: Buffer.byteLength(answer),
+    });
+    expect(info.lines).toBe(3_001);
+    expect((await backend.load(info.id))?.original).toBe(answer);
+    const page = await artifacts.read(info.id, { limit: 2 });
+    expect(page.lines.map((line) => line.text)).toEqual(['{"status":"success","results":"[3000 records: lines 1-3000 of this artifact]"}', JSON.stringify(JSON.parse(answer).results[0])]);
+    const trace = `tr-${(2_345 * 7919).toString(16).padStart(8, '0')}`;
+    const found = await artifacts.grep(info.id, trace);
+    expect(found.matches[0]).toMatchObject({ line: 2_346, text: expect.stringContaining('"message":"step 2345 of the night"') });
+    // A bare array has no envelope; JSON without an array of objects, and text that only looks like JSON, stay as they are.
+    expect((await artifacts.put('t', JSON.stringify([{ a: 1 }, { a: 2 }]))).records).toMatchObject({ count: 2, firstLine: 0, path: [], keys: ['a'] });
+    expect((await artifacts.put('t', JSON.stringify({ rows: [[1, 2], [3, 4]] }))).records).toBeUndefined();
+    expect((await artifacts.put('t', '{"status": "success", "results": [')).records).toBeUndefined();
+  });
+
   it('refuses bad input with an error the model can read, naming what was wrong', async () => {
     const artifacts = createArtifactStore({ maxBytes: 1_000_000 });
     const { id } = await artifacts.put('fs__read_text_file', 'one\ntwo\nthree\n');
-    await expect(artifacts.read(id, 3)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: `\`offset\`: 3 is past the end of ${id}, which has 3 lines (0 to 2)` });
-    await expect(artifacts.read(id, 0, 0)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`limit`/) });
+    await expect(artifacts.read(id, { offset: 3 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: `\`offset\`: 3 is past the end of ${id}, which has 3 lines (0 to 2)` });
+    await expect(artifacts.read(id, { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`limit`/) });
+    await expect(artifacts.read(id, { offset: 1, charOffset: 3 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: '`char_offset`: expected a character of line 1 (0 to 2), got 3' });
     await expect(artifacts.grep(id, '(unclosed')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`pattern`: .*missing closing \)/) });
     await expect(artifacts.grep(id, '(a)\\1')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`pattern`:/) });
     await expect(artifacts.read('art_000000000000')).rejects.toMatchObject({ code: 'ARTIFACT_NOT_FOUND', message: `No artifact "art_000000000000" in this task: this task has ${id}` });
@@ -62,10 +163,17 @@ describe('createArtifactStore', () => {
   });
 });
 
+function nthIndexOf(text: string, part: string, nth: number): number {
+  let at = -1;
+  for (let k = 0; k <= nth; k++) at = text.indexOf(part, at + 1);
+  return at;
+}
+
 /** How a test's run keeps big results: in memory, from `thresholdTokens` on; `kept` lists what it kept. */
 function keeping(thresholdTokens: number): ResultKeeping & { kept: string[] } {
   const kept: string[] = [];
-  return { artifacts: createArtifactStore(), thresholdTokens, countTokens: estimateTokens, onKept: (artifact) => void kept.push(artifact.id), kept };
+  const pageTokens = Math.floor(thresholdTokens * 0.75);
+  return { artifacts: createArtifactStore({ pageTokens }), thresholdTokens, pageTokens, countTokens: estimateTokens, onKept: (artifact) => void kept.push(artifact.id), kept };
 }
 
 describe('keepBigResult', () => {
@@ -86,7 +194,21 @@ describe('keepBigResult', () => {
     expect(text).toContain(`19999: ${LOG.split('\n')[19_999]}`);
     expect(text).toContain('klym__read_artifact');
     expect(text.length).toBeLessThan(5_000);
-    expect(text).toBe(artifactReference(artifact as NonNullable<typeof artifact>, LOG));
+    expect(text).toBe(artifactReference(artifact as NonNullable<typeof artifact>, (await keep.artifacts.lines(artifact?.id ?? '')).index));
+  });
+
+  it('tells the model that a JSON answer is records: how many, their keys, its table and columns', async () => {
+    const keep = { ...keeping(1_000), query: { query: () => Promise.reject(new Error('not asked')) } };
+    const kept = await keepBigResult('grynya__query_graph', { content: [{ type: 'text', text: graphAnswer(2_000) }] }, keep);
+    const text = (kept.content[0] as { text: string }).text;
+    const [artifact] = await keep.artifacts.list();
+    expect(text).toContain(
+      'It is JSON, kept as 2,000 records, one compact object per line (lines 1-2000); the first has keys e.id, e.label, e.service, e.severity, e.trace_id, e.message; line 0 holds the rest of the document, the array was at "results".',
+    );
+    expect(text).toContain(`Query it with SQL as table ${artifact?.id}: columns n (the line number, as the line tools number it), e STRUCT(id, label, service, severity, trace_id, message)`);
+    expect(text).toContain(`klym__query_artifact { "sql": "SELECT … FROM ${artifact?.id} …" }`);
+    // Every line of the preview is a whole record, not the first 300 characters of one line.
+    expect(text).toContain(`1: ${JSON.stringify(JSON.parse(graphAnswer(1)).results[0])}`);
   });
 
   it('leaves a small result, and an error result, as they are', async () => {
@@ -98,19 +220,21 @@ describe('keepBigResult', () => {
     expect(keep.kept).toEqual([]);
   });
 
-  it("offers klym__read_artifact and klym__grep_artifact, whose own big answers become artifacts too", async () => {
+  it('offers klym__read_artifact, whose pages are never artifacts, even at its documented maximum, and klym__grep_artifact', async () => {
     const keep = keeping(2_000);
     const { id } = await keep.artifacts.put('fs__read_text_file', LOG);
-    const tools = artifactTools(keep);
-    const run = (name: string, input: unknown): Promise<string> => {
-      const execute = tools[name]?.execute as ((input: unknown, options: unknown) => Promise<string>) | undefined;
-      if (execute === undefined) throw new Error(`No tool ${name}`);
-      return execute(input, { toolCallId: 'c1', messages: [] });
-    };
+    const run = runner(keep);
     const read = await run('klym__read_artifact', { artifact: id, offset: 12_345, limit: 1 });
-    expect(read).toBe(`artifact ${id}, lines 12345-12345 of 20,000 (line: text; 0-based):\n12345: ${LOG.split('\n')[12_345]}\n… lines 12346 to 19999 follow: read on with "offset": 12346.`);
+    expect(read).toBe(
+      `artifact ${id}, lines 12345-12345 of 20,000 (line: text; 0-based; a part of a long line is shown as line[from-to of length]):\n12345: ${LOG.split('\n')[12_345]}\n… lines 12346 to 19999 follow: read on with "offset": 12346.`,
+    );
+    const most = await run('klym__read_artifact', { artifact: id, offset: 100, limit: 500 });
+    expect(most).toMatch(/^artifact art_[0-9a-f]{12}, lines 100-\d+ of 20,000/);
+    expect(estimateTokens(most)).toBeLessThan(2_000);
+    const goOn = Number(/read on with "offset": (\d+)\.$/.exec(most)?.[1]);
+    expect(most).toContain(`${goOn - 1}: ${LOG.split('\n')[goOn - 1]}`);
     const grep = await run('klym__grep_artifact', { artifact: id, pattern: 'needle' });
-    expect(grep).toBe(`artifact ${id}: 1 of its 20,000 lines match "needle" (line: text; 0-based):\n12345: ${LOG.split('\n')[12_345]}`);
+    expect(grep).toBe(`artifact ${id}: 1 match of "needle" among its 20,000 lines (line: text; 0-based; in a long line, line[from-to of length] around each match):\n12345: ${LOG.split('\n')[12_345]}`);
     const many = await run('klym__grep_artifact', { artifact: id, pattern: 'INFO', max_matches: 500, context: 2 });
     expect(many).toMatch(/^artifact art_[0-9a-f]{12}: .* the whole result of klym__grep_artifact/);
     expect(keep.kept).toHaveLength(1);

@@ -3,33 +3,72 @@ import { RE2JS } from 're2js';
 import { estimateTokens } from '../agent/token-count.ts';
 import { ARTIFACT_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
-import { clipLine, countLines, indexLines, type LineIndex } from './artifact-text.ts';
+import { keptBytes, taskLimitError } from './artifact-limit.ts';
+import { countLines, indexLines, type LineIndex, artifactTokens } from './artifact-text.ts';
+import { grepLines } from './artifact-grep.ts';
+import { readPage } from './artifact-page.ts';
+import { recordsOf, type RecordsLayout } from './artifact-records.ts';
 import type { ArtifactBackend, ArtifactInfo, StoredArtifact } from './artifact-types.ts';
 
 /** Options of {@link createArtifactStore}. */
 export interface ArtifactStoreOptions {
   /** Where the artifacts are kept (a task's store). @default in this store's memory, for as long as it lives */
   readonly backend?: ArtifactBackend;
-  /** Bytes of artifacts kept at most; one more is refused with `ARTIFACT_LIMIT`. @default ARTIFACT_DEFAULTS.maxBytesPerTask (1 GiB) */
+  /**
+   * Bytes of artifacts kept at most in this store's own memory (without `backend`; a task store has its own
+   * caps); one more is refused with `ARTIFACT_LIMIT`. @default ARTIFACT_DEFAULTS.maxBytesPerTask (1 GiB)
+   */
   readonly maxBytes?: number;
   /** Counts an artifact's tokens (a run gives its model's counter). @default `estimateTokens`, a conservative estimate */
   readonly countTokens?: (text: string) => number;
+  /** Tokens of a page `read` gives at most (a run keeps it under its artifact threshold). @default ARTIFACT_DEFAULTS.pageTokens */
+  readonly pageTokens?: number;
 }
 
-/** Lines of an artifact, as `klym__read_artifact` answers. */
+/** A line of a page: whole, or from `fromChar` on when it is too long for one page. */
+export interface SliceLine {
+  /** The line's number, 0-based. */
+  readonly n: number;
+  readonly text: string;
+  /** Given only for a line read in part: where `text` starts in the line, and the line's length, in characters. */
+  readonly fromChar?: number;
+  readonly length?: number;
+}
+
+/** A page of an artifact, as `klym__read_artifact` answers: lines from `offset`, and where to read on. */
 export interface ArtifactSlice {
   readonly artifact: ArtifactInfo;
   /** The first line given, 0-based. */
   readonly offset: number;
-  readonly lines: readonly string[];
-  /** Whether lines follow the last one given. */
-  readonly more: boolean;
+  readonly lines: readonly SliceLine[];
+  /** Where the next page starts (a line, and a character in it when the page stopped inside it); absent at the end. */
+  readonly next?: { readonly offset: number; readonly charOffset?: number };
 }
 
-/** A match of `klym__grep_artifact`: its line number (0-based), and the lines around it. */
+/** Where to read an artifact from: a line, a character in it, and lines at most. */
+export interface ReadRequest {
+  /** @default 0 */
+  readonly offset?: number;
+  /** Where to start in line `offset`, in characters. @default 0 */
+  readonly charOffset?: number;
+  /** @default ARTIFACT_DEFAULTS.readLines, at most ARTIFACT_DEFAULTS.maxReadLines */
+  readonly limit?: number;
+  /** Tokens of the page at most, for a reader that is not a model (the dashboard). @default the store's `pageTokens` */
+  readonly pageTokens?: number;
+}
+
+/**
+ * A match of `klym__grep_artifact`: its line (0-based) and the lines around it. A short line is given
+ * whole, once however many matches it holds (`count`); in a long line each match is one, shown as a
+ * window of the line around it (`window`).
+ */
 export interface ArtifactMatch {
   readonly line: number;
   readonly text: string;
+  /** Matches in this line's `text`, when more than one. */
+  readonly count?: number;
+  /** For a long line: where the window starts, where the match starts, and the line's length, in characters. */
+  readonly window?: { readonly fromChar: number; readonly matchAt: number; readonly length: number };
   readonly before: readonly string[];
   readonly after: readonly string[];
 }
@@ -38,24 +77,31 @@ export interface ArtifactMatch {
 export interface ArtifactGrep {
   readonly artifact: ArtifactInfo;
   readonly matches: readonly ArtifactMatch[];
-  /** Matching lines in all, of which `matches` are the first. */
+  /** Matches in all (several in one line count as several), of which `matches` show the first. */
   readonly total: number;
+  /** Lines holding a match. */
+  readonly lines: number;
 }
+
+/** How a text is kept: as records when it is JSON holding an array of objects (`auto`), or as it is. */
+export type KeepAs = 'auto' | 'text' | RecordsLayout;
 
 /** A task's artifacts: tool results kept whole, read by slices and searched instead of sent to the model. */
 export interface ArtifactStore {
   /**
-   * Keeps `text`, a result of `tool`, as a new artifact.
-   * @throws {KlymError} `ARTIFACT_LIMIT` when the task's artifacts would pass `maxBytes`
+   * Keeps `text`, a result of `tool`, as a new artifact: JSON holding an array of objects as records
+   * (`recordsOf`), the original text kept beside them; any other text as it is.
+   * @throws {KlymError} `ARTIFACT_LIMIT` when the backend refuses it: its task's cap, or its store's, would be passed
    */
-  put(tool: string, text: string): Promise<ArtifactInfo>;
+  put(tool: string, text: string, as?: KeepAs): Promise<ArtifactInfo>;
   /**
-   * Lines `offset` to `offset + limit - 1` (0-based), each cut at `ARTIFACT_DEFAULTS.maxLineChars`.
+   * A page of lines from `offset` (and `charOffset` in it): at most `limit` lines, and at most the store's
+   * `pageTokens`; a line too long for a page is given in parts. `next` says where to read on.
    * @throws {KlymError} `ARTIFACT_NOT_FOUND`; `INVALID_ARGUMENT` for an offset past the end or a bad limit
    */
-  read(id: string, offset?: number, limit?: number): Promise<ArtifactSlice>;
+  read(id: string, request?: ReadRequest): Promise<ArtifactSlice>;
   /**
-   * The lines matching `pattern` (RE2 syntax, linear time: no pattern can make it hang), with up to
+   * The matches of `pattern` (RE2 syntax, linear time: no pattern can make it hang), with up to
    * `context` lines before and after each, the first `maxMatches` of them.
    * @throws {KlymError} `ARTIFACT_NOT_FOUND`; `INVALID_ARGUMENT` for a pattern RE2 refuses, naming why
    */
@@ -66,13 +112,27 @@ export interface ArtifactStore {
   list(): Promise<readonly ArtifactInfo[]>;
 }
 
-/** Artifacts kept in memory, for a run that has no task store (`klym run`, a library's `runAgent`). */
-export function createMemoryArtifacts(): ArtifactBackend {
+/**
+ * Artifacts kept in memory, for a run that has no task store (`klym run`, a library's `runAgent`): at most
+ * `maxBytes` of them (an artifact counts its bytes, and its original's when kept), checked as it is saved.
+ * @throws {KlymError} `CONFIG_INVALID` for a `maxBytes` that is not a positive integer; from `save`,
+ * `ARTIFACT_LIMIT` when `maxBytes` would be passed
+ */
+export function createMemoryArtifacts(options: { readonly maxBytes?: number } = {}): ArtifactBackend {
+  const { maxBytes = ARTIFACT_DEFAULTS.maxBytesPerTask } = options;
+  if (!Number.isInteger(maxBytes) || maxBytes <= 0) throw new KlymError('CONFIG_INVALID', `Expected the artifacts' \`maxBytes\` to be a positive integer, got ${maxBytes}`);
   const kept = new Map<string, StoredArtifact>();
+  let used = 0;
   return {
-    save: async (artifact) => void kept.set(artifact.id, artifact),
+    async save(artifact) {
+      // Checked and added in one synchronous turn: of two saves at once, the second sees the first.
+      const bytes = keptBytes(artifact) - (kept.has(artifact.id) ? keptBytes(kept.get(artifact.id) as StoredArtifact) : 0);
+      if (used + bytes > maxBytes) throw taskLimitError(artifact, maxBytes, used);
+      kept.set(artifact.id, artifact);
+      used += bytes;
+    },
     load: async (id) => kept.get(id),
-    list: async () => [...kept.values()].map(({ text: _text, ...info }) => info),
+    list: async () => [...kept.values()].map(({ text: _text, original: _original, ...info }) => info),
   };
 }
 
@@ -89,10 +149,12 @@ export function createMemoryArtifacts(): ArtifactBackend {
  * ```
  */
 export function createArtifactStore(options: ArtifactStoreOptions = {}): ArtifactStore {
-  const backend = options.backend ?? createMemoryArtifacts();
   const maxBytes = options.maxBytes ?? ARTIFACT_DEFAULTS.maxBytesPerTask;
   if (!Number.isInteger(maxBytes) || maxBytes <= 0) throw new KlymError('CONFIG_INVALID', `Expected the artifacts' \`maxBytes\` to be a positive integer, got ${maxBytes}`);
+  const backend = options.backend ?? createMemoryArtifacts({ maxBytes });
   const countTokens = options.countTokens ?? estimateTokens;
+  const pageTokens = options.pageTokens ?? ARTIFACT_DEFAULTS.pageTokens;
+  if (!Number.isInteger(pageTokens) || pageTokens < 100) throw new KlymError('CONFIG_INVALID', `Expected the artifacts' \`pageTokens\` to be an integer of 100 or more, got ${pageTokens}`);
   let last: { readonly artifact: ArtifactInfo; readonly index: LineIndex } | undefined;
 
   const lines = async (id: string): Promise<{ readonly artifact: ArtifactInfo; readonly index: LineIndex }> => {
@@ -103,34 +165,45 @@ export function createArtifactStore(options: ArtifactStoreOptions = {}): Artifac
       const hint = known.length === 0 ? 'this task has none' : `this task has ${known.join(', ')}`;
       throw new KlymError('ARTIFACT_NOT_FOUND', `No artifact "${String(id).slice(0, 80)}" in this task: ${hint}`);
     }
-    const { text, ...artifact } = stored;
+    const { text, original: _original, ...artifact } = stored;
     last = { artifact, index: indexLines(text) };
     return last;
   };
 
   return {
-    async put(tool, text) {
-      const bytes = Buffer.byteLength(text);
-      const used = (await backend.list()).reduce((sum, artifact) => sum + artifact.bytes, 0);
-      if (used + bytes > maxBytes) {
-        throw new KlymError('ARTIFACT_LIMIT', `Keeping this ${bytes}-byte result of ${tool} would pass the task's ${maxBytes} bytes of artifacts (${used} kept)`);
-      }
-      const artifact: StoredArtifact = { id: `art_${randomBytes(6).toString('hex')}`, tool, bytes, lines: countLines(text), tokens: countTokens(text), createdAt: new Date().toISOString(), text };
-      await backend.save(artifact);
-      const { text: _text, ...info } = artifact;
+    async put(tool, text, as = 'auto') {
+      const layout = as === 'text' ? undefined : as === 'auto' ? recordsOf(text) : as;
+      const lineText = layout?.text ?? text;
+      const original = as === 'auto' && layout !== undefined ? text : undefined;
+      const bytes = Buffer.byteLength(lineText);
+      // The cap is the backend's, checked as it saves (ARTIFACT_LIMIT): two puts at once cannot both pass it.
+      const info: ArtifactInfo = {
+        id: `art_${randomBytes(6).toString('hex')}`,
+        tool,
+        bytes,
+        lines: countLines(lineText),
+        tokens: artifactTokens(lineText, countTokens),
+        createdAt: new Date().toISOString(),
+        ...(layout === undefined ? {} : { records: original === undefined ? { ...layout.records, originalBytes: 0 } : layout.records }),
+      };
+      await backend.save({ ...info, text: lineText, ...(original === undefined ? {} : { original }) });
+      // What is kept is read next, as a rule: its reference's preview first.
+      last = { artifact: info, index: indexLines(lineText) };
       return info;
     },
-    async read(id, offset = 0, limit = ARTIFACT_DEFAULTS.readLines) {
+    async read(id, request = {}) {
       const { artifact, index } = await lines(id);
+      const { offset = 0, charOffset = 0, limit = ARTIFACT_DEFAULTS.readLines } = request;
       if (!Number.isInteger(offset) || offset < 0) throw new KlymError('INVALID_ARGUMENT', `\`offset\`: expected a line number of 0 or more, got ${offset}`);
       if (offset >= index.count && !(offset === 0 && index.count === 0)) {
         throw new KlymError('INVALID_ARGUMENT', `\`offset\`: ${offset} is past the end of ${id}, which has ${index.count} lines (0 to ${index.count - 1})`);
       }
       if (!Number.isInteger(limit) || limit < 1) throw new KlymError('INVALID_ARGUMENT', `\`limit\`: expected a positive number of lines, got ${limit}`);
-      const end = Math.min(index.count, offset + Math.min(limit, ARTIFACT_DEFAULTS.maxReadLines));
-      const slice: string[] = [];
-      for (let n = offset; n < end; n++) slice.push(clipLine(index.line(n), ARTIFACT_DEFAULTS.maxLineChars));
-      return { artifact, offset, lines: slice, more: end < index.count };
+      const firstLength = index.count === 0 ? 0 : index.line(offset).length;
+      if (!Number.isInteger(charOffset) || charOffset < 0 || (charOffset > 0 && charOffset >= firstLength)) {
+        throw new KlymError('INVALID_ARGUMENT', `\`char_offset\`: expected a character of line ${offset} (0 to ${Math.max(0, firstLength - 1)}), got ${charOffset}`);
+      }
+      return readPage(artifact, index, offset, charOffset, Math.min(limit, ARTIFACT_DEFAULTS.maxReadLines), request.pageTokens ?? pageTokens, countTokens);
     },
     async grep(id, pattern, grepOptions = {}) {
       const { artifact, index } = await lines(id);
@@ -142,20 +215,7 @@ export function createArtifactStore(options: ArtifactStoreOptions = {}): Artifac
       }
       const context = Math.min(Math.max(0, Math.trunc(grepOptions.context ?? 0)), ARTIFACT_DEFAULTS.maxGrepContext);
       const maxMatches = Math.min(Math.max(1, Math.trunc(grepOptions.maxMatches ?? ARTIFACT_DEFAULTS.grepMatches)), ARTIFACT_DEFAULTS.maxGrepMatches);
-      const shown = (n: number): string => clipLine(index.line(n), ARTIFACT_DEFAULTS.maxLineChars);
-      const matches: ArtifactMatch[] = [];
-      let total = 0;
-      for (let n = 0; n < index.count; n++) {
-        if (!compiled.matcher(index.line(n)).find()) continue;
-        total++;
-        if (matches.length >= maxMatches) continue;
-        const before: string[] = [];
-        for (let k = Math.max(0, n - context); k < n; k++) before.push(shown(k));
-        const after: string[] = [];
-        for (let k = n + 1; k <= Math.min(index.count - 1, n + context); k++) after.push(shown(k));
-        matches.push({ line: n, text: shown(n), before, after });
-      }
-      return { artifact, matches, total };
+      return grepLines(artifact, index, compiled, context, maxMatches);
     },
     lines,
     list: () => backend.list(),

@@ -5,16 +5,19 @@ import type { AgentUsage } from '../agent/types.ts';
 import { ARTIFACT_DEFAULTS } from '../defaults.ts';
 import { BUILT_IN_NAMESPACE, TOOL_NAME_SEPARATOR } from '../pool/tool-name.ts';
 import { resultText } from '../tools/tool-result.ts';
-import { clipLine, indexLines } from './artifact-text.ts';
-import { mapLines, type ArtifactMapping, type ChunkAnswer } from './artifact-map.ts';
+import { clipLine, hasMoreTokens, type LineIndex } from './artifact-text.ts';
+import { chunkLabel, mapLines, type ArtifactMapping, type ChunkAnswer, type MapOutcome } from './artifact-map.ts';
 import type { ArtifactGrep, ArtifactSlice, ArtifactStore } from './artifact-store.ts';
-import type { ArtifactInfo } from './artifact-types.ts';
+import { MAX_RECORD_KEYS, type ArtifactInfo, type ArtifactRecords } from './artifact-types.ts';
+import { toCsv, toRecords, type QueryAnswer } from './artifact-query.ts';
+import { recordsFrom } from './artifact-records.ts';
 
 /** The names of Klym's built-in tools over artifacts, offered to every run. */
 export const ARTIFACT_TOOL_NAMES = {
   read: `${BUILT_IN_NAMESPACE}${TOOL_NAME_SEPARATOR}read_artifact`,
   grep: `${BUILT_IN_NAMESPACE}${TOOL_NAME_SEPARATOR}grep_artifact`,
   map: `${BUILT_IN_NAMESPACE}${TOOL_NAME_SEPARATOR}map_artifact`,
+  query: `${BUILT_IN_NAMESPACE}${TOOL_NAME_SEPARATOR}query_artifact`,
 } as const;
 
 /** How a run keeps big results: where, and from how many tokens on. */
@@ -29,7 +32,13 @@ export interface ResultKeeping {
   readonly onKept?: (artifact: ArtifactInfo, head: readonly string[]) => void;
   /** How `klym__map_artifact` calls a model on each chunk; without it, the tool is not offered. */
   readonly mapping?: ArtifactMapping;
-  /** Told of each map once its answers are in, with what its model calls used (for the run's budget). */
+  /** Runs SQL over the run's artifacts, each a table; without it, `klym__query_artifact` is not offered. */
+  readonly query?: ArtifactQuerying;
+  /** Told of each query answered (for the run's events). */
+  readonly onQueried?: (query: { readonly sql: string; readonly answer: QueryAnswer; readonly kept?: ArtifactInfo }) => void;
+  /** Tokens of an answer the model reads inline at most: a page, a query's rows (a run keeps it under its threshold). */
+  readonly pageTokens: number;
+  /** Told of each map once its answers are in, with what its model calls used (for the run's event: the usage reached the run as it came, through `mapping.onUsage`). */
   readonly onMapped?: (map: { readonly artifact: ArtifactInfo; readonly chunks: number; readonly usage: AgentUsage }) => void;
 }
 
@@ -39,7 +48,8 @@ const READ_INPUT = zodSchema(
   z.strictObject({
     artifact: z.string().describe('The artifact id, `art_…`, from the line that introduced it.'),
     offset: z.number().int().min(0).optional().describe('The first line to give, 0-based.'),
-    limit: z.number().int().min(1).optional().describe(`How many lines, at most ${ARTIFACT_DEFAULTS.maxReadLines}.`),
+    char_offset: z.number().int().min(0).optional().describe('Where to start in line `offset`, in characters: to read on inside a long line, as a page that stopped in one says.'),
+    limit: z.number().int().min(1).max(ARTIFACT_DEFAULTS.maxReadLines).optional().describe(`How many lines, at most ${ARTIFACT_DEFAULTS.maxReadLines}.`),
   }),
 );
 const GREP_INPUT = zodSchema(
@@ -48,6 +58,11 @@ const GREP_INPUT = zodSchema(
     pattern: z.string().min(1).max(1_000).describe('An RE2 regular expression (no backreferences or lookarounds).'),
     context: z.number().int().min(0).max(ARTIFACT_DEFAULTS.maxGrepContext).optional().describe('Lines before and after each match. Default 0.'),
     max_matches: z.number().int().min(1).max(ARTIFACT_DEFAULTS.maxGrepMatches).optional().describe(`Matches to give at most. Default ${ARTIFACT_DEFAULTS.grepMatches}.`),
+  }),
+);
+const QUERY_INPUT = zodSchema(
+  z.strictObject({
+    sql: z.string().min(1).max(20_000).describe('One SQL query (DuckDB). Each artifact is a table named by its id: `SELECT … FROM art_… …`.'),
   }),
 );
 const MAP_INPUT = zodSchema(
@@ -61,23 +76,47 @@ const count = (value: number): string => value.toLocaleString('en-US');
 
 /**
  * What the model is given in a big result's place: a first line naming the artifact with its size in
- * bytes, lines and tokens, then its first and last lines, and how to read the rest.
+ * bytes, lines and tokens; for JSON, the records it holds and their keys; its table for
+ * `klym__query_artifact`; then its first and last lines, and how to read the rest.
  */
-export function artifactReference(artifact: ArtifactInfo, text: string): string {
-  const index = indexLines(text);
+export function artifactReference(artifact: ArtifactInfo, index: LineIndex, options: { readonly queries?: boolean } = {}): string {
   const shown = ARTIFACT_DEFAULTS.previewLines;
   const line = (n: number): string => `${n}: ${clipLine(index.line(n), ARTIFACT_DEFAULTS.maxLineChars)}`;
   const head: string[] = [];
   for (let n = 0; n < Math.min(shown, index.count); n++) head.push(line(n));
   const tail: string[] = [];
   for (let n = Math.max(shown, index.count - shown); n < index.count; n++) tail.push(line(n));
+  const long = head.some((text) => text.endsWith(' more characters]')) || tail.some((text) => text.endsWith(' more characters]'));
   return [
     `artifact ${artifact.id}: ${count(artifact.bytes)} bytes, ${count(artifact.lines)} lines, ${count(artifact.tokens)} tokens — the whole result of ${artifact.tool}, kept out of this conversation because it is too big to send.`,
+    ...(artifact.records === undefined ? [] : [recordsLine(artifact.records)]),
+    ...(options.queries === true ? [`Query it with SQL as table ${artifact.id}: ${tableColumns(artifact)}.`] : []),
     `First lines (line: text; 0-based):`,
     ...head,
     ...(tail.length === 0 ? [] : [index.count > shown * 2 ? `… ${count(index.count - shown * 2)} lines not shown …` : '', 'Last lines:', ...tail].filter((part) => part !== '')),
-    `Read lines with ${ARTIFACT_TOOL_NAMES.read} { "artifact": "${artifact.id}", "offset": <first line>, "limit": <lines, at most ${ARTIFACT_DEFAULTS.maxReadLines}> }; search it with ${ARTIFACT_TOOL_NAMES.grep} { "artifact": "${artifact.id}", "pattern": "<RE2 regular expression>" }.`,
+    `Read lines with ${ARTIFACT_TOOL_NAMES.read} { "artifact": "${artifact.id}", "offset": <first line>, "limit": <lines, at most ${ARTIFACT_DEFAULTS.maxReadLines}>${long ? ', "char_offset": <where to start inside line "offset">' : ''} }; search it with ${ARTIFACT_TOOL_NAMES.grep} { "artifact": "${artifact.id}", "pattern": "<RE2 regular expression>" }${options.queries === true ? `; count, sum and filter it exactly with ${ARTIFACT_TOOL_NAMES.query} { "sql": "SELECT … FROM ${artifact.id} …" }` : ''}.`,
   ].join('\n');
+}
+
+function recordsLine(records: ArtifactRecords): string {
+  const where = records.firstLine === 0 ? 'the document was an array' : `line 0 holds the rest of the document, the array was at ${records.path.map((key) => JSON.stringify(key)).join('.')}`;
+  const keys = records.keys.length === 0 ? 'no keys' : `keys ${records.keys.join(', ')}${records.keys.length >= MAX_RECORD_KEYS ? ', …' : ''}`;
+  const last = records.firstLine + records.count - 1;
+  return `It is JSON, kept as ${count(records.count)} records, one compact object per line (lines ${records.firstLine}-${last}); the first has ${keys}; ${where}.`;
+}
+
+/** An artifact's table as the model is told it: its columns, nested objects as STRUCTs. */
+export function tableColumns(artifact: ArtifactInfo): string {
+  if (artifact.records === undefined) return 'columns n (the line number, 0-based), line (its text)';
+  const columns = new Map<string, string[]>();
+  for (const key of artifact.records.keys) {
+    const [top, ...rest] = key.split('.') as [string, ...string[]];
+    const fields = columns.get(top) ?? [];
+    if (rest.length > 0) fields.push(rest.join('.'));
+    columns.set(top, fields);
+  }
+  const listed = [...columns].map(([name, fields]) => (fields.length === 0 ? name : `${name} STRUCT(${fields.join(', ')})`));
+  return `columns n (the line number, as the line tools number it), ${listed.join(', ')}, one row per record (nested fields as ${[...columns].find(([, fields]) => fields.length > 0)?.[0] ?? 'x'}.field)`;
 }
 
 /**
@@ -88,24 +127,19 @@ export function artifactReference(artifact: ArtifactInfo, text: string): string 
 export async function keepBigResult(toolName: string, result: CallToolResult, keeping: ResultKeeping): Promise<CallToolResult> {
   if (result.isError === true) return result;
   const text = (keeping.resultText ?? resultText)(result);
-  // Cheap before exact: a text under the threshold in characters is under it in tokens.
-  if (text.length <= keeping.thresholdTokens || keeping.countTokens(text) <= keeping.thresholdTokens) return result;
-  const artifact = await keeping.artifacts.put(toolName, text);
-  keeping.onKept?.(artifact, headLines(text));
+  if (!hasMoreTokens(text, keeping.thresholdTokens, keeping.countTokens)) return result;
+  const kept = await keeping.artifacts.put(toolName, text);
+  // The store keeps what it just kept indexed: its lines are the records' when it was JSON.
+  const { artifact, index } = await keeping.artifacts.lines(kept.id);
+  keeping.onKept?.(artifact, headLines(index));
   const media = (result.content ?? []).filter((item) => item.type === 'image' || item.type === 'audio');
-  return { content: [{ type: 'text', text: artifactReference(artifact, text) }, ...media] };
+  return { content: [{ type: 'text', text: artifactReference(artifact, index, { queries: keeping.query !== undefined }) }, ...media] };
 }
 
-/** The first five lines of `text`, each cut at 200 characters, found without indexing the whole text. */
-function headLines(text: string): string[] {
+/** The first five lines of an artifact, each cut at 200 characters. */
+function headLines(index: LineIndex): string[] {
   const lines: string[] = [];
-  let at = 0;
-  while (lines.length < 5 && at < text.length) {
-    const end = text.indexOf('\n', at);
-    lines.push(clipLine(text.slice(at, end === -1 ? text.length : end).replace(/\r$/, ''), 200));
-    if (end === -1) break;
-    at = end + 1;
-  }
+  for (let n = 0; n < Math.min(5, index.count); n++) lines.push(clipLine(index.line(n), 200));
   return lines;
 }
 
@@ -115,34 +149,98 @@ async function answer(toolName: string, text: string, keeping: ResultKeeping): P
   return resultText(kept);
 }
 
-function sliceText(slice: ArtifactSlice): string {
-  const { artifact, offset, lines } = slice;
-  const last = offset + lines.length - 1;
-  const header = lines.length === 0 ? `artifact ${artifact.id} is empty` : `artifact ${artifact.id}, lines ${offset}-${last} of ${count(artifact.lines)} (line: text; 0-based):`;
-  const footer = slice.more ? `… lines ${last + 1} to ${artifact.lines - 1} follow: read on with "offset": ${last + 1}.` : '(end of the artifact)';
-  return [header, ...lines.map((line, index) => `${offset + index}: ${line}`), footer].join('\n');
+/** A page as the model reads it: numbered lines, a part of a line marked with its characters, and where to read on. */
+export function sliceText(slice: ArtifactSlice): string {
+  const { artifact, offset, lines, next } = slice;
+  const last = lines.at(-1);
+  const header =
+    last === undefined ? `artifact ${artifact.id} is empty` : `artifact ${artifact.id}, lines ${offset}-${last.n} of ${count(artifact.lines)} (line: text; 0-based; a part of a long line is shown as line[from-to of length]):`;
+  const shown = lines.map((line) => (line.fromChar === undefined ? `${line.n}: ${line.text}` : `${line.n}[chars ${line.fromChar}-${line.fromChar + line.text.length} of ${line.length}]: ${line.text}`));
+  let footer = '(end of the artifact)';
+  if (next !== undefined && next.charOffset !== undefined) {
+    footer = `… line ${next.offset} goes on from character ${next.charOffset}: read on with "offset": ${next.offset}, "char_offset": ${next.charOffset}.`;
+  } else if (next !== undefined) {
+    footer = `… lines ${next.offset} to ${artifact.lines - 1} follow: read on with "offset": ${next.offset}.`;
+  }
+  return [header, ...shown, footer].join('\n');
 }
 
 function grepText(found: ArtifactGrep, pattern: string): string {
-  const { artifact, matches, total } = found;
+  const { artifact, matches, total, lines } = found;
   if (total === 0) return `artifact ${artifact.id}: no line of its ${count(artifact.lines)} matches ${JSON.stringify(pattern)}.`;
-  const parts = [`artifact ${artifact.id}: ${count(total)} of its ${count(artifact.lines)} lines match ${JSON.stringify(pattern)}${total > matches.length ? `; the first ${matches.length}` : ''} (line: text; 0-based):`];
+  const inLines = lines === total ? '' : ` in ${count(lines)} lines`;
+  const parts = [`artifact ${artifact.id}: ${count(total)} match${total === 1 ? '' : 'es'} of ${JSON.stringify(pattern)}${inLines} among its ${count(artifact.lines)} lines${matches.length < total ? `; the first ${matches.length} shown` : ''} (line: text; 0-based; in a long line, line[from-to of length] around each match):`];
+  let shownMatches = 0;
   for (const match of matches) {
     const context = match.before.length > 0 || match.after.length > 0;
     if (context) parts.push('--');
     match.before.forEach((line, index) => parts.push(`${match.line - match.before.length + index}- ${line}`));
-    parts.push(`${match.line}: ${match.text}`);
+    if (match.window === undefined) {
+      parts.push(`${match.line}: ${match.text}${match.count === undefined ? '' : `   (${match.count} matches in this line)`}`);
+      shownMatches += match.count ?? 1;
+    } else {
+      const { fromChar, matchAt, length } = match.window;
+      const end = fromChar + match.text.length;
+      parts.push(`${match.line}[chars ${fromChar}-${end} of ${length}, match at ${matchAt}]: ${fromChar > 0 ? '…' : ''}${match.text}${end < length ? '…' : ''}`);
+      shownMatches++;
+    }
     match.after.forEach((line, index) => parts.push(`${match.line + 1 + index}- ${line}`));
   }
-  if (total > matches.length) parts.push(`… ${count(total - matches.length)} more matching lines: narrow the pattern, or raise "max_matches" (at most ${ARTIFACT_DEFAULTS.maxGrepMatches}).`);
+  if (total > shownMatches) {
+    parts.push(`… ${count(total - shownMatches)} more matches not shown: narrow the pattern, raise "max_matches" (at most ${ARTIFACT_DEFAULTS.maxGrepMatches}), or count them exactly with ${ARTIFACT_TOOL_NAMES.query}.`);
+  }
   return parts.join('\n');
 }
 
-function mapText(artifact: ArtifactInfo, instruction: string, answers: readonly ChunkAnswer[]): string {
+/** What a map says before its answers: how many chunks, what was split, whether it stopped early, and its table. */
+function mapHeader(artifact: ArtifactInfo, instruction: string, outcome: MapOutcome, table: ArtifactInfo): string[] {
+  const { answers, splitLines, stopped } = outcome;
+  const chunks = `${answers.length} chunk${answers.length === 1 ? '' : 's'}`;
   return [
-    `artifact ${artifact.id}: ${JSON.stringify(instruction)} answered on each of ${answers.length} chunk${answers.length === 1 ? '' : 's'} of its ${count(artifact.lines)} lines, in order:`,
-    ...answers.map((chunk) => `[lines ${chunk.from}-${chunk.to}] ${chunk.text}`),
-  ].join('\n');
+    stopped === undefined
+      ? `artifact ${artifact.id}: ${JSON.stringify(instruction)} answered on each of ${chunks} of its ${count(artifact.lines)} lines, in order:`
+      : `artifact ${artifact.id}: the map stopped early (${stopped.reason}): ${JSON.stringify(instruction)} was answered on ${chunks} only, covering ${coverage(answers)} of its ${count(artifact.lines)} lines; the rest was not read.`,
+    ...splitLines.map(
+      (split) => `Line ${split.line} (${count(split.chars)} characters) was too long for one chunk: it was split over ${split.chunks} consecutive chunks; combine their answers (a record may be cut at a chunk's edge).`,
+    ),
+    `The answers are also table ${table.id} (columns from, to, answer${table.records !== undefined && table.records.keys.length > 3 ? `, ${table.records.keys.filter((key) => !['from', 'to', 'answer'].includes(key)).join(', ')}` : ''}): combine them exactly with ${ARTIFACT_TOOL_NAMES.query} rather than by hand, e.g. SELECT sum(…) FROM ${table.id}.`,
+  ];
+}
+
+/** Which lines a map's answers covered, as ranges. */
+function coverage(answers: readonly ChunkAnswer[]): string {
+  const ranges: [number, number][] = [];
+  for (const { from, to } of answers) {
+    const last = ranges.at(-1);
+    if (last !== undefined && from <= last[1] + 1) last[1] = Math.max(last[1], to);
+    else ranges.push([from, to]);
+  }
+  return ranges.map(([from, to]) => `lines ${from}-${to}`).join(', ');
+}
+
+/**
+ * A map's answers as rows: the lines each covered, its text, and, when the text is a JSON object (the
+ * instruction asked for one), its fields, so that adding up per-chunk counts is a query.
+ */
+function answerRows(answers: readonly ChunkAnswer[]): Record<string, unknown>[] {
+  return answers.map((chunk) => {
+    const fields = jsonObjectIn(chunk.text);
+    const own = fields === undefined ? {} : Object.fromEntries(Object.entries(fields).map(([key, value]) => [['from', 'to', 'answer', 'label'].includes(key) ? `answer_${key}` : key, value]));
+    return { from: chunk.from, to: chunk.to, label: chunkLabel(chunk), answer: chunk.text, ...own };
+  });
+}
+
+/** The JSON object a model's answer is, bare or in a fenced block; `undefined` for anything else. */
+function jsonObjectIn(text: string): Record<string, unknown> | undefined {
+  const fenced = /^```(?:json)?\s*([\s\S]*?)\s*```$/.exec(text.trim());
+  const body = (fenced?.[1] ?? text).trim();
+  if (!body.startsWith('{')) return undefined;
+  try {
+    const value: unknown = JSON.parse(body);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -157,10 +255,13 @@ export function artifactTools(keeping: ResultKeeping): ToolSet {
   return {
     [ARTIFACT_TOOL_NAMES.read]: tool({
       description:
-        'Reads lines of an artifact (a big tool result Klym kept whole instead of sending it): from line `offset` (0-based, default 0), ' +
-        `\`limit\` lines (default ${ARTIFACT_DEFAULTS.readLines}, at most ${ARTIFACT_DEFAULTS.maxReadLines}); long lines are cut.`,
+        'Reads a page of an artifact (a big tool result Klym kept whole instead of sending it): from line `offset` (0-based, default 0), ' +
+        `\`limit\` lines (default ${ARTIFACT_DEFAULTS.readLines}, at most ${ARTIFACT_DEFAULTS.maxReadLines}). A page stops early when it is full, and ` +
+        'a line too long for one page comes in parts; the page ends by saying exactly where to read on (`offset`, and `char_offset` inside a long line).',
       inputSchema: READ_INPUT,
-      execute: async ({ artifact, offset, limit }) => answer(ARTIFACT_TOOL_NAMES.read, sliceText(await artifacts.read(artifact, offset, limit)), keeping),
+      // A page is never an artifact itself: it is sized under the threshold, so reading one never loops.
+      execute: async ({ artifact, offset, limit, char_offset: charOffset }) =>
+        sliceText(await artifacts.read(artifact, { ...(offset === undefined ? {} : { offset }), ...(charOffset === undefined ? {} : { charOffset }), ...(limit === undefined ? {} : { limit }) })),
     }),
     [ARTIFACT_TOOL_NAMES.grep]: tool({
       description:
@@ -174,8 +275,49 @@ export function artifactTools(keeping: ResultKeeping): ToolSet {
           keeping,
         ),
     }),
+    ...(keeping.query === undefined ? {} : { [ARTIFACT_TOOL_NAMES.query]: queryTool(keeping, keeping.query) }),
     ...(keeping.mapping === undefined ? {} : { [ARTIFACT_TOOL_NAMES.map]: mapTool(keeping, keeping.mapping) }),
   };
+}
+
+/** What runs a run's queries: its task's DuckDB, wherever it is (`artifact-query.ts`). */
+export interface ArtifactQuerying {
+  query(sql: string, options?: { readonly signal?: AbortSignal }): Promise<QueryAnswer>;
+}
+
+/**
+ * `klym__query_artifact`: exact answers over the artifacts at no model cost. Rows that fit a page come back
+ * as CSV; a bigger answer is kept as records (a table to query again, to map or to read) and the model is
+ * told how many rows it has and shown the first.
+ */
+function queryTool(keeping: ResultKeeping, querying: ArtifactQuerying): ToolSet[string] {
+  return tool({
+    description:
+      "Runs one SQL query (DuckDB's dialect) over this task's artifacts and answers its rows as CSV with a header line. Each artifact is a table " +
+      'named by its id (`art_…`): a text artifact has columns `n` (the line number, 0-based) and `line`; a JSON artifact kept as records has `n` ' +
+      'and one column per key of its records, nested objects as STRUCTs (`e.service`). Use it for exact counts, sums, group-bys, filters and ' +
+      "joins: they cost no model tokens and cannot be miscounted. Text: `regexp_extract(line, 'svc-\\d+')`, `line LIKE '%ERROR%'`. An answer " +
+      'too big to send is kept as an artifact itself (a table to query again, to map, or to read). No files, network or extensions.',
+    inputSchema: QUERY_INPUT,
+    execute: async ({ sql }, { abortSignal }) => {
+      const found = await querying.query(sql, abortSignal === undefined ? {} : { signal: abortSignal });
+      const room = keeping.pageTokens;
+      // Cheap before exact: CSV of no more characters than the room has no more tokens than it.
+      const csv = toCsv(found, room * 4);
+      if (csv.rows === found.rows.length && (csv.text.length <= room || keeping.countTokens(csv.text) <= room)) {
+        keeping.onQueried?.({ sql, answer: found });
+        return `${count(found.rows.length)} row${found.rows.length === 1 ? '' : 's'}${found.tables.length === 0 ? '' : ` from ${found.tables.join(', ')}`} (CSV):\n${csv.text}`;
+      }
+      const kept = await keeping.artifacts.put(ARTIFACT_TOOL_NAMES.query, '', recordsFrom(toRecords(found)));
+      keeping.onQueried?.({ sql, answer: found, kept });
+      const preview = toCsv(found, Math.floor(room / 4));
+      return [
+        `${count(found.rows.length)} rows, too many to send: kept as artifact ${kept.id}, a table with columns ${found.columns.map((column) => `${column.name} ${column.type}`).join(', ')} (and n, the row's number).`,
+        `Query it again (SELECT … FROM ${kept.id}), map it with ${ARTIFACT_TOOL_NAMES.map}, or read it with ${ARTIFACT_TOOL_NAMES.read}. The first ${preview.rows} rows (CSV):`,
+        preview.text,
+      ].join('\n');
+    },
+  });
 }
 
 /** `klym__map_artifact`: the recursive step, a model call per chunk of the artifact. */
@@ -185,13 +327,23 @@ function mapTool(keeping: ResultKeeping, mapping: ArtifactMapping): ToolSet[stri
       'Answers an instruction on every part of an artifact too big to read: the artifact is cut on line boundaries into chunks that each fit ' +
       'a model call, a model answers `instruction` on each chunk (without tools), and the answers come back in order, each with its line range. ' +
       'Use it for what grep cannot do: counts, summaries, classifications over the whole text. Write the instruction so that answers per chunk ' +
-      'can be combined (e.g. "count the ERROR lines per service; answer as service=count pairs"). Answers too big together become an artifact you can map again.',
+      'can be combined, best as a JSON object (e.g. "count the ERROR lines per service; answer as a JSON object {service: count}"): the answers are also kept ' +
+      `as a table (from, to, answer, and the answer's JSON fields) that ${ARTIFACT_TOOL_NAMES.query} adds up exactly. For exact counts over lines or records, ${ARTIFACT_TOOL_NAMES.query} alone is cheaper and exact.`,
     inputSchema: MAP_INPUT,
     execute: async ({ artifact, instruction }) => {
       const { artifact: info, index } = await keeping.artifacts.lines(artifact);
-      const { answers, usage } = await mapLines(index, instruction, mapping);
-      keeping.onMapped?.({ artifact: info, chunks: answers.length, usage });
-      return answer(ARTIFACT_TOOL_NAMES.map, mapText(info, instruction, answers), keeping);
+      const outcome = await mapLines(index, instruction, mapping);
+      keeping.onMapped?.({ artifact: info, chunks: outcome.answers.length, usage: outcome.usage });
+      // The answers are kept as a table whatever their size: the model asked for them, and may add them up.
+      const table = await keeping.artifacts.put(ARTIFACT_TOOL_NAMES.map, '', recordsFrom(answerRows(outcome.answers)));
+      const header = mapHeader(info, instruction, outcome, table);
+      const inline = [...header, ...outcome.answers.map((chunk) => `[${chunkLabel(chunk)}] ${chunk.text}`)].join('\n');
+      // Inline while they fit a page; past it, the table, and how to read or query it, rather than text to page through.
+      if (inline.length <= keeping.pageTokens || keeping.countTokens(inline) <= keeping.pageTokens) return inline;
+      return [
+        ...header,
+        `The ${outcome.answers.length} answers (${count(table.tokens)} tokens) are too many to send: query table ${table.id}, map it, or read it with ${ARTIFACT_TOOL_NAMES.read} { "artifact": "${table.id}" } (one answer per line).`,
+      ].join('\n');
     },
   });
 }

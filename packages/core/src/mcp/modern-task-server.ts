@@ -87,7 +87,7 @@ export async function toModernTask(service: TaskService, task: TaskRecord, princ
 const updateParams = TASK_ID_PARAMS.extend({ inputResponses: z.record(z.string(), z.unknown()).optional() });
 
 /**
- * Builds the v2 SDK server that answers one 2026-07-28 request of `principal`: Klym's six task tools (the
+ * Builds the v2 SDK server that answers one 2026-07-28 request of `principal`: Klym's seven task tools (the
  * same definitions the 2025-11-25 sessions serve), `run_agent_task` under the Tasks extension, and the
  * extension's `tasks/get`, `tasks/update` and `tasks/cancel`. A stateless request has no session to send
  * progress or log messages to later: task transitions reach a client through `subscriptions/listen` instead.

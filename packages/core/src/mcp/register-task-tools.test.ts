@@ -59,10 +59,10 @@ function payload(result: unknown): Record<string, unknown> {
 }
 
 describe('registerTaskTools', () => {
-  it('serves the six task tools on any McpServer, with their annotations and input schemas', async () => {
+  it('serves the seven task tools on any McpServer, with their annotations and input schemas', async () => {
     const client = await connect(await taskService());
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(['start_async_agent_task', 'check_task_status', 'read_task_artifact', 'cancel_agent_task', 'list_agent_tasks', 'describe_capabilities']);
+    expect(tools.map((tool) => tool.name)).toEqual(['start_async_agent_task', 'check_task_status', 'read_task_artifact', 'query_task_artifact', 'cancel_agent_task', 'list_agent_tasks', 'describe_capabilities']);
     const start = tools.find((tool) => tool.name === 'start_async_agent_task');
     expect(start).toMatchObject({ annotations: { readOnlyHint: false, openWorldHint: true }, inputSchema: { required: ['prompt'] } });
     expect(Object.keys(start?.inputSchema.properties ?? {})).toContain('idempotency_key');

@@ -29,8 +29,16 @@ export interface RegisterTaskToolsOptions {
   readonly principal?: (extra: TaskToolExtra) => string;
 }
 
-/** The names of the six task tools. */
-export const TASK_TOOL_NAMES = ['start_async_agent_task', 'check_task_status', 'read_task_artifact', 'cancel_agent_task', 'list_agent_tasks', 'describe_capabilities'] as const;
+/** The names of the seven task tools. */
+export const TASK_TOOL_NAMES = [
+  'start_async_agent_task',
+  'check_task_status',
+  'read_task_artifact',
+  'query_task_artifact',
+  'cancel_agent_task',
+  'list_agent_tasks',
+  'describe_capabilities',
+] as const;
 
 const defaultPrincipal = (extra: TaskToolExtra): string => extra.http?.authInfo?.clientId ?? 'anonymous';
 
@@ -41,8 +49,8 @@ function endLine(task: TaskRecord): string {
 }
 
 /**
- * Registers Klym's six task tools on `server` over `service`: `start_async_agent_task`,
- * `check_task_status`, `read_task_artifact`, `cancel_agent_task`, `list_agent_tasks`, `describe_capabilities`. Results are JSON
+ * Registers Klym's seven task tools on `server` over `service`: `start_async_agent_task`,
+ * `check_task_status`, `read_task_artifact`, `query_task_artifact`, `cancel_agent_task`, `list_agent_tasks`, `describe_capabilities`. Results are JSON
  * (text and `structuredContent`); failures are `isError` results with `{ error: { code, message } }`. The
  * SDK checks the arguments against the tools' strict input schemas, the only check they get: an unknown or
  * misspelled argument is an `isError` result naming it (`Unrecognized key: "idempotencyKey"`), nothing started.

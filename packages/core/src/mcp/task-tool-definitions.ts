@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { isKlymError } from '../errors.ts';
-import { cancelTaskSchema, checkTaskSchema, listTasksSchema, noArgumentsSchema, readArtifactSchema, startTaskSchema } from '../tasks/task-request.ts';
+import { cancelTaskSchema, checkTaskSchema, listTasksSchema, noArgumentsSchema, queryArtifactsSchema, readArtifactSchema, startTaskSchema } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { startOptionsOf } from './start-options.ts';
 
@@ -48,7 +48,7 @@ export async function answer(produce: () => Promise<object>): Promise<TaskToolRe
   }
 }
 
-/** The six task tools, in the order `tools/list` gives them. */
+/** The seven task tools, in the order `tools/list` gives them. */
 export const TASK_TOOLS: readonly TaskToolDefinition[] = [
   define({
     name: 'start_async_agent_task',
@@ -86,12 +86,27 @@ export const TASK_TOOLS: readonly TaskToolDefinition[] = [
       title: "Read a background task's artifact",
       description:
         'Lines of an artifact of your task: a tool result too big for any context that the task kept whole (check_task_status ' +
-        'lists them as `artifacts`). From line `offset` (0-based, default 0), `limit` lines (default 100, at most 500); ' +
-        'long lines are cut. The reply has `next_offset` when more lines follow.',
+        'lists them as `artifacts`). From line `offset` (0-based, default 0), `limit` lines (default 100, at most 500); a page also stops ' +
+        'when it is full, and a long line comes in parts: the reply has `next_offset` (and `next_char_offset` inside a long line) when more ' +
+        'follows. A JSON result is kept as records, one per line; `original: true` reads the JSON as the tool gave it, by characters.',
       inputSchema: readArtifactSchema,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     run: (service, args, principal) => service.readArtifact(args, principal),
+  }),
+  define({
+    name: 'query_task_artifact',
+    config: {
+      title: "Query a background task's artifacts with SQL",
+      description:
+        "Answers a question about what your task kept, exactly and at no model cost: one SQL query (DuckDB) over the task's artifacts, " +
+        'each a table named by its id (check_task_status lists them): a text artifact has columns `n` (line number) and `line`; a JSON ' +
+        'result kept as records has `n` and one column per key, nested objects as STRUCTs (`e.service`). The rows come back as CSV with a ' +
+        'header line; a long answer says how many rows it left out (aggregate, or page with LIMIT/OFFSET). Works on finished tasks too.',
+      inputSchema: queryArtifactsSchema,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    run: (service, args, principal) => service.queryArtifacts(args, principal),
   }),
   define({
     name: 'cancel_agent_task',

@@ -92,6 +92,7 @@ const LOG_TYPES = new Set(
     'orphan-removed': true,
     'artifact-kept': true,
     'artifact-map': true,
+    'artifact-query': true,
     'history-compacted': true,
     'context-shrunk': true,
     'step-end': true,

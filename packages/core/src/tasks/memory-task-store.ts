@@ -1,5 +1,7 @@
+import { getHeapStatistics } from 'node:v8';
 import type { AgentCheckpoint } from '../agent/types.ts';
-import { TASK_DEFAULTS } from '../defaults.ts';
+import { keptBytes, storeLimitError, taskLimitError, tasksToEvict, type ArtifactLimits } from '../artifacts/artifact-limit.ts';
+import { ARTIFACT_DEFAULTS, TASK_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import { createMemoryOutbox } from '../webhooks/memory-outbox.ts';
 import { BoundedLog, type BoundedLogOptions, type TaskLogPage } from './task-log.ts';
@@ -10,6 +12,11 @@ import type { StoredArtifact } from '../artifacts/artifact-types.ts';
 export interface MemoryTaskStoreOptions {
   /** Bounds of each task's log. @default { maxBytes: 262_144, maxEntryBytes: 4_096 } */
   readonly log?: BoundedLogOptions;
+  /**
+   * Caps on the artifacts kept. @default { maxBytesPerTask: ARTIFACT_DEFAULTS.maxBytesPerTask (1 GiB), maxBytes:
+   * a quarter of V8's heap limit, at most ARTIFACT_DEFAULTS.maxBytes }
+   */
+  readonly artifacts?: ArtifactLimits;
 }
 
 const EMPTY_PAGE: TaskLogPage = { entries: [], nextCursor: 0, lastSeq: 0, dropped: 0, more: false };
@@ -20,18 +27,27 @@ interface Entry {
   readonly log: BoundedLog;
   checkpoint?: AgentCheckpoint;
   artifacts?: Map<string, StoredArtifact>;
+  /** What its artifacts count against the caps. */
+  artifactBytes: number;
 }
 
 /**
- * The library's default {@link TaskStore}: tasks, their bounded logs, checkpoints and webhook outbox in
- * this process's memory. Lost on restart (`createSqliteTaskStore` of `@klym/core/sqlite` is the durable one).
- * Transitions are atomic because each one checks and writes within one synchronous turn.
+ * The library's default {@link TaskStore}: tasks, their bounded logs, checkpoints, artifacts and webhook
+ * outbox in this process's memory. Lost on restart (`createSqliteTaskStore` of `@klym/core/sqlite` is the
+ * durable one). Transitions and artifact saves are atomic because each one checks and writes within one
+ * synchronous turn.
+ *
+ * @throws {KlymError} `CONFIG_INVALID` for an artifact cap that is not a positive integer
  */
 export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): TaskStore {
+  const maxBytesPerTask = positiveInteger('artifacts.maxBytesPerTask', options.artifacts?.maxBytesPerTask ?? ARTIFACT_DEFAULTS.maxBytesPerTask);
+  const maxArtifactBytes = positiveInteger('artifacts.maxBytes', options.artifacts?.maxBytes ?? defaultMaxArtifactBytes());
   // Insertion order is creation order: a Map keeps it, and `seq` makes it a cursor.
   const tasks = new Map<string, Entry>();
   const keys = new Map<string, string>();
   let nextSeq = 0;
+  // Bytes all tasks' artifacts count against `maxArtifactBytes`.
+  let keptInAll = 0;
   // Webhook messages outlive their task's eviction: a receiver is still owed the event.
   const outbox = createMemoryOutbox();
 
@@ -43,7 +59,13 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
     if (isTerminal(entry.task.status)) delete entry.checkpoint;
     return entry.task;
   };
+  const dropArtifacts = (entry: Entry): void => {
+    delete entry.artifacts;
+    keptInAll -= entry.artifactBytes;
+    entry.artifactBytes = 0;
+  };
   const remove = (entry: Entry): void => {
+    dropArtifacts(entry);
     tasks.delete(entry.task.id);
     const key = entry.task.request.idempotencyKey;
     if (key !== undefined) keys.delete(keyOf(entry.task.principal, key));
@@ -58,7 +80,7 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
         if (existing !== undefined) return existing.task;
         keys.set(keyOf(task.principal, key), task.id);
       }
-      tasks.set(task.id, { task, seq: ++nextSeq, log: new BoundedLog(options.log) });
+      tasks.set(task.id, { task, seq: ++nextSeq, log: new BoundedLog(options.log), artifactBytes: 0 });
       return task;
     },
     async get(id) {
@@ -130,13 +152,31 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
     },
     async saveArtifact(id, artifact) {
       const entry = tasks.get(id);
-      if (entry !== undefined) (entry.artifacts ??= new Map()).set(artifact.id, artifact);
+      if (entry === undefined) return;
+      const replaced = entry.artifacts?.get(artifact.id);
+      const bytes = keptBytes(artifact) - (replaced === undefined ? 0 : keptBytes(replaced));
+      if (entry.artifactBytes + bytes > maxBytesPerTask) throw taskLimitError(artifact, maxBytesPerTask, entry.artifactBytes);
+      if (keptInAll + bytes > maxArtifactBytes) {
+        const finished = [...tasks.values()]
+          .filter((other) => other !== entry && other.artifacts !== undefined && isTerminal(other.task.status) && other.task.finishedAt !== undefined)
+          .toSorted((a, b) => Date.parse(a.task.finishedAt as string) - Date.parse(b.task.finishedAt as string) || a.seq - b.seq)
+          .map((other) => ({ taskId: other.task.id, bytes: other.artifactBytes }));
+        const evicted = tasksToEvict(finished, keptInAll, bytes, maxArtifactBytes);
+        if (evicted === undefined) throw storeLimitError(artifact, maxArtifactBytes, keptInAll, finished.reduce((sum, other) => sum + other.bytes, 0));
+        for (const taskId of evicted) dropArtifacts(tasks.get(taskId) as Entry);
+      }
+      (entry.artifacts ??= new Map()).set(artifact.id, artifact);
+      entry.artifactBytes += bytes;
+      keptInAll += bytes;
     },
     async loadArtifact(id, artifactId) {
       return tasks.get(id)?.artifacts?.get(artifactId);
     },
     async listArtifacts(id) {
-      return [...(tasks.get(id)?.artifacts?.values() ?? [])].map(({ text: _text, ...info }) => info);
+      return [...(tasks.get(id)?.artifacts?.values() ?? [])].map(({ text: _text, original: _original, ...info }) => info);
+    },
+    async artifactBytes() {
+      return keptInAll;
     },
     ...outbox,
     // Nothing to release: what it holds stays readable until the last reference goes.
@@ -147,6 +187,18 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
 }
 
 const keyOf = (principal: string, key: string): string => `${principal}\u0000${key}`;
+
+/**
+ * A quarter of V8's heap limit, at most ARTIFACT_DEFAULTS.maxBytes: artifacts held here are strings on the
+ * heap, a string may take twice its UTF-8 bytes there (V8 keeps any text beyond Latin-1 as UTF-16), and
+ * passing the limit kills the process with every task it holds.
+ */
+const defaultMaxArtifactBytes = (): number => Math.min(ARTIFACT_DEFAULTS.maxBytes, Math.floor(getHeapStatistics().heap_size_limit / 4));
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a positive integer, got ${JSON.stringify(value) ?? String(value)}`);
+  return value;
+}
 
 const matches = (task: TaskRecord, filter: TaskFilter): boolean =>
   (filter.principal === undefined || task.principal === filter.principal) && (filter.status === undefined || task.status === filter.status);

@@ -26,6 +26,8 @@ export interface RunnerThreadData {
 export type PortableRunOptions = RunSettings & {
   /** Whether the run has artifacts of its task to keep: the thread then keeps them through the main thread (`artifact-call`). */
   readonly artifacts: boolean;
+  /** Whether the task's artifacts are queried in its DuckDB on the main thread (`artifact-call` `query`); otherwise the run opens its own. */
+  readonly queries?: boolean;
   /** The run's tracing without its tracer (the thread's registered provider makes the spans), its parent as W3C data. */
   readonly tracing?: Omit<AgentTracing, 'tracer'>;
   /** The scope's id on the main thread (the task's id): the thread opens its own scope under it. */
@@ -36,7 +38,9 @@ export type PortableRunOptions = RunSettings & {
 export type ArtifactCall =
   | { readonly op: 'save'; readonly artifact: StoredArtifact }
   | { readonly op: 'load'; readonly artifactId: string }
-  | { readonly op: 'list' };
+  | { readonly op: 'list' }
+  /** A query in the task's DuckDB, on the main thread with the task's store; the task's own signal interrupts it there. */
+  | { readonly op: 'query'; readonly sql: string };
 
 /** An error as it crosses the thread: a `KlymError`'s fields, or any error's message as `INTERNAL`. */
 export interface PortableError {

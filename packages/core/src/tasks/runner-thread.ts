@@ -8,6 +8,7 @@ import { runAgent } from '../agent/run-agent.ts';
 import { KlymError } from '../errors.ts';
 import { createSessionPool } from '../pool/session-pool.ts';
 import type { SessionScope } from '../pool/session-scope.ts';
+import type { QueryAnswer } from '../artifacts/artifact-query.ts';
 import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
 import {
   conversationDelta,
@@ -59,7 +60,7 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
     const artifactCalls: ThreadRun['artifactCalls'] = new Map();
     let seq = 0;
     let calls = 0;
-    const { scopeId, artifacts: keepsArtifacts, ...runOptions } = options;
+    const { scopeId, artifacts: keepsArtifacts, queries: keepsQueries = false, ...runOptions } = options;
     // The task's artifacts are in its store, on the main thread: each call crosses and waits for its answer.
     const ask = <T>(call: ArtifactCall): Promise<T> =>
       new Promise<T>((resolve, reject) => {
@@ -67,7 +68,12 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
         post({ type: 'artifact-call', id, call: calls, ...call }, true);
       });
     const artifacts: ArtifactBackend | undefined = keepsArtifacts
-      ? { save: (artifact) => ask({ op: 'save', artifact }), load: (artifactId) => ask({ op: 'load', artifactId }), list: () => ask({ op: 'list' }) }
+      ? {
+          save: (artifact) => ask({ op: 'save', artifact }),
+          load: (artifactId) => ask({ op: 'load', artifactId }),
+          list: () => ask({ op: 'list' }),
+          ...(keepsQueries ? { query: (sql: string) => ask<QueryAnswer>({ op: 'query', sql }) } : {}),
+        }
       : undefined;
     // The conversation the main thread holds for this run: each checkpoint sends only what it lacks.
     let shared = runOptions.resume?.messages ?? [];

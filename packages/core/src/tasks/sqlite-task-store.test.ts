@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { ModelMessage } from 'ai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { finishedTaskRecord, taskRecord as task, webhookMessage } from '../../../../test/support/task-store-contract.ts';
+import { artifactOf, finishedTaskRecord, taskRecord as task, webhookMessage } from '../../../../test/support/task-store-contract.ts';
 import type { AgentCheckpoint } from '../agent/types.ts';
 import { KlymError } from '../errors.ts';
 import { migrateSchema, TASK_STORE_SCHEMA_VERSION } from './sqlite/schema.ts';
@@ -250,6 +250,49 @@ describe('createSqliteTaskStore: the file', () => {
     migrated.close();
   });
 
+  it('migrates a version 4 file: its artifacts read as text, count against the caps, and records are kept beside them', async () => {
+    const path = join(dir, 'v4.db');
+    const running = task('t1', { status: 'running' });
+    const old = artifactOf('art_00000000000a', 'line one\nline two é', { createdAt: '2026-01-01T00:00:01.000Z' });
+    const v4 = new DatabaseSync(path);
+    migrateSchema(v4, 4);
+    v4.prepare('INSERT INTO tasks (id, principal, status, created_at, record) VALUES (?, ?, ?, ?, ?)').run(running.id, running.principal, running.status, running.createdAt, JSON.stringify(running));
+    v4.prepare('INSERT INTO artifacts (task_id, id, tool, bytes, lines, tokens, created_at, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
+      't1', old.id, old.tool, old.bytes, old.lines, old.tokens, old.createdAt, old.text,
+    );
+    v4.close();
+
+    const original = '[{"a": 1}]';
+    const records = { count: 1, firstLine: 0, path: [], keys: ['a'], originalBytes: Buffer.byteLength(original) };
+    const json = artifactOf('art_00000000000b', '{"a":1}', { createdAt: '2026-01-01T00:00:02.000Z', records, original });
+    {
+      await using store = await createSqliteTaskStore({ path, artifacts: { maxBytesPerTask: old.bytes + json.bytes + records.originalBytes } });
+      expect(await store.loadArtifact('t1', old.id)).toEqual(old);
+      const { text: _text, ...info } = old;
+      expect(await store.listArtifacts('t1')).toEqual([info]);
+      expect(await store.artifactBytes()).toBe(old.bytes);
+      await store.saveArtifact('t1', json);
+      // The old artifact counts: the task is now at its cap.
+      await expect(store.saveArtifact('t1', artifactOf('art_00000000000c', 'x'))).rejects.toMatchObject({ code: 'ARTIFACT_LIMIT' });
+    }
+    await using reopened = await createSqliteTaskStore({ path });
+    expect(await reopened.loadArtifact('t1', json.id)).toEqual(json);
+    expect((await reopened.listArtifacts('t1')).map((one) => one.records)).toEqual([undefined, records]);
+  });
+
+  it('lists and sums artifacts without reading their texts', async () => {
+    const path = join(dir, 'tasks.db');
+    await (await createSqliteTaskStore({ path })).close();
+    const db = new DatabaseSync(path);
+    // SQLite reaches a column past a big text only through the text's overflow pages.
+    const columns = (db.prepare('PRAGMA table_info(artifacts)').all() as { name: string }[]).map((column) => column.name);
+    const plan = (sql: string): string => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((row) => row.detail).join('; ');
+    const sums = [plan('SELECT coalesce(sum(kept_bytes), 0) FROM artifacts'), plan("SELECT coalesce(sum(kept_bytes), 0) FROM artifacts WHERE task_id = 't1'")];
+    db.close();
+    expect(columns.slice(columns.indexOf('text'))).toEqual(['text', 'original']);
+    expect(sums).toEqual([expect.stringMatching(/COVERING INDEX artifacts_by_task/), expect.stringMatching(/COVERING INDEX artifacts_by_task/)]);
+  });
+
   it('refuses a file written by a newer Klym', async () => {
     const path = join(dir, 'tasks.db');
     await (await createSqliteTaskStore({ path })).close();
@@ -378,5 +421,9 @@ describe('createSqliteTaskStore: closing', () => {
       message: 'Expected `batchEntries` to be a positive integer, got 0',
     });
     await expect(createSqliteTaskStore({ path: '' })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
+    await expect(createSqliteTaskStore({ path: join(dir, 'tasks.db'), artifacts: { maxBytes: 1.5 } })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: 'Expected `artifacts.maxBytes` to be a positive integer, got 1.5',
+    });
   });
 });

@@ -1,4 +1,5 @@
-import { TASK_DEFAULTS } from '../defaults.ts';
+import type { ArtifactLimits } from '../artifacts/artifact-limit.ts';
+import { ARTIFACT_DEFAULTS, TASK_DEFAULTS } from '../defaults.ts';
 import { isKlymError, KlymError } from '../errors.ts';
 import { createCheckpointTable } from './sqlite/checkpoint-table.ts';
 import { createLogTable } from './sqlite/log-table.ts';
@@ -23,12 +24,17 @@ export interface SqliteTaskStoreOptions {
    * of one write transaction, hence of how long a status read can wait behind one. @default 256
    */
   readonly batchEntries?: number;
+  /**
+   * Caps on the artifacts kept: per task, and in all (past it, a save first drops the artifacts of the tasks
+   * that finished first). @default { maxBytesPerTask: ARTIFACT_DEFAULTS.maxBytesPerTask (1 GiB), maxBytes: ARTIFACT_DEFAULTS.maxBytes (8 GiB) }
+   */
+  readonly artifacts?: ArtifactLimits;
 }
 
 /**
  * A durable {@link TaskStore} in a SQLite file, on Node's built-in `node:sqlite`: task records, bounded
- * logs (the same byte bound as the in-memory store's), results, usage, run checkpoints and the webhook
- * outbox survive a restart, and a crash of the process (WAL, `synchronous=NORMAL`: not a crash of the machine).
+ * logs (the same byte bound as the in-memory store's), results, usage, run checkpoints, artifacts and the
+ * webhook outbox survive a restart, and a crash of the process (WAL, `synchronous=NORMAL`: not a crash of the machine).
  *
  * `appendLog` only buffers: the buffer is written in one transaction per tick, or as soon as
  * `batchEntries` entries wait, and before any other call does its work, so every read sees every append
@@ -40,7 +46,7 @@ export interface SqliteTaskStoreOptions {
  * database, is locked by another Klym process, cannot be opened or created, or was written by a newer
  * Klym; `CONFIG_INVALID` when an option is not usable. Once open, a failing write rejects the call with
  * `STORE_UNAVAILABLE`, and so does any call after `close()` (except `appendLog`, which then ignores the
- * entry: a run being torn down may still log).
+ * entry: a run being torn down may still log); an artifact past a cap is `ARTIFACT_LIMIT`.
  *
  * @example
  * ```ts
@@ -55,6 +61,10 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
   const batchEntries = positiveInteger('batchEntries', options.batchEntries ?? TASK_DEFAULTS.sqliteBatchEntries);
   const maxBytes = positiveInteger('log.maxBytes', options.log?.maxBytes ?? TASK_DEFAULTS.logMaxBytes);
   const maxEntryBytes = positiveInteger('log.maxEntryBytes', options.log?.maxEntryBytes ?? TASK_DEFAULTS.logMaxEntryBytes);
+  const artifactLimits = {
+    maxBytesPerTask: positiveInteger('artifacts.maxBytesPerTask', options.artifacts?.maxBytesPerTask ?? ARTIFACT_DEFAULTS.maxBytesPerTask),
+    maxBytes: positiveInteger('artifacts.maxBytes', options.artifacts?.maxBytes ?? ARTIFACT_DEFAULTS.maxBytes),
+  };
 
   const database = await openTaskDatabase(path);
   const { db } = database;
@@ -164,13 +174,16 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
       return use(() => checkpoints.read(id));
     },
     async saveArtifact(id, artifact) {
-      use(() => artifacts.save(id, artifact));
+      use(() => artifacts.save(id, artifact, artifactLimits));
     },
     async loadArtifact(id, artifactId) {
       return use(() => artifacts.load(id, artifactId));
     },
     async listArtifacts(id) {
       return use(() => artifacts.list(id));
+    },
+    async artifactBytes() {
+      return use(() => artifacts.bytes());
     },
     async addWebhookMessages(messages) {
       use(() => outbox.add(messages));

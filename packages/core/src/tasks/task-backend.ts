@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { ArtifactLimits } from '../artifacts/artifact-limit.ts';
 import { KlymError, isKlymError } from '../errors.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
 import type { QueueLogListener } from './queue/queue-log.ts';
@@ -11,6 +12,8 @@ import type { TaskStore } from './task-types.ts';
 export interface TaskBackendOptions {
   /** Bounds of each task's log. @default { maxBytes: 262_144, maxEntryBytes: 4_096 } */
   readonly log?: BoundedLogOptions;
+  /** Caps on the artifacts the store keeps, per task and in all. @default the store's (see `createSqliteTaskStore`, …) */
+  readonly artifacts?: ArtifactLimits;
   /**
    * With a Redis spec, how a dead worker's task is taken over on the shared queue (see
    * `createBullmqTaskQueue`). @default TASK_QUEUE_DEFAULTS
@@ -53,14 +56,14 @@ const ACCEPTED = '"memory", "sqlite:<path>" or "redis://[user:password@]host:por
  * ```
  */
 export async function openTaskBackend(spec: string, options: TaskBackendOptions = {}): Promise<TaskBackend> {
-  const log = options.log === undefined ? {} : { log: options.log };
-  if (spec === 'memory') return backendOf(createMemoryTaskStore(log), createInProcessTaskQueue());
+  const storeOptions = { ...(options.log === undefined ? {} : { log: options.log }), ...(options.artifacts === undefined ? {} : { artifacts: options.artifacts }) };
+  if (spec === 'memory') return backendOf(createMemoryTaskStore(storeOptions), createInProcessTaskQueue());
   if (spec.startsWith('sqlite:') && spec.length > 'sqlite:'.length) {
     const file = path.resolve(spec.slice('sqlite:'.length));
     try {
       // Loaded only when asked for: a process on the memory store never loads node:sqlite.
       const { createSqliteTaskStore } = await import('./sqlite-task-store.ts');
-      return backendOf(await createSqliteTaskStore({ path: file, ...log }), createInProcessTaskQueue());
+      return backendOf(await createSqliteTaskStore({ path: file, ...storeOptions }), createInProcessTaskQueue());
     } catch (error) {
       if (isKlymError(error, 'STORE_UNAVAILABLE')) throw error;
       const reason = error instanceof Error ? error.message : String(error);
@@ -70,7 +73,7 @@ export async function openTaskBackend(spec: string, options: TaskBackendOptions 
   if (/^rediss?:\/\//.test(spec)) {
     // Loaded only when asked for; their errors name host:port/db, never the password.
     const [{ createRedisTaskStore }, { createBullmqTaskQueue }] = await Promise.all([import('./redis/redis-task-store.ts'), import('./queue/bullmq-task-queue.ts')]);
-    const store = await createRedisTaskStore({ url: spec, ...log });
+    const store = await createRedisTaskStore({ url: spec, ...storeOptions });
     try {
       const queue = await createBullmqTaskQueue({ url: spec, ...options.sharedQueue, ...(options.onQueueLog === undefined ? {} : { onLog: options.onQueueLog }) });
       return backendOf(store, queue, store.warnings);

@@ -14,6 +14,7 @@ import { completionOf, runOptionsOf, type TaskRunDefaults } from './task-run.ts'
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';
 import { writeBackResult, type WriteBackOptions } from './write-back.ts';
 import { taskArtifacts } from './task-artifacts.ts';
+import type { TaskQueries } from './task-queries.ts';
 
 /** What running a task needs: the manager's settings, resolved. */
 export interface TaskExecutionContext {
@@ -35,6 +36,8 @@ export interface TaskExecutionContext {
   /** A task ended here (after its `task-end` event): the queue tells the processes that share it. */
   /** Tells the other processes of a shared queue that a task started, resumed or ended here. */
   readonly announce: (type: AnnouncedEvent, id: string) => void;
+  /** The tasks' DuckDBs: a run queries its task's there (`klym__query_artifact`), dropped when the run ends. */
+  readonly queries?: TaskQueries;
 }
 
 /** Running tasks, and ending them: what the task manager and its queue share. */
@@ -193,7 +196,7 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     const span = context.tracing === undefined ? undefined : startTaskSpan(context.tracing, task, resumed, redact.text);
     const tracing = span === undefined ? undefined : { ...context.tracing, ...(span.carrier === undefined ? {} : { parent: span.carrier }) };
     // Kept in the task's store: a resumed run, or a worker that took the task over, reads them again.
-    const artifacts = taskArtifacts(store, id);
+    const artifacts = taskArtifacts(store, id, context.queries, controller.signal);
     const runOptions = runOptionsOf(task, { pool: context.pool, scope, artifacts, defaults, secrets: context.secrets, taskTimeoutMs: context.taskTimeoutMs, signal: controller.signal, onEvent, onCheckpoint, checkpoint, tracing });
     try {
       const result = await raceAbort(Promise.resolve().then(() => context.run(runOptions)), controller.signal).finally(progress.save);
@@ -221,6 +224,8 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       lease.signal.removeEventListener('abort', onLeaseAbort);
       // A run that ignored its abort still has its calls cut here: the scope aborts what it has in flight.
       await scope.close();
+      // The run's tables go with its DuckDB; a follow-up query (`query_task_artifact`) opens it again.
+      await context.queries?.release(id).catch(() => {});
       if (span !== undefined) span.end(await store.get(id).catch(() => undefined));
     }
     return 'ended';

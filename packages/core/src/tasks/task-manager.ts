@@ -15,9 +15,11 @@ import type { BoundedLogOptions, TaskLogPage } from './task-log.ts';
 import type { TaskRunDefaults } from './task-run.ts';
 import { isTerminal, type TaskListPage, type TaskPageRequest, type TaskRecord, type TaskRequest, type TaskStatus, type TaskStore } from './task-types.ts';
 import type { WriteBackOptions } from './write-back.ts';
-import { createArtifactStore, type ArtifactSlice } from '../artifacts/artifact-store.ts';
-import type { ArtifactInfo } from '../artifacts/artifact-types.ts';
+import { createArtifactStore, type ArtifactSlice, type ArtifactStore, type ReadRequest } from '../artifacts/artifact-store.ts';
+import type { ArtifactInfo, StoredArtifact } from '../artifacts/artifact-types.ts';
 import { taskArtifacts } from './task-artifacts.ts';
+import { createTaskQueries, type TaskQueriesOptions } from './task-queries.ts';
+import type { QueryAnswer } from '../artifacts/artifact-query.ts';
 
 /** What runs a task's agent: `runAgent` of `@klym/core`, or a stand-in with its contract. */
 export type AgentRunner = ((options: RunAgentOptions) => Promise<AgentRunResult>) & {
@@ -87,6 +89,11 @@ export interface TaskManagerOptions {
    * (`runAgent`'s `tracing`) and the write-back's call beneath it. @default off: no span at all
    */
   readonly tracing?: TracingOptions;
+  /**
+   * The tasks' DuckDBs, where `klym__query_artifact` and `query_task_artifact` run: one per task, bounded
+   * by `memoryMiB` and `threads`, each query by `timeoutMs`. @default QUERY_DEFAULTS (512 MiB, 2 threads, 30 s)
+   */
+  readonly artifactQuery?: TaskQueriesOptions;
 }
 
 /** A task's lifecycle, as {@link TaskManagerOptions.onEvent} receives it (noun-verb). */
@@ -154,10 +161,21 @@ export interface TaskManager extends AsyncDisposable {
    */
   read(id: string, caller: Caller, log: LogPageRequest): Promise<{ readonly task: TaskRecord; readonly log: TaskLogPage; readonly artifacts: readonly ArtifactInfo[] }>;
   /**
-   * Lines `offset` to `offset + limit - 1` of the task's artifact `artifactId`, as `klym__read_artifact` gives them.
+   * A page of the task's artifact `artifactId`, as `klym__read_artifact` gives them.
    * @throws {KlymError} `TASK_NOT_FOUND` (another principal's task too); `ARTIFACT_NOT_FOUND`; `INVALID_ARGUMENT` for an offset past the end
    */
-  readArtifact(id: string, caller: Caller, artifactId: string, lines?: { readonly offset?: number; readonly limit?: number }): Promise<ArtifactSlice>;
+  readArtifact(id: string, caller: Caller, artifactId: string, request?: ReadRequest): Promise<ArtifactSlice>;
+  /**
+   * The task's artifact `artifactId` as its tool gave it: a JSON answer kept as records, its original text byte for byte.
+   * @throws {KlymError} `TASK_NOT_FOUND` (another principal's task too); `ARTIFACT_NOT_FOUND`
+   */
+  artifactOriginal(id: string, caller: Caller, artifactId: string): Promise<{ readonly artifact: ArtifactInfo; readonly text: string }>;
+  /**
+   * Runs `sql` over the task's artifacts, each a table named by its id, in the task's DuckDB, as
+   * `klym__query_artifact` does: a follow-up question on what a task kept, at no model cost.
+   * @throws {KlymError} `TASK_NOT_FOUND` (another principal's task too); `ARTIFACT_NOT_FOUND`; `QUERY_FAILED` quoting DuckDB
+   */
+  queryArtifacts(id: string, caller: Caller, sql: string, options?: { readonly signal?: AbortSignal }): Promise<QueryAnswer>;
   /** Cancels a pending or running task; a finished one is left as it is, and the outcome says so. @throws {KlymError} `TASK_NOT_FOUND` */
   cancel(id: string, caller: Caller, reason?: string): Promise<CancelOutcome>;
   /** A page of the caller's tasks, newest first. */
@@ -202,6 +220,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const run: AgentRunner = options.run ?? runAgent;
   const defaults = options.defaults ?? {};
   const secrets = secretsOf(options.secrets, defaults.providers);
+  const queries = createTaskQueries(options.artifactQuery);
   const execution = createTaskExecution({
     store,
     pool: options.pool,
@@ -217,6 +236,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     onEvent: options.onEvent,
     tracing: options.tracing,
     announce: (type, id) => queue.announce(type, id),
+    queries,
   });
   const { log, emit, finish } = execution;
   let closing: Promise<void> | undefined;
@@ -228,6 +248,15 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       throw new KlymError('TASK_NOT_FOUND', `No task "${String(id).slice(0, 80)}" is visible to you: the id is unknown, or the task finished and was evicted`);
     }
     return task;
+  };
+  // Paging through an artifact reads it from the store once: a few tasks' readers stay, the last used kept longest.
+  const readers = new Map<string, ArtifactStore>();
+  const readerOf = (id: string): ArtifactStore => {
+    const reader = readers.get(id) ?? createArtifactStore({ backend: taskArtifacts(store, id) });
+    readers.delete(id);
+    readers.set(id, reader);
+    for (const old of readers.keys()) if (readers.size > TASK_DEFAULTS.artifactReaders) readers.delete(old);
+    return reader;
   };
 
   const cancelTask = async (id: string, reason: string): Promise<TaskRecord | undefined> => {
@@ -342,9 +371,21 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       ]);
       return { task, log: logPage, artifacts };
     },
-    async readArtifact(id, caller, artifactId, lines = {}) {
+    async readArtifact(id, caller, artifactId, request = {}) {
       await visible(id, caller);
-      return createArtifactStore({ backend: taskArtifacts(store, id) }).read(artifactId, lines.offset, lines.limit);
+      return readerOf(id).read(artifactId, request);
+    },
+    async queryArtifacts(id, caller, sql, queryOptions = {}) {
+      await visible(id, caller);
+      return queries.query(id, taskArtifacts(store, id), sql, queryOptions);
+    },
+    async artifactOriginal(id, caller, artifactId) {
+      await visible(id, caller);
+      const stored = await store.loadArtifact(id, artifactId);
+      // The reader's error names the task's artifacts.
+      if (stored === undefined) await readerOf(id).lines(artifactId);
+      const { text, original, ...artifact } = stored as StoredArtifact;
+      return { artifact, text: original ?? text };
     },
     async cancel(id, caller, reason = 'cancelled by caller') {
       const before = await visible(id, caller);
@@ -363,6 +404,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         clearInterval(sweeper);
         await recovered;
         await queue.close({ graceMs });
+        await queries.close();
         // Whoever creates a resource closes it: the default store is the manager's own.
         if (options.store === undefined) await store.close();
       })();

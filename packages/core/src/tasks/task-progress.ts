@@ -36,6 +36,8 @@ function applyAgentEvent(task: TaskRecord, event: AgentEvent): Omit<TaskPatch, '
         currentStep: `step ${event.step}: mapped ${event.artifact.id} in ${event.chunks} chunks`,
         usage: withTokens(task.usage, event.usage),
       };
+    case 'artifact-query':
+      return { currentStep: `step ${event.step}: queried ${event.tables.join(', ') || 'the artifacts'}: ${event.rows} rows in ${event.elapsedMs} ms` };
     case 'tool-call':
       return { currentStep: `step ${event.step}: calling ${event.toolName}` };
     case 'tool-result':

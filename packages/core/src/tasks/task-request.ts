@@ -64,8 +64,23 @@ const taskLogsShape = {
 const readArtifactShape = {
   task_id: taskId.describe('The id start_async_agent_task returned.'),
   artifact: z.string().min(1).max(100).describe('An artifact id (`art_…`) that check_task_status lists.'),
-  offset: z.number().int().min(0).optional().describe('The first line to give, 0-based. Default 0.'),
-  limit: z.number().int().min(1).max(500).optional().describe('Lines to give, at most 500. Default 100.'),
+  offset: z.number().int().min(0).optional().describe('The first line to give, 0-based. Default 0. With `original`, the first character.'),
+  char_offset: z.number().int().min(0).optional().describe('Where to start inside line `offset`, in characters, to read on in a long line (`next_char_offset`). Default 0.'),
+  limit: z.number().int().min(1).max(500).optional().describe('Lines to give, at most 500. Default 100. A page also stops when it is full: `next_offset` says where to read on.'),
+  original: z
+    .boolean()
+    .optional()
+    .describe('Read the result as the tool gave it (a JSON answer kept as records: its original text, byte for byte), by characters from `offset`, instead of by lines.'),
+};
+
+/** Arguments of `query_task_artifact` (also the body of `POST /api/tasks/:id/query`). */
+const queryArtifactsShape = {
+  task_id: taskId.describe('The id start_async_agent_task returned.'),
+  sql: z
+    .string()
+    .min(1)
+    .max(20_000)
+    .describe("One SQL query (DuckDB) over the task's artifacts, each a table named by its id (`SELECT … FROM art_… …`): text artifacts have columns n, line; JSON records one column per key."),
 };
 
 /** Arguments of `cancel_agent_task`. */
@@ -94,6 +109,8 @@ export const cancelTaskSchema = z.strictObject(cancelTaskShape);
 export const listTasksSchema = z.strictObject(listTasksShape);
 /** Arguments of `read_task_artifact` (and `GET /api/tasks/:id/artifacts/:artifact`). */
 export const readArtifactSchema = z.strictObject(readArtifactShape);
+/** Arguments of `query_task_artifact` (and `POST /api/tasks/:id/query`). */
+export const queryArtifactsSchema = z.strictObject(queryArtifactsShape);
 /** Arguments of `describe_capabilities`: none. */
 export const noArgumentsSchema = z.strictObject({});
 
@@ -107,6 +124,8 @@ export type TaskLogsArgs = z.output<typeof taskLogsSchema>;
 export type CancelTaskArgs = z.output<typeof cancelTaskSchema>;
 /** Parsed arguments of `list_agent_tasks`. */
 export type ListTasksArgs = z.output<typeof listTasksSchema>;
+/** Parsed arguments of `query_task_artifact`. */
+export type QueryArtifactsArgs = z.output<typeof queryArtifactsSchema>;
 /** Parsed arguments of `read_task_artifact`. */
 export type ReadArtifactArgs = z.output<typeof readArtifactSchema>;
 

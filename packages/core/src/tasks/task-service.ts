@@ -15,6 +15,7 @@ import {
   type CancelTaskArgs,
   type CheckTaskArgs,
   type ListTasksArgs,
+  type QueryArtifactsArgs,
   type ReadArtifactArgs,
   type RequestLimits,
   type StartTaskArgs,
@@ -32,7 +33,8 @@ import {
   type TaskStartView,
   type TaskStatusView,
 } from './task-views.ts';
-import { viewArtifact, type TaskArtifactSliceView } from './artifact-views.ts';
+import { toCsv } from '../artifacts/artifact-query.ts';
+import { viewArtifact, viewSlice, type TaskArtifactSliceView, type TaskQueryView } from './artifact-views.ts';
 
 /** The run options every task of the service gets as they are, declared once by `runAgent`'s options. */
 const RUN_OPTION_KEYS = [
@@ -46,6 +48,7 @@ const RUN_OPTION_KEYS = [
   'readOnlyTools',
   'mapModel',
   'mapConcurrency',
+  'mapChunkTokens',
   'artifactThresholdTokens',
 ] as const satisfies readonly (keyof TaskRunDefaults)[];
 type ServiceRunOptions = Pick<TaskRunDefaults, (typeof RUN_OPTION_KEYS)[number]>;
@@ -110,6 +113,13 @@ export interface TaskService extends AsyncDisposable {
    * the task's owner only. @throws {KlymError} `TASK_NOT_FOUND`, `ARTIFACT_NOT_FOUND`, `INVALID_ARGUMENT`
    */
   readArtifact(args: ReadArtifactArgs, principal: string): Promise<TaskArtifactSliceView>;
+  /**
+   * `query_task_artifact`: SQL over the task's artifacts in its DuckDB, to the task's owner only, so the
+   * evidence of a finished task answers a new question without a new task. At most
+   * `TASK_DEFAULTS.queryAnswerChars` of CSV; the answer says how many rows it left out.
+   * @throws {KlymError} `TASK_NOT_FOUND`, `ARTIFACT_NOT_FOUND`, `QUERY_FAILED`
+   */
+  queryArtifacts(args: QueryArtifactsArgs, principal: string): Promise<TaskQueryView>;
   /** `cancel_agent_task`: cancels a pending or running task; a finished one stays as it was, and the answer says so. */
   cancel(args: CancelTaskArgs, principal: string): Promise<TaskCancelView>;
   /** `list_agent_tasks`: `{ status?, cursor?, limit? }` → a page of the caller's tasks, newest first, with a cursor to older ones. */
@@ -235,12 +245,33 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       return { task_id: args.task_id, ...viewLogPage(page, true) };
     },
     async readArtifact(args, principal) {
+      if (args.original === true) {
+        const { artifact, text } = await tasks.artifactOriginal(args.task_id, { principal }, args.artifact);
+        const offset = args.offset ?? 0;
+        if (offset > 0 && offset >= text.length) throw new KlymError('INVALID_ARGUMENT', `\`offset\`: ${offset} is past the end of ${artifact.id}'s original text, which has ${text.length} characters`);
+        const end = Math.min(text.length, offset + TASK_DEFAULTS.originalPageChars);
+        return { task_id: args.task_id, artifact: viewArtifact(artifact), offset, text: text.slice(offset, end), ...(end < text.length ? { next_offset: end } : {}) };
+      }
       const slice = await tasks.readArtifact(args.task_id, { principal }, args.artifact, {
         ...(args.offset === undefined ? {} : { offset: args.offset }),
+        ...(args.char_offset === undefined ? {} : { charOffset: args.char_offset }),
         ...(args.limit === undefined ? {} : { limit: args.limit }),
       });
-      const next = slice.offset + slice.lines.length;
-      return { task_id: args.task_id, artifact: viewArtifact(slice.artifact), offset: slice.offset, lines: slice.lines, ...(slice.more ? { next_offset: next } : {}) };
+      return viewSlice(args.task_id, slice);
+    },
+    async queryArtifacts(args, principal) {
+      const answer = await tasks.queryArtifacts(args.task_id, { principal }, args.sql);
+      const csv = toCsv(answer, TASK_DEFAULTS.queryAnswerChars);
+      const left = answer.rows.length - csv.rows;
+      return {
+        task_id: args.task_id,
+        columns: answer.columns,
+        rows: answer.rows.length,
+        rows_shown: csv.rows,
+        csv: csv.text,
+        elapsed_ms: answer.elapsedMs,
+        ...(left > 0 ? { note: `${left} rows left out to keep this answer short: aggregate, or page with LIMIT ${csv.rows} OFFSET ${csv.rows}` } : {}),
+      };
     },
     async cancel(args, principal) {
       const outcome = await tasks.cancel(args.task_id, { principal });

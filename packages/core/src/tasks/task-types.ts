@@ -170,14 +170,22 @@ export interface TaskStore extends WebhookOutbox, AsyncDisposable {
   saveCheckpoint(id: string, checkpoint: AgentCheckpoint): void | Promise<void>;
   loadCheckpoint(id: string): Promise<AgentCheckpoint | undefined>;
   /**
-   * Keeps an artifact of task `id` (a tool result kept whole) until the task is evicted; durable once it
-   * resolves. A task no longer kept keeps nothing.
+   * Keeps an artifact of task `id` (a tool result kept whole, and its `original` JSON when given) until the
+   * task is evicted; durable once it resolves. A task no longer kept keeps nothing. Checked against the
+   * store's caps (`artifacts` of its options) in the same atomic step as the write, so that of two concurrent
+   * saves of which one fits, one is kept: an artifact counts its `bytes`, and its `records.originalBytes` when
+   * its original is kept. Past the store's `maxBytes`, the artifacts of the tasks that finished first are
+   * dropped first, a whole task's at a time (the tasks stay; their artifacts are then not found).
+   * @throws {KlymError} `ARTIFACT_LIMIT`, naming the size, the cap and what is kept, when the task's cap would be
+   * passed, or the store's even once every other finished task's artifacts were dropped (nothing is dropped then)
    */
   saveArtifact(id: string, artifact: StoredArtifact): Promise<void>;
-  /** Task `id`'s artifact `artifactId` with its text; `undefined` when the task has none of that id. */
+  /** Task `id`'s artifact `artifactId` with its text (and original); `undefined` when the task has none of that id. */
   loadArtifact(id: string, artifactId: string): Promise<StoredArtifact | undefined>;
-  /** Task `id`'s artifacts, oldest first, without their text. */
+  /** Task `id`'s artifacts, oldest first, without their text or original (neither is read). */
   listArtifacts(id: string): Promise<readonly ArtifactInfo[]>;
+  /** Bytes the artifacts of every task kept count against the store's `maxBytes`. */
+  artifactBytes(): Promise<number>;
   /** Writes what is buffered and releases the store (for SQLite, its file lock). Idempotent. */
   close(): Promise<void>;
 }

@@ -387,6 +387,8 @@ function summaryText(entry: TaskLogEntry): string {
       const { id, tool, bytes, lines } = entry.data.artifact;
       return `${tool} kept as ${id}: ${bytes} bytes, ${lines} lines`;
     }
+    case 'artifact-query':
+      return `${entry.data.sql} → ${entry.data.rows} rows in ${entry.data.elapsedMs}ms${entry.data.kept === undefined ? '' : ` (kept as ${entry.data.kept})`}`;
     default:
       return JSON.stringify(entry.data);
   }

@@ -337,6 +337,9 @@ function artifactCall(backend: ArtifactBackend, call: ArtifactCall): Promise<unk
       return backend.load(call.artifactId);
     case 'list':
       return backend.list();
+    case 'query':
+      if (backend.query === undefined) return Promise.reject(new KlymError('INTERNAL', "This run's artifacts have no DuckDB on the main thread"));
+      return backend.query(call.sql);
   }
 }
 
@@ -359,6 +362,7 @@ function portableRunOptions(options: RunAgentOptions): PortableRunOptions {
     ...(tracing === undefined ? {} : { tracing: portableTracing(tracing) }),
     scopeId: scope?.id ?? 'run',
     artifacts: artifacts !== undefined,
+    queries: artifacts?.query !== undefined,
   };
 }
 

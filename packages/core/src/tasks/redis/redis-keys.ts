@@ -2,8 +2,9 @@ import type { TaskFilter } from '../task-types.ts';
 
 /**
  * The names of the store's keys, all under one prefix. The Lua scripts build the index names the same
- * way (`status:`, `principal:`, `principal-status:`, `finished`, `write-back-pending`), from the prefix
- * they are given, since which indexes a change touches is only known inside the script.
+ * way (`status:`, `principal:`, `principal-status:`, `finished`, `write-back-pending`, `artifacts:`,
+ * `artifact-bytes`, `finished-artifacts`), from the prefix they are given, since which indexes a change
+ * touches is only known inside the script.
  */
 export interface RedisKeys {
   readonly prefix: string;
@@ -17,8 +18,15 @@ export interface RedisKeys {
   checkpoint(id: string): string;
   /** LIST: the checkpoint's messages, one JSON each. */
   messages(id: string): string;
-  /** HASH: the task's artifacts, `<artifact>:info` (JSON) and `<artifact>:text` each. */
+  /**
+   * HASH: the task's artifacts, `<artifact>:info` (JSON), `<artifact>:text` and, for records,
+   * `<artifact>:original` each; `:bytes`, what they count against the caps.
+   */
   artifacts(id: string): string;
+  /** STRING: what every task's artifacts count against the store's cap, in bytes. */
+  readonly artifactBytes: string;
+  /** ZSET: the finished tasks holding artifacts, scored by finish time (ms): whose artifacts the store's cap drops first. */
+  readonly finishedArtifacts: string;
   /** What follows `idempotency:` in the key of `principal`'s `key`: both, unambiguously. */
   idempotencySuffix(principal: string, key: string): string;
   idempotency(suffix: string): string;
@@ -35,6 +43,8 @@ export function redisKeys(prefix: string): RedisKeys {
     checkpoint: (id) => `${prefix}checkpoint:${id}`,
     messages: (id) => `${prefix}messages:${id}`,
     artifacts: (id) => `${prefix}artifacts:${id}`,
+    artifactBytes: `${prefix}artifact-bytes`,
+    finishedArtifacts: `${prefix}finished-artifacts`,
     idempotencySuffix: (principal, key) => JSON.stringify([principal, key]),
     idempotency: (suffix) => `${prefix}idempotency:${suffix}`,
     index({ principal, status }) {

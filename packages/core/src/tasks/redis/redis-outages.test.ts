@@ -195,6 +195,10 @@ describe('createRedisTaskStore: opening', () => {
       code: 'CONFIG_INVALID',
       message: 'Expected `connectTimeoutMs` to be a positive integer, got 0',
     });
+    await expect(createRedisTaskStore({ url: 'redis://127.0.0.1:1/0', artifacts: { maxBytesPerTask: -1 } })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: 'Expected `artifacts.maxBytesPerTask` to be a positive integer, got -1',
+    });
     await expect(createRedisTaskStore({ url: 'not a url' })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('got a string that is not a URL') });
     await expect(createRedisTaskStore({ url: 'redis://127.0.0.1:1/zero' })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('to be a database number, as in redis://host:6379/0, got /zero') });
   });

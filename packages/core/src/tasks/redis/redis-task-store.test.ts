@@ -1,12 +1,12 @@
 import type { ModelMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startRedisServer, type RedisServer } from '../../../../../test/support/redis-server.ts';
-import { checkpointOf, taskRecord, userMessage } from '../../../../../test/support/task-store-contract.ts';
+import { artifactOf, checkpointOf, taskRecord, userMessage } from '../../../../../test/support/task-store-contract.ts';
 import type { AgentCheckpoint } from '../../agent/types.ts';
 import type { SessionPool } from '../../pool/session-pool.ts';
 import { runResult } from '../../testing/run-result.ts';
 import { createTaskManager, type AgentRunner } from '../task-manager.ts';
-import { createRedisTaskStore, type RedisTaskStore } from './redis-task-store.ts';
+import { createRedisTaskStore, type RedisTaskStore, type RedisTaskStoreOptions } from './redis-task-store.ts';
 
 let redis: RedisServer;
 let prefixes = 0;
@@ -18,9 +18,10 @@ afterAll(async () => {
 });
 
 /** Two stores on one Redis and prefix: what two Klym processes sharing it have. */
-async function twoProcesses(): Promise<[RedisTaskStore, RedisTaskStore] & AsyncDisposable> {
+async function twoProcesses(artifacts: RedisTaskStoreOptions['artifacts'] = {}): Promise<[RedisTaskStore, RedisTaskStore] & AsyncDisposable> {
   const prefix = `shared-${++prefixes}:`;
-  const stores: [RedisTaskStore, RedisTaskStore] = [await createRedisTaskStore({ url: redis.url, prefix }), await createRedisTaskStore({ url: redis.url, prefix })];
+  const open = (): Promise<RedisTaskStore> => createRedisTaskStore({ url: redis.url, prefix, artifacts });
+  const stores: [RedisTaskStore, RedisTaskStore] = [await open(), await open()];
   return Object.assign(stores, { [Symbol.asyncDispose]: async () => void (await Promise.all(stores.map((store) => store.close()))) });
 }
 
@@ -64,6 +65,21 @@ describe('createRedisTaskStore: one Redis, many processes', () => {
       expect(await stores[1].get(`t${index}`)).toEqual(applied[0]);
     }
     expect(await stores[0].counts()).toMatchObject({ pending: 0, cancelled: 5 });
+  });
+
+  it('keeps artifacts under the caps when two processes save at once', async () => {
+    await using stores = await twoProcesses({ maxBytesPerTask: 1_000, maxBytes: 1_500 });
+    await stores[0].insert(taskRecord('t1', { status: 'running' }));
+    await stores[0].insert(taskRecord('t2', { status: 'running' }));
+    const save = (taskId: string, index: number) => stores[index % 2]!.saveArtifact(taskId, artifactOf(`art_${taskId}${String(index).padStart(10, '0')}`, 'x'.repeat(200)));
+    const first = await Promise.allSettled(Array.from({ length: 20 }, (_, index) => save('t1', index)));
+    expect(first.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(5);
+    expect(first.filter((outcome) => outcome.status === 'rejected').map((outcome) => (outcome as PromiseRejectedResult).reason.code)).toEqual(Array(15).fill('ARTIFACT_LIMIT'));
+    // The store's cap holds across processes too: 1,000 kept, room for two more of 200 in t2.
+    const second = await Promise.allSettled(Array.from({ length: 20 }, (_, index) => save('t2', index)));
+    expect(second.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(2);
+    expect(await stores[1].artifactBytes()).toBe(1_400);
+    expect((await stores[1].listArtifacts('t1')).length + (await stores[0].listArtifacts('t2')).length).toBe(7);
   });
 
   it('stores one task for concurrent starts with one idempotency key from two processes, and both answer it', async () => {

@@ -1,5 +1,6 @@
 import type { AgentCheckpoint } from '../../agent/types.ts';
-import { REDIS_DEFAULTS, TASK_DEFAULTS } from '../../defaults.ts';
+import { keptBytes, storeLimitError, taskLimitError, type ArtifactLimits } from '../../artifacts/artifact-limit.ts';
+import { ARTIFACT_DEFAULTS, REDIS_DEFAULTS, TASK_DEFAULTS } from '../../defaults.ts';
 import { KlymError } from '../../errors.ts';
 import type { BoundedLogOptions } from '../task-log.ts';
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from '../task-types.ts';
@@ -10,10 +11,16 @@ import { openRedisConnection } from './redis-connection.ts';
 import { redisKeys } from './redis-keys.ts';
 import { scriptsOf, type ScriptReply } from './scripts.ts';
 import { createdKey, finishedKey, hashPatch, taskFields, taskOf, writingBack } from './task-hash.ts';
-import type { ArtifactInfo } from '../../artifacts/artifact-types.ts';
+import type { ArtifactInfo, StoredArtifact } from '../../artifacts/artifact-types.ts';
 
 /** Finished tasks one eviction script deletes at most: the bound of how long Redis is busy with one. */
 const EVICT_CHUNK = 20;
+
+/**
+ * Bytes of artifacts the store keeps in all unless told (2 GiB), lower than on disk: Redis holds them in its
+ * memory, and a Redis that runs out of it (`noeviction`) refuses every write, task changes included.
+ */
+const REDIS_MAX_ARTIFACT_BYTES = 2_147_483_648;
 
 const ALL_STATUSES: readonly TaskStatus[] = ['pending', 'running', 'completed', 'error', 'cancelled'];
 
@@ -29,6 +36,12 @@ export interface RedisTaskStoreOptions {
   readonly connectTimeoutMs?: number;
   /** How long a call waits for Redis's answer before it rejects (STORE_UNAVAILABLE): the bound while Redis hangs. @default REDIS_DEFAULTS.commandTimeoutMs (5_000) */
   readonly commandTimeoutMs?: number;
+  /**
+   * Caps on the artifacts kept, across every process on this prefix: per task, and in all (past it, a save
+   * first drops the artifacts of the tasks that finished first). Every process on one prefix should set the
+   * same. @default { maxBytesPerTask: ARTIFACT_DEFAULTS.maxBytesPerTask (1 GiB), maxBytes: 2 GiB }
+   */
+  readonly artifacts?: ArtifactLimits;
 }
 
 /** A {@link TaskStore} in Redis, shared by every Klym process that uses the same Redis and prefix. */
@@ -46,10 +59,11 @@ export interface RedisTaskStore extends TaskStore {
 
 /**
  * A {@link TaskStore} in Redis: task records, bounded logs (the same byte bound as the in-memory store's),
- * results, run checkpoints and idempotency keys, shared by any number of Klym processes. Every change that
- * checks before it writes (a status compare-and-set, an idempotent insert, a log's trim, an eviction) is
- * one Lua script, atomic across processes. Durable as far as Redis is: Klym needs `appendonly yes` and
- * `maxmemory-policy noeviction`, and says so in `warnings` when the server is set otherwise.
+ * results, run checkpoints, artifacts and idempotency keys, shared by any number of Klym processes. Every
+ * change that checks before it writes (a status compare-and-set, an idempotent insert, a log's trim, an
+ * artifact under its caps, an eviction) is one Lua script, atomic across processes. Durable as far as
+ * Redis is: Klym needs `appendonly yes` and `maxmemory-policy noeviction`, and says so in `warnings` when
+ * the server is set otherwise.
  *
  * Every call goes through one connection, in order: `appendLog` sends its entry at once without waiting,
  * and whatever is called after it sees it; `saveCheckpoint` resolves once Redis holds the checkpoint and
@@ -60,7 +74,7 @@ export interface RedisTaskStore extends TaskStore {
  * cannot be reached within `connectTimeoutMs`, refuses the URL's credentials or database, or is older than
  * 6.2; `CONFIG_INVALID` when an option is not usable. Once open, a call that fails rejects with
  * `STORE_UNAVAILABLE` saying why, and so does any call after `close()` (except `appendLog`, which then
- * ignores the entry: a run being torn down may still log).
+ * ignores the entry: a run being torn down may still log); an artifact past a cap is `ARTIFACT_LIMIT`.
  *
  * @example
  * ```ts
@@ -78,6 +92,8 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
   const commandTimeoutMs = positiveInteger('commandTimeoutMs', options.commandTimeoutMs ?? REDIS_DEFAULTS.commandTimeoutMs);
   const maxBytes = positiveInteger('log.maxBytes', options.log?.maxBytes ?? TASK_DEFAULTS.logMaxBytes);
   const maxEntryBytes = positiveInteger('log.maxEntryBytes', options.log?.maxEntryBytes ?? TASK_DEFAULTS.logMaxEntryBytes);
+  const maxBytesPerTask = positiveInteger('artifacts.maxBytesPerTask', options.artifacts?.maxBytesPerTask ?? ARTIFACT_DEFAULTS.maxBytesPerTask);
+  const maxArtifactBytes = positiveInteger('artifacts.maxBytes', options.artifacts?.maxBytes ?? REDIS_MAX_ARTIFACT_BYTES);
 
   const connection = await openRedisConnection({ url: options.url, connectTimeoutMs, commandTimeoutMs });
   const { client, where } = connection;
@@ -209,12 +225,38 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
       return use(`read the checkpoint of task ${id}`, () => checkpoints.load(id));
     },
     async saveArtifact(id, artifact) {
-      const { text, ...info } = artifact;
-      await use(`keep artifact ${artifact.id} of task ${id}`, () => scripts.klymSaveArtifact(keys.task(id), keys.artifacts(id), artifact.id, JSON.stringify(info), text));
+      // The original has a field of its own: `:info` is what a list reads.
+      const { text, original, ...info } = artifact;
+      const bytes = keptBytes(artifact);
+      const reply = (await use(`keep artifact ${artifact.id} of task ${id}`, () =>
+        scripts.klymSaveArtifact(
+          keys.task(id),
+          keys.artifacts(id),
+          keys.artifactBytes,
+          keys.finishedArtifacts,
+          prefix,
+          id,
+          artifact.id,
+          JSON.stringify(info),
+          text,
+          original === undefined ? '0' : '1',
+          original ?? '',
+          bytes,
+          maxBytesPerTask,
+          maxArtifactBytes,
+        ),
+      )) as [string, number?, number?];
+      const [outcome, used = 0, evictable = 0] = reply;
+      if (outcome === 'task') throw taskLimitError(artifact, maxBytesPerTask, Number(used));
+      if (outcome === 'store') throw storeLimitError(artifact, maxArtifactBytes, Number(used), Number(evictable));
     },
     async loadArtifact(id, artifactId) {
-      const [info, text] = await use(`read artifact ${artifactId} of task ${id}`, () => client.hmget(keys.artifacts(id), `${artifactId}:info`, `${artifactId}:text`));
-      return info === null || info === undefined || text === null || text === undefined ? undefined : { ...(JSON.parse(info) as ArtifactInfo), text };
+      const [info, text, original] = await use(`read artifact ${artifactId} of task ${id}`, () =>
+        client.hmget(keys.artifacts(id), `${artifactId}:info`, `${artifactId}:text`, `${artifactId}:original`),
+      );
+      if (info === null || info === undefined || text === null || text === undefined) return undefined;
+      const stored: StoredArtifact = { ...(JSON.parse(info) as ArtifactInfo), text, ...(original === null || original === undefined ? {} : { original }) };
+      return stored;
     },
     async listArtifacts(id) {
       // Only the `:info` fields: an artifact's text is never read to list it.
@@ -225,6 +267,9 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
       return infos
         .flatMap((info) => (info === null ? [] : [JSON.parse(info) as ArtifactInfo]))
         .toSorted((a, b) => a.createdAt.localeCompare(b.createdAt));
+    },
+    async artifactBytes() {
+      return Number((await use('count the artifacts kept', () => client.get(keys.artifactBytes))) ?? 0);
     },
     addWebhookMessages(messages) {
       return use('store webhook messages', () => outbox.addWebhookMessages(messages));

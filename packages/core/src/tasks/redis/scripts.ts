@@ -11,7 +11,8 @@ import { OUTBOX_SCRIPTS } from './outbox-scripts.ts';
  * HSET/HDEL of its fields and no script parses JSON. The store's own fields start with `:`. Index names
  * are built here from the prefix, as in redis-keys.ts: which indexes a change touches is known only once
  * the script has read the task. (So the store needs one Redis, not a Cluster, whose scripts must name
- * every key up front.) Every index but `finished` is a sorted set of members
+ * every key up front.) Every index but `finished` and `finished-artifacts` (the finished tasks holding
+ * artifacts, by finish time, for the store's cap on them) is a sorted set of members
  * `<createdAt ms, 15 digits>:<insertion seq, 15 digits>:<id>` at score 0, which Redis orders as text:
  * by creation, ties by insertion, and a member is its own list cursor.
  */
@@ -83,6 +84,11 @@ end
 if finished == '-' then redis.call('HDEL', KEYS[1], ':finished') elseif finished ~= '' then redis.call('HSET', KEYS[1], ':finished', finished) end
 local finishedAt = redis.call('HGET', KEYS[1], ':finished')
 if terminal[status] and finishedAt then redis.call('ZADD', prefix .. 'finished', finishedAt, id) else redis.call('ZREM', prefix .. 'finished', id) end
+if terminal[status] and finishedAt and redis.call('EXISTS', prefix .. 'artifacts:' .. id) == 1 then
+  redis.call('ZADD', prefix .. 'finished-artifacts', finishedAt, id)
+else
+  redis.call('ZREM', prefix .. 'finished-artifacts', id)
+end
 if writing == '1' then redis.call('ZADD', prefix .. 'write-back-pending', 0, member) elseif writing == '0' then redis.call('ZREM', prefix .. 'write-back-pending', member) end
 return redis.call('HGETALL', KEYS[1])
 `;
@@ -127,7 +133,10 @@ end
 return answer
 `;
 
-/** KEYS: finished. ARGV: prefix, before (ms), at most how many. Deletes those tasks with everything they own; answers their fields. */
+/**
+ * KEYS: finished. ARGV: prefix, before (ms), at most how many. Deletes those tasks with everything they own
+ * (their artifacts' bytes taken off the store's count); answers their fields.
+ */
 const EVICT = `${COMMON}
 local prefix = ARGV[1]
 local answer = {}
@@ -148,6 +157,9 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2],
       local key = prefix .. 'idempotency:' .. suffix
       if redis.call('GET', key) == id then redis.call('DEL', key) end
     end
+    local held = redis.call('HGET', prefix .. 'artifacts:' .. id, ':bytes')
+    if held then redis.call('DECRBY', prefix .. 'artifact-bytes', held) end
+    redis.call('ZREM', prefix .. 'finished-artifacts', id)
     redis.call('DEL', task, prefix .. 'log:' .. id, prefix .. 'checkpoint:' .. id, prefix .. 'messages:' .. id, prefix .. 'artifacts:' .. id)
     answer[#answer + 1] = fields
   end
@@ -229,13 +241,47 @@ return answer
 `;
 
 /**
- * KEYS: task, artifacts. ARGV: the artifact's id, its info's JSON, its text. Keeps the artifact only while
- * the task is kept, so that one saved as its task is evicted does not outlive it. Answers 1 when kept.
+ * KEYS: task, artifacts, artifact-bytes (the store's count), finished-artifacts. ARGV: prefix, the task's id,
+ * the artifact's id, its info's JSON, its text, '1' when an original follows ('0' when not), the original
+ * (or ''), the bytes it counts, the task's cap, the store's cap. Keeps the artifact only while the task is
+ * kept (one saved as its task is evicted must not outlive it), and only under both caps: past the store's,
+ * the artifacts of the other finished tasks go first, finished first, a task's at a time, and none when
+ * even all of them would not make room. Its task's count is the artifacts hash's `:bytes`. Answers
+ * `kept`, `gone` (no such task), `task` and the task's count, or `store`, the store's count and what
+ * dropping every other finished task's artifacts would free.
  */
-const SAVE_ARTIFACT = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[2], ARGV[1] .. ':info', ARGV[2], ARGV[1] .. ':text', ARGV[3])
-return 1
+const SAVE_ARTIFACT = `${COMMON}
+local prefix, taskId, id, info, text, hasOriginal, original, bytes = unpack(ARGV, 1, 8)
+if redis.call('EXISTS', KEYS[1]) == 0 then return { 'gone' } end
+local size, perTask, inAll = tonumber(bytes), tonumber(ARGV[9]), tonumber(ARGV[10])
+local kept = tonumber(redis.call('HGET', KEYS[2], ':bytes') or '0')
+if kept + size > perTask then return { 'task', kept } end
+local used = tonumber(redis.call('GET', KEYS[3]) or '0')
+if used + size > inAll then
+  local finished, evictable = {}, 0
+  for _, other in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+    if other ~= taskId then
+      local held = redis.call('HGET', prefix .. 'artifacts:' .. other, ':bytes') or '0'
+      finished[#finished + 1] = { other, held }
+      evictable = evictable + tonumber(held)
+    end
+  end
+  if used - evictable + size > inAll then return { 'store', used, evictable } end
+  for _, other in ipairs(finished) do
+    if used + size <= inAll then break end
+    redis.call('DEL', prefix .. 'artifacts:' .. other[1])
+    redis.call('ZREM', KEYS[4], other[1])
+    redis.call('DECRBY', KEYS[3], other[2])
+    used = used - tonumber(other[2])
+  end
+end
+redis.call('HSET', KEYS[2], id .. ':info', info, id .. ':text', text)
+if hasOriginal == '1' then redis.call('HSET', KEYS[2], id .. ':original', original) end
+redis.call('HINCRBY', KEYS[2], ':bytes', bytes)
+redis.call('INCRBY', KEYS[3], bytes)
+local finishedAt = redis.call('HGET', KEYS[1], ':finished')
+if terminal[statusOf(redis.call('HGET', KEYS[1], 'status'))] and finishedAt then redis.call('ZADD', KEYS[4], finishedAt, taskId) end
+return { 'kept' }
 `;
 
 /** The scripts as ioredis's `scripts` option defines them: each becomes a method of the client. */
@@ -251,7 +297,7 @@ export const REDIS_SCRIPTS = {
   klymRead: { lua: READ, numberOfKeys: 2, readOnly: true },
   klymSaveCheckpoint: { lua: SAVE_CHECKPOINT, numberOfKeys: 3 },
   klymLoadCheckpoint: { lua: LOAD_CHECKPOINT, numberOfKeys: 2, readOnly: true },
-  klymSaveArtifact: { lua: SAVE_ARTIFACT, numberOfKeys: 2 },
+  klymSaveArtifact: { lua: SAVE_ARTIFACT, numberOfKeys: 4 },
   ...OUTBOX_SCRIPTS,
 } as const;
 

@@ -92,6 +92,34 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (task_id, id)
   );
   `,
+  // 5: artifacts kept as records, their original JSON beside them, and what each counts against the caps.
+  // Rebuilt rather than altered: an added column goes after \`text\`, and SQLite reaches a column past a big
+  // text only by walking its overflow pages, so a list would read every text.
+  `
+  CREATE TABLE artifacts_v5 (
+    task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    lines INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    -- ArtifactRecords as JSON; NULL for an artifact kept as text.
+    records TEXT,
+    -- Bytes it counts against the caps: its text's, and its original's when kept.
+    kept_bytes INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    -- For records, the result's JSON as the tool gave it.
+    original TEXT,
+    PRIMARY KEY (task_id, id)
+  );
+  INSERT INTO artifacts_v5 (rowid, task_id, id, tool, bytes, lines, tokens, created_at, kept_bytes, text)
+    SELECT rowid, task_id, id, tool, bytes, lines, tokens, created_at, bytes, text FROM artifacts;
+  DROP TABLE artifacts;
+  ALTER TABLE artifacts_v5 RENAME TO artifacts;
+  -- Covering: a task's bytes, and the store's, are summed without reading a row.
+  CREATE INDEX artifacts_by_task ON artifacts (task_id, kept_bytes);
+  `,
 ];
 
 /** The schema version this Klym writes: a file of a higher version was written by a newer Klym. */
