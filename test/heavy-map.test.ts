@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ARTIFACT_DEFAULTS, createSessionPool, runAgent, type SessionPool } from '@klym/core';
+import { ARTIFACT_DEFAULTS, createArtifactStore, createMemoryArtifacts, createScriptedModel, createSessionPool, runAgent, type SessionPool } from '@klym/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bigLog } from './support/big-log-server.ts';
 import { startFakeLlmServer, type FakeLlmServer, type FakeReply, type FakeRequest } from './support/fake-llm-server.ts';
@@ -107,6 +107,36 @@ describe('klym__map_artifact', () => {
   });
 });
 
+/** The exact count as one query over the log's table. */
+const errorsQuery = (artifact: string): string =>
+  `SELECT regexp_extract(line, 'svc-\\d+') AS service, count(*) AS errors FROM ${artifact} WHERE line LIKE '% ERROR %' GROUP BY ALL ORDER BY service`;
+
+describe('klym__query_artifact over the same log', () => {
+  it('counts ERROR lines per service exactly with one query: its requests cost a hundredth of the log', async () => {
+    const querying = await startFakeLlmServer(
+      (request) => {
+        const artifact = /artifact (art_[0-9a-f]{12}): [\d,]+ bytes/.exec(request.body)?.[1];
+        if (artifact === undefined) return { kind: 'turn', toolCalls: [{ name: 'files__read_text_file', args: { path: FILE } }] };
+        const rows = /\d+ rows? from art_[0-9a-f]{12} \(CSV\):((?:\\n[^\\"]+)+)/.exec(request.body)?.[1];
+        if (rows === undefined) return { kind: 'turn', toolCalls: [{ name: 'klym__query_artifact', args: { sql: errorsQuery(artifact) } }] };
+        const counts = new Map(rows.split('\\n').slice(2).map((row) => [row.split(',')[0] as string, Number(row.split(',')[1])] as const));
+        return { kind: 'turn', text: format(counts) };
+      },
+      { contextWindow: WINDOW },
+    );
+    try {
+      const result = await runAgent({ pool, prompt: 'How many ERROR lines per service?', model: 'openai:gpt-4.1-mini', ...providers(querying.openaiBaseUrl) });
+      expect(result.text).toBe(format(expectedCounts()));
+      // Read, query, answer: three requests, whose tokens together are not a hundredth of the log's.
+      expect(querying.requests).toHaveLength(3);
+      const sent = querying.requests.reduce((sum, request) => sum + (request.tokens ?? Number.POSITIVE_INFINITY), 0);
+      expect(sent).toBeLessThan(LOG.length / 4 / 100);
+    } finally {
+      await querying.close();
+    }
+  });
+});
+
 describe('klym__map_artifact, cancelled', () => {
   it('cancels the calls under way with the run, and starts no more', async () => {
     const hanging = await startFakeLlmServer((request) => (request.body.includes('You are given one chunk of a larger text') ? { kind: 'hang' } : agent(request)), { contextWindow: WINDOW });
@@ -121,6 +151,38 @@ describe('klym__map_artifact, cancelled', () => {
       expect(mapCalls()).toHaveLength(ARTIFACT_DEFAULTS.mapConcurrency);
     } finally {
       await hanging.close();
+    }
+  });
+});
+
+describe('a map within its run’s budget', () => {
+  it('stops when the run’s token budget is spent, says so, and the run counts what the map spent', async () => {
+    const empty = await createSessionPool({ upstreams: {} });
+    try {
+      const backend = createMemoryArtifacts();
+      const store = createArtifactStore({ backend });
+      const { id } = await store.put('fs__read_text_file', LOG);
+      let mapCalls = 0;
+      const model = createScriptedModel({
+        steps: ({ options }) => {
+          const prompt = JSON.stringify(options.prompt);
+          // A chunk's call: 10,000 tokens of input each, as a provider would report them.
+          if (prompt.includes('You are given one chunk of a larger text')) {
+            mapCalls++;
+            return { text: 'nothing', usage: { inputTokens: 10_000, outputTokens: 5 } };
+          }
+          return { toolCalls: [{ toolName: 'klym__map_artifact', args: { artifact: id, instruction: INSTRUCTION } }] };
+        },
+      });
+      const run = await runAgent({ pool: empty, prompt: 'Count the errors.', model, artifacts: backend, mapConcurrency: 1, budget: { maxTokens: 35_000 } });
+      // Four chunks reach the budget (the fourth passes it); the map starts no fifth, and the run ends on its budget.
+      expect(mapCalls).toBe(4);
+      expect(run.finishReason).toBe('budget:tokens');
+      expect(run.usage.inputTokens).toBeGreaterThanOrEqual(40_000);
+      const result = run.messages.flatMap((message) => (message.role === 'tool' ? message.content : [])).find((part) => part.type === 'tool-result');
+      expect(JSON.stringify(result)).toMatch(/the map stopped early \(the run's token budget is spent: \d+ of 35000 tokens\)/);
+    } finally {
+      await empty.close();
     }
   });
 });

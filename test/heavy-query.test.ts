@@ -3,8 +3,10 @@
 // (`POST /api/tasks/:id/query`), owner only, in a DuckDB that refuses files; reads the graph's answer back as
 // the graph gave it; and a cancelled task interrupts the query it is running.
 import { createScriptedModel, createSessionPool, createTaskManager, runAgent, type AgentRunner } from '@klym/core';
-import { bigGraphFacts } from '@klym/fake-grynya';
+import { createRedisTaskStore } from '@klym/core/redis';
+import { bigGraphFacts, createFakeGrynya } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startRedisServer } from './support/redis-server.ts';
 import { payload, startHarness, waitForEnd, type ServerHarness } from './support/server-harness.ts';
 
 const EVENTS = 5_000;
@@ -70,6 +72,12 @@ describe("Grynya asks a finished task's artifacts new questions", () => {
     // The server is still there, and the same DuckDB answers.
     expect(payload(await grynya.callTool({ name: 'query_task_artifact', arguments: { task_id: taskId, sql: `SELECT count(*) AS n FROM ${artifact}` } })).csv).toBe(`n\n${EVENTS}`);
 
+    // Another task of the same caller has tables of its own: this one's are not among them.
+    const { task_id: second } = payload(await grynya.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'How many events are there?' } })) as { task_id: string };
+    await waitForEnd(grynya, second, 30_000);
+    const elsewhere = await grynya.callTool({ name: 'query_task_artifact', arguments: { task_id: second, sql: `SELECT count(*) FROM ${artifact}` } });
+    expect(elsewhere).toMatchObject({ isError: true, structuredContent: { error: { code: 'ARTIFACT_NOT_FOUND', message: expect.stringContaining(`This task has no artifact ${artifact}`) } } });
+
     const other = await harness.connect('streamable-http', TOKENS.other);
     const stranger = await other.callTool({ name: 'query_task_artifact', arguments: { task_id: taskId, sql: `SELECT count(*) FROM ${artifact}` } });
     expect(stranger).toMatchObject({ isError: true, structuredContent: { error: { code: 'TASK_NOT_FOUND' } } });
@@ -106,6 +114,30 @@ describe("Grynya asks a finished task's artifacts new questions", () => {
       offset = page.next_offset;
     }
     expect(text === expected).toBe(true);
+  });
+});
+
+describe('a task kept in Redis', () => {
+  it('has its artifacts loaded from Redis into the DuckDB of the process that runs it, and again for a follow-up', async () => {
+    const redis = await startRedisServer();
+    cleanups.push(() => redis.stop());
+    const grynya = await createFakeGrynya({ bigGraph: { events: EVENTS } });
+    cleanups.push(() => grynya.close());
+    const pool = await createSessionPool({ upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } } });
+    cleanups.push(() => pool.close({ drainTimeoutMs: 100 }));
+    const me = { principal: 'grynya' };
+    const worker = createTaskManager({ pool, run: counter, store: await createRedisTaskStore({ url: redis.url, prefix: 'w1' }) });
+    cleanups.push(() => worker.close({ graceMs: 0 }));
+    const task = await worker.start({ prompt: 'How many events are there?' }, me);
+    await expect.poll(async () => (await worker.get(task.id, me)).status, { timeout: 20_000 }).toBe('completed');
+    expect((await worker.get(task.id, me)).result?.text).toBe(String(EVENTS));
+
+    // Another process on the same Redis (a front) answers a follow-up from the artifact Redis keeps.
+    const front = createTaskManager({ pool, run: counter, maxConcurrent: 1, store: await createRedisTaskStore({ url: redis.url, prefix: 'w1' }) });
+    cleanups.push(() => front.close({ graceMs: 0 }));
+    const [artifact] = (await front.read(task.id, me, { tail: 1 })).artifacts;
+    const answer = await front.queryArtifacts(task.id, me, `SELECT count(*) FILTER (WHERE e.severity = 'error') AS errors FROM ${artifact?.id}`);
+    expect(answer.rows).toEqual([[Object.values(facts.errorsByService).reduce((sum, count) => sum + count, 0)]]);
   });
 });
 

@@ -2,7 +2,21 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createSessionPool, createTaskManager, createTaskService, createThreadRunner, isTerminal, KlymError, openTaskBackend, runAgent, SELF_CHECK_OK, type SessionPool } from '@klym/core';
+import {
+  createArtifactQuery,
+  createArtifactStore,
+  createMemoryArtifacts,
+  createSessionPool,
+  createTaskManager,
+  createTaskService,
+  createThreadRunner,
+  isTerminal,
+  KlymError,
+  openTaskBackend,
+  runAgent,
+  SELF_CHECK_OK,
+  type SessionPool,
+} from '@klym/core';
 import { registerTaskTools, TASK_TOOLS_INSTRUCTIONS } from '@klym/core/mcp';
 import { createRedisTaskStore } from '@klym/core/redis';
 import { createInMemoryUpstream } from '@klym/core/testing';
@@ -53,15 +67,21 @@ const sqliteKept = existsSync(path.join(dataDir, 'tasks.db'));
 rmSync(dataDir, { recursive: true, force: true });
 await pool.close();
 const closed = await pool.callTool('demo', 'echo', { text: 'late' }).catch((error: unknown) => error);
+// SQL over a JSON result kept as records: DuckDB's native binding installs with the tarball's dependencies.
+const kept = createMemoryArtifacts();
+const { id: records } = await createArtifactStore({ backend: kept }).put('demo__echo', JSON.stringify({ status: 'success', results: [{ a: 1 }, { a: 2 }] }));
+const duck = createArtifactQuery({ source: kept });
+const summed = (await duck.query(`SELECT sum(a) AS s FROM ${records}`)).rows[0]?.[0];
+await duck.close();
 // The Redis store's subpath loads ioredis from the tarball's dependencies; nothing listens on port 1.
 const redis = await createRedisTaskStore({ url: 'redis://127.0.0.1:1/0', connectTimeoutMs: 500 }).then(() => undefined, (error: unknown) => error);
 
 const text = (result.content as { text: string }[])[0]?.text;
 const ran = run.text.startsWith(SELF_CHECK_OK) && task.status === 'completed' && threaded.finishReason === 'stop' && threaded.model === 'scripted';
-const mcp = served.length === 6 && described?.tools?.[0]?.name === 'demo__echo' && sqliteKept;
+const mcp = served.length === 7 && served.includes('query_task_artifact') && described?.tools?.[0]?.name === 'demo__echo' && sqliteKept;
 const redisRefused = redis instanceof KlymError && redis.code === 'STORE_UNAVAILABLE';
-if (listing.tools[0]?.name !== 'demo__echo' || text !== 'from the tarball' || !(closed instanceof KlymError) || closed.code !== 'POOL_CLOSED' || !ran || !mcp || !redisRefused) {
-  console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed, run: run.text, task: task.status, threaded, served, described, sqliteKept, redis });
+if (listing.tools[0]?.name !== 'demo__echo' || text !== 'from the tarball' || !(closed instanceof KlymError) || closed.code !== 'POOL_CLOSED' || !ran || !mcp || !redisRefused || summed !== 3) {
+  console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed, run: run.text, task: task.status, threaded, served, described, sqliteKept, redis, summed });
   process.exit(1);
 }
-console.log(`consumer check passed: ${listing.tools[0].name} answered ${JSON.stringify(text)}; runAgent (scripted): ${run.finishReason}, ${run.steps} steps; task ${task.status}; on the runner thread: ${threaded.finishReason}, ${threaded.steps} step(s); after close: ${closed.code}; @klym/core/mcp served ${served.length} tools over a SQLite task backend; @klym/core/redis refused an unreachable Redis with ${redis.code}`);
+console.log(`consumer check passed: ${listing.tools[0].name} answered ${JSON.stringify(text)}; runAgent (scripted): ${run.finishReason}, ${run.steps} steps; task ${task.status}; on the runner thread: ${threaded.finishReason}, ${threaded.steps} step(s); after close: ${closed.code}; @klym/core/mcp served ${served.length} tools over a SQLite task backend; @klym/core/redis refused an unreachable Redis with ${redis.code}; DuckDB summed ${records}'s records to ${summed}`);

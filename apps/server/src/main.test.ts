@@ -38,6 +38,7 @@ describe('pnpm start (the embedded default) and pnpm demo', () => {
     const [, demoArgs = ''] = server.output().match(printed) as RegExpMatchArray;
     expect(server.output()).toMatch(/Klym is serving MCP at http:\/\/127\.0\.0\.1:\d+\/mcp/);
     expect(server.output()).toMatch(/fake grynya-mcp-server: http:\/\/127\.0\.0\.1:\d+\/sse/);
+    expect(server.output()).toContain('its graph holds 20,000 Event rows: MATCH (e:Event) RETURN e answers them on one line');
 
     // The printed command, run as printed (pnpm demo = node demo.ts).
     const player = start([demo, ...demoArgs.trim().split(/\s+/).filter(Boolean)]);

@@ -93,18 +93,13 @@ describe('the big graph’s serialized answer', () => {
     }
   });
 
-  it('makes 120,000 rows of about 21 MB on one ASCII line in well under 2 s, once: the next call is served from the cache', () => {
+  it('makes 120,000 rows of about 21 MB on one ASCII line, the same each time', () => {
     const graph = new BigGraph(120_000, 1);
-    const started = performance.now();
     const text = graph.serializedRows('e');
-    const firstMs = performance.now() - started;
     // Pinned for seed 1: a change to the generator shows here, and in benches that compare against it.
     expect(text.length).toBe(21_606_888);
     expect(/[^\u0020-\u007e]/.test(text)).toBe(false);
-    expect(firstMs).toBeLessThan(2000);
-    const again = performance.now();
     expect(graph.serializedRows('e')).toBe(text);
-    expect(performance.now() - again).toBeLessThan(20);
   });
 
   it('gives every event of a 120,000-event graph its own trace id', () => {

@@ -10,7 +10,7 @@ describe('operationsOf', () => {
       expect(operationsOf('POST', path, tool('start_async_agent_task'))).toEqual(['start']);
       expect(operationsOf('POST', path, tool('run_agent_task'))).toEqual(['start']);
       expect(operationsOf('POST', path, tool('cancel_agent_task'))).toEqual(['cancel']);
-      for (const name of ['check_task_status', 'read_task_artifact', 'list_agent_tasks', 'describe_capabilities', 'no_such_tool']) expect(operationsOf('POST', path, tool(name))).toEqual(['read']);
+      for (const name of ['check_task_status', 'read_task_artifact', 'query_task_artifact', 'list_agent_tasks', 'describe_capabilities', 'no_such_tool']) expect(operationsOf('POST', path, tool(name))).toEqual(['read']);
       expect(operationsOf('POST', path, request('tasks/cancel'))).toEqual(['cancel']);
       for (const method of ['tasks/get', 'tasks/result', 'tasks/list', 'some/future-method']) expect(operationsOf('POST', path, request(method))).toEqual(['read']);
       for (const method of ['initialize', 'ping', 'tools/list', 'logging/setLevel', 'server/discover', 'notifications/initialized']) expect(operationsOf('POST', path, request(method))).toEqual([]);
@@ -35,6 +35,8 @@ describe('operationsOf', () => {
     expect(operationsOf('GET', '/sse')).toEqual([]);
     expect(operationsOf('POST', '/api/tasks')).toEqual(['start']);
     expect(operationsOf('POST', '/api/tasks/abc/cancel')).toEqual(['cancel']);
-    for (const path of ['/api/tasks', '/api/tasks/abc', '/api/tasks/abc/logs', '/api/tasks/abc/artifacts/a1', '/metrics']) expect(operationsOf('GET', path)).toEqual(['read']);
+    // A follow-up query reads a task's evidence: it starts nothing.
+    expect(operationsOf('POST', '/api/tasks/abc/query')).toEqual(['read']);
+    for (const path of ['/api/tasks', '/api/tasks/abc', '/api/tasks/abc/logs', '/api/tasks/abc/artifacts/a1', '/api/tasks/abc/artifacts/a1/original', '/metrics']) expect(operationsOf('GET', path)).toEqual(['read']);
   });
 });

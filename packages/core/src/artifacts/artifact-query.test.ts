@@ -237,12 +237,10 @@ describe('createArtifactQuery', () => {
   it('interrupts a query when its signal aborts or it passes timeoutMs, and answers the next', async () => {
     await using duck = createArtifactQuery({ source: await backendOf(), timeoutMs: 60_000 });
     const controller = new AbortController();
-    const started = performance.now();
     const running = duck.query(LONG_QUERY, { signal: controller.signal });
     setTimeout(() => controller.abort(), 200);
+    // The query would take hours, and its time limit is a minute: it ends on the abort, as ABORTED.
     await expect(running).rejects.toMatchObject({ code: 'ABORTED', message: 'The query was cancelled' });
-    // The query would take hours; an interrupted one ends at once.
-    expect(performance.now() - started).toBeLessThan(10_000);
     expect((await duck.query('SELECT 42')).rows).toEqual([[42]]);
 
     await expect(duck.query(LONG_QUERY, { timeoutMs: 300 })).rejects.toMatchObject({

@@ -211,6 +211,15 @@ describe('keepBigResult', () => {
     expect(text).toContain(`1: ${JSON.stringify(JSON.parse(graphAnswer(1)).results[0])}`);
   });
 
+  it('keeps a result that is only structuredContent as records too', async () => {
+    const keep = keeping(1_000);
+    const rows = Array.from({ length: 500 }, (_, n) => ({ id: n, service: `svc-${n % 7}`, ok: n % 3 !== 0 }));
+    await keepBigResult('db__select', { content: [], structuredContent: { rows, next: null } }, keep);
+    const [artifact] = await keep.artifacts.list();
+    expect(artifact?.records).toMatchObject({ count: 500, firstLine: 1, path: ['rows'], keys: ['id', 'service', 'ok'] });
+    expect((await keep.artifacts.read(artifact?.id as string, { offset: 1, limit: 1 })).lines[0]?.text).toBe(JSON.stringify(rows[0]));
+  });
+
   it('leaves a small result, and an error result, as they are', async () => {
     const keep = keeping(1_000);
     const small: CallToolResult = { content: [{ type: 'text', text: 'ok' }] };

@@ -128,7 +128,9 @@ export async function keepBigResult(toolName: string, result: CallToolResult, ke
   if (result.isError === true) return result;
   const text = (keeping.resultText ?? resultText)(result);
   if (!hasMoreTokens(text, keeping.thresholdTokens, keeping.countTokens)) return result;
-  const kept = await keeping.artifacts.put(toolName, text);
+  // A result that is only structuredContent is kept as its JSON, so that its records are found as in a text's.
+  const structuredOnly = result.structuredContent !== undefined && !(result.content ?? []).some((item) => item.type === 'text');
+  const kept = await keeping.artifacts.put(toolName, structuredOnly ? JSON.stringify(result.structuredContent) : text);
   // The store keeps what it just kept indexed: its lines are the records' when it was JSON.
   const { artifact, index } = await keeping.artifacts.lines(kept.id);
   keeping.onKept?.(artifact, headLines(index));
@@ -193,7 +195,7 @@ function grepText(found: ArtifactGrep, pattern: string): string {
 }
 
 /** What a map says before its answers: how many chunks, what was split, whether it stopped early, and its table. */
-function mapHeader(artifact: ArtifactInfo, instruction: string, outcome: MapOutcome, table: ArtifactInfo): string[] {
+function mapHeader(artifact: ArtifactInfo, instruction: string, outcome: MapOutcome, table: ArtifactInfo, columns: readonly string[]): string[] {
   const { answers, splitLines, stopped } = outcome;
   const chunks = `${answers.length} chunk${answers.length === 1 ? '' : 's'}`;
   return [
@@ -203,7 +205,7 @@ function mapHeader(artifact: ArtifactInfo, instruction: string, outcome: MapOutc
     ...splitLines.map(
       (split) => `Line ${split.line} (${count(split.chars)} characters) was too long for one chunk: it was split over ${split.chunks} consecutive chunks; combine their answers (a record may be cut at a chunk's edge).`,
     ),
-    `The answers are also table ${table.id} (columns from, to, answer${table.records !== undefined && table.records.keys.length > 3 ? `, ${table.records.keys.filter((key) => !['from', 'to', 'answer'].includes(key)).join(', ')}` : ''}): combine them exactly with ${ARTIFACT_TOOL_NAMES.query} rather than by hand, e.g. SELECT sum(…) FROM ${table.id}.`,
+    `The answers are also table ${table.id} (columns n, ${columns.join(', ')}; a field an answer lacks is NULL): combine them exactly with ${ARTIFACT_TOOL_NAMES.query} rather than by hand, e.g. SELECT sum(…) FROM ${table.id}.`,
   ];
 }
 
@@ -335,8 +337,10 @@ function mapTool(keeping: ResultKeeping, mapping: ArtifactMapping): ToolSet[stri
       const outcome = await mapLines(index, instruction, mapping);
       keeping.onMapped?.({ artifact: info, chunks: outcome.answers.length, usage: outcome.usage });
       // The answers are kept as a table whatever their size: the model asked for them, and may add them up.
-      const table = await keeping.artifacts.put(ARTIFACT_TOOL_NAMES.map, '', recordsFrom(answerRows(outcome.answers)));
-      const header = mapHeader(info, instruction, outcome, table);
+      const rows = answerRows(outcome.answers);
+      const table = await keeping.artifacts.put(ARTIFACT_TOOL_NAMES.map, '', recordsFrom(rows));
+      // Every answer's fields, not only the first's: a chunk that saw no ERROR of a service has no key for it.
+      const header = mapHeader(info, instruction, outcome, table, [...new Set(rows.flatMap((row) => Object.keys(row)))]);
       const inline = [...header, ...outcome.answers.map((chunk) => `[${chunkLabel(chunk)}] ${chunk.text}`)].join('\n');
       // Inline while they fit a page; past it, the table, and how to read or query it, rather than text to page through.
       if (inline.length <= keeping.pageTokens || keeping.countTokens(inline) <= keeping.pageTokens) return inline;
