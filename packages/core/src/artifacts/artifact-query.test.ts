@@ -118,6 +118,18 @@ describe('createArtifactQuery', () => {
     ]);
   });
 
+  it('numbers every line of a text loaded in slices, a line longer than a slice whole among short ones', async () => {
+    // 12 MB: three slices of whole lines, and a 5 MB line that is a slice of its own.
+    const lines = Array.from({ length: 200_000 }, (_, n) => `line ${n} ${'x'.repeat(n % 90)}\r`);
+    lines.splice(123_456, 0, `the long one ${'y'.repeat(5_000_000)}`);
+    const kept = artifact(`${lines.join('\n')}\n`);
+    await using duck = createArtifactQuery({ source: await backendOf(kept) });
+    const check = await duck.query(
+      `SELECT count(*), max(n), count(*) FILTER (WHERE line <> 'line ' || (CASE WHEN n > 123456 THEN n - 1 ELSE n END) || ' ' || repeat('x', ((CASE WHEN n > 123456 THEN n - 1 ELSE n END) % 90)::INTEGER) AND n <> 123456), max(length(line)) FROM ${kept.id}`,
+    );
+    expect(check.rows).toEqual([[200_001, 200_000, 0, 5_000_013]]);
+  });
+
   it('makes a records artifact a table of n and one column per key, nested objects as STRUCTs: exact counts, n as the artifact numbers its lines', async () => {
     const { text, results } = graph(20_000);
     const kept = artifact(text, 'records');

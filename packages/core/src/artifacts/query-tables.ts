@@ -26,10 +26,46 @@ export function quoteName(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
-/** A line's number and text, from the text bound as `$1`, `\r` before a newline left out, lines from `$2` on. */
-const LINES = `SELECT n, CASE WHEN ends_with(line, chr(13)) THEN line[1:-2] ELSE line END AS line
-  FROM (SELECT (generate_subscripts(l, 1) - 1)::BIGINT AS n, unnest(l) AS line FROM (SELECT string_split($1, chr(10)) AS l))
+/**
+ * A slice's lines into `table`: the slice bound as `$1`, its first line numbered `$3`, `\r` before a newline
+ * left out, lines from `$2` on.
+ */
+const insertLines = (table: string): string => `INSERT INTO ${table}
+  SELECT n, CASE WHEN ends_with(line, chr(13)) THEN line[1:-2] ELSE line END AS line
+  FROM (SELECT (generate_subscripts(l, 1) - 1 + $3)::BIGINT AS n, unnest(l) AS line FROM (SELECT string_split($1, chr(10)) AS l))
   WHERE n >= $2`;
+
+/**
+ * Characters split at once: a text is bound a slice of whole lines at a time (a line longer than a slice whole),
+ * so that DuckDB's list of one slice's lines, not the whole text's, is what loading holds beside the table.
+ */
+const SLICE_CHARS = 4_000_000;
+
+/** `text`'s lines (its last newline already left out) into `table`, from line `from` on, a slice at a time. */
+async function loadLines(connection: DuckDBConnection, table: string, text: string, from: number): Promise<void> {
+  let start = 0;
+  let line = 0;
+  for (;;) {
+    let end = Math.min(text.length, start + SLICE_CHARS);
+    if (end < text.length) {
+      // Whole lines: back to the last newline of the slice, or on to the end of a line longer than a slice.
+      const back = text.lastIndexOf('\n', end);
+      end = back >= start ? back : text.indexOf('\n', end);
+      if (end === -1) end = text.length;
+    }
+    const slice = text.slice(start, end);
+    if (line + countNewlines(slice) >= from) await connection.run(insertLines(table), [slice, from, line]);
+    if (end >= text.length) return;
+    line += countNewlines(slice) + 1;
+    start = end + 1;
+  }
+}
+
+function countNewlines(text: string): number {
+  let count = 0;
+  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) count++;
+  return count;
+}
 
 /** The staging table of a records artifact's lines; a temporary table, so only its own connection sees it. */
 const STAGING = 'klym_staging_lines';
@@ -37,7 +73,7 @@ const STAGING = 'klym_staging_lines';
 /**
  * Makes `artifact`'s table, named by its id: a text artifact as `n` (its line number, 0-based) and `line`;
  * records as `n` (the record's line number in the artifact) and one column per key of its records (see
- * {@link recordColumns}). Its text is bound as one parameter and split inside DuckDB, which reads no file.
+ * {@link recordColumns}). Its text is bound a slice at a time and split inside DuckDB, which reads no file.
  * Throws DuckDB's error as it is (the caller says which artifact failed).
  */
 export async function loadArtifact(connection: DuckDBConnection, artifact: StoredArtifact): Promise<void> {
@@ -49,11 +85,13 @@ export async function loadArtifact(connection: DuckDBConnection, artifact: Store
   }
   const text = artifact.text.endsWith('\n') ? artifact.text.slice(0, -1) : artifact.text;
   if (artifact.records === undefined) {
-    await connection.run(`CREATE TABLE ${table} AS ${LINES}`, [text, 0]);
+    await connection.run(`CREATE TABLE ${table} (n BIGINT, line VARCHAR)`);
+    await loadLines(connection, table, text, 0);
     return;
   }
-  await connection.run(`CREATE OR REPLACE TEMPORARY TABLE ${STAGING} AS ${LINES}`, [text, artifact.records.firstLine]);
+  await connection.run(`CREATE OR REPLACE TEMPORARY TABLE ${STAGING} (n BIGINT, line VARCHAR)`);
   try {
+    await loadLines(connection, STAGING, text, artifact.records.firstLine);
     const sampled = await connection.runAndReadAll(`SELECT json_group_structure(line::JSON)::VARCHAR FROM (SELECT line FROM ${STAGING} LIMIT ${RECORDS_SAMPLE})`);
     const structure = sampled.getRows()[0]?.[0];
     const columns = recordColumns(typeof structure === 'string' ? (JSON.parse(structure) as unknown) : null);
