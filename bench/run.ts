@@ -27,7 +27,7 @@ const scenarios: readonly (readonly [name: string, heading: string, run: () => P
   ['server', '## The Klym server', () => serverFigures({ quick })],
   ['scale-out', '## 8. Scale out on Redis: fronts and workers as processes', () => scaleOut({ quick })],
   ['big-message', '## 9. Big messages from an upstream: a file read through server-filesystem over stdio', () => bigMessage({ quick })],
-  ['heavy', '## 10. Heavy inputs: a log many times the window, kept as an artifact and mapped', () => heavy({ quick })],
+  ['heavy', '## 10. Heavy inputs: the same questions through map and through query (a log, the graph)', () => heavy({ quick })],
 ];
 
 const onlyAt = process.argv.indexOf('--only');
