@@ -93,4 +93,19 @@ describe('klym__query_artifact with the other tools', () => {
     await expect(run('klym__query_artifact', { sql: `SELECT nope FROM ${id}` })).rejects.toMatchObject({ code: 'QUERY_FAILED', message: expect.stringContaining('nope') });
     await expect(run('klym__query_artifact', { sql: 'SELECT * FROM art_000000000000' })).rejects.toMatchObject({ code: 'ARTIFACT_NOT_FOUND', message: expect.stringContaining(id) });
   });
+
+  it('says which lines a map split, and keeps every piece of a long line in the table', async () => {
+    const { keep, run, mapCalls } = tools(4_000);
+    const long = Array.from({ length: 30_000 }, (_, n) => `svc-${n % 5} ERROR`).join(' ');
+    const { id } = await keep.artifacts.put('grynya__query_graph', `first line\n${long}\nlast line\n`, 'text');
+    const mapped = await run('klym__map_artifact', { artifact: id, instruction: 'Count the ERROR words per service; answer as a JSON object {service: count}.' });
+    const split = new RegExp(`Line 1 \\(${long.length.toLocaleString('en-US')} characters\\) was too long for one chunk: it was split over (\\d+) consecutive chunks`).exec(mapped);
+    expect(Number(split?.[1])).toBeGreaterThan(2);
+    const table = /The answers are also table (art_[0-9a-f]{12})/.exec(mapped)?.[1] as string;
+    // Added up over the pieces, every ERROR of the long line is counted once (a word cut at a piece's edge is the one allowance).
+    const sums = await run('klym__query_artifact', { sql: `SELECT sum(COLUMNS('^svc-')) FROM ${table}` });
+    const counts = sums.split('\n')[2]?.split(',').map(Number) ?? [];
+    expect(counts.reduce((sum, count) => sum + count, 0)).toBeGreaterThanOrEqual(30_000 - mapCalls());
+    expect(counts.reduce((sum, count) => sum + count, 0)).toBeLessThanOrEqual(30_000);
+  });
 });
