@@ -5,6 +5,8 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
+import { Role } from '@a2a-js/sdk';
+import { ClientFactory } from '@a2a-js/sdk/client';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
@@ -34,30 +36,50 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
   try {
     const start = () => grynyaClient.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
     const startModern = () => modernClient.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
+    // The same start over A2A (issue #32): SendMessage with returnImmediately, the SDK's own client from the card.
+    const a2aClient = await new ClientFactory().createFromUrl(klym.url);
+    const sendA2a = () =>
+      a2aClient.sendMessage({
+        tenant: '',
+        message: {
+          messageId: crypto.randomUUID(),
+          contextId: '',
+          taskId: '',
+          role: Role.ROLE_USER,
+          parts: [{ content: { $case: 'text', value: 'self-check' }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+          metadata: undefined,
+          extensions: [],
+          referenceTaskIds: [],
+        },
+        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
+        metadata: undefined,
+      });
     // The load: 200 tasks whose upstream calls each take 2 s (the fake's delay), 20 at a time per session pool.
     await Promise.all(Array.from({ length: 200 }, start));
     const running = (await klym.ask<{ tasks: Record<string, number> }>('stats')).tasks;
     const startTimes: number[] = [];
     const pingTimes: number[] = [];
     const modernTimes: number[] = [];
-    const series = [[start, startTimes], [() => grynyaClient.ping(), pingTimes], [startModern, modernTimes]] as [() => Promise<unknown>, number[]][];
+    const a2aTimes: number[] = [];
+    const series = [[start, startTimes], [() => grynyaClient.ping(), pingTimes], [startModern, modernTimes], [sendA2a, a2aTimes]] as [() => Promise<unknown>, number[]][];
     for (let index = 0; index < samples; index++) {
-      // Each round in another order, so that none of the three always follows the same one.
-      for (const [run, times] of [...series.slice(index % 3), ...series.slice(0, index % 3)]) {
+      // Each round in another order, so that none of them always follows the same one.
+      for (const [run, times] of [...series.slice(index % series.length), ...series.slice(0, index % series.length)]) {
         const began = performance.now();
         await run();
         times.push(performance.now() - began);
       }
     }
-    const [a, b, m] = [summarize(startTimes), summarize(pingTimes), summarize(modernTimes)];
+    const [a, b, m, s] = [summarize(startTimes), summarize(pingTimes), summarize(modernTimes), summarize(a2aTimes)];
     return [
       '| request, while 200 tasks run | p50 | p99 |',
       '| --- | --- | --- |',
       `| start_async_agent_task (2025-11-25 session) | ${ms(a.median)} | ${ms(a.p99)} |`,
       `| ping (no-op, same server) | ${ms(b.median)} | ${ms(b.p99)} |`,
       `| start_async_agent_task (2026-07-28, stateless) | ${ms(m.median)} | ${ms(m.p99)} |`,
+      `| A2A SendMessage, returnImmediately | ${ms(s.median)} | ${ms(s.p99)} |`,
       '',
-      `start ÷ no-op: ${ratio(a.median / b.median)} at p50, ${ratio(a.p99 / b.p99)} at p99; 2026 start ÷ 2025 start: ${ratio(m.median / a.median)} at p50 (${samples} of each, interleaved; tasks when measuring began: ${JSON.stringify(running)}).`,
+      `start ÷ no-op: ${ratio(a.median / b.median)} at p50, ${ratio(a.p99 / b.p99)} at p99; 2026 start ÷ 2025 start: ${ratio(m.median / a.median)} at p50; A2A send ÷ 2025 start: ${ratio(s.median / a.median)} at p50 (${samples} of each, interleaved; tasks when measuring began: ${JSON.stringify(running)}).`,
       '',
       figure('start_p50_ms', a.median),
       figure('start_p99_ms', a.p99),
@@ -65,6 +87,8 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
       figure('start_ping_ratio_p99', a.p99 / b.p99),
       figure('start_2026_p50_ms', m.median),
       figure('start_2026_vs_2025_ratio_p50', m.median / a.median),
+      figure('a2a_send_p50_ms', s.median),
+      figure('a2a_send_vs_start_ratio_p50', s.median / a.median),
     ];
   } finally {
     await modernClient.close();

@@ -28,7 +28,7 @@ async function klymOverGrynya(): Promise<{ klym: KlymApp; grynya: FakeGrynya }> 
 const json = async (response: Response): Promise<Record<string, unknown>> => (await response.json()) as Record<string, unknown>;
 
 describe('the REST API, through app.request()', () => {
-  it('answers 429 with TASK_QUEUE_FULL when the queue of waiting tasks is full', async () => {
+  it('answers 429 with TASK_QUEUE_FULL and a Retry-After when the queue of waiting tasks is full', async () => {
     const grynya = await createFakeGrynya();
     grynya.faults.hang = true;
     const klym = await createKlymApp({
@@ -43,6 +43,8 @@ describe('the REST API, through app.request()', () => {
     expect((await start()).status).toBe(202);
     const refused = await start();
     expect(refused.status).toBe(429);
+    // No run has ended to tell how long one takes: the fixed wait, TASK_DEFAULTS.retryAfterMs.
+    expect(refused.headers.get('retry-after')).toBe('30');
     expect(await json(refused)).toMatchObject({ error: { code: 'TASK_QUEUE_FULL', message: expect.stringContaining('tasks.maxQueued 1') } });
   });
 

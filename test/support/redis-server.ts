@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from './upstream-servers.ts';
@@ -104,4 +105,21 @@ async function launch(args: readonly string[]): Promise<ChildProcess> {
     child.once('error', onError);
   });
   return child;
+}
+
+/** One command in Redis's own protocol, over a socket of its own; resolves the first line of the reply (`:1`, `+OK`, …). */
+export function redisCommand(port: number, ...args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let reply = '';
+    socket.on('data', (chunk) => {
+      reply += chunk.toString();
+      if (reply.includes('\r\n')) {
+        socket.end();
+        resolve(reply.split('\r\n')[0] ?? '');
+      }
+    });
+    socket.on('error', reject);
+    socket.write(`*${args.length}\r\n${args.map((arg) => `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`).join('')}`);
+  });
 }

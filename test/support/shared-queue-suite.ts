@@ -1,8 +1,7 @@
 // What many Klym processes on one BullMQ queue must do together, over any store they can share: the store
 // is a parameter, so the same suite runs on one memory store object and on the Redis store.
-import { connect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startRedisServer, type RedisServer } from './redis-server.ts';
+import { redisCommand, startRedisServer, type RedisServer } from './redis-server.ts';
 import { ended, endsOf, eventsOf, logTypes, me, openRig, type OpenSharedStore, type SharedQueueRig } from './shared-queue.ts';
 
 /**
@@ -206,21 +205,4 @@ export function describeSharedQueue(label: string, stores: () => OpenSharedStore
 /** What a worker's lock looks like when the worker's process stalled past it: gone. */
 async function deleteLock(redis: RedisServer, queueName: string, id: string): Promise<void> {
   expect(await redisCommand(redis.port, 'DEL', `klym:bull:${queueName}:${id}:lock`)).toBe(':1');
-}
-
-/** One command in Redis's own protocol, over a socket of its own; resolves the first line of the reply. */
-function redisCommand(port: number, ...args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let reply = '';
-    socket.on('data', (chunk) => {
-      reply += chunk.toString();
-      if (reply.includes('\r\n')) {
-        socket.end();
-        resolve(reply.split('\r\n')[0] ?? '');
-      }
-    });
-    socket.on('error', reject);
-    socket.write(`*${args.length}\r\n${args.map((arg) => `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`).join('')}`);
-  });
 }

@@ -37,6 +37,13 @@ export const TASK_DEFAULTS = {
   concurrency: 4,
   /** Tasks waiting as `pending` at most; one more is refused with `TASK_QUEUE_FULL`. */
   maxQueued: 1_000,
+  /**
+   * What a refusal that a wait helps (`TASK_QUEUE_FULL`, `QUOTA_EXCEEDED` of `maxQueued`) asks the caller to wait,
+   * in milliseconds, until a run has ended here to tell: after that, the median run time of the last `runTimesKept`.
+   */
+  retryAfterMs: 30_000,
+  /** Runs whose time the manager keeps, for the median a refusal's `retryAfterMs` gives. */
+  runTimesKept: 50,
   /** Wall-clock limit of one task's run, in milliseconds (30 min); `TASK_TIMEOUT` past it. */
   timeoutMs: 1_800_000,
   /** How long a finished task is kept before it is evicted, in milliseconds (1 h). */

@@ -20,6 +20,9 @@
  * - `TASK_NOT_FOUND`: no task of that id is visible to the caller.
  * - `TASK_TIMEOUT`: a task ran past its wall-clock limit.
  * - `TASK_QUEUE_FULL`: too many tasks are waiting to start; try again later.
+ * - `QUOTA_EXCEEDED`: a start would pass one of the caller's own quotas (`tasks.perPrincipal`); the message names
+ *   the quota, its limit and what is in use (`quota`, `limit`, `used`), and `retryAfterMs` when a wait helps. Other
+ *   callers' starts are not affected.
  * - `TASK_INTERRUPTED`: the process running the task died, and it was not resumed (`resumeOnRestart: false`).
  * - `STORE_UNAVAILABLE`: the task store cannot be opened or used (the message names the file or server and why).
  * - `INVALID_ARGUMENT`: a request's arguments are not usable (the message names the field).
@@ -48,6 +51,7 @@ export type KlymErrorCode =
   | 'TASK_NOT_FOUND'
   | 'TASK_TIMEOUT'
   | 'TASK_QUEUE_FULL'
+  | 'QUOTA_EXCEEDED'
   | 'TASK_INTERRUPTED'
   | 'STORE_UNAVAILABLE'
   | 'INVALID_ARGUMENT'
@@ -63,13 +67,22 @@ export interface KlymErrorOptions {
   readonly upstream?: string;
   /** The tool (original upstream name) the failure belongs to. */
   readonly toolName?: string;
+  /** The quota a refusal is about (`maxQueued`), by its option's name. */
+  readonly quota?: string;
+  /** The limit that was reached: the quota's, or `tasks.maxQueued`. */
+  readonly limit?: number;
+  /** What is in use against `limit` (tasks waiting, …). */
+  readonly used?: number;
+  /** How long a caller should wait before trying again, in milliseconds, when a wait helps (`Retry-After` on HTTP). */
+  readonly retryAfterMs?: number;
   /** The underlying error. */
   readonly cause?: unknown;
 }
 
 /**
  * The one error class of `@klym/core`. Its message names the failing thing; `code` says what kind of
- * failure it is; `upstream` and `toolName` say where; `cause` keeps the original error.
+ * failure it is; `upstream` and `toolName` say where; a refusal over a limit says which (`quota`, `limit`,
+ * `used`) and when to try again (`retryAfterMs`); `cause` keeps the original error.
  *
  * @example
  * ```ts
@@ -82,12 +95,20 @@ export class KlymError extends Error {
   readonly code: KlymErrorCode;
   readonly upstream: string | undefined;
   readonly toolName: string | undefined;
+  readonly quota: string | undefined;
+  readonly limit: number | undefined;
+  readonly used: number | undefined;
+  readonly retryAfterMs: number | undefined;
 
   constructor(code: KlymErrorCode, message: string, options: KlymErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.upstream = options.upstream;
     this.toolName = options.toolName;
+    this.quota = options.quota;
+    this.limit = options.limit;
+    this.used = options.used;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 

@@ -125,10 +125,19 @@ export {
   type TaskEvent,
   type TaskManager,
   type TaskManagerOptions,
+  type TaskReading,
 } from './tasks/task-manager.ts';
+export {
+  viewQuota,
+  type PerPrincipalOptions,
+  type PrincipalLimits,
+  type PrincipalUsage,
+  type QuotaName,
+  type QuotaView,
+} from './tasks/principal-quotas.ts';
 export type { TaskRunDefaults } from './tasks/task-run.ts';
 export { createInProcessTaskQueue } from './tasks/queue/in-process-queue.ts';
-export type { RunOutcome, TaskConsumer, TaskLease, TaskQueue } from './tasks/queue/task-queue.ts';
+export type { RunOutcome, TaskConsumer, TaskLease, TaskPlacement, TaskQueue } from './tasks/queue/task-queue.ts';
 export { createThreadRunner, type ThreadRunner, type ThreadRunnerOptions } from './tasks/thread-runner.ts';
 export { createMemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-task-store.ts';
 export { openTaskBackend, type TaskBackend, type TaskBackendOptions } from './tasks/task-backend.ts';

@@ -50,6 +50,15 @@ describe('mapping the configuration onto core and the server', () => {
     expect(() => configWith({ KLYM_WRITE_BACK_TIME_ZONE: 'Mars/Olympus' })).toThrow(/writeBack\.timeZone.*Mars\/Olympus.*IANA time zone.*KLYM_WRITE_BACK_TIME_ZONE/);
   });
 
+  it('hands tasks.perPrincipal to the task service, and refuses a limit that is not a positive integer, naming its key', () => {
+    expect(serverOptions(configWith({}), cwd).tasks).not.toHaveProperty('perPrincipal');
+    const env = { KLYM_TASKS_PER_PRINCIPAL_MAX_RUNNING: '2', KLYM_TASKS_PER_PRINCIPAL_MAX_QUEUED: '5', KLYM_TASKS_PER_PRINCIPAL_OVERRIDES: JSON.stringify({ 'batch@example.com': { maxQueued: 500 } }) };
+    expect(serverOptions(configWith(env), cwd).tasks?.perPrincipal).toEqual({ maxRunning: 2, maxQueued: 5, overrides: { 'batch@example.com': { maxQueued: 500 } } });
+    expect(serverOptions(configWith({ KLYM_TASKS_PER_PRINCIPAL_MAX_QUEUED: '7' }), cwd).tasks?.perPrincipal).toEqual({ maxQueued: 7 });
+    expect(() => configWith({ KLYM_TASKS_PER_PRINCIPAL_OVERRIDES: JSON.stringify({ batch: { maxRunning: 0 } }) })).toThrow(/tasks\.perPrincipal\.overrides\.batch\.maxRunning/);
+    expect(() => configWith({ KLYM_TASKS_PER_PRINCIPAL_OVERRIDES: JSON.stringify({ batch: { maxWaiting: 5 } }) })).toThrow(/maxWaiting/);
+  });
+
   it('gives llm.apiKey and llm.baseURL to the default model’s provider, and leaves a provider without its key out', () => {
     expect(modelProviders(configWith({ KLYM_LLM_MODEL: 'compatible:llama3', KLYM_LLM_BASE_URL: 'http://127.0.0.1:11434/v1' }))).toEqual({ compatible: { baseURL: 'http://127.0.0.1:11434/v1' } });
     expect(modelProviders(configWith({ KLYM_LLM_MODEL: 'gpt-4.1-mini', KLYM_LLM_API_KEY: 'sk-a', KLYM_LLM_API: 'chat', GOOGLE_GENERATIVE_AI_API_KEY: 'g-b' }))).toEqual({

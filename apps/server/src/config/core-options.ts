@@ -143,6 +143,7 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
     allowedOrigins: config.server.allowedOrigins,
     maxBodyBytes: config.server.bodyLimitBytes,
     sessionIdleMs: config.server.sessionIdleMs,
+    ...(config.a2a === undefined ? {} : { a2a: config.a2a }),
     tasks: {
       models: [...new Set([config.llm.model, ...config.llm.models])],
       ...runSettings(config),
@@ -151,6 +152,7 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
       maxBudget: budget(config.budget.max),
       maxConcurrent: config.tasks.concurrency,
       maxQueued: config.tasks.maxQueued,
+      ...(config.tasks.perPrincipal === undefined ? {} : { perPrincipal: config.tasks.perPrincipal }),
       taskTimeoutMs: config.tasks.timeoutMs,
       ttlMs: config.tasks.ttlMs,
       log: { maxBytes: config.tasks.logMaxBytes },

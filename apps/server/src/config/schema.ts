@@ -31,6 +31,14 @@ const budgetSchema = (defaults: { readonly maxSteps: number; readonly timeoutMs?
     })
     .prefault({});
 
+/** Limits of one principal's tasks; a limit left out is none of its own. */
+const principalLimitsSchema = z.strictObject({
+  /** Of its tasks, how many run at once, at most; the rest wait their turn (none is refused). @default no limit */
+  maxRunning: positiveInt.optional(),
+  /** Of its tasks, how many wait as `pending`, at most; one more start is refused (`QUOTA_EXCEEDED`, HTTP 429). @default no limit */
+  maxQueued: positiveInt.optional(),
+});
+
 /** Where tasks are kept: `memory`, or `sqlite:<path>` (relative to the working directory). */
 /** MCP's log levels, least severe first (`logging.level`). */
 export const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
@@ -187,6 +195,17 @@ export const configObjectSchema = z.strictObject({
       concurrency: z.number().int().min(0).default(TASK_DEFAULTS.concurrency),
       /** Tasks waiting as `pending` at most (with a Redis store, across every front); one more is refused (`TASK_QUEUE_FULL`). @default 1_000 */
       maxQueued: positiveInt.default(TASK_DEFAULTS.maxQueued),
+      /**
+       * Limits of each principal's tasks (`maxRunning`, `maxQueued`), and of some principals by name in `overrides`
+       * (`{ batch: { maxQueued: 500 } }`), each key of an override replacing the default's. Whatever the limits,
+       * waiting tasks start in fair turns between principals. @default none: no principal has limits of its own
+       */
+      perPrincipal: principalLimitsSchema
+        .extend({
+          /** Limits of principals by name (a token's name, an OAuth subject). @default {} */
+          overrides: z.record(z.string().min(1), principalLimitsSchema).optional(),
+        })
+        .optional(),
       /** How long a finished task is kept, in milliseconds. @default 3_600_000 (1 h) */
       ttlMs: positiveMs.default(TASK_DEFAULTS.ttlMs),
       /** Bytes of log kept per task; older entries are dropped with a marker. @default 262_144 (256 KiB) */
@@ -313,6 +332,15 @@ export const configObjectSchema = z.strictObject({
       sessionIdleMs: positiveMs.default(SERVER_DEFAULTS.sessionIdleMs),
     })
     .prefault({}),
+  /** A2A 1.0 (`/.well-known/agent-card.json`, `POST /a2a`), beside MCP: the same tasks, bearer tokens and OAuth. @default {} */
+  a2a: z
+    .strictObject({
+      /** The URL clients reach `/a2a` at, as the Agent Card names it (behind a proxy, the proxy's). @default the card request's origin + '/a2a' */
+      url: z.string().refine(isResourceUrl, 'expected an http(s) URL without a fragment').optional(),
+      /** The longest a `SendMessage` without `returnImmediately` waits for its task's end, in milliseconds. @default 60_000 */
+      maxBlockMs: positiveMs.optional(),
+    })
+    .optional(),
   /** `klym worker`: it serves only `GET /healthz`, on its own address. */
   worker: z
     .strictObject({

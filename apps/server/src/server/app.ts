@@ -15,6 +15,7 @@ import { McpSessions } from './mcp-sessions.ts';
 import { openTasks } from './open-tasks.ts';
 import { requestLog } from './request-log.ts';
 import { mountRestApi } from './rest-api.ts';
+import { mountA2aRoutes } from './a2a-routes.ts';
 import { resolveServerOptions, type KlymServerOptions, type ResolvedServerOptions } from './server-options.ts';
 
 /** Klym's Hono app with what it serves. */
@@ -43,13 +44,14 @@ const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = {
   QUERY_FAILED: 400,
   SHUTTING_DOWN: 503,
   TASK_QUEUE_FULL: 429,
+  QUOTA_EXCEEDED: 429,
   STORE_UNAVAILABLE: 503,
   CONFIG_INVALID: 500,
 };
 
 /**
  * Builds Klym's HTTP surface from typed options: MCP over Streamable HTTP (`/mcp`) and legacy SSE
- * (`/sse`, `/messages`), the REST API (`/api/tasks…`), `GET /healthz`, `GET /metrics` (Prometheus) and the
+ * (`/sse`, `/messages`), the REST API (`/api/tasks…`, `/api/quota`), `GET /healthz`, `GET /metrics` (Prometheus) and the
  * web dashboard (`/`, `/dashboard/…`, with its own login where tokens are configured), behind the
  * Host/Origin allow-lists (403), bearer auth (401: static tokens, or OAuth access tokens with their scopes,
  * 403, and `/.well-known/oauth-protected-resource`) and a body limit (413); each request is logged as one
@@ -73,7 +75,11 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
   const app = new Hono<{ Bindings: Partial<HttpBindings>; Variables: GuardVariables }>();
 
   app.onError((error, c) => {
-    if (isKlymError(error)) return c.json({ error: { code: error.code, message: error.message } }, STATUS_OF[error.code] ?? 500);
+    if (isKlymError(error)) {
+      // A refusal that a wait helps (a full queue, one's own waiting tasks) says how long, in whole seconds.
+      if (error.retryAfterMs !== undefined) c.header('Retry-After', String(Math.max(1, Math.ceil(error.retryAfterMs / 1_000))));
+      return c.json({ error: { code: error.code, message: error.message } }, STATUS_OF[error.code] ?? 500);
+    }
     resolved.log(`klym: unexpected error serving ${c.req.method} ${c.req.path}: ${error instanceof Error ? error.message : String(error)}`, 'error');
     return c.json({ error: { code: 'INTERNAL', message: `Klym failed serving ${c.req.method} ${c.req.path}` } }, 500);
   });
@@ -89,7 +95,7 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
   const auth = bearerAuth(resolved);
   const scopes = scopeGuard(resolved);
   if (resolved.auth?.oauth !== undefined) mountResourceMetadata(app, resolved.auth.oauth);
-  for (const path of ['/mcp', '/sse', '/messages', '/api/*']) {
+  for (const path of ['/mcp', '/sse', '/messages', '/api/*', '/a2a']) {
     app.use(path, auth);
     app.use(path, limit);
     app.use(path, scopes);
@@ -102,6 +108,7 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
   });
   mountMcpRoutes(app, { service, sessions, modern });
   mountRestApi(app, service);
+  mountA2aRoutes(app, service, resolved);
   app.route('/', createDashboard({ service, store: tasks.store, options: resolved, callTotals: () => metrics.callTotals() }));
 
   let closing: Promise<void> | undefined;

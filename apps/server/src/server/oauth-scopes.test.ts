@@ -37,6 +37,6 @@ describe('operationsOf', () => {
     expect(operationsOf('POST', '/api/tasks/abc/cancel')).toEqual(['cancel']);
     // A follow-up query reads a task's evidence: it starts nothing.
     expect(operationsOf('POST', '/api/tasks/abc/query')).toEqual(['read']);
-    for (const path of ['/api/tasks', '/api/tasks/abc', '/api/tasks/abc/logs', '/api/tasks/abc/artifacts/a1', '/api/tasks/abc/artifacts/a1/original', '/metrics']) expect(operationsOf('GET', path)).toEqual(['read']);
+    for (const path of ['/api/tasks', '/api/tasks/abc', '/api/tasks/abc/logs', '/api/tasks/abc/artifacts/a1', '/api/tasks/abc/artifacts/a1/original', '/api/quota', '/metrics']) expect(operationsOf('GET', path)).toEqual(['read']);
   });
 });

@@ -10,6 +10,19 @@ const CANCELLING_TOOLS = new Set(['cancel_agent_task']);
  */
 const PLUMBING = new Set(['initialize', 'ping', 'tools/list', 'logging/setLevel', 'server/discover', 'completion/complete']);
 
+/** A2A 1.0 JSON-RPC methods (`POST /a2a`) and what each needs; any other reads at most. */
+const A2A_OPERATIONS: Readonly<Record<string, KlymOperation>> = {
+  SendMessage: 'start',
+  SendStreamingMessage: 'start',
+  CancelTask: 'cancel',
+};
+
+/** What one A2A JSON-RPC request needs: `GetTask`, `ListTasks`, `SubscribeToTask` and the rest read. */
+function operationOfA2a(message: unknown): KlymOperation {
+  const method = typeof message === 'object' && message !== null && 'method' in message ? message.method : undefined;
+  return (typeof method === 'string' ? A2A_OPERATIONS[method] : undefined) ?? 'read';
+}
+
 /** What one JSON-RPC message needs. */
 function operationOfMessage(message: unknown): KlymOperation | undefined {
   if (typeof message !== 'object' || message === null || !('method' in message) || typeof message.method !== 'string') return undefined; // a response to the server's request
@@ -36,7 +49,7 @@ function operationOfMessage(message: unknown): KlymOperation | undefined {
 /**
  * The operations (`start`, `read`, `cancel`) a request to Klym needs its access token to grant: the one
  * place that maps Klym's routes, MCP methods and tools to scopes. `body` is the request's parsed JSON, for
- * MCP's `POST /mcp` and `POST /messages` (a batch needs what each of its messages needs); other routes are
+ * MCP's `POST /mcp` and `POST /messages` and A2A's `POST /a2a` (a batch needs what each of its messages needs); other routes are
  * decided by method and path. An empty list: any valid token will do.
  */
 export function operationsOf(method: string, path: string, body?: unknown): KlymOperation[] {
@@ -46,6 +59,7 @@ export function operationsOf(method: string, path: string, body?: unknown): Klym
     return [...new Set(needed.filter((operation) => operation !== undefined))];
   }
   if (path === '/sse') return [];
+  if (path === '/a2a') return method === 'POST' ? [operationOfA2a(body)] : [];
   if (method === 'POST' && path === '/api/tasks') return ['start'];
   if (method === 'POST' && /^\/api\/tasks\/[^/]+\/cancel$/.test(path)) return ['cancel'];
   return ['read']; // the rest of the REST API, /metrics
@@ -53,5 +67,5 @@ export function operationsOf(method: string, path: string, body?: unknown): Klym
 
 /** Whether {@link operationsOf} needs the request's JSON body to decide. */
 export function needsBody(method: string, path: string): boolean {
-  return method === 'POST' && (path === '/mcp' || path === '/messages');
+  return method === 'POST' && (path === '/mcp' || path === '/messages' || path === '/a2a');
 }

@@ -24,7 +24,7 @@ const defined = (record: Record<string, unknown>): Record<string, unknown> => Ob
  * (`?full_result=true&log_after=&max_log_entries=`), `GET /api/tasks/:id/logs?after=&limit=`,
  * `GET /api/tasks/:id/artifacts/:artifact?offset=&char_offset=&limit=&original=`, `GET /api/tasks/:id/artifacts/:artifact/original`
  * (the result as its tool gave it, whole and byte for byte), `POST /api/tasks/:id/query` (`{ "sql": … }`),
- * `POST /api/tasks/:id/cancel`. Each route parses its body or query once, with the schema the MCP tools
+ * `POST /api/tasks/:id/cancel`, and `GET /api/quota` (the caller's quotas and its tasks running and waiting). Each route parses its body or query once, with the schema the MCP tools
  * give the SDK: an unknown or bad field is a 400 naming it. Errors answer `{ error: { code, message } }`
  * through the app's `onError`.
  */
@@ -83,4 +83,5 @@ export function mountRestApi(app: Hono<Env>, service: TaskService): void {
     return c.json(await service.queryArtifacts(parseArgs(queryArtifactsSchema, { ...body, task_id: c.req.param('id') }), c.get('principal')));
   });
   app.post('/api/tasks/:id/cancel', async (c) => c.json(await service.cancel(parseArgs(cancelTaskSchema, { task_id: c.req.param('id') }), c.get('principal'))));
+  app.get('/api/quota', async (c) => c.json(await service.quota(c.get('principal'))));
 }

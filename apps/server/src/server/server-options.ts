@@ -92,6 +92,12 @@ export interface KlymServerOptions {
   readonly metrics?: { readonly token?: string };
   /** Largest request body, in bytes; larger ones get 413. @default 1_048_576 */
   readonly maxBodyBytes?: number;
+  /**
+   * The A2A door (`/.well-known/agent-card.json`, `POST /a2a`): `url`, where clients reach `/a2a` as the card
+   * names it (behind a proxy, the proxy's); `maxBlockMs`, the longest a `SendMessage` without
+   * `returnImmediately` waits for its task's end. @default { url: the card request's origin + '/a2a', maxBlockMs: 60_000 }
+   */
+  readonly a2a?: { readonly url?: string; readonly maxBlockMs?: number };
   /** An MCP session (either transport) with no request for this long is closed. @default 1_800_000 */
   readonly sessionIdleMs?: number;
   /**

@@ -96,6 +96,27 @@ describe('registerTaskTools', () => {
     expect(cursor).toMatchObject({ isError: true, structuredContent: { error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`cursor`/) } } });
   });
 
+  it("refuses a start past the caller's own quota as an isError result naming it, and tells the caller its quota and each waiting task's place", async () => {
+    const pool: SessionPool = await createSessionPool({ upstreams: { demo: createInMemoryUpstream(echo) } });
+    const service = createTaskService({ pool, run: hanging, maxConcurrent: 1, perPrincipal: { maxQueued: 1 }, shutdownGraceMs: 0 });
+    cleanups.push(() => pool.close(), () => service.close());
+    const client = await connect(service);
+    const start = () => client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'work' } });
+    payload(await start());
+    const waiting = String(payload(await start()).task_id);
+    expect(payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: waiting } }))).toMatchObject({ status: 'pending', queue_position: 0 });
+    expect(await start()).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'QUOTA_EXCEEDED', message: expect.stringMatching(/^Principal anonymous has 1 task waiting, its maxQueued is 1 /) } },
+    });
+    expect(payload(await client.callTool({ name: 'describe_capabilities', arguments: {} }))).toMatchObject({
+      quota: { principal: 'anonymous', quotas: { max_queued: 1 }, use: { running: 1, queued: 1 } },
+    });
+    // Another caller is not held back.
+    const other = await connect(service, { principal: () => 'grynya' });
+    expect(payload(await other.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'work' } }))).toMatchObject({ status: 'pending' });
+  });
+
   it("takes the principal from the request's auth info, or from the option given", async () => {
     const service = await taskService();
     const client = await connect(service, { principal: () => 'grynya' });

@@ -71,7 +71,8 @@ export const TASK_TOOLS: readonly TaskToolDefinition[] = [
     config: {
       title: 'Check a background task',
       description:
-        'Where a task is: status (pending, running, completed, error, cancelled), current step, budget use beside its ' +
+        'Where a task is: status (pending, running, completed, error, cancelled; a pending one says its queue_position, how ' +
+        'many waiting tasks start before it), current step, budget use beside its ' +
         'limits, elapsed time, the last few log lines with a `next_cursor`, and the final answer when done (cut at 400 ' +
         'characters with result_truncated: true). Small by default so your context stays clean; pass `full_result: true` ' +
         'for the whole answer and every step’s text, or `log_after: <cursor>` to page through the full log.',
@@ -138,11 +139,12 @@ export const TASK_TOOLS: readonly TaskToolDefinition[] = [
       title: "What Klym's tasks may use",
       description:
         'The upstream servers and their state, the namespaced tool names a task may call (for `tools.allow`), the ' +
-        'models (for `model`), the tool policies (for `tools.policy`), and the default and maximum budgets.',
+        'models (for `model`), the tool policies (for `tools.policy`), the default and maximum budgets, and your quota: how many ' +
+        'of your tasks may run and wait at once, and how many run and wait now.',
       inputSchema: noArgumentsSchema,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    run: (service) => service.capabilities(),
+    run: (service, _args, principal) => service.capabilities(principal),
   }),
 ];
 

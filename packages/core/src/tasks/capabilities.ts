@@ -2,6 +2,7 @@ import type { SessionPool } from '../pool/session-pool.ts';
 import type { UpstreamStatus } from '../pool/upstream-status.ts';
 import type { Redactor } from '../redact.ts';
 import { READ_ONLY_POLICY, isReadOnlyTool, toolAccess, type ToolSelection } from '../tools/tool-policy.ts';
+import type { QuotaView } from './principal-quotas.ts';
 import type { RequestLimits } from './task-request.ts';
 import type { TaskStatus } from './task-types.ts';
 import { viewBudgetLimits, type BudgetLimitsView } from './task-views.ts';
@@ -40,6 +41,8 @@ export interface CapabilitiesView {
   readonly server_tool_policy: ToolSelection;
   readonly budget: { readonly default: BudgetLimitsView; readonly max: BudgetLimitsView };
   readonly record_result_default: boolean;
+  /** The caller's quotas (`tasks.perPrincipal`) and its tasks running and waiting now. */
+  readonly quota?: QuotaView;
 }
 
 /** One upstream in the health report. */
@@ -67,13 +70,14 @@ export interface HealthView {
  * What tasks may use: every upstream with its state, and the tools a task may call, each decided by
  * {@link toolAccess} under the same rules the runs apply (upstream allow/deny, the server's selection and
  * policy, read-only tools). Upstream errors pass through `redactor`. It answers at once for an upstream
- * still connecting or down: its state and why, not a wait for its connect.
+ * still connecting or down: its state and why, not a wait for its connect. With `quota`, the caller's quotas and use.
  */
 export async function describeCapabilities(
   pool: SessionPool,
   limits: RequestLimits,
   redactor: Redactor,
   recordResultDefault: boolean,
+  quota?: QuotaView,
 ): Promise<CapabilitiesView> {
   const listing = await pool.listTools({ waitForConnect: false });
   const status = pool.status();
@@ -103,6 +107,7 @@ export async function describeCapabilities(
     server_tool_policy: limits.selection ?? {},
     budget: { default: viewBudgetLimits(limits.defaultBudget), max: viewBudgetLimits(limits.maxBudget) },
     record_result_default: recordResultDefault,
+    ...(quota === undefined ? {} : { quota }),
   };
 }
 

@@ -47,6 +47,7 @@ const shared = (): TaskQueue => ({
   shared: true,
   open: () => {},
   add: async () => {},
+  position: async () => undefined,
   cancel: async () => {},
   waiting: async () => 0,
   hasFreeSlot: () => false,

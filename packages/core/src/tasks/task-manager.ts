@@ -10,6 +10,8 @@ import type { TracingOptions } from '../telemetry/tracing.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
 import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
 import type { TaskQueue } from './queue/task-queue.ts';
+import type { PerPrincipalOptions, PrincipalUsage } from './principal-quotas.ts';
+import { createTaskAdmission } from './task-admission.ts';
 import { createTaskExecution, notResumed } from './task-execution.ts';
 import type { BoundedLogOptions, TaskLogPage } from './task-log.ts';
 import type { TaskRunDefaults } from './task-run.ts';
@@ -58,6 +60,13 @@ export interface TaskManagerOptions {
    * refused with `TASK_QUEUE_FULL`, so a caller cannot grow the queue without bound. @default 1_000
    */
   readonly maxQueued?: number;
+  /**
+   * Limits of each principal's tasks, and of some by name (`overrides`): `maxRunning` of its tasks run at once
+   * (the rest wait their turn), `maxQueued` wait (one more start is refused with `QUOTA_EXCEEDED`). Whatever the
+   * limits, waiting tasks start in fair turns: a principal's first waiting task before any principal's second.
+   * @default {} (no limit of a principal's own)
+   */
+  readonly perPrincipal?: PerPrincipalOptions;
   /**
    * Where started tasks wait, and which process runs them. The manager opens it and closes it with itself.
    * A shared one (`createBullmqTaskQueue` of `@klym/core/redis`, over a `store` every process shares) lets
@@ -140,13 +149,24 @@ export interface CancelOutcome {
   readonly message: string;
 }
 
+/** A task as {@link TaskManager.read} gives it: the record, a page of its log, its artifacts, and its place while it waits. */
+export interface TaskReading {
+  readonly task: TaskRecord;
+  readonly log: TaskLogPage;
+  readonly artifacts: readonly ArtifactInfo[];
+  /** How many waiting tasks start before it (0: it is next); only while it is `pending` and queued. */
+  readonly queuePosition?: number;
+}
+
 /** Runs agent tasks in the background: a concurrency limit, a per-task time limit, bounded logs, checkpoints, TTL eviction. */
 export interface TaskManager extends AsyncDisposable {
   /**
    * Queues a task and returns it at once (`pending` or `running`). With an `idempotencyKey` the caller used
    * before, returns that task instead, whatever its status.
-   * @throws {KlymError} `SHUTTING_DOWN` after `close()`; `TASK_QUEUE_FULL` past `maxQueued`;
-   * `STORE_UNAVAILABLE` when the store or a shared queue cannot be reached (the task, if stored, ends as `error`)
+   * It waits its turn among the tasks of every principal: its rank is 1 + the caller's tasks not yet ended.
+   * @throws {KlymError} `SHUTTING_DOWN` after `close()`; `QUOTA_EXCEEDED` past the caller's `perPrincipal`
+   * `maxQueued`; `TASK_QUEUE_FULL` past `maxQueued`; `STORE_UNAVAILABLE` when the store or a shared queue
+   * cannot be reached (the task, if stored, ends as `error`)
    */
   start(request: TaskRequest, caller: Caller, options?: StartOptions): Promise<TaskRecord>;
   /** @throws {KlymError} `TASK_NOT_FOUND` when no task of that id is visible to `caller` */
@@ -157,9 +177,10 @@ export interface TaskManager extends AsyncDisposable {
   tail(id: string, caller: Caller, count: number): Promise<TaskLogPage>;
   /**
    * The task and a page of its log, its visibility checked with the one read of the task: `{ tail: n }` for
-   * the newest n entries, `{ after, limit }` as `logs` takes them. @throws {KlymError} `TASK_NOT_FOUND`
+   * the newest n entries, `{ after, limit }` as `logs` takes them; while it waits, `queuePosition`: how many
+   * waiting tasks start before it (`TaskQueue.position`). @throws {KlymError} `TASK_NOT_FOUND`
    */
-  read(id: string, caller: Caller, log: LogPageRequest): Promise<{ readonly task: TaskRecord; readonly log: TaskLogPage; readonly artifacts: readonly ArtifactInfo[] }>;
+  read(id: string, caller: Caller, log: LogPageRequest): Promise<TaskReading>;
   /**
    * A page of the task's artifact `artifactId`, as `klym__read_artifact` gives them.
    * @throws {KlymError} `TASK_NOT_FOUND` (another principal's task too); `ARTIFACT_NOT_FOUND`; `INVALID_ARGUMENT` for an offset past the end
@@ -182,6 +203,8 @@ export interface TaskManager extends AsyncDisposable {
   list(caller: Caller, filter?: { readonly status?: TaskStatus }, page?: TaskPageRequest): Promise<TaskListPage>;
   /** How many tasks are in each status (all principals). */
   summary(): Promise<Readonly<Record<TaskStatus, number>>>;
+  /** The caller's limits (`perPrincipal`), and its tasks running and waiting now. @throws {KlymError} `STORE_UNAVAILABLE` */
+  usage(caller: Caller): Promise<PrincipalUsage>;
   /**
    * Refuses new tasks, cancels pending ones, gives running ones `graceMs`, then cancels them with `reason`.
    * On a shared queue, tasks outlive the process instead: pending ones stay queued, and running ones that
@@ -195,7 +218,7 @@ export interface TaskManager extends AsyncDisposable {
  * Creates a task manager over a session pool.
  *
  * @throws {KlymError} `CONFIG_INVALID` when a limit is not a positive number (`maxConcurrent` may be 0 on a shared
- * queue), or a shared queue comes without a `store`.
+ * queue; a `perPrincipal` limit must be a positive integer), or a shared queue comes without a `store`.
  * @example
  * ```ts
  * const tasks = createTaskManager({ pool, maxConcurrent: 2, writeBack: { byDefault: true } })
@@ -221,6 +244,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const defaults = options.defaults ?? {};
   const secrets = secretsOf(options.secrets, defaults.providers);
   const queries = createTaskQueries(options.artifactQuery);
+  const admission = createTaskAdmission({ store, queue, maxQueued, ...(options.perPrincipal === undefined ? {} : { perPrincipal: options.perPrincipal }) });
   const execution = createTaskExecution({
     store,
     pool: options.pool,
@@ -233,7 +257,11 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     taskTimeoutMs,
     resumeOnRestart,
     writeBack: options.writeBack,
-    onEvent: options.onEvent,
+    onEvent: (event) => {
+      // Every end passes here, this process's own and those heard from others: how long runs take lately.
+      if (event.type === 'task-end') admission.ended(event.task);
+      options.onEvent?.(event);
+    },
     tracing: options.tracing,
     announce: (type, id) => queue.announce(type, id),
     queries,
@@ -269,6 +297,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
 
   queue.open({
     concurrency: maxConcurrent,
+    runningLimit: admission.runningLimit,
     run: execution.run,
     cancel: async (id) => void (await cancelTask(id, closeReason)),
     interrupt: (id, why) => execution.interrupt(id, why),
@@ -286,7 +315,8 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   /**
    * Takes up what a process that died left in the store. In-process: running tasks resume from their
    * checkpoint (or end as `TASK_INTERRUPTED`), pending ones queue oldest first behind them, and a write-back
-   * that was under way is reported as of unknown outcome, never made twice. On a shared queue, other
+   * that was under way is reported as of unknown outcome, never made twice. Each keeps its turn: its rank is
+   * 1 + its principal's unfinished tasks created before it. On a shared queue, other
    * processes may be running those tasks right now: each unfinished one is only added again (a no-op for
    * a task queued or running), for one whose job was lost — a front that stopped between storing a task
    * and queueing it; the run that takes it up decides, and a write-back is settled by the run that finds
@@ -297,15 +327,16 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     // Resumed runs first (they were running), then pending tasks, oldest first.
     const running = found.filter((task) => task.status === 'running');
     const pending = found.filter((task) => task.status === 'pending');
+    const placements = admission.placementsOf(found);
     if (queue.shared) {
-      for (const task of [...running, ...pending]) await queue.add(task.id).catch(() => {});
+      for (const task of [...running, ...pending]) await queue.add(task.id, placements.get(task.id)).catch(() => {});
       return;
     }
     for (const task of found) {
       if (task.status === 'running' && !resumeOnRestart) await execution.interrupt(task.id, notResumed);
       else if (isTerminal(task.status)) await execution.settleWriteBack(task);
     }
-    for (const task of resumeOnRestart ? [...running, ...pending] : pending) await queue.add(task.id);
+    for (const task of resumeOnRestart ? [...running, ...pending] : pending) await queue.add(task.id, placements.get(task.id));
   };
   const recovered = recover().catch(() => {});
 
@@ -323,10 +354,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         const existing = await store.findByIdempotencyKey(caller.principal, request.idempotencyKey);
         if (existing !== undefined) return existing;
       }
-      const waiting = await queue.waiting();
-      if (waiting >= maxQueued) {
-        throw new KlymError('TASK_QUEUE_FULL', `Klym has ${waiting} tasks waiting (tasks.maxQueued ${maxQueued}); try again when some have started`);
-      }
+      const { placement, startsAtOnce } = await admission.admit(caller.principal);
       const id = randomBytes(16).toString('base64url');
       const task: TaskRecord = {
         id,
@@ -334,7 +362,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         request,
         status: 'pending',
         createdAt: new Date().toISOString(),
-        currentStep: queue.hasFreeSlot() ? 'starting' : 'queued',
+        currentStep: startsAtOnce ? 'starting' : 'queued',
         usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: undefined },
         ...(startOptions.trace === undefined ? {} : { trace: startOptions.trace }),
       };
@@ -345,7 +373,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       log(id, 'task-create', { model: request.model ?? defaults.model ?? 'default', recordResult: request.recordResult ?? options.writeBack?.byDefault ?? false });
       emit({ type: 'task-create', task });
       try {
-        await queue.add(id);
+        await queue.add(id, placement);
       } catch (error) {
         // Told it failed, the caller may start it again: this one must never run as well.
         const message = error instanceof Error ? error.message : String(error);
@@ -365,11 +393,12 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     },
     async read(id, caller, page) {
       const task = await visible(id, caller);
-      const [logPage, artifacts] = await Promise.all([
+      const [logPage, artifacts, queuePosition] = await Promise.all([
         'tail' in page ? store.tailLog(id, page.tail) : store.readLog(id, page.after ?? 0, page.limit ?? TASK_DEFAULTS.managerLogPageSize),
         store.listArtifacts(id),
+        task.status === 'pending' ? queue.position(id) : undefined,
       ]);
-      return { task, log: logPage, artifacts };
+      return { task, log: logPage, artifacts, ...(queuePosition === undefined ? {} : { queuePosition }) };
     },
     async readArtifact(id, caller, artifactId, request = {}) {
       await visible(id, caller);
@@ -398,6 +427,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       return store.list({ principal: caller.principal, ...(filter.status === undefined ? {} : { status: filter.status }) }, page);
     },
     summary: () => store.counts(),
+    usage: (caller) => admission.usage(caller.principal),
     close({ graceMs = TASK_DEFAULTS.shutdownGraceMs, reason = 'shutdown' } = {}) {
       if (closing === undefined) closeReason = reason;
       closing ??= (async () => {

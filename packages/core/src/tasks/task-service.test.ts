@@ -51,6 +51,9 @@ const scripted =
 const finishesAtOnce: AgentRunner = async () =>
   runResult('done', { usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2, estimated: false } });
 
+/** Runs that last until cancelled. */
+const held: AgentRunner = (options) => new Promise((resolve) => options.signal?.addEventListener('abort', () => resolve(runResult('stopped', { finishReason: 'cancelled' })), { once: true }));
+
 /** A text of `length` characters that JSON escapes the most: quotes, backslashes, newlines, control characters. */
 const longest = (length: number, unit = '"\\\n\u0001é'): string => unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
 
@@ -309,5 +312,19 @@ describe('createTaskService: tasks', () => {
     expect(await klym.cancel({ task_id: taskId }, 'grynya')).toMatchObject({ cancelled: false, status: 'completed' });
     await expect(klym.cancel({ task_id: taskId }, 'mallory')).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
     expect(await klym.logs({ task_id: taskId, limit: 2 }, 'grynya')).toMatchObject({ task_id: taskId, entries: [{ seq: 1, type: 'task-create' }, { seq: 2, type: 'task-start' }], more: true });
+  });
+
+  it('shows a waiting task its queue_position, and each caller its own quotas and use', async () => {
+    const klym = service(await graphPool(), { run: held, maxConcurrent: 1, perPrincipal: { maxQueued: 3, overrides: { batch: { maxRunning: 1, maxQueued: 10 } } } });
+    const started: string[] = [];
+    for (const prompt of ['b1', 'b2', 'b3']) started.push((await klym.start({ prompt }, 'batch')).task_id);
+    const { task_id: mine } = await klym.start({ prompt: 'g1' }, 'grynya');
+    expect(await klym.status({ task_id: started[0] as string }, 'batch')).not.toHaveProperty('queue_position');
+    // Grynya's first goes before batch's second and third.
+    expect(await klym.status({ task_id: mine }, 'grynya')).toMatchObject({ status: 'pending', step: 'queued', queue_position: 0 });
+    expect(await klym.status({ task_id: started[2] as string }, 'batch')).toMatchObject({ queue_position: 2 });
+    expect(await klym.quota('batch')).toEqual({ principal: 'batch', quotas: { max_running: 1, max_queued: 10 }, use: { running: 1, queued: 2 } });
+    expect((await klym.capabilities('grynya')).quota).toEqual({ principal: 'grynya', quotas: { max_queued: 3 }, use: { running: 0, queued: 1 } });
+    expect(await klym.capabilities()).not.toHaveProperty('quota');
   });
 });

@@ -8,6 +8,7 @@ import { createWebhookDispatcher, type WebhookDispatcher } from '../webhooks/web
 import type { WebhookEndpoint } from '../webhooks/webhook-types.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
 import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthView } from './capabilities.ts';
+import { viewQuota, type QuotaView } from './principal-quotas.ts';
 import { createTaskManager, type StartOptions, type TaskEvent, type TaskManager, type TaskManagerOptions } from './task-manager.ts';
 import type { TaskRunDefaults } from './task-run.ts';
 import {
@@ -101,10 +102,13 @@ export interface TaskService extends AsyncDisposable {
    * `start_async_agent_task`: narrows the request to what the server allows and queues it. The same
    * principal with the same `idempotency_key` gets the task it already started, whatever its status.
    * `options.trace` is the W3C trace context the request carried (see `traceCarrierOf`), the parent of the task's spans.
-   * @throws {KlymError} `INVALID_ARGUMENT`, `TASK_QUEUE_FULL`, `SHUTTING_DOWN`
+   * @throws {KlymError} `INVALID_ARGUMENT`, `QUOTA_EXCEEDED` (the caller's `perPrincipal.maxQueued`), `TASK_QUEUE_FULL`, `SHUTTING_DOWN`
    */
   start(args: StartTaskArgs, principal: string, options?: StartOptions): Promise<TaskStartView>;
-  /** `check_task_status`: a glance of at most 1,200 characters by default; `log_after` pages the log, `full_result` gives the whole answer. */
+  /**
+   * `check_task_status`: a glance of at most 1,200 characters by default; `log_after` pages the log, `full_result`
+   * gives the whole answer. A waiting task says its `queue_position`.
+   */
   status(args: CheckTaskArgs, principal: string): Promise<TaskStatusView>;
   /** A page of a task's log, entries whole: `{ task_id, after?, limit? }` (limit up to 500). */
   logs(args: TaskLogsArgs, principal: string): Promise<TaskLogPageView>;
@@ -124,8 +128,10 @@ export interface TaskService extends AsyncDisposable {
   cancel(args: CancelTaskArgs, principal: string): Promise<TaskCancelView>;
   /** `list_agent_tasks`: `{ status?, cursor?, limit? }` → a page of the caller's tasks, newest first, with a cursor to older ones. */
   list(args: ListTasksArgs, principal: string): Promise<TaskListView>;
-  /** `describe_capabilities`: upstreams and their state, the tools a task may use, models, policies, budgets. */
-  capabilities(): Promise<CapabilitiesView>;
+  /** `describe_capabilities`: upstreams and their state, the tools a task may use, models, policies, budgets; with `principal`, its quotas and use. */
+  capabilities(principal?: string): Promise<CapabilitiesView>;
+  /** `GET /api/quota`: the caller's quotas (`perPrincipal`) and its tasks running and waiting now. */
+  quota(principal: string): Promise<QuotaView>;
   /** Upstream states and task counts; no URL, no secret. */
   health(): Promise<HealthView>;
   /** Subscribes to task lifecycle events; returns the unsubscribe function. */
@@ -226,7 +232,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     },
     async status(args, principal) {
       const paging = args.log_after !== undefined;
-      const { task, log, artifacts } = await tasks.read(
+      const { task, log, artifacts, queuePosition } = await tasks.read(
         args.task_id,
         { principal },
         paging ? { after: args.log_after, limit: args.max_log_entries ?? TASK_DEFAULTS.statusLogPageSize } : { tail: args.max_log_entries ?? TASK_DEFAULTS.glanceLogEntries },
@@ -237,6 +243,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
         fullResult: args.full_result ?? false,
         fullEntries: paging,
         taskTimeoutMs,
+        ...(queuePosition === undefined ? {} : { queuePosition }),
         ...(glance ? { maxChars: MAX_GLANCE_CHARS } : {}),
       });
     },
@@ -285,7 +292,16 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       );
       return viewTaskList(page);
     },
-    capabilities: () => describeCapabilities(pool, limits, redactor, options.writeBack?.byDefault ?? false),
+    async capabilities(principal) {
+      const [described, quota] = await Promise.all([
+        describeCapabilities(pool, limits, redactor, options.writeBack?.byDefault ?? false),
+        principal === undefined ? undefined : service.quota(principal),
+      ]);
+      return quota === undefined ? described : { ...described, quota };
+    },
+    async quota(principal) {
+      return viewQuota(await tasks.usage({ principal }));
+    },
     async health() {
       return viewHealth(pool, await tasks.summary());
     },

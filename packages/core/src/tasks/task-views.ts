@@ -73,6 +73,8 @@ export interface TaskStatusView {
   readonly status: TaskStatus;
   /** What the task is doing now, in a few words. */
   readonly step: string;
+  /** While it waits: how many waiting tasks will start before it (0: it is next), in fair turns between callers. */
+  readonly queue_position?: number;
   readonly model?: string;
   readonly created_at: string;
   readonly started_at?: string;
@@ -155,6 +157,8 @@ export interface TaskStatusViewOptions {
   readonly maxChars?: number;
   /** The task manager's run-time limit: `budget.timeout_ms` shows the smaller of it and the request's. @default none */
   readonly taskTimeoutMs?: number;
+  /** How many waiting tasks start before it (`TaskManager.read`'s `queuePosition`), shown while it is `pending`. @default none */
+  readonly queuePosition?: number;
   /** @default Date.now() */
   readonly now?: number;
 }
@@ -221,10 +225,11 @@ export function viewTaskStatus(task: TaskRecord, page: TaskLogPage | undefined, 
   const now = options.now ?? Date.now();
   const log = page === undefined ? undefined : viewLogPage(page, options.fullEntries === true);
   const artifacts = options.artifacts ?? [];
-  if (full) return composeStatus(task, texts, log, { now, taskTimeoutMs: options.taskTimeoutMs, transcript: true, artifacts, shownArtifacts: artifacts.length });
+  const { taskTimeoutMs, queuePosition } = options;
+  if (full) return composeStatus(task, texts, log, { now, taskTimeoutMs, queuePosition, transcript: true, artifacts, shownArtifacts: artifacts.length });
 
   const fitting = options.maxChars !== undefined && options.fullEntries !== true;
-  const context = { now, taskTimeoutMs: options.taskTimeoutMs, artifacts, shownArtifacts: GLANCE_ARTIFACTS };
+  const context = { now, taskTimeoutMs, queuePosition, artifacts, shownArtifacts: GLANCE_ARTIFACTS };
   if (!fitting) return composeStatus(task, cutTexts(texts, Number.POSITIVE_INFINITY), log, context);
   const maxChars = options.maxChars as number;
   const compose = (shown: FreeTexts, entries?: readonly (TaskLogLineView | TaskLogEntryView)[]): TaskStatusView =>
@@ -263,6 +268,7 @@ function composeStatus(
   context: {
     readonly now: number;
     readonly taskTimeoutMs: number | undefined;
+    readonly queuePosition: number | undefined;
     readonly transcript?: boolean;
     readonly artifacts: readonly ArtifactInfo[];
     /** How many of the newest artifacts to list. */
@@ -277,6 +283,7 @@ function composeStatus(
     task_id: task.id,
     status: task.status,
     step: texts.step,
+    ...(task.status === 'pending' && context.queuePosition !== undefined ? { queue_position: context.queuePosition } : {}),
     ...(texts.model === undefined ? {} : { model: texts.model }),
     created_at: task.createdAt,
     ...(task.startedAt === undefined ? {} : { started_at: task.startedAt }),

@@ -1,16 +1,33 @@
 import { randomUUID } from 'node:crypto';
-import { Queue } from 'bullmq';
+import { PRIORITY_LIMIT, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { TASK_QUEUE_DEFAULTS } from '../../defaults.ts';
 import { KlymError } from '../../errors.ts';
 import { createRedactor } from '../../redact.ts';
+import { bullmqLayoutOf, type BullmqLayout } from './bullmq-layout.ts';
 import { startBullmqWorker, type BullmqWorker } from './bullmq-worker.ts';
+import { createPrincipalTurns, principalOf, PRINCIPAL_TURN_SCRIPTS } from './principal-turns.ts';
 import { createQueueLog, isConnectionFailure, messageOf, type QueueLogListener } from './queue-log.ts';
 import { redisTargetOf } from '../redis/redis-url.ts';
-import type { AnnouncedEvent, TaskQueue } from './task-queue.ts';
+import type { AnnouncedEvent, TaskPlacement, TaskQueue } from './task-queue.ts';
 
 const ANNOUNCED = new Set<AnnouncedEvent>(['task-start', 'task-resume', 'task-end']);
 
+/** The priority of a task queued without a placement: between rank 1's and rank 2's (see {@link priorityOf}). */
+const UNPLACED_PRIORITY = 2;
+
+/**
+ * A placement's rank as a BullMQ priority (1 starts first; ties in arrival order): rank r is 2r − 1, so that a
+ * task queued without a placement (priority 2) waits behind every rank-1 task and ahead of every rank-2 one,
+ * as `TaskQueue.add` says, and such tasks keep their arrival order among themselves. Ranks past BullMQ's
+ * highest priority (2^21 − 1, rank 1,048,576) share it, in arrival order.
+ */
+function priorityOf(placement: TaskPlacement | undefined): number {
+  if (placement === undefined) return UNPLACED_PRIORITY;
+  const { rank } = placement;
+  if (!Number.isInteger(rank) || rank < 1) throw new KlymError('INVALID_ARGUMENT', `Expected a placement's \`rank\` to be a positive integer, got ${rank}`);
+  return Math.min(2 * rank - 1, PRIORITY_LIMIT);
+}
 
 /** Options of {@link createBullmqTaskQueue}. */
 export interface BullmqTaskQueueOptions {
@@ -55,9 +72,15 @@ export interface BullmqTaskQueue extends TaskQueue, AsyncDisposable {
 /**
  * A task queue any number of Klym processes share on one Redis, with BullMQ. Every process adds tasks to
  * it and cancels them (a *front*); a process whose task manager has `maxConcurrent` above 0 also runs them
- * (a *worker*). A job carries only its task's id, which is its job id, so a task is one job; the task
- * itself is in the store the processes share.
+ * (a *worker*). A job carries only its task's id, which is its job id, and its principal, so a task is one
+ * job; the task itself is in the store the processes share.
  *
+ * - Fair turns: a task's rank is its job's BullMQ priority (see {@link priorityOf}), so every worker takes a
+ *   principal's first waiting task before any principal's second, and a principal's own tasks in the order
+ *   they came (an older one takes the turn of a newer one that came up first). `position(id)` says how many
+ *   waiting tasks start before one, from any process.
+ * - A principal at its cap (the consumer's `runningLimit`), counted across every worker, has its task parked
+ *   in BullMQ's delayed set until one of its runs ends and wakes it; others start meanwhile.
  * - A worker takes a job, and the task runs, resumes from its checkpoint, or is dropped, by its status.
  * - A cancel made anywhere reaches the run at once: every worker listens on a Redis channel.
  * - A worker that died stops renewing its lock, and its task is taken over within about `lockDurationMs` +
@@ -70,7 +93,8 @@ export interface BullmqTaskQueue extends TaskQueue, AsyncDisposable {
  * The task manager it is given to opens it and closes it.
  *
  * @throws {KlymError} `CONFIG_INVALID` for a bad URL or option; `STORE_UNAVAILABLE` when Redis cannot be
- * reached within `connectTimeoutMs` (the message names `host:port/db`, never the password).
+ * reached within `connectTimeoutMs` (the message names `host:port/db`, never the password); `CONFIG_INVALID`
+ * when the installed BullMQ is not the major version whose keys Klym reads (6).
  * @example
  * ```ts
  * const store = await createRedisTaskStore({ url })
@@ -92,13 +116,24 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
   // A connection lost is tried again soon and for ever: a worker is back within 2 s of its Redis.
   const connection = { ...target.options, connectTimeout: settings.connectTimeoutMs, retryStrategy: (attempt: number): number => Math.min(attempt * 200, 2_000) };
   // The front's connection fails fast while Redis is down, so that a start answers instead of waiting.
-  const producer = new Redis({ ...connection, enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: settings.commandTimeoutMs });
+  const producer = new Redis({ ...connection, enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: settings.commandTimeoutMs, scripts: PRINCIPAL_TURN_SCRIPTS });
   producer.on('error', (error: unknown) => log.failed(error));
   producer.on('ready', () => log.ready());
   let letGo = false;
   producer.on('close', () => letGo || log.lost());
   const queue = new Queue(settings.name, { connection: producer, prefix: settings.prefix });
   queue.on('error', (error) => log.failed(error));
+  let layout: BullmqLayout;
+  try {
+    layout = bullmqLayoutOf(queue);
+  } catch (error) {
+    letGo = true;
+    await queue.close().catch(() => {});
+    producer.disconnect();
+    throw error;
+  }
+  // A principal's slots lapse as its runs' locks do, once their worker stops renewing them.
+  const turns = createPrincipalTurns(producer, layout, settings.lockDurationMs);
   const cancelChannel = `${settings.prefix}:${settings.name}:cancel`;
   const eventsChannel = `${settings.prefix}:${settings.name}:events`;
   // Who announces an event, so that a process does not hear its own.
@@ -134,6 +169,8 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
           prefix: settings.prefix,
           connection: { ...connection, maxRetriesPerRequest: null },
           consumer,
+          jobs: queue,
+          turns,
           lockDurationMs: settings.lockDurationMs,
           stalledIntervalMs: settings.stalledIntervalMs,
           maxStalledCount: settings.maxStalledCount,
@@ -160,12 +197,23 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
           .catch((error: unknown) => log.failed(error));
       });
     },
-    async add(id) {
+    async add(id, placement) {
+      const priority = priorityOf(placement);
       try {
-        // Its own job id: adding a task whose job is queued or running is a no-op in BullMQ.
-        await queue.add('task', {}, { jobId: id, removeOnComplete: true, removeOnFail: true });
+        // Its own job id: adding a task whose job is queued or running is a no-op in BullMQ, and the job keeps
+        // its priority (a task resumed after a restart or a takeover keeps its place).
+        await queue.add('task', placement === undefined ? {} : { principal: placement.principal }, { jobId: id, priority, removeOnComplete: true, removeOnFail: true });
+        if (placement !== undefined) await turns.queued(placement.principal, id);
       } catch (error) {
         throw unavailable(`queue task ${id}`, error);
+      }
+    },
+    async position(id) {
+      try {
+        const job = await queue.getJob(id);
+        return job === undefined ? undefined : await turns.position(principalOf(job.data), id, job.priority);
+      } catch (error) {
+        throw unavailable(`tell the place of task ${id}`, error);
       }
     },
     async cancel(id) {
@@ -173,14 +221,17 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
       try {
         // Every worker hears it, and the one running the task stops it; a job still waiting is removed.
         await producer.publish(cancelChannel, id);
+        const principal = principalOf((await queue.getJob(id))?.data);
         await queue.remove(id);
+        if (principal !== undefined) await turns.forget(principal, id);
       } catch (error) {
         log.warning(`${unavailable(`tell the workers that task ${id} was cancelled`, error).message}. Its run stops once its worker is back on Redis and finds it cancelled`);
       }
     },
     async waiting() {
       try {
-        return await queue.getWaitingCount();
+        // Prioritized: every placed task; delayed: those whose principal is at its cap, or whose end is retried.
+        return await queue.getJobCountByTypes('waiting', 'prioritized', 'delayed');
       } catch (error) {
         throw unavailable('count the tasks waiting', error);
       }

@@ -1,5 +1,6 @@
-import { DelayedError, WaitingError, Worker, type Job, type RedisOptions } from 'bullmq';
+import { DelayedError, Job, WaitingError, Worker, type Queue, type RedisOptions } from 'bullmq';
 import { KlymError } from '../../errors.ts';
+import { principalOf, type PrincipalTurns } from './principal-turns.ts';
 import type { QueueLog } from './queue-log.ts';
 import type { TaskConsumer } from './task-queue.ts';
 
@@ -10,6 +11,10 @@ export interface BullmqWorkerSetup {
   /** Options of the worker's own connections (BullMQ opens two). */
   readonly connection: RedisOptions;
   readonly consumer: TaskConsumer;
+  /** The queue's own handle on its jobs: to give a turn to another job, and to wake a parked one. */
+  readonly jobs: Queue;
+  /** The principals' turns and running slots, beside the queue's keys. */
+  readonly turns: PrincipalTurns;
   readonly lockDurationMs: number;
   readonly stalledIntervalMs: number;
   readonly maxStalledCount: number;
@@ -18,6 +23,12 @@ export interface BullmqWorkerSetup {
   /** Whether Redis answers now (within `commandTimeoutMs`). */
   readonly reachable: () => Promise<boolean>;
   readonly log: QueueLog;
+}
+
+/** A principal's cap on runs at once, as the consumer says it; `undefined`: none. */
+function capOf(consumer: TaskConsumer, principal: string): number | undefined {
+  const limit = consumer.runningLimit?.(principal);
+  return limit !== undefined && Number.isFinite(limit) && limit >= 0 ? Math.floor(limit) : undefined;
 }
 
 /** The part of a shared queue that runs tasks in this process. */
@@ -31,20 +42,37 @@ export interface BullmqWorker {
 }
 
 interface LiveRun {
+  readonly job: Job;
+  readonly token: string;
+  /** The principal whose running slot this run holds (its cap), if it holds one. */
+  readonly slotOf: string | undefined;
   readonly controller: AbortController;
   /** Set when the queue took the task from this run: on a graceful close, or when its lock was lost. */
   released: 'handed back' | 'lost' | undefined;
+  /** Set once the run is over: its job is being moved on, and its lock is no longer renewed here. */
+  over: boolean;
   readonly done: Promise<void>;
 }
 
 /** How long a task whose end the store could not take waits before a worker takes it up again. */
 const RETRY_DELAY_MS = 1_000;
 
+/** Parked tasks woken one after another at most, when the first ones are gone (cancelled while parked). */
+const MAX_WAKES = 10;
+
+/** Times a task that came up looks again for an older task of its principal to take its turn, when the one found was gone. */
+const MAX_LOOKS = 10;
+
 /**
  * Runs the tasks of a BullMQ queue in this process, `consumer.concurrency` at a time. A job is a task's
  * id; the task's state is the store's. BullMQ holds a lock on each job it runs here, renewed every half
  * `lockDurationMs`; a worker that died stops renewing it, and after at most `lockDurationMs` plus
  * `stalledIntervalMs` another worker's stalled check puts the job back and a worker resumes the task.
+ *
+ * A placed task that comes up (BullMQ hands them out by priority: their rank) first takes its principal's
+ * turn (`turns.start`): an older task of the principal still waiting takes the turn instead; a principal at
+ * its `consumer.runningLimit` has the task parked in BullMQ's delayed set until one of its runs ends here or
+ * on another worker and wakes it; otherwise the run holds a slot of the principal's until it ends.
  */
 export function startBullmqWorker(setup: BullmqWorkerSetup): BullmqWorker {
   const { consumer, log } = setup;
@@ -63,6 +91,69 @@ export function startBullmqWorker(setup: BullmqWorkerSetup): BullmqWorker {
     run.controller.abort(new KlymError(how === 'lost' ? 'ABORTED' : 'SHUTTING_DOWN', `Task ${id} was ${how === 'lost' ? 'taken from this worker: its lock was lost' : 'handed back by a worker that is closing'}`));
   };
 
+  /** Wakes a parked task: `gone` when its job is (cancelled while parked), `awake` when it waits to be fetched or runs. */
+  const wake = async (id: string): Promise<'gone' | 'awake'> => {
+    const job = await Job.fromId(setup.jobs, id);
+    if (job === undefined) return 'gone';
+    // Not in the delayed set any more: it is waiting or running already.
+    await job.promote().catch(() => {});
+    return 'awake';
+  };
+
+  /** Frees a run's slot (none when `id` is undefined) and wakes the principal's first parked task that is still there. */
+  const releaseSlot = async (principal: string, id: string | undefined): Promise<void> => {
+    let next = await within(setup.turns.release(principal, id), undefined);
+    for (let wakes = 0; next !== undefined && wakes < MAX_WAKES; wakes++) {
+      if ((await within(wake(next), 'awake')) === 'awake') return;
+      next = await within(setup.turns.release(principal), undefined);
+    }
+  };
+
+  /**
+   * Gives the turn `job` came up with to `older`, a task of its principal that came before it and still
+   * waits: `older` goes to the head of `job`'s priority (woken first if it was parked), `job` back to the
+   * worse of the two. False when `older` is gone.
+   */
+  const giveTurn = async (job: Job, token: string, older: string): Promise<boolean> => {
+    const other = await Job.fromId(setup.jobs, older);
+    if (other === undefined) return false;
+    const [better, worse] = [Math.min(job.priority, other.priority), Math.max(job.priority, other.priority)];
+    await other.changePriority({ priority: better, lifo: true });
+    // A parked one only had its priority changed: it enters the prioritized set now (not delayed: already there).
+    await other.promote().catch(() => {});
+    if (worse !== job.priority) await job.changePriority({ priority: worse });
+    await job.moveToWait(token);
+    return true;
+  };
+
+  /**
+   * Takes the turn of a placed task that came up. Returns when it may run (holding a slot of its principal's
+   * when capped); else throws BullMQ's word for a job moved elsewhere: parked (`DelayedError`), its turn given
+   * to an older task of its principal (`WaitingError`), or tried again in a moment when Redis did not answer.
+   */
+  const takeTurn = async (job: Job, token: string, principal: string, limit: number | undefined): Promise<void> => {
+    const id = job.id ?? '';
+    for (let looks = 0; ; looks++) {
+      const verdict = await within(setup.turns.start(principal, id, limit), undefined);
+      if (verdict?.kind === 'run') return;
+      if (verdict?.kind === 'older' && looks < MAX_LOOKS) {
+        const given = await within(giveTurn(job, token, verdict.id), undefined);
+        if (given === true) throw new WaitingError();
+        if (given === false) continue;
+      }
+      if (verdict?.kind === 'full' && limit !== undefined) {
+        // Parked until a run of the principal ends and wakes it; looked at again after `lockDurationMs` at the
+        // latest, which is when the slot of a worker that died lapses.
+        await within(job.moveToDelayed(Date.now() + setup.lockDurationMs, token), undefined);
+        if (await within(setup.turns.park(principal, id, limit), false)) await within(wake(id), 'awake');
+        throw new DelayedError();
+      }
+      // Redis did not answer (or an older task could not be given the turn): it comes up again in a moment.
+      await within(job.moveToDelayed(Date.now() + RETRY_DELAY_MS, token), undefined);
+      throw new DelayedError();
+    }
+  };
+
   const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined): Promise<void> => {
     const id = job.id ?? '';
     // Fetched as the worker began closing: straight back, for another worker to take.
@@ -70,8 +161,11 @@ export function startBullmqWorker(setup: BullmqWorkerSetup): BullmqWorker {
       await within(job.moveToWait(token), 0);
       throw new WaitingError();
     }
+    const principal = principalOf(job.data);
+    const limit = principal === undefined ? undefined : capOf(consumer, principal);
+    if (principal !== undefined) await takeTurn(job, token, principal, limit);
     const { promise: done, resolve: settle } = Promise.withResolvers<void>();
-    const run: LiveRun = { controller: new AbortController(), released: undefined, done };
+    const run: LiveRun = { job, token, slotOf: limit === undefined ? undefined : principal, controller: new AbortController(), released: undefined, over: false, done };
     live.set(id, run);
     // BullMQ's own abort (`worker.cancelJob`) reaches the run as a cancel would.
     const onSignal = (): void => run.controller.abort(signal?.reason);
@@ -89,6 +183,7 @@ export function startBullmqWorker(setup: BullmqWorkerSetup): BullmqWorker {
           return renewed === 1;
         },
       });
+      run.over = true;
       // The job is another worker's now, or will be once BullMQ finds it stalled: it is left as it is.
       if (run.released === 'lost') throw new WaitingError();
       if (run.released === 'handed back') {
@@ -105,9 +200,28 @@ export function startBullmqWorker(setup: BullmqWorkerSetup): BullmqWorker {
     } finally {
       signal?.removeEventListener('abort', onSignal);
       if (live.get(id) === run) live.delete(id);
+      // A lost run's slot is the job's, which another worker may hold now: it lapses unless that one renews it.
+      if (run.slotOf !== undefined && run.released !== 'lost') await releaseSlot(run.slotOf, id);
       settle();
     }
   };
+
+  // The locks and slots of the runs here, renewed by this worker itself as well as by BullMQ: BullMQ forgets a
+  // lock it renews by job id once a processor that moved its job elsewhere returns, and a job woken at once
+  // (a parked task) may by then run here again, in another of this worker's slots.
+  const renew = async (): Promise<void> => {
+    const runs = [...live].filter(([, run]) => run.released === undefined && !run.over);
+    const held = runs.flatMap(([id, run]) => (run.slotOf === undefined ? [] : [[run.slotOf, id] as const]));
+    const lockOf = async ([id, run]: [string, LiveRun]): Promise<void> => {
+      const renewed = await within(run.job.extendLock(run.token, setup.lockDurationMs), -1);
+      if (renewed !== 0 || run.released !== undefined || run.over || live.get(id) !== run) return;
+      log.warning(`Task ${id}: this worker lost its lock on it (another worker may take it up), so its run here stopped`);
+      release(id, run, 'lost');
+    };
+    await Promise.all([within(setup.turns.renew(held), undefined), ...runs.map(lockOf)]);
+  };
+  const renewal = setInterval(() => void renew(), setup.lockDurationMs / 2);
+  renewal.unref();
 
   const worker = new Worker(setup.name, processor, {
     connection: setup.connection,
@@ -137,6 +251,9 @@ export function startBullmqWorker(setup: BullmqWorkerSetup): BullmqWorker {
     if (job?.id === undefined) return;
     // BullMQ found the job stalled more than `maxStalledCount` times and failed it without a run.
     if (job.deferredFailure !== undefined) {
+      // The run that stalled held its principal's slot, if capped: freed now rather than when it lapses.
+      const principal = principalOf(job.data);
+      if (principal !== undefined) void releaseSlot(principal, job.id);
       const stops = job.stalledCounter === 1 ? 'once' : `${job.stalledCounter} times`;
       const why = (step: number): string =>
         `A worker running this task stopped without finishing it (after step ${step}), ${stops}: more than the queue's maxStalledCount of ${setup.maxStalledCount} allows, so it is not taken up again`;
@@ -157,6 +274,7 @@ export function startBullmqWorker(setup: BullmqWorkerSetup): BullmqWorker {
     },
     async close(graceMs) {
       closing = true;
+      clearInterval(renewal);
       // No new job: a fetch already under way is handed straight back by the processor.
       await worker.pause(true).catch((error: unknown) => log.failed(error));
       let timer: NodeJS.Timeout | undefined;

@@ -8,6 +8,17 @@ export type AnnouncedEvent = 'task-start' | 'task-resume' | 'task-end';
  */
 export type RunOutcome = 'ended' | 'left';
 
+/**
+ * Where a task waits among the others (issue #33, fair turns): its principal, and its rank — it is the
+ * principal's `rank`-th task not yet ended (1-based) when it is queued. Waiting tasks start by rank, then
+ * in arrival order: a principal's first waiting task starts before any principal's second (start-time fair
+ * queueing), whichever process queued them.
+ */
+export interface TaskPlacement {
+  readonly principal: string;
+  readonly rank: number;
+}
+
 /** One run of a task that a {@link TaskQueue} hands this process. */
 export interface TaskLease {
   readonly id: string;
@@ -33,6 +44,8 @@ export interface TaskLease {
 export interface TaskConsumer {
   /** Runs at once in this process, at most; 0 takes none (a front: it starts, reads and cancels tasks). */
   readonly concurrency: number;
+  /** Runs of `principal`'s tasks at once, at most (`tasks.perPrincipal.maxRunning`); `undefined`: no cap of its own. */
+  runningLimit?(principal: string): number | undefined;
   /** Runs one task: starts it (`pending`), resumes it (`running`), or drops it (finished, gone). Never rejects. */
   run(lease: TaskLease): Promise<RunOutcome>;
   /** Cancels a task with the reason the manager is being closed with (an in-process queue's close). */
@@ -66,11 +79,18 @@ export interface TaskQueue {
   /** Starts handing `consumer` tasks to run. Called once, by the manager, before anything else. */
   open(consumer: TaskConsumer): void;
   /**
-   * Queues a stored task, `pending` (or `running`, to be resumed). Adding a task that is queued or running
+   * Queues a stored task, `pending` (or `running`, to be resumed), at its `placement` (without one, behind
+   * every placed task of rank 1, as the first of an unknown principal). Adding a task that is queued or running
    * already changes nothing.
    * @throws {KlymError} `STORE_UNAVAILABLE` when the queue cannot be reached
    */
-  add(id: string): Promise<void>;
+  add(id: string, placement?: TaskPlacement): Promise<void>;
+  /**
+   * How many waiting tasks start before task `id` (0: it is next), in every process that shares the queue;
+   * `undefined` when it is not waiting (running, ended, or unknown here).
+   * @throws {KlymError} `STORE_UNAVAILABLE` when the queue cannot be reached
+   */
+  position(id: string): Promise<number | undefined>;
   /**
    * Takes a task out of the queue and stops its run, in whichever process runs it. Its new status is
    * already stored; a run that cannot be reached now stops when its process learns of it.

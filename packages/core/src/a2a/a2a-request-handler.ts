@@ -1,0 +1,198 @@
+import { type AgentCard, type Message, type StreamResponse, type Task } from '@a2a-js/sdk';
+import {
+  ContentTypeNotSupportedError,
+  ExtendedAgentCardNotConfiguredError,
+  PushNotificationNotSupportedError,
+  RequestMalformedError,
+  TaskNotCancelableError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from '@a2a-js/sdk/errors';
+import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
+import { isKlymError } from '../errors.ts';
+import type { Caller } from '../tasks/task-manager.ts';
+import { parseArgs, startTaskSchema } from '../tasks/task-request.ts';
+import type { TaskService } from '../tasks/task-service.ts';
+import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
+import { klymStatusOf, toA2aTask } from './a2a-task.ts';
+import { watchTask } from './task-watch.ts';
+
+/** The metadata key (on the message, else on the request) whose object holds what `start_async_agent_task` takes beside the prompt. */
+export const KLYM_METADATA_KEY = 'klym';
+
+/** The start arguments a message's `klym` metadata may carry; the prompt and the idempotency key come from the message itself. */
+const METADATA_FIELDS = ['model', 'budget', 'tools', 'webhook', 'system_prompt', 'record_result'] as const;
+
+/** The least time between two progress updates of one stream. */
+const PROGRESS_INTERVAL_MS = 1_000;
+
+/** Options of {@link createA2aRequestHandler}. */
+export interface A2aRequestHandlerOptions {
+  /** The Agent Card the handler answers (`getAgentCard`), for the version check. */
+  readonly card: () => Promise<AgentCard>;
+  /**
+   * The longest a `SendMessage` without `returnImmediately` waits for its task to end before it answers
+   * the task as it stands (a task's own `timeout_ms` bounds it too). @default 60_000
+   */
+  readonly maxBlockMs?: number;
+  /** How often a wait or a stream reads the store when no event of this process says the task changed. @default 1_000 */
+  readonly pollIntervalMs?: number;
+}
+
+/** The caller's principal, which the transport puts on the context as the user's name. */
+function callerOf(context: ServerCallContext): Caller {
+  const user = context.user;
+  // The app authenticates every request before it reaches the handler; a context without a user is a wiring bug.
+  if (user === undefined || !user.isAuthenticated) throw new Error('Klym A2A: the request reached the handler without an authenticated principal');
+  return { principal: user.userName };
+}
+
+/** Klym's refusals as the A2A errors the spec names; the one place they are mapped. */
+export function toA2aError(error: unknown): unknown {
+  if (!isKlymError(error)) return error;
+  if (error.code === 'TASK_NOT_FOUND') return new TaskNotFoundError(error.message);
+  if (error.code === 'INVALID_ARGUMENT') return new RequestMalformedError(error.message);
+  // Queue full, quota, shutting down, store down: an internal error whose message says which (and names no secret).
+  return new Error(`${error.code}: ${error.message}`, { cause: error });
+}
+
+const guarded =
+  <Args extends unknown[], Result>(method: (...args: Args) => Promise<Result>) =>
+  async (...args: Args): Promise<Result> => {
+    try {
+      return await method(...args);
+    } catch (error) {
+      throw toA2aError(error);
+    }
+  };
+
+async function unsupportedPush(): Promise<never> {
+  throw new PushNotificationNotSupportedError('Klym does not send A2A push notifications yet: poll GetTask, or use a configured webhook (metadata.klym.webhook)');
+}
+
+/**
+ * An A2A request handler (the SDK's `A2ARequestHandler`) served from Klym's task service itself, not the
+ * SDK's default handler, event bus or task store: an A2A task IS a Klym task, with the same id, owner and
+ * transitions, readable through every other door (`check_task_status`, MCP tasks, REST, the dashboard).
+ *
+ * - `SendMessage`: the message's text parts are the prompt, its `messageId` the idempotency key, its
+ *   `metadata.klym` what else `start_async_agent_task` takes (`model`, `budget`, `tools`, `webhook`),
+ *   parsed with the same schema. With `configuration.returnImmediately` it answers the task at once;
+ *   without, it waits for the end (at most `maxBlockMs`) and answers the task as it stands. A message naming
+ *   an existing task (a follow-up) is refused with `UnsupportedOperationError`.
+ * - `SendStreamingMessage` / `SubscribeToTask`: the `Task`, then a status update at each change of state or
+ *   step, the result artifact, and the end.
+ * - `GetTask`, `ListTasks` (the caller's tasks, newest first), `CancelTask` (`TaskNotCancelableError` once ended).
+ * - Another principal's task answers `TaskNotFoundError`, as an unknown one does. Push notifications are not
+ *   served yet (`PushNotificationNotSupportedError`), nor an extended card.
+ */
+export function createA2aRequestHandler(service: TaskService, options: A2aRequestHandlerOptions): A2ARequestHandler {
+  const maxBlockMs = options.maxBlockMs ?? 60_000;
+  const watchOptions = (signal?: AbortSignal) => ({ ...(signal === undefined ? {} : { signal }), ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }) });
+
+  const read = async (id: string, caller: Caller): Promise<Task> => {
+    const { task, artifacts } = await service.tasks.read(id, caller, { tail: 0 });
+    return toA2aTask(task, artifacts);
+  };
+
+  /** Starts the task a message asks for; the follow-up check first, so a message naming a task never starts one. */
+  const start = async (params: Parameters<A2ARequestHandler['sendMessage']>[0], caller: Caller): Promise<TaskRecord> => {
+    const { message } = params;
+    if (message === undefined) throw new RequestMalformedError('`message` is required');
+    if (message.taskId !== '') {
+      await service.tasks.get(message.taskId, caller); // TASK_NOT_FOUND for an unknown or another principal's id
+      throw new UnsupportedOperationError(`Task ${message.taskId} takes no follow-up message: a Klym task runs one prompt to its end; send a new message (without taskId) for new work`);
+    }
+    const texts: string[] = [];
+    for (const part of message.parts) {
+      if (part.content?.$case !== 'text') throw new ContentTypeNotSupportedError(`Klym takes text parts only, got a ${part.content?.$case ?? 'empty'} part`);
+      texts.push(part.content.value);
+    }
+    const metadata: unknown = message.metadata?.[KLYM_METADATA_KEY] ?? params.metadata?.[KLYM_METADATA_KEY];
+    if (metadata !== undefined && (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata))) {
+      throw new RequestMalformedError(`\`metadata.${KLYM_METADATA_KEY}\`: expected an object of ${METADATA_FIELDS.join(', ')}`);
+    }
+    const extra = Object.fromEntries(Object.entries(metadata ?? {}).map(([key, value]) => [(METADATA_FIELDS as readonly string[]).includes(key) ? key : `${KLYM_METADATA_KEY}.${key}`, value]));
+    const args = parseArgs(startTaskSchema, { ...extra, prompt: texts.join('\n'), ...(message.messageId === '' ? {} : { idempotency_key: message.messageId }) });
+    const started = await service.start(args, caller.principal);
+    return service.tasks.get(started.task_id, caller);
+  };
+
+  const stream = async function* (id: string, caller: Caller): AsyncGenerator<StreamResponse, void, undefined> {
+    let first = true;
+    let sent: { readonly status: string; readonly at: number } | undefined;
+    for await (const task of watchTask(service, id, caller, watchOptions())) {
+      const ended = isTerminal(task.status);
+      // Each transition goes at once; progress within a status (a new step) at most once a second, as a run's steps can come faster.
+      if (sent !== undefined && sent.status === task.status && Date.now() - sent.at < PROGRESS_INTERVAL_MS) continue;
+      sent = { status: task.status, at: Date.now() };
+      const view = first || ended ? await read(id, caller) : toA2aTask(task);
+      if (first) {
+        first = false;
+        yield { payload: { $case: 'task', value: view } };
+        if (ended) return;
+        continue;
+      }
+      for (const artifact of view.artifacts) {
+        yield { payload: { $case: 'artifactUpdate', value: { taskId: id, contextId: id, artifact, append: false, lastChunk: true, metadata: undefined } } };
+      }
+      yield { payload: { $case: 'statusUpdate', value: { taskId: id, contextId: id, status: view.status, metadata: view.metadata } } };
+    }
+  };
+
+  return {
+    getAgentCard: () => options.card(),
+    getAuthenticatedExtendedAgentCard: async () => {
+      throw new ExtendedAgentCardNotConfiguredError('Klym has no extended agent card');
+    },
+    sendMessage: guarded(async (params, context): Promise<Message | Task> => {
+      const caller = callerOf(context);
+      const task = await start(params, caller);
+      if (params.configuration?.returnImmediately !== true && !isTerminal(task.status)) {
+        const limitMs = Math.min(maxBlockMs, task.request.budget?.timeoutMs ?? maxBlockMs);
+        const signal = AbortSignal.timeout(limitMs);
+        for await (const _ of watchTask(service, task.id, caller, watchOptions(signal))) {
+          // Only the end matters here; watchTask returns once the task is terminal or the limit passed.
+        }
+      }
+      return read(task.id, caller);
+    }),
+    sendMessageStream: async function* (params, context) {
+      try {
+        const caller = callerOf(context);
+        const task = await start(params, caller);
+        yield* stream(task.id, caller);
+      } catch (error) {
+        throw toA2aError(error);
+      }
+    },
+    resubscribe: async function* (params, context) {
+      try {
+        yield* stream(params.id, callerOf(context));
+      } catch (error) {
+        throw toA2aError(error);
+      }
+    },
+    getTask: guarded(async (params, context) => read(params.id, callerOf(context))),
+    listTasks: guarded(async (params, context) => {
+      const caller = callerOf(context);
+      const status = params.status === 0 ? undefined : klymStatusOf(params.status);
+      const pageSize = params.pageSize ?? 50;
+      if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 200) throw new RequestMalformedError(`\`pageSize\`: expected 1 to 200, got ${pageSize}`);
+      // A state Klym never has (input-required, rejected, auth-required) matches no task.
+      if (params.status !== 0 && status === undefined) return { tasks: [], nextPageToken: '', pageSize, totalSize: 0 };
+      const page = await service.tasks.list(caller, status === undefined ? {} : { status }, { limit: pageSize, ...(params.pageToken === '' ? {} : { cursor: params.pageToken }) });
+      return { tasks: page.tasks.map((task) => toA2aTask(task)), nextPageToken: page.nextCursor ?? '', pageSize, totalSize: page.total };
+    }),
+    cancelTask: guarded(async (params, context) => {
+      const caller = callerOf(context);
+      const outcome = await service.cancel({ task_id: params.id }, caller.principal);
+      if (!outcome.cancelled && isTerminal(outcome.status)) throw new TaskNotCancelableError(`Task ${params.id} has already ended (${outcome.status}): ${outcome.message}`);
+      return read(params.id, caller);
+    }),
+    createTaskPushNotificationConfig: unsupportedPush,
+    getTaskPushNotificationConfig: unsupportedPush,
+    listTaskPushNotificationConfigs: unsupportedPush,
+    deleteTaskPushNotificationConfig: unsupportedPush,
+  };
+}

@@ -1,0 +1,58 @@
+import { TaskState } from '@a2a-js/sdk';
+import { describe, expect, it } from 'vitest';
+import { KlymError } from '../errors.ts';
+import type { TaskRecord } from '../tasks/task-types.ts';
+import { toA2aError } from './a2a-request-handler.ts';
+import { klymStatusOf, toA2aTask } from './a2a-task.ts';
+
+const base: TaskRecord = {
+  id: 'task-1',
+  principal: 'grynya',
+  request: { prompt: 'Self-check', model: 'scripted' },
+  status: 'running',
+  createdAt: '2026-11-27T04:00:00.000Z',
+  startedAt: '2026-11-27T04:00:01.000Z',
+  currentStep: 'step 2: calling grynya__query_graph',
+  usage: { steps: 1, inputTokens: 10, outputTokens: 5, totalTokens: 15, costUsd: undefined },
+};
+const textOf = (task: ReturnType<typeof toA2aTask>): string | undefined => {
+  const content = task.status?.message?.parts[0]?.content;
+  return content?.$case === 'text' ? content.value : undefined;
+};
+
+describe('a Klym task as an A2A Task', () => {
+  it('keeps the id, and says the step while it works', () => {
+    const task = toA2aTask(base);
+    expect(task).toMatchObject({ id: 'task-1', contextId: 'task-1', status: { state: TaskState.TASK_STATE_WORKING, timestamp: base.startedAt }, artifacts: [] });
+    expect(textOf(task)).toBe('step 2: calling grynya__query_graph');
+  });
+
+  it('fails with the Klym code in the message, and is canceled with its reason', () => {
+    const failed = toA2aTask({ ...base, status: 'error', finishedAt: '2026-11-27T04:01:00.000Z', error: { code: 'BUDGET_EXCEEDED', message: 'The task ran out of steps' } });
+    expect(failed.status).toMatchObject({ state: TaskState.TASK_STATE_FAILED, timestamp: '2026-11-27T04:01:00.000Z' });
+    expect(textOf(failed)).toBe('BUDGET_EXCEEDED: The task ran out of steps');
+    expect(textOf(toA2aTask({ ...base, status: 'cancelled', cancelReason: 'shutdown' }))).toBe('Cancelled: shutdown');
+    expect(toA2aTask({ ...base, status: 'pending' }).status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+  });
+
+  it('completes with the final answer as the text artifact `result`, and lists big artifacts without inlining them', () => {
+    const result = { text: 'thinking\n\nThe answer', finalText: 'The answer', finishReason: 'stop', model: 'scripted', toolCalls: 1 };
+    const artifact = { id: 'art_0123456789ab', tool: 'fs__read_text_file', bytes: 5_000_000, lines: 80_000, tokens: 1_200_000, createdAt: base.createdAt };
+    const task = toA2aTask({ ...base, status: 'completed', result }, [artifact]);
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(task.artifacts[0]).toMatchObject({ artifactId: 'result', parts: [{ content: { $case: 'text', value: 'The answer' } }] });
+    expect(task.artifacts[1]).toMatchObject({ artifactId: artifact.id, parts: [{ content: { $case: 'data', value: { id: artifact.id, bytes: 5_000_000, lines: 80_000 } } }] });
+    expect(JSON.stringify(task).length).toBeLessThan(2_000);
+  });
+
+  it('maps list filters back, and a state Klym never has to none', () => {
+    expect(klymStatusOf(TaskState.TASK_STATE_CANCELED)).toBe('cancelled');
+    expect(klymStatusOf(TaskState.TASK_STATE_INPUT_REQUIRED)).toBeUndefined();
+  });
+
+  it('maps Klym refusals to the A2A errors the spec names', () => {
+    expect(toA2aError(new KlymError('TASK_NOT_FOUND', 'No task x'))).toMatchObject({ name: 'TaskNotFoundError', message: 'No task x' });
+    expect(toA2aError(new KlymError('INVALID_ARGUMENT', '`model`: unknown'))).toMatchObject({ name: 'RequestMalformedError' });
+    expect(toA2aError(new KlymError('TASK_QUEUE_FULL', 'The queue is full'))).toMatchObject({ message: 'TASK_QUEUE_FULL: The queue is full' });
+  });
+});

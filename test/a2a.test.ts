@@ -1,0 +1,167 @@
+import { A2A_VERSION_HEADER, TaskState, type Message, type Task } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createFakeGrynya } from '@klym/fake-grynya';
+import { afterEach, describe, expect, it } from 'vitest';
+import { restCall, serveKlym, temporaryDirectory } from './cli-harness.ts';
+import { a2aClient, textMessage } from './support/a2a-client.ts';
+import { payload, startHarness, waitForEnd, type ServerHarness } from './support/server-harness.ts';
+import { freePort } from './support/upstream-servers.ts';
+
+/** What the scripted model's self-check reports when every upstream works. */
+const ALL_WELL = 'Бачу базу та інструменти, полет нормальний';
+const TOKENS = { grynya: 'a2a-token-grynya-0123456789', other: 'a2a-token-other-0123456789' };
+
+let harness: ServerHarness | undefined;
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  await harness?.cleanup();
+  harness = undefined;
+  for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
+});
+
+const clientOf = a2aClient;
+const message = textMessage;
+
+const send = (client: Client, text: string, extra: Partial<Message> = {}) =>
+  client.sendMessage({ tenant: '', message: message(text, extra), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true }, metadata: undefined });
+
+const textOf = (task: Task): string => {
+  const part = task.artifacts.find((artifact) => artifact.artifactId === 'result')?.parts[0]?.content;
+  return part?.$case === 'text' ? part.value : '';
+};
+
+async function rpc(url: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown> }> {
+  const response = await fetch(`${url}/a2a`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS.grynya}`, [A2A_VERSION_HEADER]: '1.0', ...headers }, body });
+  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+}
+
+describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
+  it('serves a card generated from the capabilities, and delegates a task whose id reads the same over MCP and REST', async () => {
+    harness = await startHarness({ auth: { tokens: TOKENS } });
+    const { url } = harness.server;
+    // The card answers at once, an upstream still connecting named as such: wait for it, to see its tools there.
+    await harness.server.klym.service.pool.warmedUp();
+    const card = (await (await fetch(`${url}/.well-known/agent-card.json`)).json()) as Record<string, unknown>;
+    expect(card).toMatchObject({
+      name: 'Klym',
+      supportedInterfaces: [{ url: `${url}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      capabilities: { streaming: true, pushNotifications: false },
+      securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'bearer' } } },
+      skills: [{ id: 'delegate-heavy-work', description: expect.stringContaining('Models: scripted') }],
+    });
+    expect(JSON.stringify(card)).toMatch(/Upstreams: grynya \(ready, \d+ tools\)\. Tools: grynya__/);
+
+    const client = await clientOf(url, TOKENS.grynya);
+    const started = (await send(client, 'Self-check, please')) as Task;
+    expect(started.status?.state).toBeOneOf([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]);
+    await expect.poll(async () => (await client.getTask({ tenant: '', id: started.id })).status?.state, { timeout: 15_000 }).toBe(TaskState.TASK_STATE_COMPLETED);
+    const done = await client.getTask({ tenant: '', id: started.id });
+    expect(textOf(done)).toMatch(new RegExp(`^${ALL_WELL}`, 'm'));
+
+    const mcp = await harness.connect('streamable-http', TOKENS.grynya);
+    const status = await waitForEnd(mcp, started.id);
+    expect(status).toMatchObject({ task_id: started.id, status: 'completed' });
+    expect(payload(await mcp.callTool({ name: 'check_task_status', arguments: { task_id: started.id, full_result: true } })).result).toBe(textOf(done));
+    const rest = (await (await fetch(`${url}/api/tasks/${started.id}`, { headers: { authorization: `Bearer ${TOKENS.grynya}` } })).json()) as Record<string, unknown>;
+    expect(rest).toMatchObject({ task_id: started.id, status: 'completed' });
+
+    const listed = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_COMPLETED, pageToken: '', statusTimestampAfter: undefined });
+    expect(listed.tasks.map((task) => task.id)).toEqual([started.id]);
+    // The messageId is the idempotency key: the same message again answers the same task.
+    const again = (await client.sendMessage({ tenant: '', message: { ...message('Self-check, please'), messageId: 'same-message' }, configuration: undefined, metadata: undefined })) as Task;
+    expect(again.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const twice = (await send(client, 'Self-check, please', { messageId: 'same-message' })) as Task;
+    expect(twice.id).toBe(again.id);
+
+    // metadata.klym carries what start_async_agent_task takes beside the prompt, parsed by the same schema.
+    const budgeted = (await send(client, 'Self-check, please', { metadata: { klym: { model: 'scripted', budget: { max_steps: 5 } } } })) as Task;
+    expect((await restCall(url, `/api/tasks/${budgeted.id}`, TOKENS.grynya)).json).toMatchObject({ model: 'scripted', budget: { max_steps: 5 } });
+    await expect(send(client, 'Self-check, please', { metadata: { klym: { model: 'gpt-nope' } } })).rejects.toMatchObject({ name: 'RequestMalformedError', message: expect.stringContaining('model') });
+    await expect(send(client, 'Self-check, please', { metadata: { klym: { budgt: {} } } })).rejects.toMatchObject({ name: 'RequestMalformedError', message: expect.stringContaining('klym.budgt') });
+
+    await expect(client.cancelTask({ tenant: '', id: started.id, metadata: undefined })).rejects.toMatchObject({ name: 'TaskNotCancelableError' });
+    await expect(send(client, 'And now?', { taskId: started.id })).rejects.toMatchObject({ name: 'UnsupportedOperationError' });
+
+    const other = await clientOf(url, TOKENS.other);
+    await expect(other.getTask({ tenant: '', id: started.id })).rejects.toMatchObject({ name: 'TaskNotFoundError' });
+    const raw = await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id: started.id } }), { authorization: `Bearer ${TOKENS.other}` });
+    expect(raw.json).toMatchObject({ id: 7, error: { code: -32001 } });
+  });
+
+  it('streams a task: the Task first, status updates, the result and the end', async () => {
+    harness = await startHarness({ auth: { tokens: TOKENS } });
+    const client = await clientOf(harness.server.url, TOKENS.grynya);
+    const events = [];
+    for await (const event of client.sendMessageStream({ tenant: '', message: message('Self-check, please'), configuration: undefined, metadata: undefined })) events.push(event.payload);
+    expect(events[0]?.$case).toBe('task');
+    const last = events.at(-1);
+    expect(last?.$case === 'statusUpdate' ? last.value.status?.state : undefined).toBe(TaskState.TASK_STATE_COMPLETED);
+    const result = events.find((event) => event?.$case === 'artifactUpdate');
+    expect(result?.$case === 'artifactUpdate' ? result.value.artifact?.parts[0]?.content : undefined).toMatchObject({ $case: 'text', value: expect.stringMatching(new RegExp(`^${ALL_WELL}`, 'm')) });
+  });
+
+  it('cancels a running task through to its run, canceled on every surface', async () => {
+    harness = await startHarness({ auth: { tokens: TOKENS } });
+    harness.grynya.faults.hang = true;
+    const client = await clientOf(harness.server.url, TOKENS.grynya);
+    const started = (await send(client, 'Self-check, please')) as Task;
+    await expect.poll(() => harness?.grynya.stats.toolCalls, { timeout: 10_000 }).toBeGreaterThan(0);
+    expect((await client.getTask({ tenant: '', id: started.id })).status?.state).toBe(TaskState.TASK_STATE_WORKING);
+    // A subscriber (another connection) sees the task as it stands first, then its end, and the stream closes.
+    const subscription = client.resubscribeTask({ tenant: '', id: started.id })[Symbol.asyncIterator]();
+    const first = (await subscription.next()).value;
+    expect(first?.payload).toMatchObject({ $case: 'task', value: { id: started.id, status: { state: TaskState.TASK_STATE_WORKING } } });
+    const cancelled = await client.cancelTask({ tenant: '', id: started.id, metadata: undefined });
+    expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    const rest = [];
+    for (let next = await subscription.next(); next.done !== true; next = await subscription.next()) rest.push(next.value.payload);
+    expect(rest.at(-1)).toMatchObject({ $case: 'statusUpdate', value: { taskId: started.id, status: { state: TaskState.TASK_STATE_CANCELED } } });
+    const mcp = await harness.connect('streamable-http', TOKENS.grynya);
+    expect(payload(await mcp.callTool({ name: 'check_task_status', arguments: { task_id: started.id } }))).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('answers bad JSON, bad requests, unknown methods, wrong params and a missing version with the spec’s errors, and stays up', async () => {
+    harness = await startHarness({ auth: { tokens: TOKENS } });
+    const { url } = harness.server;
+    expect(await rpc(url, '{"jsonrpc": "2.0", "method": ')).toMatchObject({ status: 200, json: { id: null, error: { code: -32700 } } });
+    expect((await rpc(url, '[1, 2]')).json).toMatchObject({ error: { code: -32600 } });
+    expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: {} }))).json).toMatchObject({ id: 1, error: { code: -32601 } });
+    expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: [] }))).json).toMatchObject({ id: 2, error: { code: -32602 } });
+    expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [] } } }))).json).toMatchObject({
+      id: 3,
+      error: { code: -32602, message: expect.stringContaining('prompt') },
+    });
+    expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'GetTask', params: { id: 'nope' } }), { [A2A_VERSION_HEADER]: '' })).json).toMatchObject({ id: 4, error: { code: -32009 } });
+    expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'GetTask', params: { id: 'nope' } }), { [A2A_VERSION_HEADER]: '0.3' })).json).toMatchObject({ id: 5, error: { code: -32009 } });
+    expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'GetTask', params: { id: 'nope' } }))).json).toMatchObject({ id: 6, error: { code: -32001 } });
+    const unauthenticated = await fetch(`${url}/a2a`, { method: 'POST', body: '{}' });
+    expect(unauthenticated.status).toBe(401);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('A2A on `klym serve`, as a process with the scripted model', () => {
+  it('names the configured a2a.url in its card, and the SDK client delegates a task there to completion', async () => {
+    const grynya = await createFakeGrynya();
+    const cwd = temporaryDirectory();
+    cleanups.push(async () => cwd[Symbol.dispose](), () => grynya.close());
+    const port = await freePort();
+    const config = {
+      upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } },
+      server: { port, tokens: { grynya: TOKENS.grynya } },
+      a2a: { url: `http://localhost:${port}/a2a` },
+    };
+    writeFileSync(path.join(cwd.path, 'klym.config.json'), JSON.stringify(config));
+    const { klym, url } = await serveKlym(cwd.path, cleanups);
+    const client = await clientOf(url, TOKENS.grynya);
+    expect((await client.getAgentCard()).supportedInterfaces[0]?.url).toBe(`http://localhost:${port}/a2a`);
+    const started = (await send(client, 'Self-check, please')) as Task;
+    await expect.poll(async () => (await client.getTask({ tenant: '', id: started.id })).status?.state, { timeout: 15_000 }).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(textOf(await client.getTask({ tenant: '', id: started.id }))).toMatch(new RegExp(`^${ALL_WELL}`, 'm'));
+    expect((await restCall(url, `/api/tasks/${started.id}`, TOKENS.grynya)).json).toMatchObject({ task_id: started.id, status: 'completed' });
+    klym.child.kill('SIGTERM');
+    expect((await klym.exited()).code).toBe(0);
+  });
+});
