@@ -51,7 +51,9 @@ export function createTaskAdmission(options: TaskAdmissionOptions): TaskAdmissio
   const retryAfterMs = (): number => Math.max(1_000, Math.ceil((runTimes.median() ?? TASK_DEFAULTS.retryAfterMs) / 1_000) * 1_000);
 
   const usage = async (principal: string): Promise<PrincipalUsage> => {
-    const [queued, running] = await Promise.all([count(principal, 'pending'), count(principal, 'running')]);
+    // An in-process queue knows its principals' tasks; a shared one's are counted in the store (two indexed counts).
+    const own = queue.usage?.(principal);
+    const [queued, running] = own === undefined ? await Promise.all([count(principal, 'pending'), count(principal, 'running')]) : [own.queued, own.running];
     return { principal, limits: limitsOf(principal).limits, running, queued };
   };
 

@@ -138,6 +138,10 @@ export function createInProcessTaskQueue(): TaskQueue {
     async waiting() {
       return queued.size;
     },
+    usage(principal) {
+      const group = groups.get(principal);
+      return { queued: group?.waiting.length ?? 0, running: group?.running ?? 0 };
+    },
     hasFreeSlot: () => consumer !== undefined && live.size < consumer.concurrency,
     // No other process to tell.
     announce: () => {},

@@ -92,6 +92,12 @@ export interface TaskQueue {
    */
   position(id: string): Promise<number | undefined>;
   /**
+   * How many of `principal`'s tasks wait and run, when this queue holds every unfinished task of its store
+   * (an in-process queue): counted from its own state, so a start costs no scan of the store. A shared
+   * queue, which cannot tell, leaves it out and the store is asked.
+   */
+  usage?(principal: string): { readonly queued: number; readonly running: number };
+  /**
    * Takes a task out of the queue and stops its run, in whichever process runs it. Its new status is
    * already stored; a run that cannot be reached now stops when its process learns of it.
    */
