@@ -19,10 +19,8 @@ export interface TaskQueriesOptions extends Omit<ArtifactQueryOptions, 'source'>
 export interface TaskQueries {
   /** Runs `sql` over task `taskId`'s artifacts, read from `backend` as the query names them. */
   query(taskId: string, backend: ArtifactBackend, sql: string, options?: { readonly signal?: AbortSignal }): Promise<QueryAnswer>;
-  /** Task `taskId`'s run ended: its DuckDB closes once its queries are answered. */
+  /** Task `taskId`'s run ended: its DuckDB closes now, interrupting a query still under way. */
   release(taskId: string): Promise<void>;
-  /** DuckDBs open now, by task (for the status of a process and its tests). */
-  readonly open: () => readonly string[];
   /** Closes every DuckDB, interrupting queries under way. Idempotent. */
   close(): Promise<void>;
 }
@@ -73,7 +71,6 @@ export function createTaskQueries(options: TaskQueriesOptions = {}): TaskQueries
       }
     },
     release: (taskId) => closeEntry(taskId),
-    open: () => [...entries.keys()],
     close() {
       closed ??= Promise.allSettled([...entries.keys()].map(closeEntry)).then((results) => {
         const failures = results.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []));
