@@ -3,7 +3,7 @@
 // step the older results are moved out to artifacts, then older steps folded into a digest; the run never
 // sends more than the window, still reads what it moved out, and resumes from a compacted checkpoint.
 import path from 'node:path';
-import { ARTIFACT_DEFAULTS, createScriptedModel, createSessionPool, runAgent, type AgentCheckpoint, type AgentEvent, type SessionPool } from '@klym/core';
+import { ARTIFACT_DEFAULTS, createScriptedModel, createSessionPool, runAgent, type AgentCheckpoint, type AgentEvent, type RunAgentOptions, type SessionPool } from '@klym/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { bigLog } from './support/big-log-server.ts';
@@ -99,5 +99,69 @@ describe('the conversation stays inside the window', () => {
       }),
     });
     expect(resumed).toMatchObject({ finishReason: 'stop', finalText: 'still there' });
+  });
+});
+
+/** The compactions that folded steps into the digest. */
+const folds = (events: readonly AgentEvent[]) => events.filter((event) => event.type === 'history-compacted' && event.steps > 0);
+
+describe("a run's own instruction, after earlier turns", () => {
+  /** A window small enough that results too small to be moved out (8 lines of log) fill it in a few dozen steps. */
+  const SMALL_WINDOW = 16_000;
+  const EARLIER: NonNullable<RunAgentOptions['messages']> = [
+    { role: 'user', content: 'Is the night log readable?' },
+    { role: 'assistant', content: [{ type: 'text', text: 'Yes, read_log answers it.' }] },
+    { role: 'user', content: 'Good. Keep it open.' },
+    { role: 'assistant', content: [{ type: 'text', text: 'It is open.' }] },
+  ];
+  /** Longer than the 240 characters a digest keeps of a message, with its end the part a digest would cut. */
+  const PROMPT = `Read the night log eight lines at a time, ${'note every ERROR line with its id and user, '.repeat(12)}and end with the words OWN-INSTRUCTION-END.`;
+  /** The prompt as it stands inside a request body (JSON-escaped). */
+  const inBody = JSON.stringify(PROMPT).slice(1, -1);
+
+  /** A fake model that reads 8 lines of the log `times` times, then answers. */
+  const reader = (times: number) => {
+    let calls = 0;
+    return startFakeLlmServer(
+      () => (++calls <= times ? { kind: 'turn', toolCalls: [{ name: 'big__read_log', args: { lines: 8, needle_at: calls } }] } : { kind: 'turn', text: 'read' }),
+      { contextWindow: SMALL_WINDOW },
+    );
+  };
+  const settings = (baseURL: string) => ({
+    pool,
+    prompt: PROMPT,
+    model: 'openai:gpt-4.1-mini',
+    providers: { openai: { apiKey: KEY, baseURL } },
+    contextWindows: { 'openai:gpt-4.1-mini': SMALL_WINDOW },
+    budget: { maxSteps: 200 },
+  });
+  it('is sent whole in every request, after compactions folded its earlier steps, and after a resume from a compacted checkpoint', async () => {
+    const first = await reader(60);
+    const events: AgentEvent[] = [];
+    const checkpoints: AgentCheckpoint[] = [];
+    try {
+      const result = await runAgent({ ...settings(first.openaiBaseUrl), messages: EARLIER, onEvent: (event) => void events.push(event), onCheckpoint: (checkpoint) => void checkpoints.push(checkpoint) });
+      expect(result).toMatchObject({ finishReason: 'stop', finalText: 'read' });
+      expect(folds(events).length).toBeGreaterThan(0);
+      const folded = first.requests.filter((request) => request.body.includes('Klym folded earlier steps'));
+      expect(folded.length).toBeGreaterThan(0);
+      expect(first.requests.filter((request) => !request.body.includes(inBody)).length, 'requests without the prompt whole').toBe(0);
+    } finally {
+      await first.close();
+    }
+
+    // Resumed from a checkpoint that holds a digest, in a fresh run: the prompt is found again, and kept again.
+    const compacted = checkpoints.findLast((checkpoint) => JSON.stringify(checkpoint.messages).includes('Klym folded earlier steps')) as AgentCheckpoint;
+    expect(compacted).toBeDefined();
+    const second = await reader(40);
+    const resumedEvents: AgentEvent[] = [];
+    try {
+      const resumed = await runAgent({ ...settings(second.openaiBaseUrl), resume: JSON.parse(JSON.stringify(compacted)) as AgentCheckpoint, onEvent: (event) => void resumedEvents.push(event) });
+      expect(resumed).toMatchObject({ finishReason: 'stop', finalText: 'read' });
+      expect(folds(resumedEvents).length).toBeGreaterThan(0);
+      expect(second.requests.filter((request) => !request.body.includes(inBody)).length, 'requests without the prompt whole').toBe(0);
+    } finally {
+      await second.close();
+    }
   });
 });

@@ -1,7 +1,8 @@
 import { CallToolResultSchema, CreateTaskResultSchema, McpError, TaskStatusNotificationSchema, type Task } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { scriptedRunner, streamTool, textOf } from './support/mcp-tasks.ts';
 import { payload, startHarness, waitForEnd, type ServerHarness } from './support/server-harness.ts';
+import { MCP_TASK_DEFAULTS } from '@klym/core';
 
 let harness: ServerHarness | undefined;
 afterEach(async () => {
@@ -137,5 +138,28 @@ describe("another principal's MCP task", () => {
     expect(payload(await stranger.callTool({ name: 'check_task_status', arguments: { task_id: task.taskId } }))).toMatchObject({ error: { code: 'TASK_NOT_FOUND' } });
     // Still running, untouched: the stranger's cancel did nothing.
     expect(await owner.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'working' });
+  });
+});
+
+describe('a tasks/result whose client cancelled it', () => {
+  it('stops at once: the store is not read for it again, while the task runs on', async () => {
+    harness = await startHarness({ tasks: { run: scriptedRunner } });
+    harness.grynya.faults.hang = true;
+    const client = await harness.connect('streamable-http');
+    const { task } = await client.request({ method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'hang' }, task: {} } }, CreateTaskResultSchema);
+    const get = vi.spyOn(harness.server.klym.service.tasks, 'get');
+    const reads = (): number => get.mock.calls.filter(([taskId]) => taskId === task.taskId).length;
+
+    const waiting = new AbortController();
+    const result = client.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema, { signal: waiting.signal });
+    // It waits by looking at the task, then again each poll interval.
+    await expect.poll(reads, { timeout: 4 * MCP_TASK_DEFAULTS.pollIntervalMs }).toBeGreaterThanOrEqual(3);
+    waiting.abort('the caller gave up');
+    await expect(result).rejects.toThrow('the caller gave up');
+    const atAbort = reads();
+    // Two and a half poll intervals: a loop still waiting would have read the task twice more.
+    await new Promise((resolve) => setTimeout(resolve, 2.5 * MCP_TASK_DEFAULTS.pollIntervalMs));
+    expect(reads() - atAbort).toBe(0);
+    expect(await client.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'working' });
   });
 });

@@ -89,16 +89,17 @@ describe('upstreams.<name>.auth', () => {
   });
 
   it('a refused secret: the upstream is reported unavailable, and no secret, key or token shows in errors, status or logs', async () => {
-    const { upstream, clock } = await protectedUpstream({ clientSecret: CLIENT_SECRET });
+    const { authorizationServer, upstream, clock } = await protectedUpstream({ clientSecret: CLIENT_SECRET });
+    const { issuer } = authorizationServer;
     const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     const logged: UpstreamLogEntry[] = [];
     const wrongSecret = 'cs-wrong-0123456789';
     const pool = await cleanups.pooled({
       upstreams: {
-        wrong: { url: upstream.url, auth: { type: 'client_credentials', clientId: CLIENT_ID, clientSecret: wrongSecret }, pool: { min: 0 } },
-        keyed: { url: upstream.url, auth: { type: 'private_key_jwt', clientId: CLIENT_ID, privateKey: pem }, pool: { min: 0 } },
-        good: { url: upstream.url, auth: { type: 'client_credentials', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET }, pool: { min: 0 } },
+        wrong: { url: upstream.url, auth: { type: 'client_credentials', clientId: CLIENT_ID, clientSecret: wrongSecret, issuer }, pool: { min: 0 } },
+        keyed: { url: upstream.url, auth: { type: 'private_key_jwt', clientId: CLIENT_ID, privateKey: pem, issuer }, pool: { min: 0 } },
+        good: { url: upstream.url, auth: { type: 'client_credentials', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer }, pool: { min: 0 } },
       },
       clock,
       onLog: (entry) => logged.push(entry),
@@ -118,13 +119,45 @@ describe('upstreams.<name>.auth', () => {
 
   it('is refused for a stdio upstream, and names what is wrong with a key without showing it', async () => {
     const { createSessionPool } = await import('@klym/core');
-    await expect(createSessionPool({ upstreams: { local: { command: 'node', auth: { type: 'client_credentials', clientId: 'a', clientSecret: 'b-secret' } } } })).rejects.toThrow(
+    await expect(createSessionPool({ upstreams: { local: { command: 'node', auth: { type: 'client_credentials', clientId: 'a', clientSecret: 'b-secret', issuer: 'https://auth.example' } } } })).rejects.toThrow(
       'Upstream "local": `auth` needs a `url`',
     );
     const bad = '-----BEGIN PRIVATE KEY-----\nbm90LWEta2V5LWF0LWFsbA==\n-----END PRIVATE KEY-----\n';
-    const opening = createSessionPool({ upstreams: { signed: { url: 'http://127.0.0.1:9/mcp', auth: { type: 'private_key_jwt', clientId: 'a', privateKey: bad } } } });
+    const opening = createSessionPool({ upstreams: { signed: { url: 'http://127.0.0.1:9/mcp', auth: { type: 'private_key_jwt', clientId: 'a', privateKey: bad, issuer: 'https://auth.example' } } } });
     const error = (await opening.then(() => undefined, (caught: unknown) => caught)) as Error;
     expect(error).toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('Upstream "signed": expected `auth.privateKey` to be a PEM private key') });
     expect(error.message).not.toContain('bm90LWEta2V5LWF0LWFsbA');
+  });
+
+  it('needs the issuer: a pool without one, or with a plain-http one off loopback, does not open, naming `auth.issuer`', async () => {
+    const { createSessionPool } = await import('@klym/core');
+    const secret = { type: 'client_credentials', clientId: 'a', clientSecret: 'b-secret' } as const;
+    for (const issuer of [undefined, 'http://auth.example', 'ftp://auth.example', 'https://auth.example/?tenant=a']) {
+      const auth = { ...secret, ...(issuer === undefined ? {} : { issuer }) } as UpstreamAuth;
+      await expect(createSessionPool({ upstreams: { remote: { url: 'https://mcp.example/mcp', auth, pool: { min: 0 } } } })).rejects.toMatchObject({
+        code: 'CONFIG_INVALID',
+        message: expect.stringMatching(/^Upstream "remote": expected `auth\.issuer` to be the https URL of the authorization server the client is registered with \(http only on loopback/),
+      });
+    }
+    for (const issuer of ['https://auth.example/realms/klym', 'http://127.0.0.2:8080', 'http://[::1]:8080', 'http://localhost:8080']) {
+      const pool = await createSessionPool({ upstreams: { remote: { url: 'https://mcp.example/mcp', auth: { ...secret, issuer }, pool: { min: 0 } } } });
+      await pool.close();
+    }
+  });
+
+  it('an upstream naming another authorization server than `issuer`: refused before either is asked, so the secret goes nowhere', async () => {
+    const { authorizationServer: named, upstream, clock } = await protectedUpstream({ clientSecret: CLIENT_SECRET });
+    const configured = await startAuthorizationServer({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, lifetimeSeconds: 60, now: clock.now });
+    cleanups.add(() => configured.close());
+    const auth: UpstreamAuth = { type: 'client_credentials', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer: configured.issuer };
+    const pool = await cleanups.pooled({ upstreams: { modern: { url: upstream.url, auth, pool: { min: 0 } } }, clock });
+
+    const error = (await pool.callTool('modern', 'echo', { message: 'x' }).catch((caught: unknown) => caught)) as Error;
+    // The server the upstream named heard nothing, not even a metadata request; the configured one was sent no token request.
+    expect(named.requests).toEqual([]);
+    expect(configured.tokenRequests).toEqual([]);
+    expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', upstream: 'modern' });
+    expect(error.message).toContain(`names the authorization server ${named.issuer}, not the configured \`auth.issuer\` ${configured.issuer}`);
+    expect(upstream.requests.some((request) => request.headers.authorization !== undefined)).toBe(false);
   });
 });

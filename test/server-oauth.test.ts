@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKlymServer, type KlymServerOptions, type RunningKlymServer } from '../apps/server/src/server/index.ts';
 import { startOidcIssuer, type OidcIssuer } from './support/oidc-issuer.ts';
 import { payload } from './support/server-harness.ts';
-import { quickRunner } from './support/server-runners.ts';
+import { floodingRunner, quickRunner } from './support/server-runners.ts';
 
 const RESOURCE = 'https://klym.example/mcp';
 const METADATA_URL = 'https://klym.example/.well-known/oauth-protected-resource/mcp';
@@ -39,7 +39,7 @@ beforeAll(async () => {
 });
 
 /** An access token of the stand-in for Klym's resource: `alice`'s with every scope unless `claims` say otherwise. */
-const tokenFor = (claims: Record<string, unknown> = {}, options?: { foreignKey?: boolean }): Promise<string> =>
+const tokenFor = (claims: Record<string, unknown> = {}, options?: { foreignKey?: boolean; typ?: string | null }): Promise<string> =>
   issuer.sign({ aud: RESOURCE, sub: 'alice', scope: EVERY_SCOPE, ...claims }, options);
 
 /** A request to `server` (Klym's by default) with `token` as its bearer. */
@@ -123,6 +123,12 @@ describe('a valid access token', () => {
     expect(issuer.requests.get('/jwks')).toBe(1);
   });
 
+  it('is typed `at+jwt` (RFC 9068), `application/at+jwt`, in any case, or not typed at all', async () => {
+    for (const typ of ['application/at+jwt', 'AT+JWT', null]) {
+      expect({ typ, status: (await call('/api/tasks', await tokenFor({}, { typ }))).status }).toEqual({ typ, status: 200 });
+    }
+  });
+
   it('leaves the static token working beside OAuth, with every scope', async () => {
     const started = await call('/api/tasks', STATIC, { method: 'POST', body: { prompt: 'static' } });
     expect(started.status).toBe(202);
@@ -164,6 +170,13 @@ describe('a token Klym does not take', () => {
       .setExpirationTime('1h')
       .sign(new TextEncoder().encode('a-shared-secret-an-attacker-picked'));
     expect(await refusalOf(hmac)).toMatch(/signature algorithm or header Klym does not accept/);
+  });
+
+  it('typed as another kind of JWT (an ID token’s `JWT`): 401 saying it is not an access token', async () => {
+    const expected = 'The bearer token is not an access token: its `typ` header is `JWT`, not `at+jwt` (RFC 9068); an ID token is not taken';
+    expect(await refusalOf(await tokenFor({}, { typ: 'JWT' }))).toBe(expected);
+    expect(await refusalOf(await tokenFor({}, { typ: 'application/jwt' }))).toMatch(/its `typ` header is `application\/jwt`, not `at\+jwt`/);
+    expect(await refusalOf(await tokenFor({}, { typ: 'x'.repeat(100) }))).toMatch(/its `typ` header is another, not `at\+jwt`/);
   });
 
   it('without a usable principal claim, without `exp`, or not a JWT at all: 401', async () => {
@@ -279,6 +292,69 @@ describe('the issuer', () => {
     expect((await call(`/api/tasks/${taskId}`, await other.sign({ aud: RESOURCE, sub: 'ignored', email: 'eve@example.com', scope: 'klym:read' }), {}, server)).status).toBe(404);
     expect(other.requests.get('/.well-known/openid-configuration')).toBeUndefined();
     expect(other.requests.get('/jwks')).toBe(1);
+  });
+});
+
+describe('the principals of static tokens', () => {
+  const GRYNYA = 'static-token-of-grynya-0123456789';
+  const GRANTED = 'grynya-at-the-issuer';
+  let server: RunningKlymServer;
+  let taskId: string;
+  beforeAll(async () => {
+    const pool = await createSessionPool({ upstreams: {} });
+    // Runs that wait until cancelled: a cancel that went through shows as `cancelled`.
+    server = await startKlymServer({
+      port: 0,
+      pool,
+      log: () => {},
+      auth: { tokens: { ops: STATIC, grynya: GRYNYA }, oauth: { issuer: issuer.issuer, resource: RESOURCE, principals: { [GRANTED]: 'grynya', 'carol-at-the-issuer': 'carol' } } },
+      tasks: { run: floodingRunner(0), shutdownGraceMs: 0 },
+    });
+    cleanups.push(() => pool.close(), () => server.close());
+    const started = await call('/api/tasks', GRYNYA, { method: 'POST', body: { prompt: 'static grynya' } }, server);
+    if (started.status !== 202) throw new Error(`the static grynya could not start a task: ${started.status} ${await started.text()}`);
+    ({ task_id: taskId } = (await started.json()) as { task_id: string });
+  });
+
+  /** The status of grynya's task, as its static token reads it. */
+  const statusOf = async (): Promise<string> => ((await (await call(`/api/tasks/${taskId}`, GRYNYA, {}, server)).json()) as { status: string }).status;
+
+  it('are not an access token’s: a JWT whose `sub` is `grynya` neither reads, lists nor cancels the static grynya’s task (401)', async () => {
+    const impostor = await tokenFor({ sub: 'grynya' });
+    const expected = /^The access token's `sub` claim names a principal kept for other callers/;
+    for (const [path, init] of [
+      [`/api/tasks/${taskId}`, {}],
+      ['/api/tasks', {}],
+      [`/api/tasks/${taskId}/cancel`, { method: 'POST' }],
+    ] as const) {
+      const response = await call(path, impostor, init, server);
+      const body = (await response.json()) as { error?: { code: string; message: string } };
+      expect({ path, status: response.status, code: body.error?.code }).toEqual({ path, status: 401, code: 'UNAUTHORIZED' });
+      expect(body.error?.message).toMatch(expected);
+      expect(challengeOf(response)).toMatchObject({ error: 'invalid_token' });
+    }
+    expect(await statusOf()).not.toBe('cancelled');
+    // Over MCP too: the connect itself is refused.
+    const client = new Client({ name: 'impostor', version: '1.0.0' });
+    await expect(client.connect(new StreamableHTTPClientTransport(new URL(server.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${impostor}` } } }))).rejects.toThrow(/401|principal kept for other callers/);
+  });
+
+  it('nor is `anonymous`, the caller without auth, whose tasks may share the store, nor a principal granted to another subject', async () => {
+    expect((await call('/api/tasks', await tokenFor({ sub: 'anonymous' }), {}, server)).status).toBe(401);
+    expect((await call('/api/tasks', await tokenFor({ sub: 'carol' }), {}, server)).status).toBe(401);
+    expect((await call('/api/tasks', await tokenFor({ sub: 'carol-at-the-issuer' }), {}, server)).status).toBe(200);
+  });
+
+  it('are an access token’s only where `oauth.principals` grants one: that subject reads and cancels grynya’s task', async () => {
+    const granted = await tokenFor({ sub: GRANTED });
+    const read = await call(`/api/tasks/${taskId}`, granted, {}, server);
+    expect(read.status).toBe(200);
+    const listed = (await (await call('/api/tasks', granted, {}, server)).json()) as { tasks: { task_id: string }[] };
+    expect(listed.tasks.map((task) => task.task_id)).toContain(taskId);
+    // Another subject is not grynya, and the ops token has its own tasks.
+    expect((await call(`/api/tasks/${taskId}`, await tokenFor({ sub: 'alice' }), {}, server)).status).toBe(404);
+    expect((await call(`/api/tasks/${taskId}/cancel`, granted, { method: 'POST' }, server)).status).toBe(200);
+    await expect.poll(statusOf).toBe('cancelled');
   });
 });
 

@@ -7,6 +7,8 @@ import { randomBytes, verify, type KeyObject } from 'node:crypto';
 export interface AuthorizationServer {
   /** Its issuer (and base URL). */
   readonly issuer: string;
+  /** Every request it was sent, in order, as `METHOD /path`. */
+  readonly requests: readonly string[];
   /** Token requests, answered or refused, in order: how the client authenticated, and what came of it. */
   readonly tokenRequests: readonly { readonly method: 'client_secret_basic' | 'private_key_jwt' | 'none'; readonly granted: boolean }[];
   /** Whether `token` is one it issued that has not expired (on its `now`). */
@@ -26,12 +28,14 @@ export async function startAuthorizationServer(options: {
   readonly lifetimeSeconds: number;
   readonly now: () => number;
 }): Promise<AuthorizationServer> {
+  const requests: string[] = [];
   const tokenRequests: { method: 'client_secret_basic' | 'private_key_jwt' | 'none'; granted: boolean }[] = [];
   const tokens = new Map<string, number>();
   let issuer = '';
   const http = createServer((request, response) => {
     void (async () => {
       const url = new URL(request.url ?? '/', issuer);
+      requests.push(`${request.method ?? 'GET'} ${url.pathname}`);
       if (request.method === 'GET' && url.pathname.startsWith('/.well-known/oauth-authorization-server')) {
         response.writeHead(200, { 'content-type': 'application/json' }).end(
           JSON.stringify({
@@ -68,6 +72,7 @@ export async function startAuthorizationServer(options: {
   issuer = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
   return {
     issuer,
+    requests,
     tokenRequests,
     isValid: (token) => (tokens.get(token) ?? Number.NEGATIVE_INFINITY) > options.now(),
     close: () =>

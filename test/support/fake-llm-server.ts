@@ -247,9 +247,11 @@ export function contextLengthExceededBody(window: number, tokens: number): strin
 const READ_FIELDS = new Set(['role', 'content', 'text', 'name', 'arguments', 'output', 'function', 'tool_calls', 'refusal']);
 
 /**
- * The input tokens of an OpenAI request (chat completions or responses), counted with o200k_base as OpenAI's
- * cookbook counts a chat: 3 tokens per message or input item plus its texts (role, content, tool call
- * names and arguments, tool outputs), 3 to prime the answer, the instructions, and the tool definitions as JSON.
+ * The input tokens of an OpenAI request (chat completions or responses), counted with o200k_base and the framing
+ * Klym counts with (OpenAI's cookbook's for a chat: 3 tokens per message plus its texts, 3 to prime the answer),
+ * applied alike to the Responses API's input items and instructions, whose framing is not published; tool call
+ * names and arguments and tool outputs as their text, and the tool definitions as JSON (more than OpenAI counts).
+ * Not the provider's count: Klym's against OpenAI's published counts is `token-count-published.test.ts`.
  */
 export function requestTokens(json: unknown): number {
   const body = (json ?? {}) as { messages?: unknown; input?: unknown; instructions?: unknown; tools?: unknown };

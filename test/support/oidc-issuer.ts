@@ -11,9 +11,10 @@ export interface OidcIssuer extends AsyncDisposable {
   readonly requests: ReadonlyMap<string, number>;
   /**
    * A signed access token of `claims` (`iss` is the issuer's and `exp` an hour away unless given; `null`
-   * leaves a claim out), by the issuer's published key, or by `foreignKey`, one it does not publish.
+   * leaves a claim out), by the issuer's published key, or by `foreignKey`, one it does not publish; its
+   * header's `typ` is `at+jwt` (RFC 9068) unless `typ` says otherwise (`null`: none).
    */
-  sign(claims: Readonly<Record<string, unknown>>, options?: { readonly foreignKey?: boolean }): Promise<string>;
+  sign(claims: Readonly<Record<string, unknown>>, options?: { readonly foreignKey?: boolean; readonly typ?: string | null }): Promise<string>;
   /** Stops answering (the socket closes): the issuer is down. Idempotent. */
   close(): Promise<void>;
 }
@@ -46,7 +47,8 @@ export async function startOidcIssuer(alg: 'RS256' | 'ES256' = 'RS256'): Promise
       const now = Math.floor(Date.now() / 1000);
       const payload: Record<string, unknown> = { iss: issuer, iat: now, exp: now + 3600, ...claims };
       for (const [name, value] of Object.entries(payload)) if (value === null) delete payload[name];
-      return new SignJWT(payload as JWTPayload).setProtectedHeader({ alg, kid: KID, typ: 'at+jwt' }).sign(key);
+      const typ = options.typ === undefined ? 'at+jwt' : options.typ;
+      return new SignJWT(payload as JWTPayload).setProtectedHeader({ alg, kid: KID, ...(typ === null ? {} : { typ }) }).sign(key);
     },
     close() {
       closing ??= new Promise<void>((resolve) => {

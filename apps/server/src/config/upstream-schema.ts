@@ -22,10 +22,14 @@ const clientId = z.string().min(1);
 const scope = z.string().min(1).optional();
 /**
  * The authorization server's issuer the client is registered with: no other is sent its credentials.
- * Required here (the library takes it as optional): without it the upstream would decide which server
- * receives Klym's credentials, which the SDK itself deprecates.
+ * Required (as in the library): without it the upstream would decide which server receives Klym's
+ * credentials. https, except on loopback (127.0.0.0/8, ::1, localhost).
  */
-const issuer = z.url({ protocol: /^https?$/, error: 'expected the http(s) URL of the authorization server the client is registered with' });
+const issuer = z
+  .url({ protocol: /^https?$/, error: 'expected the https URL of the authorization server the client is registered with' })
+  .refine((url) => url.startsWith('https:') || /^http:\/\/(localhost|127(\.\d{1,3}){3}|\[::1\])(:\d+)?(\/|$)/i.test(url), {
+    error: 'expected an https URL (plain http only on loopback: 127.0.0.0/8, ::1, localhost)',
+  });
 
 /**
  * OAuth client credentials for an HTTP upstream (`client_credentials` grant): with a client secret, or a

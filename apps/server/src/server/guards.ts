@@ -7,7 +7,10 @@ import type { ResolvedServerOptions } from './server-options.ts';
 
 /** What the guards put on the context. */
 export interface GuardVariables {
-  /** Who is calling: the principal of the bearer token (a static token's name, or an access token's claim), or `anonymous` without auth. */
+  /**
+   * Who is calling: the principal of the bearer token (a static token's name, or an access token's claim, never
+   * one of the former unless `oauth.principals` grants it), or `anonymous` without auth.
+   */
   principal: string;
   /** The scopes an OAuth access token granted; absent for a static token and without auth, which may do everything. */
   scopes?: readonly string[];
@@ -69,15 +72,17 @@ export function createTokenMatcher(tokens: Readonly<Record<string, string>>): (p
 /**
  * Sets the caller's principal. With `auth`, a request must carry `Authorization: Bearer <token>`, else 401;
  * tokens anywhere else (query string) are not accepted. The token is first compared (in constant time) with
- * `auth.tokens`; then, with `auth.oauth`, verified as a JWT access token, whose claim is the principal and
- * whose scopes `scopeGuard` checks. A refused token gets 401 with a `WWW-Authenticate` challenge (with
+ * `auth.tokens`; then, with `auth.oauth`, verified as a JWT access token, whose claim is the principal (refused
+ * when it names a static token's principal, unless `oauth.principals` grants it) and whose scopes `scopeGuard` checks. A refused token gets 401 with a `WWW-Authenticate` challenge (with
  * `auth.oauth`, naming the resource's metadata and why); the issuer's keys out of reach, 503. Neither answer
  * nor the log holds the token. Without auth, everyone is `anonymous`.
  */
 export function bearerAuth(options: ResolvedServerOptions): MiddlewareHandler<{ Variables: GuardVariables }> {
   const principalOf = createTokenMatcher(options.auth?.tokens ?? {});
   const oauth = options.auth?.oauth;
-  const verifier = oauth === undefined ? undefined : createAccessTokenVerifier(oauth);
+  // Access tokens never act as a static token's principal (nor `anonymous`) unless `oauth.principals` grants it.
+  const staticPrincipals = Object.keys(options.auth?.tokens ?? {});
+  const verifier = oauth === undefined ? undefined : createAccessTokenVerifier(oauth, { staticPrincipals });
   return async (c, next) => {
     if (options.auth === undefined) {
       c.set('principal', 'anonymous');

@@ -39,7 +39,7 @@ export interface McpRoutes {
   readonly service: TaskService;
   /** The 2025-11-25 sessions (Streamable HTTP and legacy SSE). */
   readonly sessions: McpSessions;
-  /** The 2026-07-28 handler: stateless, one fresh server per request. */
+  /** The 2026-07-28 handler: stateless, each request served by an idle server of a small stack (built when all are busy). */
   readonly modern: ModernTaskHandler;
 }
 

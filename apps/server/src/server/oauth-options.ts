@@ -22,8 +22,18 @@ export interface OAuthResourceOptions {
   readonly audience?: string;
   /** Where the issuer's signing keys are (a JWK Set). @default `jwks_uri` of the issuer's metadata (RFC 8414, else OpenID Connect discovery) */
   readonly jwksUri?: string;
-  /** The claim whose value is the caller's principal (the owner of its tasks). @default 'sub' */
+  /**
+   * The claim whose value is the caller's principal (the owner of its tasks). A value that names a principal of
+   * the static `tokens` (or `anonymous`, the caller where there is no auth) is refused: anyone who can choose
+   * their name at the issuer would otherwise take that caller's tasks. @default 'sub'
+   */
   readonly principalClaim?: string;
+  /**
+   * Grants, by the `principalClaim`'s value: the principal a caller with that value acts as, with its tasks — a
+   * static token's (`{ '<grynya's sub at the issuer>': 'grynya' }`). A principal named here is refused to every
+   * other access token, as a static one is. @default {}
+   */
+  readonly principals?: Readonly<Record<string, string>>;
   /** The scope each operation needs. @default { start: 'klym:start', read: 'klym:read', cancel: 'klym:cancel' } */
   readonly scopes?: Readonly<Partial<Record<KlymOperation, string>>>;
   /** The signature algorithms accepted. @default any asymmetric one the issuer's key allows (never `none`, never HMAC) */
@@ -37,6 +47,7 @@ export interface ResolvedOAuthOptions extends OAuthResourceOptions {
   readonly resource: string;
   readonly audience: string;
   readonly principalClaim: string;
+  readonly principals: Readonly<Record<string, string>>;
   readonly scopes: Readonly<Record<KlymOperation, string>>;
   readonly clockToleranceSeconds: number;
   /** Where the resource's metadata document is (RFC 9728 §3.1), for `WWW-Authenticate`'s `resource_metadata`. */
@@ -49,6 +60,9 @@ export const OAUTH_DEFAULTS = {
   scopes: { start: 'klym:start', read: 'klym:read', cancel: 'klym:cancel' },
   clockToleranceSeconds: 30,
 } as const;
+
+/** A principal is the owner of tasks, shown on the dashboard and in logs: a short line of text. */
+export const USABLE_PRINCIPAL = /^[^\p{Cc}]{1,256}$/u;
 
 /** A scope token as RFC 6749 §3.3 allows it: printable ASCII but space, `"` and `\`. */
 export const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
@@ -94,6 +108,10 @@ export function resolveOAuthOptions(options: OAuthResourceOptions, host: string,
   if (options.resource !== undefined && !isResourceUrl(options.resource)) throw invalid('resource', 'an http(s) URL without a fragment', options.resource);
   if (options.audience === '') throw invalid('audience', 'a non-empty string', options.audience);
   if (options.principalClaim === '') throw invalid('principalClaim', 'a claim name', options.principalClaim);
+  for (const [value, principal] of Object.entries(options.principals ?? {})) {
+    if (!USABLE_PRINCIPAL.test(value)) throw invalid('principals', `keyed by claim values of 1 to 256 characters`, value);
+    if (typeof principal !== 'string' || !USABLE_PRINCIPAL.test(principal)) throw invalid(`principals.${value}`, 'a principal (1 to 256 characters)', principal);
+  }
   for (const [operation, scope] of Object.entries(options.scopes ?? {})) {
     if (!SCOPE_TOKEN.test(scope)) throw invalid(`scopes.${operation}`, 'a scope token (no spaces, quotes or backslashes)', scope);
   }
@@ -105,6 +123,7 @@ export function resolveOAuthOptions(options: OAuthResourceOptions, host: string,
     resource,
     audience: options.audience ?? resource,
     principalClaim: options.principalClaim ?? OAUTH_DEFAULTS.principalClaim,
+    principals: { ...options.principals },
     scopes: { ...OAUTH_DEFAULTS.scopes, ...options.scopes },
     clockToleranceSeconds: tolerance ?? OAUTH_DEFAULTS.clockToleranceSeconds,
     // The well-known path inserted before the resource's own path (RFC 9728 §3.1), as the MCP SDK builds it.

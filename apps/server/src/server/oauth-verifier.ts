@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { IssuerUnavailableError, discoverJwksUri } from './oauth-discovery.ts';
-import type { ResolvedOAuthOptions } from './oauth-options.ts';
+import { USABLE_PRINCIPAL, type ResolvedOAuthOptions } from './oauth-options.ts';
 
 /** What a bearer token turned out to be: a caller and its scopes, or why not (never the token itself). */
 export type AccessTokenCheck =
@@ -10,12 +10,28 @@ export type AccessTokenCheck =
 
 /** Checks JWT access tokens of one issuer. */
 export interface AccessTokenVerifier {
-  /** Verifies `token`'s signature against the issuer's keys, then its `iss`, `aud`, `exp`/`nbf` and principal claim. Never throws. */
+  /** Verifies `token`'s `typ`, its signature against the issuer's keys, then its `iss`, `aud`, `exp`/`nbf` and principal claim. Never throws. */
   verify(token: string): Promise<AccessTokenCheck>;
 }
 
-/** A principal is the owner of tasks, shown on the dashboard and in logs: a short line of text. */
-const USABLE_PRINCIPAL = /^[^\p{Cc}]{1,256}$/u;
+/** The principal of a caller where there is no auth (and over stdio), whose tasks may share the store. */
+const ANONYMOUS = 'anonymous';
+
+/** The `typ` of a JWT access token (RFC 9068 §2.1), as a media type or without its `application/`. */
+const ACCESS_TOKEN_TYPES = new Set(['at+jwt', 'application/at+jwt']);
+
+/** Why a token was refused before its keys were looked up: its `typ` header says it is another kind of JWT. */
+class TokenTypeRefused extends Error {
+  override readonly name = 'TokenTypeRefused';
+  readonly typ: unknown;
+  constructor(typ: unknown) {
+    super('not an access token');
+    this.typ = typ;
+  }
+}
+
+/** `typ` said back to the caller when it is short and plain (an ID token's `JWT`); anything else is not repeated. */
+const shownType = (typ: unknown): string => (typeof typ === 'string' && /^[\w.+/-]{1,40}$/.test(typ) ? `\`${typ}\`` : 'another');
 
 /** The granted scopes: RFC 9068's `scope` (space-separated), or `scp` (a list or a string) as Azure and Okta send them. */
 function scopesOf(payload: JWTPayload): string[] {
@@ -25,6 +41,9 @@ function scopesOf(payload: JWTPayload): string[] {
 
 /** Why `error` refused a token, said so the caller can act, with nothing of the token in it; or undefined when it is not the token's fault. */
 function describeRefusal(error: unknown, options: ResolvedOAuthOptions): string | undefined {
+  if (error instanceof TokenTypeRefused) {
+    return `The bearer token is not an access token: its \`typ\` header is ${shownType(error.typ)}, not \`at+jwt\` (RFC 9068); an ID token is not taken`;
+  }
   if (error instanceof errors.JWTExpired) {
     const expiry = typeof error.payload.exp === 'number' ? ` at ${new Date(error.payload.exp * 1000).toISOString()}` : '';
     return `The access token expired${expiry}`;
@@ -55,10 +74,18 @@ function describeOutage(error: unknown, options: ResolvedOAuthOptions): string {
  * A verifier of `options.issuer`'s JWT access tokens (`jose`'s `jwtVerify`): the keys come from `jwksUri`, or
  * the `jwks_uri` its metadata names, fetched on the first token (so Klym starts while the issuer is down)
  * and cached and refreshed by `jose` (a key it has not seen is looked up again, at most every 30 s). A token
- * must carry `exp`; `aud` must include `options.audience` (RFC 8707: a token another resource was given
- * is refused here); the principal is the `principalClaim`, a string.
+ * whose header has a `typ` must say `at+jwt` (RFC 9068: an ID token, typed `JWT`, is refused); it must carry
+ * `exp`; `aud` must include `options.audience` (RFC 8707: a token another resource was given is refused
+ * here). The principal is the `principalClaim`, a string, or the principal `options.principals` grants it;
+ * one that names a principal of `staticPrincipals`, `anonymous` or a principal granted in `principals`, and
+ * is not granted it, is refused: access tokens and static tokens never share a principal unless granted.
  */
-export function createAccessTokenVerifier(options: ResolvedOAuthOptions, dependencies: { readonly fetch?: typeof fetch } = {}): AccessTokenVerifier {
+export function createAccessTokenVerifier(
+  options: ResolvedOAuthOptions,
+  dependencies: { readonly staticPrincipals?: readonly string[]; readonly fetch?: typeof fetch } = {},
+): AccessTokenVerifier {
+  const granted = new Map(Object.entries(options.principals));
+  const reserved = new Set([ANONYMOUS, ...(dependencies.staticPrincipals ?? []), ...granted.values()]);
   let keySet: Promise<JWTVerifyGetKey> | undefined;
   const keys = (): Promise<JWTVerifyGetKey> => {
     if (keySet !== undefined) return keySet;
@@ -70,11 +97,17 @@ export function createAccessTokenVerifier(options: ResolvedOAuthOptions, depende
     });
     return pending;
   };
+  const keyOf: JWTVerifyGetKey = async (header, input) => {
+    // Checked before the keys are looked up: a token of another kind costs the issuer nothing.
+    const typ: unknown = header.typ;
+    if (typ !== undefined && !(typeof typ === 'string' && ACCESS_TOKEN_TYPES.has(typ.toLowerCase()))) throw new TokenTypeRefused(typ);
+    return (await keys())(header, input);
+  };
   return {
     async verify(token) {
       let payload: JWTPayload;
       try {
-        ({ payload } = await jwtVerify(token, async (header, input) => (await keys())(header, input), {
+        ({ payload } = await jwtVerify(token, keyOf, {
           issuer: options.issuer,
           audience: options.audience,
           requiredClaims: ['exp'],
@@ -85,11 +118,19 @@ export function createAccessTokenVerifier(options: ResolvedOAuthOptions, depende
         const refusal = describeRefusal(error, options);
         return refusal === undefined ? { ok: false, status: 503, description: describeOutage(error, options) } : { ok: false, status: 401, description: refusal };
       }
-      const principal = payload[options.principalClaim];
-      if (typeof principal !== 'string' || !USABLE_PRINCIPAL.test(principal)) {
+      const claimed = payload[options.principalClaim];
+      if (typeof claimed !== 'string' || !USABLE_PRINCIPAL.test(claimed)) {
         return { ok: false, status: 401, description: `The access token's \`${options.principalClaim}\` claim is not a usable principal: expected a string of 1 to 256 characters` };
       }
-      return { ok: true, principal, scopes: scopesOf(payload) };
+      const grant = granted.get(claimed);
+      if (grant !== undefined) return { ok: true, principal: grant, scopes: scopesOf(payload) };
+      if (reserved.has(claimed)) {
+        const description =
+          `The access token's \`${options.principalClaim}\` claim names a principal kept for other callers (a static token's, \`anonymous\`, or one granted ` +
+          'to another subject), which an access token acts as only where `oauth.principals` grants it';
+        return { ok: false, status: 401, description };
+      }
+      return { ok: true, principal: claimed, scopes: scopesOf(payload) };
     },
   };
 }

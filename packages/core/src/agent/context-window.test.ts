@@ -41,14 +41,15 @@ describe('a model\'s context window', () => {
 
   it('counts system prompt, tool definitions and messages; a request past the window less the reserve does not fit', () => {
     const window = windowOf('compatible:llama3', { llama3: 1_000 });
-    expect(window.requestTokens([])).toBe(3 + 4 + 3);
-    expect(window.fits([user('x'.repeat(800))])).toEqual({ fits: true, tokens: 10 + 4 + 4 + 800, limit: 900 });
+    // The system prompt is a message (3 around its role and text), and 3 prime the answer.
+    expect(window.requestTokens([])).toBe(3 + 6 + 3 + 3);
+    expect(window.fits([user('x'.repeat(800))])).toEqual({ fits: true, tokens: 15 + 3 + 4 + 800, limit: 900 });
     const over = window.fits([user('x'.repeat(900))]);
     expect(over.fits).toBe(false);
     const error = window.overflow(over.tokens);
     expect(isKlymError(error, 'CONTEXT_OVERFLOW')).toBe(true);
     expect(error.message).toBe(
-      'The request to model compatible:llama3 would take 918 tokens (estimated), more than its context window of 1000 tokens (configured) less 100 kept for the answer; it was not sent',
+      'The request to model compatible:llama3 would take 922 tokens (estimated), more than its context window of 1000 tokens (configured) less 100 kept for the answer; it was not sent',
     );
     expect(windowOf('compatible:mystery').overflow(40_000).message).toContain("Klym's window for a model it does not know; set `llm.contextWindows` for compatible:mystery");
   });
@@ -56,17 +57,17 @@ describe('a model\'s context window', () => {
   it('corrects its count by the usage reported: the reported count plus what was added, scaled up only, never below what was reported', () => {
     const window = windowOf('compatible:llama3', { llama3: 100_000 });
     const first = [user('x'.repeat(1_000))];
-    expect(window.requestTokens(first)).toBe(1_018);
+    expect(window.requestTokens(first)).toBe(1_022);
     // The provider counted half: the next request is what it reported plus the count of what was added.
-    window.reported(first, 509);
+    window.reported(first, 511);
     const next = [...first, call('c1'), result('c1', 'y'.repeat(1_000))];
-    const added = window.requestTokens(next) - 509;
-    expect(added).toBe(4 + 9 + 6 + 2 + 1 + 2 + 4 + 4 + 6 + 2 + 1 + 1_000);
+    const added = window.requestTokens(next) - 511;
+    expect(added).toBe(3 + 9 + 6 + 2 + 1 + 2 + 3 + 4 + 6 + 2 + 1 + 1_000);
     // It counted double: what is added counts double too.
-    window.reported(first, 2_036);
-    expect(window.requestTokens(next)).toBe(2_036 + added * 2);
+    window.reported(first, 2_044);
+    expect(window.requestTokens(next)).toBe(2_044 + added * 2);
     // A request smaller than the one reported is scaled by the ratio.
-    expect(window.requestTokens([user('x')])).toBe(2 * (10 + 4 + 4 + 1));
+    expect(window.requestTokens([user('x')])).toBe(2 * (15 + 3 + 4 + 1));
   });
 
   it('shrinks by dropping the oldest tool results from what is sent, never the latest step\'s nor the user\'s', () => {

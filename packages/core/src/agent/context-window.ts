@@ -1,7 +1,7 @@
 import type { ModelMessage, ToolSet } from 'ai';
 import { ARTIFACT_DEFAULTS, CONTEXT_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
-import { createMessagesCounter, isScripted, toolDefinitionTokens, type TokenCounter, type TokenizerName } from './token-count.ts';
+import { createMessagesCounter, isScripted, requestFrameTokens, toolDefinitionTokens, type TokenCounter, type TokenizerName } from './token-count.ts';
 
 /**
  * Context windows, in tokens, of the OpenAI and Gemini models Klym names, as their providers publish them. A
@@ -151,7 +151,7 @@ export function createContextWindow(options: ContextWindowOptions): ContextWindo
   const unbounded = !Number.isFinite(window);
   const count = (text: string): number => counter.count(text);
   // Counted once per run: every request sends the same system prompt and tools.
-  const fixed = unbounded ? 0 : count(options.system) + 4 + toolDefinitionTokens(options.tools, count, options.visible) + 3;
+  const fixed = unbounded ? 0 : requestFrameTokens(options.system, count) + toolDefinitionTokens(options.tools, count, options.visible);
   const countMessages = createMessagesCounter(count);
   const dropped = new Set<string>();
   // A message as sent, by the number of results dropped when it was made: a later shrink may drop more of it.

@@ -55,10 +55,10 @@ describe('token counting', () => {
 
   it('counts a message by what the model reads: texts, tool calls and results, a file as a fixed cost', () => {
     const result: ModelMessage = { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 't', output: { type: 'text', value: 'x'.repeat(1_000) } }] };
-    expect(messageTokens(result, count)).toBe(4 + 4 + 6 + 2 + 1 + 1_000);
+    expect(messageTokens(result, count)).toBe(3 + 4 + 6 + 2 + 1 + 1_000);
     const call: ModelMessage = { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 't', input: { a: 1 } }] };
-    expect(messageTokens(call, count)).toBe(4 + 9 + 6 + 2 + 1 + 7);
+    expect(messageTokens(call, count)).toBe(3 + 9 + 6 + 2 + 1 + 7);
     const image: ModelMessage = { role: 'user', content: [{ type: 'image', image: 'A'.repeat(100_000) }] };
-    expect(messageTokens(image, count)).toBe(4 + 4 + 1_600);
+    expect(messageTokens(image, count)).toBe(3 + 4 + 1_600);
   });
 });

@@ -16,8 +16,15 @@ export interface TokenCounter {
 /** The OpenAI models whose tokenizer is o200k_base (GPT-4o, GPT-4.1, GPT-4.5, GPT-5, o1, o3, o4), by `provider:model`. */
 const O200K_MODELS = /^openai:(gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|o1|o3|o4|chatgpt-4o)/i;
 
-/** Tokens a message costs besides its content (its role and the separators around it). */
-const MESSAGE_OVERHEAD = 4;
+/**
+ * Tokens a message costs besides its role and content: `<|start|>{role}<|message|>{content}<|end|>`, the
+ * `tokens_per_message` of OpenAI's cookbook for the Chat Completions API (checked against the counts the API
+ * reported for the cookbook's examples: `token-count-published.test.ts`). The Responses API's framing is not
+ * published; Klym takes it to be the same.
+ */
+const MESSAGE_OVERHEAD = 3;
+/** Tokens every request costs besides its messages: the answer is primed with `<|start|>assistant<|message|>`. */
+const REPLY_PRIMING = 3;
 /** Tokens a tool call, a tool result or a tool's definition costs besides its text (its kind, separators). */
 const PART_OVERHEAD = 6;
 /**
@@ -114,9 +121,10 @@ function isBlank(code: number): boolean {
 }
 
 /**
- * The tokens one message of a conversation costs, counted with `count`: its texts, tool calls (name and
- * JSON input), tool results (as the model reads them) and reasoning, each with a small overhead for the
- * wrapping a provider adds; a file as {@link FILE_TOKENS}.
+ * The tokens one message of a conversation costs, counted with `count`: its role and the
+ * {@link MESSAGE_OVERHEAD} around it, its texts, tool calls (name and JSON input), tool results (as the model
+ * reads them) and reasoning, each tool part with a small overhead for the wrapping a provider adds; a file as
+ * {@link FILE_TOKENS}.
  */
 export function messageTokens(message: ModelMessage, count: (text: string) => number): number {
   let tokens = MESSAGE_OVERHEAD + count(message.role);
@@ -143,6 +151,15 @@ export function messageTokens(message: ModelMessage, count: (text: string) => nu
     }
   }
   return tokens;
+}
+
+/**
+ * The tokens a request costs besides its conversation's messages and tool definitions: its system prompt,
+ * sent as the first message (role `system`, or `developer` for reasoning models: one token either way), and
+ * the tokens that prime the answer.
+ */
+export function requestFrameTokens(system: string, count: (text: string) => number): number {
+  return MESSAGE_OVERHEAD + count('system') + count(system) + REPLY_PRIMING;
 }
 
 /**
@@ -182,8 +199,9 @@ function outputTokens(output: ToolOutput, count: (text: string) => number): numb
 
 /**
  * The tokens of the tool definitions a request sends: each tool's name, description and JSON schema, as
- * `{"type":"function","function":{…}}` (a little more than either OpenAI API sends). `visible` narrows it
- * to the tools the model is offered.
+ * `{"type":"function","function":{…}}`. OpenAI's APIs render a tool more tersely than its JSON, so this counts
+ * more than they do, never less: 94 tokens for the cookbook's weather tool, which the API counted as 68
+ * (`token-count-published.test.ts`). `visible` narrows it to the tools the model is offered.
  */
 export function toolDefinitionTokens(tools: ToolSet, count: (text: string) => number, visible?: (name: string) => boolean): number {
   let tokens = 0;

@@ -72,9 +72,11 @@ function shortReference(line: string, tool: string): string {
 /**
  * `messages` compacted to `budgetTokens`, or `undefined` when they fit already. First, from the oldest, tool
  * results outside the latest `keepSteps` steps are replaced by a one-line reference to their artifact
- * (kept first when they are not yet one); then, if that is not enough, the oldest steps are folded into one
- * digest message (what each called and said, a line each). The messages before the first step (the task)
- * and the latest steps stay whole. Whole steps are folded, so every tool call keeps its result.
+ * (kept first when they are not yet one); then, if that is not enough, the oldest steps after the run's
+ * prompt are folded into one digest message just after it (what each called and said, a line each).
+ * Everything up to and including the prompt (the task: the caller's earlier turns, then the prompt, which
+ * {@link promptIndex} finds) is never folded, and the latest steps stay whole; only a big tool result of an
+ * earlier turn may be moved out like any other. Whole steps are folded, so every tool call keeps its result.
  */
 export async function compactHistory(messages: readonly ModelMessage[], compaction: Compaction): Promise<Compacted | undefined> {
   const before = compaction.measure(messages);
@@ -117,22 +119,41 @@ export async function compactHistory(messages: readonly ModelMessage[], compacti
 
   let steps = 0;
   let folded = out;
-  if (compaction.measure(out) > compaction.budgetTokens) {
-    // An earlier compaction's digest, just before the first step, is continued rather than repeated.
-    const earlier = out[head - 1];
-    const continued = earlier?.role === 'user' && typeof earlier.content === 'string' && earlier.content.startsWith(DIGEST_MARK);
+  // The run's own steps: those after its prompt (moving results out above changed no index).
+  const prompt = promptIndex(out);
+  const foldable = starts.filter((start) => start > prompt && start < keptFrom);
+  const first = foldable[0];
+  if (first !== undefined && compaction.measure(out) > compaction.budgetTokens) {
+    // An earlier compaction's digest, just after the prompt and before the first step, is continued rather than repeated.
+    const earlier = out[first - 1];
+    const continued = isDigest(earlier);
     const digest: string[] = continued ? (earlier.content as string).split('\n').slice(1) : [];
     const maxDigestChars = Math.floor(compaction.budgetTokens * DIGEST_SHARE * 2.5);
     // Whole steps, oldest first, until what is left fits (the digest's own weight counted).
-    for (let step = 0; starts[step] !== undefined && (starts[step] as number) < keptFrom; step++) {
-      const end = (starts[step + 1] as number | undefined) ?? keptFrom;
-      for (const message of out.slice(starts[step], end)) digest.push(...digestLines(message));
+    for (let step = 0; step < foldable.length; step++) {
+      const end = foldable[step + 1] ?? keptFrom;
+      for (const message of out.slice(foldable[step], end)) digest.push(...digestLines(message));
       steps++;
-      folded = [...out.slice(0, continued ? head - 1 : head), { role: 'user', content: digestText(digest, maxDigestChars) }, ...out.slice(end)];
+      folded = [...out.slice(0, continued ? first - 1 : first), { role: 'user', content: digestText(digest, maxDigestChars) }, ...out.slice(end)];
       if (compaction.measure(folded) <= compaction.budgetTokens) break;
     }
   }
   return { messages: folded, results, steps, tokensBefore: before, tokensAfter: compaction.measure(folded) };
+}
+
+/** Whether `message` is a digest a compaction wrote. */
+function isDigest(message: ModelMessage | undefined): message is ModelMessage & { role: 'user'; content: string } {
+  return message?.role === 'user' && typeof message.content === 'string' && message.content.startsWith(DIGEST_MARK);
+}
+
+/**
+ * The index of the run's own prompt: the last user message that is not a digest, or -1. `runAgent` puts the
+ * prompt after the caller's earlier `messages`, and after it a run adds only assistant and tool messages and
+ * the digest, so the prompt is found the same way in a checkpoint a resumed run goes on from, with nothing
+ * kept beside the messages.
+ */
+function promptIndex(messages: readonly ModelMessage[]): number {
+  return messages.findLastIndex((message) => message.role === 'user' && !isDigest(message));
 }
 
 /** What a message of a folded step did, a line each. */

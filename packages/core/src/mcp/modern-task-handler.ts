@@ -1,11 +1,11 @@
-import { classifyInboundRequest, createMcpHandler, type JSONRPCRequest } from '@modelcontextprotocol/server';
+import { classifyInboundRequest, createMcpHandler, type JSONRPCRequest, type McpServer } from '@modelcontextprotocol/server';
 import { MCP_TASK_DEFAULTS } from '../defaults.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { createModernTaskServer, type ModernTaskServerOptions } from './modern-task-server.ts';
+import { createModernTaskServer, principalOf, type ModernTaskServerOptions } from './modern-task-server.ts';
 import { serveTaskListen, taskIdsOf } from './task-listen.ts';
 
 /** Options of {@link createModernTaskHandler}. */
-export interface ModernTaskHandlerOptions extends Omit<ModernTaskServerOptions, 'principal'> {
+export interface ModernTaskHandlerOptions extends ModernTaskServerOptions {
   /** Where the SDK reports what it refused or failed to serve. @default nothing */
   readonly onerror?: (error: Error) => void;
   /** How often an open `subscriptions/listen` stream gets a keep-alive comment, in milliseconds. @default 15_000 */
@@ -27,10 +27,12 @@ export interface ModernTaskHandler {
 }
 
 /**
- * Serves Klym's task tools and the Tasks extension over protocol revision 2026-07-28, statelessly: each
- * request gets a fresh v2 SDK server for its caller ({@link createModernTaskServer}), so any front answers any
- * task of the shared store. 2025-era requests are refused (`legacy: 'reject'`): route them elsewhere first
- * (`isLegacyRequest`). A `subscriptions/listen` naming `taskIds` is served here, since the SDK's listen
+ * Serves Klym's task tools and the Tasks extension over protocol revision 2026-07-28, statelessly: nothing of
+ * a request outlives it, so any front answers any task of the shared store. The v2 SDK server
+ * ({@link createModernTaskServer}) is built once and serves request after request, each for the principal of
+ * its own `authInfo`; the SDK connects a server to one exchange at a time, so requests served at once each
+ * take an idle one, and another is built only when none is idle. 2025-era requests are refused
+ * (`legacy: 'reject'`): route them elsewhere first (`isLegacyRequest`). A `subscriptions/listen` naming `taskIds` is served here, since the SDK's listen
  * router knows only list-change events: its stream carries `notifications/tasks` of the caller's tasks.
  * Everything else (`server/discover`, the tools, the task methods, and the spec's errors for a malformed
  * request: a missing or unsupported protocol version, headers that disagree with the body) is the SDK's.
@@ -38,7 +40,19 @@ export interface ModernTaskHandler {
 export function createModernTaskHandler(service: TaskService, options: ModernTaskHandlerOptions): ModernTaskHandler {
   const pollIntervalMs = options.pollIntervalMs ?? MCP_TASK_DEFAULTS.pollIntervalMs;
   const keepAliveMs = options.keepAliveMs ?? 15_000;
-  const handler = createMcpHandler(({ authInfo }) => createModernTaskServer(service, { ...options, pollIntervalMs, principal: principalOf(authInfo) }), {
+  const idle: McpServer[] = [];
+  const build = (): McpServer => {
+    const server = createModernTaskServer(service, { ...options, pollIntervalMs });
+    // The SDK calls this once the exchange it served has ended, its transport gone: the server is free again.
+    // (One it closed unconnected, a request refused before it was served, is never told: it is simply dropped.)
+    server.server.onclose = () => {
+      if (idle.length < MAX_IDLE_SERVERS && !idle.includes(server)) idle.push(server);
+    };
+    return server;
+  };
+  // Nothing of a request stays on the server to leak into the next: the caller comes from each request's
+  // context, and Klym reads a client's capabilities from its request's envelope, never from the server.
+  const handler = createMcpHandler(() => idle.pop() ?? build(), {
     legacy: 'reject',
     ...(options.onerror === undefined ? {} : { onerror: options.onerror }),
   });
@@ -61,10 +75,14 @@ export function createModernTaskHandler(service: TaskService, options: ModernTas
   };
 }
 
-const optional = <Key extends string>(key: Key, value: string | undefined): { [K in Key]?: string } => (value === undefined ? {} : ({ [key]: value } as { [K in Key]: string }));
+/**
+ * Idle servers kept for the requests to come, at most: as many as were served at once, up to this. Past it, a
+ * server is dropped after its exchange: a burst beyond it costs a build per extra request, as every request did
+ * before servers were reused.
+ */
+const MAX_IDLE_SERVERS = 16;
 
-/** Who is asking: the verified `authInfo` the caller handed over, `anonymous` without one. */
-const principalOf = (authInfo?: { readonly clientId?: string }): string => authInfo?.clientId ?? 'anonymous';
+const optional = <Key extends string>(key: Key, value: string | undefined): { [K in Key]?: string } => (value === undefined ? {} : ({ [key]: value } as { [K in Key]: string }));
 
 /** The `subscriptions/listen` request for task notifications that `request` is, when it is a well-formed 2026 one. */
 function taskListenOf(request: Request, body: unknown): JSONRPCRequest | undefined {

@@ -32,8 +32,6 @@ export interface ModernTask {
 
 /** Options of {@link createModernTaskServer}. */
 export interface ModernTaskServerOptions {
-  /** Whose request this server answers: tasks are this principal's. */
-  readonly principal: string;
   /** `serverInfo`. */
   readonly info: { readonly name: string; readonly version: string };
   /** What the server tells clients in `server/discover`. */
@@ -41,6 +39,12 @@ export interface ModernTaskServerOptions {
   /** The `pollIntervalMs` clients are told. @default MCP_TASK_DEFAULTS.pollIntervalMs */
   readonly pollIntervalMs?: number;
 }
+
+/**
+ * Who is asking: the `clientId` of the verified `authInfo` the caller handed the request with, `anonymous`
+ * without one (a server run without auth).
+ */
+export const principalOf = (authInfo?: { readonly clientId?: string }): string => authInfo?.clientId ?? 'anonymous';
 
 /** Whether a 2026-07-28 request's envelope declares the Tasks extension. */
 export function declaresTasksExtension(envelope: unknown): boolean {
@@ -87,10 +91,12 @@ export async function toModernTask(service: TaskService, task: TaskRecord, princ
 const updateParams = TASK_ID_PARAMS.extend({ inputResponses: z.record(z.string(), z.unknown()).optional() });
 
 /**
- * Builds the v2 SDK server that answers one 2026-07-28 request of `principal`: Klym's seven task tools (the
- * same definitions the 2025-11-25 sessions serve), `run_agent_task` under the Tasks extension, and the
- * extension's `tasks/get`, `tasks/update` and `tasks/cancel`. A stateless request has no session to send
- * progress or log messages to later: task transitions reach a client through `subscriptions/listen` instead.
+ * Builds the v2 SDK server that answers 2026-07-28 requests: Klym's seven task tools (the same definitions the
+ * 2025-11-25 sessions serve), `run_agent_task` under the Tasks extension, and the extension's `tasks/get`,
+ * `tasks/update` and `tasks/cancel`. It holds no caller: each request's tasks are those of the principal its
+ * `authInfo` names ({@link principalOf}, from the handler context's `http.authInfo`), so one server serves one
+ * request after another, of any principal. A stateless request has no session to send progress or log
+ * messages to later: task transitions reach a client through `subscriptions/listen` instead.
  *
  * `run_agent_task` answers the flat task handle (`resultType: "task"`) to a request that declares the
  * extension, and `-32021` naming it otherwise: Klym's work never fits a synchronous answer, and
@@ -98,17 +104,17 @@ const updateParams = TASK_ID_PARAMS.extend({ inputResponses: z.record(z.string()
  * without the extension, and `-32602` for a task the caller cannot see.
  */
 export function createModernTaskServer(service: TaskService, options: ModernTaskServerOptions): McpServer {
-  const { principal } = options;
   const pollIntervalMs = options.pollIntervalMs ?? MCP_TASK_DEFAULTS.pollIntervalMs;
   const server = new McpServer(options.info, {
     capabilities: { tools: {}, extensions: { [TASKS_EXTENSION_ID]: {} } },
     ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
   });
-  type Context = { mcpReq: { _meta?: unknown; envelope?: unknown } };
+  type Context = { mcpReq: { _meta?: unknown; envelope?: unknown }; http?: { authInfo?: { clientId?: string } } };
   const metaOf = (ctx: Context): unknown => ({ ...(ctx.mcpReq['_meta'] as object | undefined), ...(ctx.mcpReq.envelope as object | undefined) });
+  const callerOf = (ctx: Context): string => principalOf(ctx.http?.authInfo);
 
   for (const tool of TASK_TOOLS) {
-    const handler = (args: never, ctx: Context) => answer(() => tool.run(service, args, principal, metaOf(ctx)));
+    const handler = (args: never, ctx: Context) => answer(() => tool.run(service, args, callerOf(ctx), metaOf(ctx)));
     server.registerTool(tool.name, tool.config, handler as never);
   }
 
@@ -122,24 +128,25 @@ export function createModernTaskServer(service: TaskService, options: ModernTask
   const runAgentTask = async (params: { arguments?: unknown }, ctx: Context): Promise<Record<string, unknown>> => {
     if (!declaresTasksExtension(ctx.mcpReq.envelope)) throw missingTasksExtension();
     const args = parseAgentTaskArgs(params.arguments);
+    const principal = callerOf(ctx);
     const { task_id: taskId } = await asTaskRpc(() => service.start(args, principal, startOptionsOf(metaOf(ctx))));
     // Durably created before the handle is answered: a tasks/get of it resolves from now on, on any front.
     return { resultType: 'task', ...(await readModernTask(service, taskId, principal, pollIntervalMs)) };
   };
   answerBeforeTools(server, AGENT_TASK_TOOL.name, runAgentTask);
 
-  const withTask = <Params extends { taskId: string }>(run: (params: Params) => Promise<Record<string, unknown>>) =>
+  const withTask = <Params extends { taskId: string }>(run: (params: Params, principal: string) => Promise<Record<string, unknown>>) =>
     async (params: Params, ctx: Context): Promise<Record<string, unknown>> => {
       if (!declaresTasksExtension(ctx.mcpReq.envelope)) throw missingTasksExtension();
-      return run(params);
+      return run(params, callerOf(ctx));
     };
-  server.server.setRequestHandler('tasks/get', { params: TASK_ID_PARAMS, result: ANY_RESULT }, withTask(({ taskId }) => readModernTask(service, taskId, principal, pollIntervalMs)) as never);
+  server.server.setRequestHandler('tasks/get', { params: TASK_ID_PARAMS, result: ANY_RESULT }, withTask(({ taskId }, principal) => readModernTask(service, taskId, principal, pollIntervalMs)) as never);
   // Klym never asks its caller anything (no task is ever input_required): every input response answers no
   // outstanding request, and the spec has those ignored. The task must still be the caller's.
   server.server.setRequestHandler(
     'tasks/update',
     { params: updateParams, result: ANY_RESULT },
-    withTask(async ({ taskId }) => {
+    withTask(async ({ taskId }, principal) => {
       await asTaskRpc(() => service.tasks.get(taskId, { principal }));
       return {};
     }) as never,
@@ -147,7 +154,7 @@ export function createModernTaskServer(service: TaskService, options: ModernTask
   server.server.setRequestHandler(
     'tasks/cancel',
     { params: TASK_ID_PARAMS, result: ANY_RESULT },
-    withTask(async ({ taskId }) => {
+    withTask(async ({ taskId }, principal) => {
       // Cooperative: an ended task stays as it was, and the acknowledgement is the same.
       await asTaskRpc(() => service.tasks.cancel(taskId, { principal }));
       return {};

@@ -101,27 +101,37 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
   server.server.setRequestHandler('tasks/list', { params: cursorParams, result: ANY_RESULT }, answering(async (params: { cursor?: string } | undefined) => store.listTasks(params?.cursor)));
   server.server.setRequestHandler('tasks/cancel', { params: TASK_ID_PARAMS, result: ANY_RESULT }, answering(async ({ taskId }: { taskId: string }) => store.cancelTask(taskId)));
 
-  /** Resolves once `taskId` has ended (it is looked at each `pollInterval`, and at once when this process hears it end). */
+  /**
+   * Resolves once `taskId` has ended (it is looked at each `pollInterval`, and at once when this process hears
+   * it end); rejects with `signal`'s reason as soon as the request is cancelled or its session closes, so
+   * nothing goes on reading the store for a client that is gone.
+   */
   const untilEnded = async (taskId: string, signal: AbortSignal): Promise<void> => {
     for (;;) {
+      signal.throwIfAborted();
       const task = await store.getTask(taskId);
       if (task === null) throw taskNotFound();
       if (TERMINAL.has(task.status)) return;
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(done, store.pollIntervalMs);
+        const timer = setTimeout(ended, store.pollIntervalMs);
         const unsubscribe = service.onEvent((event) => {
-          if (event.type === 'task-end' && event.task.id === taskId) done();
+          if (event.type === 'task-end' && event.task.id === taskId) ended();
         });
-        const aborted = (): void => {
-          done();
-          reject(signal.reason);
-        };
+        // Aborted while the store was read: no `abort` event is coming.
+        if (signal.aborted) return aborted();
         signal.addEventListener('abort', aborted, { once: true });
-        function done(): void {
+        function stop(): void {
           clearTimeout(timer);
           unsubscribe();
           signal.removeEventListener('abort', aborted);
+        }
+        function ended(): void {
+          stop();
           resolve();
+        }
+        function aborted(): void {
+          stop();
+          reject(signal.reason);
         }
       });
     }

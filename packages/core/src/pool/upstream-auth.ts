@@ -2,6 +2,7 @@ import { createPrivateKey } from 'node:crypto';
 import {
   auth,
   ClientCredentialsProvider,
+  discoverOAuthProtectedResourceMetadata,
   extractWWWAuthenticateParams,
   PrivateKeyJwtProvider,
   UnauthorizedError,
@@ -16,8 +17,8 @@ import type { PoolClock } from './clock.ts';
  * How the pool gets an OAuth access token for an HTTP upstream (`upstreams.<name>.auth`): the
  * `client_credentials` grant, the client authenticated by a secret (`client_secret_basic`) or by a JWT
  * assertion signed with its private key (`private_key_jwt`, RFC 7523; the MCP client-credentials
- * extension, SEP-1046). The authorization server is the one the upstream names in its protected resource
- * metadata (RFC 9728).
+ * extension, SEP-1046), at the authorization server `issuer` and no other: an upstream whose protected
+ * resource metadata (RFC 9728) names other authorization servers only is refused before any is asked.
  */
 export type UpstreamAuth =
   | {
@@ -27,11 +28,11 @@ export type UpstreamAuth =
       /** Space-separated scopes. @default what the upstream's metadata offers */
       readonly scope?: string;
       /**
-       * The authorization server the credentials belong to: no other is sent them. Give it: without it the
-       * upstream names the server that receives the credentials, and the SDK warns so on stderr (`klym serve`
-       * requires it). @default the one the upstream names
+       * The issuer of the authorization server the client is registered with, which alone is sent its
+       * credentials: an https URL (http only on loopback: 127.0.0.0/8, `::1`, `localhost`). Required: without
+       * it the upstream would name the server that receives them.
        */
-      readonly issuer?: string;
+      readonly issuer: string;
     }
   | {
       readonly type: 'private_key_jwt';
@@ -41,8 +42,8 @@ export type UpstreamAuth =
       /** The JWS algorithm. @default from the key: RS256 (RSA), ES256/ES384/ES512 (EC by curve), EdDSA (Ed25519) */
       readonly algorithm?: string;
       readonly scope?: string;
-      /** As for `client_credentials`: give it. */
-      readonly issuer?: string;
+      /** As for `client_credentials`: the authorization server the client is registered with, which alone is sent its assertions. */
+      readonly issuer: string;
     };
 
 /** An upstream's `auth` with its algorithm settled. */
@@ -66,6 +67,13 @@ export function resolveUpstreamAuth(upstreamAuth: UpstreamAuth): ResolvedUpstrea
   const type = (upstreamAuth as { type?: unknown }).type;
   if (type !== 'client_credentials' && type !== 'private_key_jwt') throw new Error(`expected \`auth.type\` to be "client_credentials" or "private_key_jwt", got ${JSON.stringify(type)}`);
   if (typeof upstreamAuth.clientId !== 'string' || upstreamAuth.clientId === '') throw new Error('expected `auth.clientId` to be a non-empty string');
+  const issuer: unknown = upstreamAuth.issuer;
+  if (typeof issuer !== 'string' || !isSecureIssuer(issuer)) {
+    throw new Error(
+      'expected `auth.issuer` to be the https URL of the authorization server the client is registered with ' +
+        `(http only on loopback: 127.0.0.0/8, ::1, localhost), got ${JSON.stringify(issuer) ?? 'nothing'}`,
+    );
+  }
   if (upstreamAuth.type === 'client_credentials') {
     if (typeof upstreamAuth.clientSecret !== 'string' || upstreamAuth.clientSecret === '') throw new Error('expected `auth.clientSecret` to be a non-empty string');
     return upstreamAuth;
@@ -79,6 +87,22 @@ export function resolveUpstreamAuth(upstreamAuth: UpstreamAuth): ResolvedUpstrea
   }
   return { ...upstreamAuth, algorithm };
 }
+
+/** Whether `host` (a URL's `hostname`) is loopback: 127.0.0.0/8, `::1` or `localhost`. */
+function isLoopbackHost(host: string): boolean {
+  const name = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return name === 'localhost' || name === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
+}
+
+/** Whether `issuer` can be an authorization server's issuer Klym sends credentials to: https, or http on loopback; no query or fragment (RFC 8414 §2). */
+function isSecureIssuer(issuer: string): boolean {
+  if (!URL.canParse(issuer)) return false;
+  const { protocol, hostname, search, hash } = new URL(issuer);
+  return (protocol === 'https:' || (protocol === 'http:' && isLoopbackHost(hostname))) && search === '' && hash === '';
+}
+
+/** Whether two issuer identifiers are the same, a trailing slash aside (as the SDK compares them). */
+const sameIssuer = (one: string, other: string): boolean => one.replace(/\/+$/, '') === other.replace(/\/+$/, '');
 
 /** The JWS algorithm that fits a PEM private key. */
 function algorithmOf(pem: string): string {
@@ -114,6 +138,7 @@ const RENEW_AHEAD_MS = 60_000;
 export class UpstreamTokens implements AuthProvider {
   readonly #provider: OAuthClientProvider;
   readonly #serverUrl: URL;
+  readonly #issuer: string;
   readonly #scope: string | undefined;
   readonly #clock: PoolClock;
   #discovery: OAuthDiscoveryState | undefined;
@@ -124,10 +149,12 @@ export class UpstreamTokens implements AuthProvider {
 
   constructor(upstreamAuth: ResolvedUpstreamAuth, serverUrl: URL, clock: PoolClock) {
     this.#serverUrl = serverUrl;
+    this.#issuer = upstreamAuth.issuer;
     this.#scope = upstreamAuth.scope;
     this.#clock = clock;
     const common = { clientId: upstreamAuth.clientId, ...(upstreamAuth.scope === undefined ? {} : { scope: upstreamAuth.scope }) };
-    const pinned = upstreamAuth.issuer === undefined ? {} : { expectedIssuer: upstreamAuth.issuer };
+    // A second check behind `#discover`, which hands the SDK no other server: the SDK refuses metadata naming another issuer.
+    const pinned = { expectedIssuer: upstreamAuth.issuer };
     const provider: OAuthClientProvider =
       upstreamAuth.type === 'client_credentials'
         ? new ClientCredentialsProvider({ ...common, ...pinned, clientSecret: upstreamAuth.clientSecret })
@@ -155,6 +182,7 @@ export class UpstreamTokens implements AuthProvider {
   #renew(context: UnauthorizedContext | undefined): Promise<void> {
     this.#renewing ??= (async () => {
       const challenge = context === undefined ? {} : extractWWWAuthenticateParams(context.response);
+      this.#discovery ??= await this.#discover(context?.serverUrl ?? this.#serverUrl, challenge.resourceMetadataUrl);
       const scope = challenge.scope ?? this.#scope;
       const result = await auth(this.#provider, {
         serverUrl: context?.serverUrl ?? this.#serverUrl,
@@ -168,6 +196,34 @@ export class UpstreamTokens implements AuthProvider {
       this.#renewing = undefined;
     });
     return this.#renewing;
+  }
+
+  /**
+   * Where to get tokens: the configured issuer, once the upstream's protected resource metadata (RFC 9728), if it
+   * has any, names it among its authorization servers. Handed to the SDK as what it discovered, so that it asks
+   * the issuer's metadata and no other server's.
+   * @throws {UnauthorizedError} when the metadata names other authorization servers only: nothing is sent to them.
+   */
+  async #discover(serverUrl: URL, resourceMetadataUrl: URL | undefined): Promise<OAuthDiscoveryState> {
+    let resourceMetadata: OAuthDiscoveryState['resourceMetadata'];
+    try {
+      resourceMetadata = await discoverOAuthProtectedResourceMetadata(serverUrl, resourceMetadataUrl === undefined ? {} : { resourceMetadataUrl }, fetch);
+    } catch (error) {
+      // The upstream unreachable is the connect's failure to report; metadata it does not serve leaves the issuer as it is.
+      if (error instanceof TypeError) throw error;
+    }
+    const named = resourceMetadata?.authorization_servers ?? [];
+    if (named.length > 0 && !named.some((server) => sameIssuer(server, this.#issuer))) {
+      throw new UnauthorizedError(
+        `its protected resource metadata names the authorization server ${named.join(', ')}, not the configured \`auth.issuer\` ${this.#issuer}, ` +
+          'the only one its credentials go to: no token was asked for',
+      );
+    }
+    return {
+      authorizationServerUrl: this.#issuer,
+      ...(resourceMetadataUrl === undefined ? {} : { resourceMetadataUrl: resourceMetadataUrl.href }),
+      ...(resourceMetadata === undefined ? {} : { resourceMetadata }),
+    };
   }
 
   /** `provider`, which also keeps the discovery's outcome and notes when each token is to be renewed. */

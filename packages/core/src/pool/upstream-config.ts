@@ -35,10 +35,10 @@ export interface UpstreamConfig {
    */
   readonly headers?: Readonly<Record<string, string>>;
   /**
-   * OAuth for an HTTP upstream: an access token from the `client_credentials` grant, the client
-   * authenticated with a secret or a signed JWT (`private_key_jwt`), fetched on the first 401, renewed
-   * before it expires, and sent on every request. The secret and the key never appear in errors or
-   * status. @default none: only `headers`
+   * OAuth for an HTTP upstream: an access token from the `client_credentials` grant at the authorization
+   * server `auth.issuer` (required; https, http only on loopback), the client authenticated with a secret or
+   * a signed JWT (`private_key_jwt`), fetched on the first 401, renewed before it expires, and sent on every
+   * request. The secret and the key never appear in errors or status. @default none: only `headers`
    */
   readonly auth?: UpstreamAuth;
   /** The command that starts a stdio server. */

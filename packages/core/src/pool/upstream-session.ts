@@ -15,6 +15,7 @@ import {
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { KlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
+import { replaceStdioReadBuffer } from '../mcp/sdk-handlers.ts';
 import type { PoolClock } from './clock.ts';
 import { messageLimit } from './message-limit.ts';
 import { StdioFrameReader } from './stdio-frame-reader.ts';
@@ -245,9 +246,9 @@ function createTransport(
       });
       // A session serves one call at a time: an answer over the limit whose id cannot be read answers the last request.
       const reader = new StdioFrameReader(messageLimit(config, log), () => (sent.requestId === undefined ? [] : [sent.requestId]));
-      // The SDK's transport reads its child's stdout through this field (append, readMessage, clear), a private
-      // one: test/pool-big-messages.test.ts fails if an SDK update stops it being used.
-      Reflect.set(transport, '_readBuffer', reader);
+      // A private field of the SDK's: the reach checks it is there, and throws naming the SDK's version if not;
+      // test/pool-big-messages.test.ts fails should an SDK update stop using it.
+      replaceStdioReadBuffer(transport, reader);
       if (transport.stderr !== null) readStderr(transport.stderr as Readable, config.name, log, hooks.stderr, hooks.clock);
       return transport;
     }
