@@ -4,6 +4,7 @@
 import os from 'node:os';
 import { bigMessage } from './big-message.ts';
 import { failureFigures } from './failure-figures.ts';
+import { fairness } from './fairness.ts';
 import { freshVsPooled } from './fresh-vs-pooled.ts';
 import { heavy } from './heavy.ts';
 import { poolOverhead } from './pool-overhead.ts';
@@ -28,6 +29,7 @@ const scenarios: readonly (readonly [name: string, heading: string, run: () => P
   ['scale-out', '## 8. Scale out on Redis: fronts and workers as processes', () => scaleOut({ quick })],
   ['big-message', '## 9. Big messages from an upstream: a file read through server-filesystem over stdio', () => bigMessage({ quick })],
   ['heavy', '## 10. Heavy inputs: the same questions through map and through query (a log, the graph)', () => heavy({ quick })],
+  ['fairness', "## 11. Fair turns between principals: a newcomer's task behind another caller's 40-task backlog", () => fairness({ quick })],
 ];
 
 const onlyAt = process.argv.indexOf('--only');

@@ -90,6 +90,36 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
     expect(raw.json).toMatchObject({ id: 7, error: { code: -32001 } });
   });
 
+  it('lists tasks by context (each task is its own), by status time, and with artifacts only when asked', async () => {
+    harness = await startHarness({ auth: { tokens: TOKENS } });
+    const client = await clientOf(harness.server.url, TOKENS.grynya);
+    const list = (fields: { contextId?: string; statusTimestampAfter?: string; includeArtifacts?: boolean } = {}) =>
+      client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined, ...fields });
+    const done = async (task: Task): Promise<Task> => {
+      await expect.poll(async () => (await client.getTask({ tenant: '', id: task.id })).status?.state, { timeout: 15_000 }).toBe(TaskState.TASK_STATE_COMPLETED);
+      return client.getTask({ tenant: '', id: task.id });
+    };
+    const first = await done((await send(client, 'Self-check, please')) as Task);
+    // The next task's status changes after this instant: wait until the clock has passed it.
+    const cut = new Date(Date.parse(first.status?.timestamp ?? '') + 1).toISOString();
+    await expect.poll(() => Date.now()).toBeGreaterThan(Date.parse(cut));
+    const second = await done((await send(client, 'Self-check, please')) as Task);
+
+    expect((await list()).tasks.map((task) => task.id)).toEqual([second.id, first.id]);
+    expect((await list({ contextId: first.id })).tasks.map((task) => task.id)).toEqual([first.id]);
+    expect(first.contextId).toBe(first.id);
+    expect((await list({ contextId: 'no-such-context' })).tasks).toEqual([]);
+    expect((await (await clientOf(harness.server.url, TOKENS.other)).listTasks({ tenant: '', contextId: first.id, status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined })).tasks).toEqual([]);
+    expect(await list({ statusTimestampAfter: cut })).toMatchObject({ tasks: [{ id: second.id }], totalSize: 1, nextPageToken: '' });
+    expect((await list({ statusTimestampAfter: first.status?.timestamp ?? '' })).tasks.map((task) => task.id)).toEqual([second.id, first.id]);
+
+    // Without includeArtifacts a list stays small; with it, each task's answer is there as GetTask has it.
+    expect((await list()).tasks.map((task) => task.artifacts)).toEqual([[], []]);
+    const full = await list({ includeArtifacts: true, contextId: second.id });
+    expect(textOf(full.tasks[0] as Task)).toBe(textOf(second));
+    expect(textOf(second)).toMatch(new RegExp(`^${ALL_WELL}`, 'm'));
+  });
+
   it('streams a task: the Task first, status updates, the result and the end', async () => {
     harness = await startHarness({ auth: { tokens: TOKENS } });
     const client = await clientOf(harness.server.url, TOKENS.grynya);
@@ -120,6 +150,24 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
     expect(rest.at(-1)).toMatchObject({ $case: 'statusUpdate', value: { taskId: started.id, status: { state: TaskState.TASK_STATE_CANCELED } } });
     const mcp = await harness.connect('streamable-http', TOKENS.grynya);
     expect(payload(await mcp.callTool({ name: 'check_task_status', arguments: { task_id: started.id } }))).toMatchObject({ status: 'cancelled' });
+  });
+
+  it("holds a caller to its quotas at this door too: past maxQueued a send is refused with the numbers, another caller's goes on", async () => {
+    harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { maxConcurrent: 1, perPrincipal: { maxQueued: 1 } } });
+    harness.grynya.faults.hang = true;
+    const sendRaw = (id: number, token: string) =>
+      rpc(harness?.server.url ?? '', JSON.stringify({ jsonrpc: '2.0', id, method: 'SendMessage', params: { message: { messageId: `m${id}`, role: 'ROLE_USER', parts: [{ text: 'Self-check, please' }] }, configuration: { returnImmediately: true } } }), {
+        authorization: `Bearer ${token}`,
+      });
+    // One runs (held by grynya), one waits: the caller's maxQueued of 1.
+    expect((await sendRaw(1, TOKENS.grynya)).json).toMatchObject({ id: 1, result: { task: { id: expect.any(String) } } });
+    await expect.poll(() => harness?.grynya.stats.toolCalls, { timeout: 10_000 }).toBeGreaterThan(0);
+    expect((await sendRaw(2, TOKENS.grynya)).json).toMatchObject({ id: 2, result: { task: { status: { state: 'TASK_STATE_SUBMITTED' } } } });
+    expect((await sendRaw(3, TOKENS.grynya)).json).toMatchObject({
+      id: 3,
+      error: { code: -32603, message: expect.stringMatching(/^QUOTA_EXCEEDED: Principal grynya has 1 task waiting, its maxQueued is 1 \(tasks\.perPrincipal\.maxQueued\)/) },
+    });
+    expect((await sendRaw(4, TOKENS.other)).json).toMatchObject({ id: 4, result: { task: { status: { state: 'TASK_STATE_SUBMITTED' } } } });
   });
 
   it('answers bad JSON, bad requests, unknown methods, wrong params and a missing version with the spec’s errors, and stays up', async () => {

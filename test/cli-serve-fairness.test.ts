@@ -60,15 +60,15 @@ describe('klym serve with many callers', () => {
     grynya.faults.hang = true;
     const batch: string[] = [];
     for (let index = 1; index <= 40; index++) batch.push(await start(url, ALICE, `batch ${index}`));
-    await vi.waitFor(async () => expect((await quota(url, ALICE)).use).toEqual({ running: 2, queued: 38 }), { timeout: 10_000 });
+    await vi.waitFor(async () => expect((await quota(url, ALICE)).use).toMatchObject({ running: 2, queued: 38 }), { timeout: 10_000 });
 
     const mine = await start(url, BOB, 'one question');
     // Only alice's first two run: bob's task is next, ahead of the 38 of hers that came first.
     expect(await seen(url, BOB, mine)).toMatchObject({ status: 'pending', queue_position: 0 });
     expect(await seen(url, ALICE, batch[39] as string)).toMatchObject({ status: 'pending', queue_position: 38 });
     // Each caller sees its own use, and no quota of its own.
-    expect(await quota(url, BOB)).toEqual({ principal: 'bob', quotas: {}, use: { running: 0, queued: 1 } });
-    expect(await quota(url, ALICE)).toEqual({ principal: 'alice', quotas: {}, use: { running: 2, queued: 38 } });
+    expect(await quota(url, BOB)).toMatchObject({ principal: 'bob', quotas: {}, use: { running: 0, queued: 1 } });
+    expect(await quota(url, ALICE)).toMatchObject({ principal: 'alice', quotas: {}, use: { running: 2, queued: 38 } });
 
     // Runs now take 100 ms; alice's two held ones are cancelled, which frees both slots at once.
     grynya.faults.hang = false;
@@ -90,7 +90,7 @@ describe('klym serve with many callers', () => {
     grynya.faults.hang = true;
     const hers: string[] = [];
     for (let index = 1; index <= 6; index++) hers.push(await start(url, ALICE, `hers ${index}`));
-    await vi.waitFor(async () => expect((await quota(url, ALICE)).use).toEqual({ running: 1, queued: 5 }), { timeout: 10_000 });
+    await vi.waitFor(async () => expect((await quota(url, ALICE)).use).toMatchObject({ running: 1, queued: 5 }), { timeout: 10_000 });
 
     const refused = await fetch(`${url}/api/tasks`, {
       method: 'POST',
@@ -110,8 +110,8 @@ describe('klym serve with many callers', () => {
     // A slot is free (alice is at her maxRunning of 1): bob's task takes it at once.
     const his = await start(url, BOB, 'his');
     await vi.waitFor(async () => expect((await seen(url, BOB, his)).status).toBe('running'), { timeout: 10_000 });
-    expect(await quota(url, ALICE)).toEqual({ principal: 'alice', quotas: { max_running: 1, max_queued: 5 }, use: { running: 1, queued: 5 } });
-    expect(await quota(url, BOB)).toEqual({ principal: 'bob', quotas: { max_running: 1, max_queued: 5 }, use: { running: 1, queued: 0 } });
+    expect(await quota(url, ALICE)).toMatchObject({ principal: 'alice', quotas: { max_running: 1, max_queued: 5 }, use: { running: 1, queued: 5 } });
+    expect(await quota(url, BOB)).toMatchObject({ principal: 'bob', quotas: { max_running: 1, max_queued: 5 }, use: { running: 1, queued: 0 } });
 
     // Alice's tasks run one after another: none starts before the one before it ended.
     grynya.faults.hang = false;
@@ -123,5 +123,53 @@ describe('klym serve with many callers', () => {
     const runs = (await Promise.all(hers.map((id) => seen(url, ALICE, id)))).toSorted((a, b) => String(a.started_at).localeCompare(String(b.started_at)));
     const overlapping = runs.slice(1).filter((run, index) => (run.started_at as string) < (runs[index]?.finished_at as string));
     expect(overlapping).toEqual([]);
+  }, 60_000);
+
+  it("holds maxTokensPerDay on the runner thread: the run that passes it stops, alice is refused until midnight UTC, across a restart; bob starts", async () => {
+    const directory = temporaryDirectory();
+    cleanups.push(async () => directory[Symbol.dispose]());
+    const config = {
+      upstreams: { grynya: { url: grynya.mcpUrl } },
+      // The scripted model reports no usage: each step is estimated, far more than 1 token.
+      tasks: { store: 'sqlite:tasks.db', runner: 'thread', concurrency: 2, shutdownGraceMs: 0, perPrincipal: { maxTokensPerDay: 1 } },
+      server: { port: 0, tokens: { alice: ALICE, bob: BOB } },
+    };
+    writeFileSync(path.join(directory.path, 'klym.config.json'), JSON.stringify(config));
+    const first = await serveKlym(directory.path, cleanups);
+    await vi.waitFor(async () => expect((await restCall(first.url, '/healthz', ALICE)).json.status).toBe('ok'), { timeout: 10_000 });
+    const hers = await start(first.url, ALICE, 'check the graph');
+    await vi.waitFor(async () => expect((await seen(first.url, ALICE, hers)).status).toBe('completed'), { timeout: 15_000 });
+    // The self-check's first step (its graph probe) passed the day's 1 token: it stopped there, before its answer.
+    expect((await restCall(first.url, `/api/tasks/${hers}`, ALICE)).json).toMatchObject({ finish_reason: 'budget:tokensPerDay', budget: { steps: 1 } });
+    const spent = (await quota(first.url, ALICE)) as { use: { tokens_today: number }; quotas: unknown; day_resets_at: string };
+    expect(spent.quotas).toEqual({ max_tokens_per_day: 1 });
+    expect(spent.use.tokens_today).toBeGreaterThan(1);
+    const midnight = Date.parse(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`) + 86_400_000;
+    expect(spent.day_resets_at).toBe(new Date(midnight).toISOString());
+
+    const refusedNow = async (url: string): Promise<void> => {
+      const refused = await fetch(`${url}/api/tasks`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ALICE}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ prompt: 'more' }),
+      });
+      expect(refused.status).toBe(429);
+      // Seconds until midnight UTC, rounded up.
+      const retryAfter = Number(refused.headers.get('retry-after'));
+      expect(Math.abs(retryAfter - Math.ceil((midnight - Date.now()) / 1_000))).toBeLessThanOrEqual(2);
+      expect(await refused.json()).toEqual({
+        error: { code: 'QUOTA_EXCEEDED', message: expect.stringContaining(`Principal alice has spent ${spent.use.tokens_today} tokens today, its maxTokensPerDay is 1`) },
+      });
+    };
+    await refusedNow(first.url);
+    const his = await start(first.url, BOB, 'his');
+    await vi.waitFor(async () => expect((await seen(first.url, BOB, his)).status).toBe('completed'), { timeout: 15_000 });
+
+    // Stopped and started again on the same file: the day's spend is still counted.
+    first.klym.child.kill('SIGTERM');
+    expect((await first.klym.exited()).code).toBe(0);
+    const second = await serveKlym(directory.path, cleanups);
+    await refusedNow(second.url);
+    expect(((await quota(second.url, ALICE)) as { use: { tokens_today: number } }).use.tokens_today).toBe(spent.use.tokens_today);
   }, 60_000);
 });

@@ -1,7 +1,10 @@
 // Issue #15, part 2: `GET /metrics` of a real server (and of a worker's health port), scraped after tasks
-// ran on the runner thread over the fake grynya with the scripted model.
+// ran on the runner thread over the fake grynya with the scripted model. Issue #33, part 3: each configured
+// principal's tasks, spend and refusals, every other principal (an OAuth subject here) summed as `other`.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startKlymServer, startKlymWorker } from '../apps/server/src/server/index.ts';
+import { gatedRunner } from './support/dashboard.ts';
+import { startOidcIssuer } from './support/oidc-issuer.ts';
 import { scrape, valueOf, type Sample } from './support/prometheus.ts';
 import { startRedisServer, type RedisServer } from './support/redis-server.ts';
 import { startHarness, type ServerHarness } from './support/server-harness.ts';
@@ -30,6 +33,13 @@ async function runTask(url: string, token: string): Promise<string> {
     .toBe('completed');
   return started.task_id;
 }
+
+/** Starts a task over REST with `token`; the answer as it came. */
+const start = (url: string, token: string, prompt: string): Promise<Response> =>
+  fetch(`${url}/api/tasks`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ prompt }) });
+
+/** The error code of a refused start, with its status. */
+const refusal = async (response: Response): Promise<{ status: number; code?: string }> => ({ status: response.status, code: ((await response.json()) as { error?: { code: string } }).error?.code });
 
 /** Every label value of the samples named `name`, by label. */
 const labelValues = (samples: readonly Sample[], name: string, label: string): string[] => [...new Set(samples.filter((sample) => sample.name === name).map((sample) => sample.labels[label] as string))].toSorted();
@@ -78,13 +88,14 @@ describe('GET /metrics', () => {
     expect(valueOf(samples, 'process_cpu_seconds_total')).toBeGreaterThanOrEqual((cpuBeforeScrape.user + cpuBeforeScrape.system) / 1e6);
     expect(valueOf(samples, 'nodejs_eventloop_lag_seconds')).toBeDefined();
 
-    // Bounded labels: fixed sets, the configured upstream and model, listed tools; never a task id, principal or prompt.
+    // Bounded labels: fixed sets, the configured upstream, model and principal, listed tools; never a task id or prompt.
     expect(labelValues(samples, 'klym_tasks', 'status')).toEqual(['cancelled', 'completed', 'error', 'pending', 'running']);
     expect(labelValues(samples, 'klym_upstream_calls_total', 'tool')).toEqual(['other', 'query_graph']);
     expect(labelValues(samples, 'klym_upstream_state', 'state')).toEqual(['closed', 'connecting', 'down', 'ready']);
     expect(labelValues(samples, 'klym_llm_tokens_total', 'model')).toEqual(['scripted']);
+    expect(labelValues(samples, 'klym_principal_tasks', 'principal')).toEqual(['other', 'principal-of-grynya']);
     const body = JSON.stringify(samples);
-    for (const secretish of [...ids, 'made_up_tool_for_metrics', 'Self-check', 'principal-of-grynya', TOKEN]) expect(body).not.toContain(secretish);
+    for (const secretish of [...ids, 'made_up_tool_for_metrics', 'Self-check', TOKEN]) expect(body).not.toContain(secretish);
   });
 
   it('is guarded like the API, or by metrics.token alone', async () => {
@@ -102,6 +113,77 @@ describe('GET /metrics', () => {
     expect(await scrape(`${separate.url}/metrics`, METRICS_TOKEN)).toContainEqual(expect.objectContaining({ name: 'klym_queue_depth' }));
     // …and the metrics token opens nothing else.
     expect((await fetch(`${separate.url}/api/tasks`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).status).toBe(401);
+  });
+});
+
+describe('GET /metrics per principal', () => {
+  const TOKENS = { alice: 'alice-token-0123456789abcdef', bob: 'bob-token-0123456789abcdef' };
+  const RESOURCE = 'https://klym.example/mcp';
+
+  it("gauges each configured principal's waiting and running tasks, spend today and limits, sums the others as one series, and counts refusals by quota", async () => {
+    const issuer = await startOidcIssuer();
+    cleanups.push(() => issuer.close());
+    // Each task spends its first step (850 tokens in, 40 out: $1.05 at these prices), then waits until the server closes.
+    const runner = gatedRunner();
+    const { server } = await harness({
+      auth: { tokens: TOKENS, oauth: { issuer: issuer.issuer, resource: RESOURCE } },
+      tasks: {
+        run: runner.run,
+        maxConcurrent: 4,
+        maxQueued: 2,
+        prices: { 'scripted:script': { inputPerMillion: 1_000, outputPerMillion: 5_000 } },
+        perPrincipal: { maxRunning: 1, maxQueued: 1, overrides: { batch: { maxRunning: 4, maxQueued: 50 } } },
+      },
+    });
+    // An OAuth subject: a principal of no configured name.
+    const carol = await issuer.sign({ aud: RESOURCE, sub: 'carol-of-oauth', scope: 'klym:start klym:read klym:cancel' });
+
+    for (const [token, prompt] of [[TOKENS.alice, 'alice 1'], [TOKENS.alice, 'alice 2'], [TOKENS.bob, 'bob 1'], [carol, 'carol 1'], [carol, 'carol 2']] as const) {
+      expect((await start(server.url, token, prompt)).status).toBe(202);
+    }
+    expect(await refusal(await start(server.url, TOKENS.alice, 'alice 3'))).toEqual({ status: 429, code: 'QUOTA_EXCEEDED' });
+    expect(await refusal(await start(server.url, carol, 'carol 3'))).toEqual({ status: 429, code: 'QUOTA_EXCEEDED' });
+    // Bob is under his own quota, but the queue holds its 2 (alice's second and carol's).
+    expect(await refusal(await start(server.url, TOKENS.bob, 'bob 2'))).toEqual({ status: 429, code: 'TASK_QUEUE_FULL' });
+
+    // Once the three running tasks' first steps are counted in the store.
+    let samples: Sample[] = [];
+    await expect
+      .poll(async () => {
+        samples = await scrape(`${server.url}/metrics`, TOKENS.alice);
+        return [valueOf(samples, 'klym_principal_llm_tokens_today', { principal: 'alice' }), valueOf(samples, 'klym_principal_llm_tokens_today', { principal: 'bob' })];
+      }, { timeout: 15_000 })
+      .toEqual([890, 890]);
+
+    const tasksOf = (principal: string) => ({
+      pending: valueOf(samples, 'klym_principal_tasks', { principal, status: 'pending' }),
+      running: valueOf(samples, 'klym_principal_tasks', { principal, status: 'running' }),
+    });
+    expect(tasksOf('alice')).toEqual({ pending: 1, running: 1 });
+    expect(tasksOf('bob')).toEqual({ pending: 0, running: 1 });
+    // A configured principal that started nothing still has its series.
+    expect(tasksOf('batch')).toEqual({ pending: 0, running: 0 });
+    expect(tasksOf('other')).toEqual({ pending: 1, running: 1 });
+    // The principals' series add up to the store's totals.
+    expect(valueOf(samples, 'klym_tasks', { status: 'running' })).toBe(3);
+    expect(valueOf(samples, 'klym_queue_depth')).toBe(2);
+
+    expect(valueOf(samples, 'klym_principal_llm_cost_usd_today', { principal: 'alice' })).toBeCloseTo(1.05, 6);
+    expect(valueOf(samples, 'klym_principal_llm_cost_usd_today', { principal: 'batch' })).toBe(0);
+    expect(valueOf(samples, 'klym_principal_limit', { principal: 'alice', quota: 'maxQueued' })).toBe(1);
+    expect(valueOf(samples, 'klym_principal_limit', { principal: 'batch', quota: 'maxQueued' })).toBe(50);
+    expect(valueOf(samples, 'klym_principal_limit', { principal: 'alice', quota: 'maxTokensPerDay' })).toBeUndefined();
+
+    expect(valueOf(samples, 'klym_task_refusals_total', { principal: 'alice', quota: 'maxQueued' })).toBe(1);
+    expect(valueOf(samples, 'klym_task_refusals_total', { principal: 'other', quota: 'maxQueued' })).toBe(1);
+    expect(valueOf(samples, 'klym_task_refusals_total', { principal: 'bob', quota: 'tasks.maxQueued' })).toBe(1);
+    expect(valueOf(samples, 'klym_task_refusals_total', { principal: 'bob', quota: 'maxQueued' })).toBeUndefined();
+
+    // Bounded: the configured names and `other`; an OAuth subject is never a label.
+    expect(labelValues(samples, 'klym_principal_tasks', 'principal')).toEqual(['alice', 'batch', 'bob', 'other']);
+    expect(labelValues(samples, 'klym_task_refusals_total', 'principal')).toEqual(['alice', 'bob', 'other']);
+    expect(labelValues(samples, 'klym_principal_llm_tokens_today', 'principal')).toEqual(['alice', 'batch', 'bob']);
+    expect(JSON.stringify(samples)).not.toContain('carol-of-oauth');
   });
 });
 
@@ -141,7 +223,11 @@ describe("a worker's health port", () => {
     expect(valueOf(onWorker, 'klym_tasks', { status: 'completed' })).toBe(1);
     expect(valueOf(onFront, 'klym_tasks_started_total')).toBe(0);
     expect(valueOf(onFront, 'klym_task_duration_seconds_count', { status: 'completed' })).toBeUndefined();
-    // The store is shared: every process reports the same task counts.
+    // The store is shared: every process reports the same task counts, and the same spend of each principal.
     expect(valueOf(onFront, 'klym_tasks', { status: 'completed' })).toBe(1);
+    const spent = valueOf(onWorker, 'klym_principal_llm_tokens_today', { principal: 'grynya' });
+    expect(spent).toBeGreaterThan(0);
+    expect(valueOf(onFront, 'klym_principal_llm_tokens_today', { principal: 'grynya' })).toBe(spent);
+    for (const samples of [onWorker, onFront]) expect(valueOf(samples, 'klym_principal_tasks', { principal: 'grynya', status: 'running' })).toBe(0);
   });
 });

@@ -495,6 +495,22 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       expect((await store.claimWebhookMessages(30_000, 10_000, 10)).map((message) => message.id)).toEqual(['m3']);
     });
 
+    it("counts each principal's spend per day: concurrent adds all kept, other principals and days apart", async () => {
+      const store = await open();
+      expect(await store.spendOf('alice', '2026-11-27')).toEqual({ tokens: 0, usd: 0 });
+      const adds = Array.from({ length: 20 }, (_, index) => store.addSpend('alice', '2026-11-27', { tokens: 100 + index, usd: 0.25 }));
+      const totals = await Promise.all(adds);
+      // Every add answered a distinct running total, the last of them the sum.
+      expect(new Set(totals.map((total) => total.tokens)).size).toBe(20);
+      expect(await store.spendOf('alice', '2026-11-27')).toEqual({ tokens: 2_190, usd: 5 });
+      await store.addSpend('alice:x', '2026-11-27', { tokens: 7, usd: 0 });
+      await store.addSpend('alice', '2026-11-28', { tokens: 1, usd: 0.5 });
+      expect(await store.spendOf('alice', '2026-11-27')).toEqual({ tokens: 2_190, usd: 5 });
+      expect(await store.spendOf('alice:x', '2026-11-27')).toEqual({ tokens: 7, usd: 0 });
+      expect(await store.spendOf('alice', '2026-11-28')).toEqual({ tokens: 1, usd: 0.5 });
+      expect(await store.spendOf('bob', '2026-11-27')).toEqual({ tokens: 0, usd: 0 });
+    });
+
     it('closes idempotently', async () => {
       const store = await open();
       await store.insert(taskRecord('t1'));

@@ -8,3 +8,6 @@ export { KLYM_METADATA_KEY, createA2aRequestHandler, toA2aError, type A2aRequest
 export { A2A_STATE_OF, RESULT_ARTIFACT_ID, klymStatusOf, toA2aTask } from './a2a/a2a-task.ts';
 export { DELEGATE_SKILL_ID, buildAgentCard, type AgentCardOptions, type AgentCardSecurity } from './a2a/agent-card.ts';
 export { watchTask, type WatchTaskOptions } from './a2a/task-watch.ts';
+export { MAX_TASKS_SCANNED, listA2aTasks } from './a2a/a2a-list-tasks.ts';
+export { a2aPush, a2aPushFormat, pushTargetRequestOf, toPushConfig } from './a2a/a2a-push.ts';
+export { issuerMetadataReader, oauthFlowsOf, type AuthorizationServerMetadata, type OperationScopes } from './a2a/oauth-flows.ts';

@@ -123,6 +123,7 @@ export {
   type LogPageRequest,
   type StartOptions,
   type TaskEvent,
+  type TaskRefusal,
   type TaskManager,
   type TaskManagerOptions,
   type TaskReading,
@@ -167,6 +168,7 @@ export {
   type TaskResult,
   type TaskStatus,
   type TaskStore,
+  type DaySpend,
   type TaskUsage,
   type WriteBackOutcome,
 } from './tasks/task-types.ts';
@@ -220,9 +222,13 @@ export { PROMPT_PROVENANCE_CHARS, dayIdOf, writeBackResult, type WriteBackOption
 // webhooks
 export { createWebhookDispatcher, type WebhookDispatcher, type WebhookDispatcherOptions } from './webhooks/webhook-dispatcher.ts';
 export type { WebhookPayload } from './webhooks/webhook-payload.ts';
+export { ANY_PUBLIC_URL, MAX_PUSH_URL_LENGTH, createPushAllowList, isNonPublicAddress, type HostLookup, type PushAllowList, type PushAllowListOptions, type PushUrlVerdict } from './webhooks/push-allow.ts';
+export { PUSH_EVENTS, type PushEventType, type PushFormat, type PushOptions, type PushTarget } from './webhooks/push-types.ts';
+export type { PushTargetRequest, TaskPush } from './webhooks/task-push.ts';
 export {
   WEBHOOK_EVENTS,
   type ClaimedWebhookMessage,
+  type OutboxEventType,
   type WebhookEndpoint,
   type WebhookEventType,
   type WebhookMessage,

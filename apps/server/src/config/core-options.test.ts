@@ -57,6 +57,11 @@ describe('mapping the configuration onto core and the server', () => {
     expect(serverOptions(configWith({ KLYM_TASKS_PER_PRINCIPAL_MAX_QUEUED: '7' }), cwd).tasks?.perPrincipal).toEqual({ maxQueued: 7 });
     expect(() => configWith({ KLYM_TASKS_PER_PRINCIPAL_OVERRIDES: JSON.stringify({ batch: { maxRunning: 0 } }) })).toThrow(/tasks\.perPrincipal\.overrides\.batch\.maxRunning/);
     expect(() => configWith({ KLYM_TASKS_PER_PRINCIPAL_OVERRIDES: JSON.stringify({ batch: { maxWaiting: 5 } }) })).toThrow(/maxWaiting/);
+    // Spend per day: tokens a whole number, USD any positive amount.
+    const daily = { KLYM_TASKS_PER_PRINCIPAL_MAX_TOKENS_PER_DAY: '2000000', KLYM_TASKS_PER_PRINCIPAL_MAX_USD_PER_DAY: '2.5', KLYM_TASKS_PER_PRINCIPAL_OVERRIDES: JSON.stringify({ batch: { maxUsdPerDay: 40 } }) };
+    expect(serverOptions(configWith(daily), cwd).tasks?.perPrincipal).toEqual({ maxTokensPerDay: 2_000_000, maxUsdPerDay: 2.5, overrides: { batch: { maxUsdPerDay: 40 } } });
+    expect(() => configWith({ KLYM_TASKS_PER_PRINCIPAL_MAX_TOKENS_PER_DAY: '1.5' })).toThrow(/tasks\.perPrincipal\.maxTokensPerDay/);
+    expect(() => configWith({ KLYM_TASKS_PER_PRINCIPAL_MAX_USD_PER_DAY: '0' })).toThrow(/tasks\.perPrincipal\.maxUsdPerDay/);
   });
 
   it('gives llm.apiKey and llm.baseURL to the default model’s provider, and leaves a provider without its key out', () => {
@@ -188,5 +193,10 @@ describe('mapping the configuration onto core and the server', () => {
     // Without an issuer the upstream would choose who receives the credentials.
     const { issuer: _issuer, ...unpinned } = secretAuth;
     expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ c: { url: 'http://127.0.0.1:1/mcp', auth: unpinned } }) })).toThrow(/upstreams\.c\.auth\.issuer.*authorization server/);
+    // Plain http only on loopback: elsewhere the secret would cross the network in the clear.
+    const plain = { ...secretAuth, issuer: 'http://auth.example' };
+    expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ d: { url: 'http://127.0.0.1:1/mcp', auth: plain } }) })).toThrow(/upstreams\.d\.auth\.issuer.*plain http only on loopback/);
+    const local = { ...secretAuth, issuer: 'http://127.0.0.1:9000' };
+    expect(serverOptions(configWith({ KLYM_UPSTREAMS: JSON.stringify({ e: { url: 'http://127.0.0.1:1/mcp', auth: local } }) }), cwd).upstreams?.e).toMatchObject({ auth: { issuer: 'http://127.0.0.1:9000' } });
   });
 });

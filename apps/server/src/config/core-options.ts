@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { KlymError, secretsOf, upstreamAuthSecrets, type AgentBudget, type ModelProviders, type RunSettings, type TaskServiceOptions, type UpstreamConfig, type UpstreamToolRules } from '@klym/core';
+import { a2aPush } from '@klym/core/a2a';
 import { defaultResource } from '../server/oauth-options.ts';
 import type { KlymServerOptions } from '../server/server-options.ts';
 import { providerOf, type KlymConfig } from './schema.ts';
@@ -73,6 +74,8 @@ export function configSecrets(config: KlymConfig): string[] {
     }
   }
   for (const webhook of Object.values(config.webhooks)) secrets.push(webhook.secret, webhook.secret.slice('whsec_'.length));
+  const pushSecret = config.a2a?.pushDelivery?.secret;
+  if (pushSecret !== undefined) secrets.push(pushSecret, pushSecret.slice('whsec_'.length));
   // A Redis store's URL may carry a password.
   if (/^rediss?:\/\//.test(config.tasks.store) && URL.canParse(config.tasks.store)) secrets.push(decodeURIComponent(new URL(config.tasks.store).password));
   return [...new Set(secrets.filter((secret): secret is string => secret !== undefined && secret.length >= 4))];
@@ -164,6 +167,7 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
       resumeOnRestart: config.tasks.resumeOnRestart,
       writeBack: { upstream: config.writeBack.upstream, byDefault: config.writeBack.enabled, timeZone: config.writeBack.timeZone },
       webhooks: config.webhooks,
+      ...(config.a2a?.pushAllow === undefined || config.a2a.pushAllow.length === 0 ? {} : { push: a2aPush({ allow: config.a2a.pushAllow, ...config.a2a.pushDelivery }) }),
       shutdownGraceMs: config.tasks.shutdownGraceMs,
     },
   };

@@ -37,6 +37,14 @@ const principalLimitsSchema = z.strictObject({
   maxRunning: positiveInt.optional(),
   /** Of its tasks, how many wait as `pending`, at most; one more start is refused (`QUOTA_EXCEEDED`, HTTP 429). @default no limit */
   maxQueued: positiveInt.optional(),
+  /**
+   * Tokens its runs may spend in a day (UTC), map calls included; counted in the task store, so across restarts.
+   * Once spent, a start is refused (`QUOTA_EXCEEDED`, HTTP 429, `Retry-After` the day's turn), a waiting task
+   * ends unstarted, and a run under way stops after its step (`finish_reason: budget:tokensPerDay`). @default no limit
+   */
+  maxTokensPerDay: positiveInt.optional(),
+  /** USD its runs may spend in a day (UTC), at the models' prices (a model without one counts nothing); as `maxTokensPerDay`. @default no limit */
+  maxUsdPerDay: z.number().positive().optional(),
 });
 
 /** Where tasks are kept: `memory`, or `sqlite:<path>` (relative to the working directory). */
@@ -102,8 +110,10 @@ const oauthSchema = z.strictObject({
   audience: z.string().min(1).optional(),
   /** The issuer's JWK Set. @default the `jwks_uri` of its metadata (RFC 8414, else OpenID Connect discovery) */
   jwksUri: secureUrl.optional(),
-  /** The claim whose value is the caller's principal. @default 'sub' */
+  /** The claim whose value is the caller's principal; one naming a principal of `server.tokens` (or `anonymous`) is refused. @default 'sub' */
   principalClaim: z.string().min(1).default(OAUTH_DEFAULTS.principalClaim),
+  /** Grants: the principal of `server.tokens` a caller with this claim value acts as, with its tasks (`{ '<sub>': grynya }`). @default {} (none) */
+  principals: z.record(z.string().min(1).max(256), z.string().min(1)).optional(),
   /** The scope each operation needs: starting tasks, reading them (status, logs, lists, artifacts, capabilities), cancelling them. */
   scopes: z
     .strictObject({
@@ -196,7 +206,7 @@ export const configObjectSchema = z.strictObject({
       /** Tasks waiting as `pending` at most (with a Redis store, across every front); one more is refused (`TASK_QUEUE_FULL`). @default 1_000 */
       maxQueued: positiveInt.default(TASK_DEFAULTS.maxQueued),
       /**
-       * Limits of each principal's tasks (`maxRunning`, `maxQueued`), and of some principals by name in `overrides`
+       * Limits of each principal's tasks (`maxRunning`, `maxQueued`, `maxTokensPerDay`, `maxUsdPerDay`), and of some principals by name in `overrides`
        * (`{ batch: { maxQueued: 500 } }`), each key of an override replacing the default's. Whatever the limits,
        * waiting tasks start in fair turns between principals. @default none: no principal has limits of its own
        */
@@ -339,6 +349,36 @@ export const configObjectSchema = z.strictObject({
       url: z.string().refine(isResourceUrl, 'expected an http(s) URL without a fragment').optional(),
       /** The longest a `SendMessage` without `returnImmediately` waits for its task's end, in milliseconds. @default 60_000 */
       maxBlockMs: positiveMs.optional(),
+      /**
+       * Where callers may have A2A push notifications sent; non-empty turns them on (the card's `pushNotifications`).
+       * An entry is `*` (any http(s) URL on a public host: never loopback, private or link-local, by address or by
+       * name) or a URL: a push URL matches it with the same origin and a path at or below its path
+       * (`https://hooks.example.com/a2a` admits `/a2a/x`, not `/a2a-x`). A loopback or private host is admitted
+       * only by an entry naming it. @default [] (no push notifications)
+       */
+      pushAllow: z
+        .array(
+          z.string().refine((entry) => {
+            const url = entry === '*' || !URL.canParse(entry) ? undefined : new URL(entry);
+            return entry === '*' || (url !== undefined && /^https?:$/.test(url.protocol) && url.username === '' && url.password === '' && url.search === '' && url.hash === '');
+          }, 'expected "*" or an http(s) URL without query, fragment or credentials'),
+        )
+        .optional(),
+      /** How push notifications are delivered, as a webhook endpoint's events are (through the same outbox, retried, logged). @default the webhooks' defaults, unsigned */
+      pushDelivery: z
+        .strictObject({
+          /** A Standard Webhooks secret to sign each push with, for receivers who hold it: `whsec_` and the base64 of 24 to 64 random bytes. Secret. @default unsigned */
+          secret: z.string().regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, 'expected `whsec_` and the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)').optional(),
+          /** How long a push is retried after its event, in milliseconds; then it is given up. @default 86_400_000 (24 h) */
+          retryForMs: positiveMs.optional(),
+          /** The delay before the first retry, in milliseconds; it doubles with each attempt, with jitter. @default 5_000 */
+          retryDelayMs: positiveMs.optional(),
+          /** The longest delay between two attempts, in milliseconds. @default 3_600_000 (1 h) */
+          maxRetryDelayMs: positiveMs.optional(),
+          /** How long a receiver may take to answer, in milliseconds. @default 10_000 */
+          timeoutMs: positiveMs.optional(),
+        })
+        .optional(),
     })
     .optional(),
   /** `klym worker`: it serves only `GET /healthz`, on its own address. */
@@ -412,6 +452,11 @@ export function crossCheck(config: ParsedConfig): { path: (string | number)[]; m
   const { oauth, host, port } = config.server;
   if (!isLoopback(host) && Object.keys(config.server.tokens).length === 0 && oauth === undefined) {
     issues.push({ path: ['server', 'host'], message: `binding "${host}" (not loopback) needs \`server.tokens\` or \`server.oauth\`` });
+  }
+  for (const [value, principal] of Object.entries(oauth?.principals ?? {})) {
+    if (!Object.hasOwn(config.server.tokens, principal)) {
+      issues.push({ path: ['server', 'oauth', 'principals', value], message: `expected a principal of \`server.tokens\` (${Object.keys(config.server.tokens).join(', ') || 'none'})` });
+    }
   }
   if (oauth !== undefined && oauth.resource === undefined && (port === 0 || ['0.0.0.0', '::', '[::]'].includes(host))) {
     issues.push({ path: ['server', 'oauth', 'resource'], message: `required when the server listens on ${port === 0 ? 'a free port (0)' : `"${host}"`}: the URL clients reach Klym's /mcp at, which tokens are bound to` });

@@ -7,6 +7,7 @@ import { html } from 'hono/html';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { serverSecrets, type ResolvedServerOptions } from '../server/server-options.ts';
 import type { CallTotals } from '../metrics/klym-metrics.ts';
+import { otherPrincipalsUse, principalNames, readNamedUse } from '../metrics/principal-use.ts';
 import { createDashboardAuth, isSameOrigin, type DashboardAuthOptions, type DashboardVariables } from './dashboard-auth.ts';
 import { createDashboardTasks, mayChange, parseStatus } from './dashboard-tasks.ts';
 import { buildTimeline } from './timeline.ts';
@@ -14,6 +15,7 @@ import type { Html } from './views/format.ts';
 import { layout, messagePage, type LayoutOptions } from './views/layout.ts';
 import { loginForm } from './views/login.ts';
 import { statusFilter, taskListPart, type TaskListQuery } from './views/task-list.ts';
+import { principalsPart, type PrincipalsData } from './views/principals.ts';
 import { logRows, logSection, taskPart, type TaskPageData } from './views/task-page.ts';
 import { upstreamsPart } from './views/upstreams.ts';
 import { ARTIFACT_PAGE_LINES, ARTIFACT_PAGE_TOKENS, artifactPage } from './views/artifact-page.ts';
@@ -58,10 +60,12 @@ const localPath = (next: string | undefined): string => (next !== undefined && /
 /**
  * Klym's web dashboard as a Hono app to mount at `/` (`app.route('/', …)`), behind the server's Host/Origin
  * guard: the task list (`/`, live, by status, newest first, paged), a task's timeline with its live log and
- * a Cancel button (`/dashboard/tasks/:id`), and the upstreams (`/dashboard/upstreams`). Pages are rendered on
+ * a Cancel button (`/dashboard/tasks/:id`), the upstreams (`/dashboard/upstreams`), and the quotas: tasks
+ * running and waiting, spend today and limits per principal (`/dashboard/principals`). Pages are rendered on
  * the server (`hono/html`); `/dashboard/parts/…` renders the live pieces the page's script fetches again.
  * With `auth.tokens`, a login form (`/dashboard/login`) turns a token into a session cookie, and each
- * principal sees its own tasks (an `auth.admins` principal every one); state-changing POSTs (login, logout,
+ * principal sees its own tasks and quota (an `auth.admins` principal every one's tasks, and every configured
+ * principal's quota with the others' summed); state-changing POSTs (login, logout,
  * cancel) must come from the dashboard's own origin.
  */
 export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
@@ -123,7 +127,7 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
   // Pages send a browser without a session to the login; the live parts answer 401, and the script reloads the page.
   const toLogin = auth.viewer((c) => c.redirect(`/dashboard/login?next=${encodeURIComponent(new URL(c.req.url).pathname + new URL(c.req.url).search)}`, 303));
   const partLogin = auth.viewer((c) => c.text('Log in again', 401));
-  for (const path of ['/', '/dashboard/tasks/*', '/dashboard/upstreams']) app.use(path, toLogin);
+  for (const path of ['/', '/dashboard/tasks/*', '/dashboard/upstreams', '/dashboard/principals']) app.use(path, toLogin);
   app.use('/dashboard/parts/*', partLogin);
 
   const listQuery = (c: Context<Env>): TaskListQuery => {
@@ -184,5 +188,22 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
   const upstreams = (): Html => upstreamsPart(redact.value(service.pool.status()), { tasksRunHere, ...(dashboard.callTotals === undefined ? {} : { callTotals: dashboard.callTotals() }) });
   app.get('/dashboard/upstreams', (c) => render(c, html`<h1>Upstreams</h1>${upstreams()}`, 'Upstreams', 'upstreams'));
   app.get('/dashboard/parts/upstreams', (c) => c.html(upstreams()));
+
+  // A principal sees its own row, as `GET /api/quota` answers it; an admin every configured principal's,
+  // and the others' (OAuth subjects, A2A agents) together, read as the metrics read them.
+  const names = principalNames(options);
+  const principals = async (c: Context<Env>): Promise<Html> => {
+    const viewer = c.get('viewer');
+    let data: PrincipalsData;
+    if (viewer.admin) {
+      const [rows, totals] = await Promise.all([readNamedUse(service, names), service.tasks.summary()]);
+      data = { rows, others: otherPrincipalsUse(totals, rows), admin: true };
+    } else {
+      data = { rows: [await service.tasks.usage({ principal: viewer.principal })], admin: false };
+    }
+    return principalsPart(data);
+  };
+  app.get('/dashboard/principals', async (c) => render(c, html`<h1>Quotas</h1>${await principals(c)}`, 'Quotas', 'principals'));
+  app.get('/dashboard/parts/principals', async (c) => c.html(await principals(c)));
   return app;
 }

@@ -1,11 +1,15 @@
-import { TERMINAL_STATUSES, type TaskEvent, type TaskService, type TaskStatus, type UpstreamCall, type UpstreamStatus } from '@klym/core';
+import { TERMINAL_STATUSES, type PrincipalUsage, type TaskEvent, type TaskRefusal, type TaskService, type TaskStatus, type UpstreamCall, type UpstreamStatus } from '@klym/core';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ServerLog } from '../server/server-options.ts';
+import { registerPrincipalMetrics } from './principal-metrics.ts';
+import { readNamedUse } from './principal-use.ts';
 
 /** Options of {@link createKlymMetrics}. */
 export interface KlymMetricsOptions {
   /** The model names tasks may name (the server's `models`); any other is labelled `other`. @default every name is kept */
   readonly models?: readonly string[];
+  /** The principals labelled by name (the configured ones: see `principalNames`); every other is `other`. @default none: all are `other` */
+  readonly principals?: readonly string[];
   /** Where a scrape that could not read the task store says so. @default nothing is logged */
   readonly log?: ServerLog;
   /** Process and event-loop metrics (prom-client's defaults), collected from the first scrape on. @default true */
@@ -22,7 +26,9 @@ export interface KlymMetrics {
   callTotals(): ReadonlyMap<string, CallTotals>;
   /** Counts what a task event says happened in this process (a service's `onEvent`); events heard from another process are left to it. */
   observeTaskEvent(event: TaskEvent): void;
-  /** Reads task counts and upstream states from `service` at each scrape. Returns the function that stops it. */
+  /** Counts a start refused over a limit (a service's `onRefuse`), by principal and quota. */
+  observeRefusal(refusal: TaskRefusal): void;
+  /** Reads task counts, each named principal's use and upstream states from `service` at each scrape. Returns the function that stops it. */
   watch(service: TaskService): () => void;
   /** The metrics now, as a scrape answers them. */
   render(): Promise<{ readonly contentType: string; readonly body: string }>;
@@ -47,11 +53,13 @@ const CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 3
 /**
  * Creates the server's metrics in a registry of their own. Every label is bounded: statuses and upstream
  * states are fixed sets; upstreams are the configured ones; a tool is named only if its upstream listed it
- * (else `other`); outcomes are `ok`, `tool-error` or an error code; models are the configured ones. No task
- * id, principal or prompt is ever a label.
+ * (else `other`); outcomes are `ok`, `tool-error` or an error code; models are the configured ones; principals
+ * are the configured ones (`principals`), every other `other`. No task id, caller-made principal or prompt is
+ * ever a label.
  *
- * Counters count what happened in this process since it started; `klym_tasks` and `klym_queue_depth` are
- * read from the task store at each scrape, so on a shared store every process reports the same totals.
+ * Counters count what happened in this process since it started; `klym_tasks`, `klym_queue_depth` and the
+ * `klym_principal_*` gauges are read from the task store at each scrape, so on a shared store every process
+ * reports the same; a scrape reads the store's counts once, and each named principal's use once.
  */
 export function createKlymMetrics(options: KlymMetricsOptions = {}): KlymMetrics {
   const registry = new Registry();
@@ -62,9 +70,11 @@ export function createKlymMetrics(options: KlymMetricsOptions = {}): KlymMetrics
     return models === undefined || models.has(model) ? model : 'other';
   };
   let readTasks: (() => Promise<Readonly<Record<TaskStatus, number>>>) | undefined;
-  /** The task counts of the scrape under way: read once for both gauges. */
+  /** The task counts of the scrape under way: read once for `klym_tasks`, `klym_queue_depth` and the `other` principals. */
   let counting: Promise<Readonly<Record<TaskStatus, number>> | undefined> = Promise.resolve(undefined);
   let readUpstreams: (() => Readonly<Record<string, UpstreamStatus>>) | undefined;
+  let readPrincipals: (() => Promise<readonly PrincipalUsage[]>) | undefined;
+  const principals = registerPrincipalMetrics(registry, { principals: options.principals ?? [], log: options.log });
 
   const tasks = new Gauge({
     name: 'klym_tasks',
@@ -144,6 +154,7 @@ export function createKlymMetrics(options: KlymMetricsOptions = {}): KlymMetrics
       totals.set(call.upstream, total);
     },
     callTotals: () => totals,
+    observeRefusal: (refusal) => principals.observeRefusal(refusal),
     observeTaskEvent(event) {
       switch (event.type) {
         case 'task-start':
@@ -172,9 +183,12 @@ export function createKlymMetrics(options: KlymMetricsOptions = {}): KlymMetrics
     watch(service) {
       readTasks = () => service.tasks.summary();
       readUpstreams = () => service.pool.status();
+      const names = options.principals ?? [];
+      readPrincipals = () => readNamedUse(service, names);
       return () => {
         readTasks = undefined;
         readUpstreams = undefined;
+        readPrincipals = undefined;
       };
     },
     async render() {
@@ -185,6 +199,7 @@ export function createKlymMetrics(options: KlymMetricsOptions = {}): KlymMetrics
         registerProcessMetrics(registry);
       }
       counting = countsOrNothing();
+      principals.scrape(readPrincipals, counting);
       return { contentType: registry.contentType, body: await registry.metrics() };
     },
   };

@@ -4,6 +4,7 @@ import type { Hono, MiddlewareHandler } from 'hono';
 import { bearerAuth, scopeGuard, type GuardVariables } from '../server/guards.ts';
 import type { ResolvedServerOptions } from '../server/server-options.ts';
 import { createKlymMetrics, type KlymMetrics } from './klym-metrics.ts';
+import { principalNames } from './principal-use.ts';
 
 /**
  * Serves `GET /metrics` in the Prometheus text format. With `metrics.token` it takes only that bearer
@@ -25,9 +26,9 @@ export function mountMetrics(
   });
 }
 
-/** The server's metrics, their model labels bounded by the models its tasks may name. */
+/** The server's metrics, their model labels bounded by the models its tasks may name, their principal labels by the configured principals. */
 export function metricsFor(options: ResolvedServerOptions): KlymMetrics {
   const { models: given } = options.tasks;
   const models = given !== undefined && given.length > 0 ? given : TASK_DEFAULTS.models;
-  return createKlymMetrics({ models, log: options.log });
+  return createKlymMetrics({ models, principals: principalNames(options), log: options.log });
 }

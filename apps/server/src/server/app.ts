@@ -68,7 +68,11 @@ const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = {
 export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp> {
   const resolved = resolveServerOptions(options);
   const metrics = metricsFor(resolved);
-  const tasks = await openTasks(resolved, { onCall: (call) => metrics.observeCall(call), onEvent: (event) => metrics.observeTaskEvent(event) });
+  const tasks = await openTasks(resolved, {
+    onCall: (call) => metrics.observeCall(call),
+    onEvent: (event) => metrics.observeTaskEvent(event),
+    onRefuse: (refusal) => metrics.observeRefusal(refusal),
+  });
   const { service } = tasks;
   metrics.watch(service);
   const sessions = new McpSessions(resolved.sessionIdleMs);

@@ -25,6 +25,12 @@ describe('operationsOf', () => {
     expect(operationsOf('POST', '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 42 } })).toEqual(['read']);
   });
 
+  it('A2A: sending and push configs that deliver start, a cancel cancels, the rest read', () => {
+    for (const method of ['SendMessage', 'SendStreamingMessage', 'CreateTaskPushNotificationConfig', 'DeleteTaskPushNotificationConfig']) expect(operationsOf('POST', '/a2a', request(method))).toEqual(['start']);
+    expect(operationsOf('POST', '/a2a', request('CancelTask'))).toEqual(['cancel']);
+    for (const method of ['GetTask', 'ListTasks', 'SubscribeToTask', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'SomeFutureMethod']) expect(operationsOf('POST', '/a2a', request(method))).toEqual(['read']);
+  });
+
   it('MCP: a batch needs each of its messages’ operations, once', () => {
     expect(operationsOf('POST', '/mcp', [tool('start_async_agent_task'), tool('check_task_status'), request('tasks/cancel'), tool('run_agent_task')])).toEqual(['start', 'read', 'cancel']);
   });

@@ -15,9 +15,12 @@ const A2A_OPERATIONS: Readonly<Record<string, KlymOperation>> = {
   SendMessage: 'start',
   SendStreamingMessage: 'start',
   CancelTask: 'cancel',
+  // A push config sends the task's results to a URL of the caller's choosing, as a start's webhook does.
+  CreateTaskPushNotificationConfig: 'start',
+  DeleteTaskPushNotificationConfig: 'start',
 };
 
-/** What one A2A JSON-RPC request needs: `GetTask`, `ListTasks`, `SubscribeToTask` and the rest read. */
+/** What one A2A JSON-RPC request needs: `GetTask`, `ListTasks`, `SubscribeToTask`, reading push configs, and the rest read. */
 function operationOfA2a(message: unknown): KlymOperation {
   const method = typeof message === 'object' && message !== null && 'method' in message ? message.method : undefined;
   return (typeof method === 'string' ? A2A_OPERATIONS[method] : undefined) ?? 'read';

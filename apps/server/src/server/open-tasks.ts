@@ -8,6 +8,7 @@ import {
   type SessionPool,
   type TaskService,
   type TaskEvent,
+  type TaskRefusal,
   type TaskStore,
   type UpstreamCall,
   type UpstreamLogEntry,
@@ -30,6 +31,8 @@ export interface TaskObservers {
   readonly onCall?: (call: UpstreamCall) => void;
   /** The task service's lifecycle events, from the first. */
   readonly onEvent?: (event: TaskEvent) => void;
+  /** Each start refused over a limit (a principal's quota, the queue's bound), beside a `tasks.onRefuse` of the options'. */
+  readonly onRefuse?: (refusal: TaskRefusal) => void;
 }
 
 /**
@@ -93,6 +96,7 @@ export async function openTasks(options: ResolvedServerOptions, observers: TaskO
       ...(queue === undefined ? {} : { queue }),
       ...(run === undefined ? {} : { run }),
       ...(observers.onEvent === undefined ? {} : { onEvent: observers.onEvent }),
+      ...(observers.onRefuse === undefined ? {} : { onRefuse: bothRefusals(tasks.onRefuse, observers.onRefuse) }),
       // Tokens name principals; a log, an error or a result must never quote one.
       secrets: serverSecrets(options),
     });
@@ -126,6 +130,18 @@ function threadUpstreams(options: ResolvedServerOptions): NonNullable<ResolvedSe
   if (options.tasks.run !== undefined) throw new KlymError('CONFIG_INVALID', "Expected either `tasks.run` or `tasks.runner: 'thread'`, got both: the thread runs core's own agent");
   if (options.pool !== undefined) throw new KlymError('CONFIG_INVALID', "Expected `upstreams` with `tasks.runner: 'thread'`, got a `pool`: the thread opens its own pool, which cannot be passed across");
   return options.upstreams ?? {};
+}
+
+/** Tells `observer` of a refusal, after `given` (the options' own listener) if there is one. */
+function bothRefusals(given: ((refusal: TaskRefusal) => void) | undefined, observer: (refusal: TaskRefusal) => void): (refusal: TaskRefusal) => void {
+  if (given === undefined) return observer;
+  return (refusal) => {
+    try {
+      given(refusal);
+    } finally {
+      observer(refusal);
+    }
+  };
 }
 
 /** What upstreams log, to the server's log as `[upstream level] message` at its level, secrets scrubbed. */

@@ -39,7 +39,11 @@ export async function startKlymWorker(options: KlymServerOptions): Promise<Runni
   if (options.tasks?.maxConcurrent === 0) throw new KlymError('CONFIG_INVALID', 'Expected `tasks.concurrency` of at least 1 for `klym worker`, got 0: a worker runs tasks');
   const resolved = resolveServerOptions({ ...options, port: options.port ?? SERVER_DEFAULTS.workerPort });
   const metrics = metricsFor(resolved);
-  const tasks = await openTasks(resolved, { onCall: (call) => metrics.observeCall(call), onEvent: (event) => metrics.observeTaskEvent(event) });
+  const tasks = await openTasks(resolved, {
+    onCall: (call) => metrics.observeCall(call),
+    onEvent: (event) => metrics.observeTaskEvent(event),
+    onRefuse: (refusal) => metrics.observeRefusal(refusal),
+  });
   metrics.watch(tasks.service);
   const app = new Hono<{ Bindings: Partial<HttpBindings>; Variables: GuardVariables }>();
   app.use('*', requestLog(resolved.log));

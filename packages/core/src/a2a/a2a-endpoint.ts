@@ -4,9 +4,10 @@ import { JsonRpcTransportHandler, ServerCallContext, type A2ARequestHandler } fr
 import type { TaskService } from '../tasks/task-service.ts';
 import { buildAgentCard, type AgentCardOptions } from './agent-card.ts';
 import { createA2aRequestHandler, type A2aRequestHandlerOptions } from './a2a-request-handler.ts';
+import { issuerMetadataReader } from './oauth-flows.ts';
 
 /** Options of {@link createA2aEndpoint}. */
-export interface A2aEndpointOptions extends Omit<AgentCardOptions, 'url' | 'streaming'>, Omit<A2aRequestHandlerOptions, 'card'> {
+export interface A2aEndpointOptions extends Omit<AgentCardOptions, 'url' | 'streaming' | 'pushNotifications'>, Omit<A2aRequestHandlerOptions, 'card'> {
   /**
    * The URL clients reach the JSON-RPC endpoint at, as the card names it (behind a proxy, the proxy's).
    * @default the URL the card was fetched at, with `path`
@@ -14,6 +15,8 @@ export interface A2aEndpointOptions extends Omit<AgentCardOptions, 'url' | 'stre
   readonly url?: string;
   /** The endpoint's path, for the default `url`. @default '/a2a' */
   readonly path?: string;
+  /** What reads the OAuth issuer's metadata, for the card's OAuth2 `flows`. @default globalThis.fetch */
+  readonly fetch?: typeof fetch;
 }
 
 /** Klym's A2A JSON-RPC endpoint over plain Fetch `Request`s and `Response`s: mount it in any HTTP framework. */
@@ -47,7 +50,8 @@ function requestIdOf(body: unknown): JsonRpcId | undefined {
 /**
  * Klym's A2A endpoint: the request handler over `service` ({@link createA2aRequestHandler}) behind the SDK's
  * framework-free `JsonRpcTransportHandler`, and the Agent Card ({@link buildAgentCard}) written from
- * `service.capabilities()`. The SDK's own HTTP adapters are Express-only; this is the part they do, for
+ * `service.capabilities()` (push notifications when the service has `push`; with `security.oauth`, the
+ * OAuth2 flows from the issuer's metadata, read on the first card and kept). The SDK's own HTTP adapters are Express-only; this is the part they do, for
  * Fetch: the JSON parse and request checks with the spec's codes (the SDK's transport answers -32602 for
  * both), the `A2A-Version` check, and SSE framing.
  * @example
@@ -59,12 +63,18 @@ function requestIdOf(body: unknown): JsonRpcId | undefined {
  */
 export function createA2aEndpoint(service: TaskService, options: A2aEndpointOptions): A2aEndpoint {
   const path = options.path ?? '/a2a';
-  const cardAt = async (requestUrl: string) =>
-    buildAgentCard(await service.capabilities(), {
+  const { oauth } = options.security ?? {};
+  const issuerMetadata = oauth === undefined || oauth.metadata !== undefined ? undefined : issuerMetadataReader(oauth.issuer, options.fetch);
+  const cardAt = async (requestUrl: string) => {
+    const [capabilities, metadata] = await Promise.all([service.capabilities(), issuerMetadata?.()]);
+    return buildAgentCard(capabilities, {
       ...options,
       url: options.url ?? new URL(path, requestUrl).href,
       streaming: true,
+      pushNotifications: service.push !== undefined,
+      ...(oauth === undefined || metadata === undefined ? {} : { security: { ...options.security, oauth: { ...oauth, metadata } } }),
     });
+  };
   const fallbackUrl = options.url ?? `http://127.0.0.1${path}`;
   const handler = createA2aRequestHandler(service, { ...options, card: () => cardAt(fallbackUrl) });
   const transport = new JsonRpcTransportHandler(handler);

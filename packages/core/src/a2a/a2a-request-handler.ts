@@ -10,11 +10,14 @@ import {
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { isKlymError } from '../errors.ts';
-import type { Caller } from '../tasks/task-manager.ts';
+import type { Caller, StartOptions } from '../tasks/task-manager.ts';
 import { parseArgs, startTaskSchema } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
-import { klymStatusOf, toA2aTask } from './a2a-task.ts';
+import type { TaskPush } from '../webhooks/task-push.ts';
+import { listA2aTasks } from './a2a-list-tasks.ts';
+import { pushTargetRequestOf, toPushConfig } from './a2a-push.ts';
+import { toA2aTask } from './a2a-task.ts';
 import { watchTask } from './task-watch.ts';
 
 /** The metadata key (on the message, else on the request) whose object holds what `start_async_agent_task` takes beside the prompt. */
@@ -66,8 +69,18 @@ const guarded =
     }
   };
 
-async function unsupportedPush(): Promise<never> {
-  throw new PushNotificationNotSupportedError('Klym does not send A2A push notifications yet: poll GetTask, or use a configured webhook (metadata.klym.webhook)');
+/** The service's push targets, or the spec's refusal when it sends no push notifications. */
+function pushOf(service: TaskService): TaskPush {
+  if (service.push === undefined) {
+    throw new PushNotificationNotSupportedError('Klym sends no push notifications here (the operator set no a2a.pushAllow): poll GetTask, use SubscribeToTask, or a configured webhook (metadata.klym.webhook)');
+  }
+  return service.push;
+}
+
+/** A push URL the allow-list admits; else `PushNotificationNotSupportedError` saying why (the spec's answer for a push the agent will not make). */
+async function assertPushUrl(push: TaskPush, url: string): Promise<void> {
+  const verdict = await push.check(url);
+  if (!verdict.allowed) throw new PushNotificationNotSupportedError(verdict.reason);
 }
 
 /**
@@ -82,9 +95,12 @@ async function unsupportedPush(): Promise<never> {
  *   an existing task (a follow-up) is refused with `UnsupportedOperationError`.
  * - `SendStreamingMessage` / `SubscribeToTask`: the `Task`, then a status update at each change of state or
  *   step, the result artifact, and the end.
- * - `GetTask`, `ListTasks` (the caller's tasks, newest first), `CancelTask` (`TaskNotCancelableError` once ended).
- * - Another principal's task answers `TaskNotFoundError`, as an unknown one does. Push notifications are not
- *   served yet (`PushNotificationNotSupportedError`), nor an extended card.
+ * - `GetTask`, `ListTasks` (the caller's tasks, newest first: see {@link listA2aTasks}), `CancelTask`
+ *   (`TaskNotCancelableError` once ended).
+ * - Push notifications (`configuration.taskPushNotificationConfig` of a send, and the four config methods)
+ *   through the service's `push` (`TaskService.push`): a URL outside the operator's allow-list, or any push
+ *   when the service has none, answers `PushNotificationNotSupportedError` (-32003) saying why.
+ * - Another principal's task answers `TaskNotFoundError`, as an unknown one does. No extended card.
  */
 export function createA2aRequestHandler(service: TaskService, options: A2aRequestHandlerOptions): A2ARequestHandler {
   const maxBlockMs = options.maxBlockMs ?? 60_000;
@@ -114,7 +130,15 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
     }
     const extra = Object.fromEntries(Object.entries(metadata ?? {}).map(([key, value]) => [(METADATA_FIELDS as readonly string[]).includes(key) ? key : `${KLYM_METADATA_KEY}.${key}`, value]));
     const args = parseArgs(startTaskSchema, { ...extra, prompt: texts.join('\n'), ...(message.messageId === '' ? {} : { idempotency_key: message.messageId }) });
-    const started = await service.start(args, caller.principal);
+    // A push config is admitted before the task starts: a refused URL starts nothing.
+    const config = params.configuration?.taskPushNotificationConfig;
+    let startOptions: StartOptions | undefined;
+    if (config !== undefined) {
+      const push = pushOf(service);
+      await assertPushUrl(push, config.url);
+      startOptions = { push: [await push.admit(pushTargetRequestOf(config))] };
+    }
+    const started = await service.start(args, caller.principal, startOptions);
     return service.tasks.get(started.task_id, caller);
   };
 
@@ -174,25 +198,29 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
       }
     },
     getTask: guarded(async (params, context) => read(params.id, callerOf(context))),
-    listTasks: guarded(async (params, context) => {
-      const caller = callerOf(context);
-      const status = params.status === 0 ? undefined : klymStatusOf(params.status);
-      const pageSize = params.pageSize ?? 50;
-      if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 200) throw new RequestMalformedError(`\`pageSize\`: expected 1 to 200, got ${pageSize}`);
-      // A state Klym never has (input-required, rejected, auth-required) matches no task.
-      if (params.status !== 0 && status === undefined) return { tasks: [], nextPageToken: '', pageSize, totalSize: 0 };
-      const page = await service.tasks.list(caller, status === undefined ? {} : { status }, { limit: pageSize, ...(params.pageToken === '' ? {} : { cursor: params.pageToken }) });
-      return { tasks: page.tasks.map((task) => toA2aTask(task)), nextPageToken: page.nextCursor ?? '', pageSize, totalSize: page.total };
-    }),
+    listTasks: guarded(async (params, context) => listA2aTasks(service, callerOf(context), params)),
     cancelTask: guarded(async (params, context) => {
       const caller = callerOf(context);
       const outcome = await service.cancel({ task_id: params.id }, caller.principal);
       if (!outcome.cancelled && isTerminal(outcome.status)) throw new TaskNotCancelableError(`Task ${params.id} has already ended (${outcome.status}): ${outcome.message}`);
       return read(params.id, caller);
     }),
-    createTaskPushNotificationConfig: unsupportedPush,
-    getTaskPushNotificationConfig: unsupportedPush,
-    listTaskPushNotificationConfigs: unsupportedPush,
-    deleteTaskPushNotificationConfig: unsupportedPush,
+    createTaskPushNotificationConfig: guarded(async (params, context) => {
+      const push = pushOf(service);
+      const caller = callerOf(context);
+      await service.tasks.get(params.taskId, caller);
+      await assertPushUrl(push, params.url);
+      return toPushConfig(params.taskId, await push.set(params.taskId, caller, pushTargetRequestOf(params)));
+    }),
+    getTaskPushNotificationConfig: guarded(async (params, context) => {
+      const target = (await pushOf(service).list(params.taskId, callerOf(context))).find((candidate) => candidate.id === params.id);
+      if (target === undefined) throw new TaskNotFoundError(`Task ${params.taskId} has no push notification config ${JSON.stringify(params.id)}`);
+      return toPushConfig(params.taskId, target);
+    }),
+    listTaskPushNotificationConfigs: guarded(async (params, context) => ({
+      configs: (await pushOf(service).list(params.taskId, callerOf(context))).map((target) => toPushConfig(params.taskId, target)),
+      nextPageToken: '',
+    })),
+    deleteTaskPushNotificationConfig: guarded(async (params, context) => pushOf(service).delete(params.taskId, callerOf(context), params.id)),
   };
 }

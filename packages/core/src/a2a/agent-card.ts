@@ -1,5 +1,6 @@
 import { A2A_PROTOCOL_VERSION, type AgentCard, type SecurityRequirement, type SecurityScheme } from '@a2a-js/sdk';
 import type { CapabilitiesView } from '../tasks/capabilities.ts';
+import { metadataUrlsOf, oauthFlowsOf, type AuthorizationServerMetadata } from './oauth-flows.ts';
 
 /** How callers authenticate to the A2A endpoint: the same bearer tokens and OAuth as `/mcp`. */
 export interface AgentCardSecurity {
@@ -11,6 +12,8 @@ export interface AgentCardSecurity {
     readonly issuer: string;
     /** The scope each operation needs (`klym:start`, `klym:read`, `klym:cancel` by default). */
     readonly scopes: Readonly<Record<'start' | 'read' | 'cancel', string>>;
+    /** The issuer's metadata (RFC 8414), which the scheme's `flows` are written from. @default none: the scheme names only its `oauth2MetadataUrl` */
+    readonly metadata?: AuthorizationServerMetadata;
   };
 }
 
@@ -24,6 +27,8 @@ export interface AgentCardOptions {
   readonly name?: string;
   /** Whether `SendStreamingMessage` and `SubscribeToTask` are served. @default false */
   readonly streaming?: boolean;
+  /** Whether push notification configs are served (the task service has `push`). @default false */
+  readonly pushNotifications?: boolean;
   readonly security?: AgentCardSecurity;
 }
 
@@ -45,11 +50,13 @@ export function buildAgentCard(capabilities: CapabilitiesView, options: AgentCar
     name: options.name ?? 'Klym',
     description:
       'Klym runs heavy, tool-using work for other agents as durable tasks: send the whole job as one message, ' +
-      'get a task id at once (configuration.returnImmediately), then follow it with GetTask until it completes; the final answer is its text artifact.',
+      'get a task id at once (configuration.returnImmediately), then follow it with GetTask until it completes' +
+      (options.pushNotifications === true ? ' (or be told of each transition by push notification)' : '') +
+      '; the final answer is its text artifact.',
     supportedInterfaces: [{ url: options.url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION }],
     provider: undefined,
     version: options.version,
-    capabilities: { streaming: options.streaming ?? false, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: options.streaming ?? false, pushNotifications: options.pushNotifications ?? false, extensions: [], extendedAgentCard: false },
     securitySchemes,
     securityRequirements,
     defaultInputModes: ['text/plain'],
@@ -103,13 +110,13 @@ function securityOf(security: AgentCardSecurity): Pick<AgentCard, 'securitySchem
     securityRequirements.push({ schemes: { bearer: { list: [] } } });
   }
   if (security.oauth !== undefined) {
-    const { issuer, scopes } = security.oauth;
+    const { issuer, scopes, metadata } = security.oauth;
     securitySchemes['oauth2'] = {
       scheme: {
         $case: 'oauth2SecurityScheme',
         value: {
           description: `OAuth 2.1 access tokens of ${issuer}: ${scopes.start} to send, ${scopes.read} to get and list, ${scopes.cancel} to cancel`,
-          flows: undefined,
+          flows: metadata === undefined ? undefined : oauthFlowsOf(metadata, scopes),
           oauth2MetadataUrl: authorizationServerMetadataUrl(issuer),
         },
       },
@@ -120,8 +127,4 @@ function securityOf(security: AgentCardSecurity): Pick<AgentCard, 'securitySchem
 }
 
 /** RFC 8414 §3.1: the well-known suffix goes between the issuer's host and its path. */
-function authorizationServerMetadataUrl(issuer: string): string {
-  const url = new URL(issuer);
-  const path = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
-  return `${url.origin}/.well-known/oauth-authorization-server${path}`;
-}
+const authorizationServerMetadataUrl = (issuer: string): string => metadataUrlsOf(issuer)[0] as string;

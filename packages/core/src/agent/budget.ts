@@ -54,3 +54,29 @@ export function spentBudget(budget: ResolvedBudget, usage: AgentUsage, costUsd: 
   if (budget.maxCostUsd !== undefined && costUsd !== undefined && costUsd >= budget.maxCostUsd) return { name: 'cost', limit: budget.maxCostUsd, used: costUsd };
   return undefined;
 }
+
+/** The budget kept outside the run that `signal` reports spent (`RunAgentOptions.budgetSignal`), if any. */
+export function outsideBudget(signal: AbortSignal | undefined): BudgetHit | undefined {
+  if (signal?.aborted !== true) return undefined;
+  const reason = signal.reason as Partial<BudgetHit> | undefined;
+  // A signal aborted without a hit of its own still stops the run, as a spent budget of unknown size.
+  return typeof reason?.name === 'string' ? (reason as BudgetHit) : { name: 'tokensPerDay', limit: 0, used: 0 };
+}
+
+/** A spent budget in words, for whoever is told why something did not go on. */
+export function describeBudgetHit(hit: BudgetHit): string {
+  switch (hit.name) {
+    case 'cost':
+      return `the run's cost budget is spent: $${hit.used.toFixed(4)} of $${hit.limit}`;
+    case 'tokens':
+      return `the run's token budget is spent: ${hit.used} of ${hit.limit} tokens`;
+    case 'tokensPerDay':
+      return `its principal's tokens for the day are spent: ${hit.used} of ${hit.limit} (maxTokensPerDay)`;
+    case 'usdPerDay':
+      return `its principal's spend for the day is spent: $${hit.used.toFixed(4)} of $${hit.limit} (maxUsdPerDay)`;
+    case 'steps':
+      return `the run's step budget is spent: ${hit.used} of ${hit.limit} steps`;
+    case 'time':
+      return `the run's time budget is spent: ${hit.used} of ${hit.limit} ms`;
+  }
+}

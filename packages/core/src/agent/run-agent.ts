@@ -4,7 +4,8 @@ import { createRedactor, secretsOf } from '../redact.ts';
 import { startRunTracing, type RunTracing } from '../telemetry/run-tracing.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { createResultTexts } from '../tools/tool-result.ts';
-import { resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
+import { raceAbort } from '../internal/abort.ts';
+import { describeBudgetHit, outsideBudget, resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
 import { assertCheckpoint, createCheckpointer, resumeFrom } from './checkpoint.ts';
 import { artifactThreshold, contextWindowOf, createContextWindow } from './context-window.ts';
 import { removeOrphanedToolCalls } from './history.ts';
@@ -150,7 +151,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     });
     if (resume !== undefined) {
       // The checkpoint may already have used up a budget the resumed run is given.
-      const hit = spentBudget(budget, usage, costOf(usage, price));
+      const hit = spentBudget(budget, usage, costOf(usage, price)) ?? outsideBudget(options.budgetSignal);
       if (hit !== undefined) return spent(hit);
     }
     const durations = new Map<string, number>();
@@ -196,9 +197,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
         signal: controller.signal,
         // A map spends within the run's budgets: each call counts as it ends (a failed map's too), none starts once they are spent.
         beforeChunk: () => {
-          const hit = spentBudget(budget, usage, costOf(usage, price));
-          if (hit === undefined) return undefined;
-          return { reason: hit.name === 'cost' ? `the run's cost budget is spent: $${hit.used.toFixed(4)} of $${hit.limit}` : `the run's token budget is spent: ${hit.used} of ${hit.limit} tokens` };
+          const hit = spentBudget(budget, usage, costOf(usage, price)) ?? outsideBudget(options.budgetSignal);
+          return hit === undefined ? undefined : { reason: describeBudgetHit(hit) };
         },
         onUsage: (used) => {
           usage = addUsage(usage, used);
@@ -242,7 +242,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     for (;;) {
       if (controller.signal.aborted) return stopped();
       if (steps >= budget.maxSteps) return spent({ name: 'steps', limit: budget.maxSteps, used: steps });
-      currentStep = ++steps;
+      currentStep = steps + 1;
       const cleaned = removeOrphanedToolCalls(messages);
       if (cleaned.removed.length > 0) emit({ type: 'orphan-removed', step: currentStep, toolCallIds: cleaned.removed });
       messages = cleaned.messages;
@@ -252,6 +252,12 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
         messages = kept;
         emit({ type: 'history-compacted', step: currentStep, ...what });
       }
+      // A budget kept elsewhere has counted the step before (a store's answer), and says here whether it is spent.
+      if (options.beforeStep !== undefined && steps > 0) await raceAbort(options.beforeStep(), controller.signal).catch(() => {});
+      if (controller.signal.aborted) return stopped();
+      const outside = outsideBudget(options.budgetSignal);
+      if (outside !== undefined) return spent(outside);
+      steps = currentStep;
       checkpoints.beginStep(currentStep, { steps: currentStep - 1, messages, texts: savedTexts, usage, toolCalls: callCount });
 
       emit({ type: 'step-start', step: currentStep });

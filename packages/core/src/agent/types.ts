@@ -21,8 +21,11 @@ export interface AgentBudget {
   readonly timeoutMs?: number;
 }
 
-/** The name of a budget, as `finishReason: "budget:<name>"` and the `budget` event say it. */
-export type BudgetName = 'steps' | 'tokens' | 'cost' | 'time';
+/**
+ * The name of a budget, as `finishReason: "budget:<name>"` and the `budget` event say it: the run's own, or
+ * one kept outside it that `budgetSignal` reports (a principal's spend for the day: `tokensPerDay`, `usdPerDay`).
+ */
+export type BudgetName = 'steps' | 'tokens' | 'cost' | 'time' | 'tokensPerDay' | 'usdPerDay';
 
 /** Price of a model, in USD per million tokens. */
 export interface ModelPrice {
@@ -333,6 +336,17 @@ export interface RunAgentOptions {
   readonly secrets?: readonly string[];
   /** Aborting it stops the model request and the tool calls in flight; the run resolves with `finishReason: "cancelled"`. */
   readonly signal?: AbortSignal;
+  /**
+   * Aborted, its reason a `{ name, limit, used }` of a budget kept outside the run (a task manager's daily
+   * spend of the run's principal), when that budget is spent: the run ends before its next step or map call,
+   * its partial text kept, as its own budgets end it (`finishReason: "budget:<name>"`, a `budget` event).
+   */
+  readonly budgetSignal?: AbortSignal;
+  /**
+   * Awaited before each step after the first, when given: the caller that keeps a budget elsewhere (a store
+   * counting a principal's day) answers once it has counted the step before, so that `budgetSignal` is up to date.
+   */
+  readonly beforeStep?: () => Promise<void>;
   /** Receives every step of the run. A listener that throws does not stop the run. */
   readonly onEvent?: (event: AgentEvent) => void;
   /**
@@ -369,7 +383,7 @@ export interface RunAgentOptions {
 }
 
 /** The options of a run that its caller wires rather than sets: live objects and listeners, never data. */
-type RunWiring = 'pool' | 'scope' | 'signal' | 'onEvent' | 'onCheckpoint' | 'tracing' | 'model' | 'artifacts';
+type RunWiring = 'pool' | 'scope' | 'signal' | 'budgetSignal' | 'beforeStep' | 'onEvent' | 'onCheckpoint' | 'tracing' | 'model' | 'artifacts';
 
 /**
  * What a run is set to, as data: {@link RunAgentOptions} without what its caller wires (the pool, scope,

@@ -1,5 +1,5 @@
 import type { AgentEvent } from '../agent/types.ts';
-import type { WebhookEventType } from '../webhooks/webhook-types.ts';
+import type { OutboxEventType } from '../webhooks/webhook-types.ts';
 import type { TaskRecord, TaskStatus, WriteBackOutcome } from './task-types.ts';
 
 /** An agent event's fields as its log entry's `data`: the event without its `type`; an `upstream-log` is the upstream's entry. */
@@ -16,7 +16,7 @@ export interface TaskNoteData {
   readonly 'write-back': Omit<WriteBackOutcome, 'dayId'> & { readonly dayId?: string };
   readonly 'webhook-delivery': {
     readonly endpoint: string;
-    readonly event: WebhookEventType;
+    readonly event: OutboxEventType;
     readonly attempt: number;
     readonly outcome: 'delivered' | 'retrying' | 'gave_up';
     /** The receiver's HTTP status, when it answered. */

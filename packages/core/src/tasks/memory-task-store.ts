@@ -5,7 +5,7 @@ import { ARTIFACT_DEFAULTS, TASK_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import { createMemoryOutbox } from '../webhooks/memory-outbox.ts';
 import { BoundedLog, type BoundedLogOptions, type TaskLogPage } from './task-log.ts';
-import { isTerminal, type TaskFilter, type TaskListPage, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';
+import { isTerminal, type TaskFilter, type TaskListPage, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore, type DaySpend } from './task-types.ts';
 import type { StoredArtifact } from '../artifacts/artifact-types.ts';
 
 /** Options of {@link createMemoryTaskStore}. */
@@ -19,6 +19,7 @@ export interface MemoryTaskStoreOptions {
   readonly artifacts?: ArtifactLimits;
 }
 
+const NO_SPEND: DaySpend = { tokens: 0, usd: 0 };
 const EMPTY_PAGE: TaskLogPage = { entries: [], nextCursor: 0, lastSeq: 0, dropped: 0, more: false };
 
 interface Entry {
@@ -48,6 +49,8 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
   let nextSeq = 0;
   // Bytes all tasks' artifacts count against `maxArtifactBytes`.
   let keptInAll = 0;
+  /** Each principal's spend by day, keyed by `[principal, day]` as JSON. */
+  const spent = new Map<string, DaySpend>();
   // Webhook messages outlive their task's eviction: a receiver is still owed the event.
   const outbox = createMemoryOutbox();
 
@@ -177,6 +180,16 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
     },
     async artifactBytes() {
       return keptInAll;
+    },
+    async addSpend(principal, day, spend) {
+      const key = JSON.stringify([principal, day]);
+      const was = spent.get(key) ?? NO_SPEND;
+      const total = { tokens: was.tokens + spend.tokens, usd: was.usd + spend.usd };
+      spent.set(key, total);
+      return total;
+    },
+    async spendOf(principal, day) {
+      return spent.get(JSON.stringify([principal, day])) ?? NO_SPEND;
     },
     ...outbox,
     // Nothing to release: what it holds stays readable until the last reference goes.

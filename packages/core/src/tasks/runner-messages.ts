@@ -1,4 +1,5 @@
 import type { ModelMessage } from 'ai';
+import type { BudgetHit } from '../agent/budget.ts';
 import type { AgentCheckpoint, AgentEvent, AgentRunResult, RunSettings } from '../agent/types.ts';
 import { KlymError, isKlymError, type KlymErrorCode } from '../errors.ts';
 import type { UpstreamConfig } from '../pool/upstream-config.ts';
@@ -32,6 +33,8 @@ export type PortableRunOptions = RunSettings & {
   readonly tracing?: Omit<AgentTracing, 'tracer'>;
   /** The scope's id on the main thread (the task's id): the thread opens its own scope under it. */
   readonly scopeId: string;
+  /** Whether the run waits before each step for the main thread to count the step before (`beforeStep`: `gate`, `gate-open`). */
+  readonly gated?: boolean;
 };
 
 /** What a run on the thread asks of its task's artifacts. */
@@ -54,6 +57,10 @@ export interface PortableError {
 export type ToRunnerThread =
   | { readonly type: 'run'; readonly id: number; readonly options: PortableRunOptions }
   | { readonly type: 'abort'; readonly id: number }
+  /** A budget kept outside run `id` (its principal's day) is spent: the run stops as its own budgets stop it. */
+  | { readonly type: 'budget'; readonly id: number; readonly hit: BudgetHit }
+  /** Run `id` may take its next step: what the main thread counted of the step before is answered (a `budget` before it, if spent). */
+  | { readonly type: 'gate-open'; readonly id: number; readonly call: number }
   /** The checkpoint `seq` of run `id` was stored (or failed to be, with `error`). */
   | { readonly type: 'stored'; readonly id: number; readonly seq: number; readonly error?: string }
   | { readonly type: 'close'; readonly drainTimeoutMs: number }
@@ -82,6 +89,8 @@ export type FromRunnerThread =
   | { readonly type: 'fail'; readonly id: number; readonly error: PortableError }
   /** Run `id` keeps, reads or lists its task's artifacts, which the main thread holds (the task store); answered by `artifact-answer`. */
   | ({ readonly type: 'artifact-call'; readonly id: number; readonly call: number } & ArtifactCall)
+  /** Run `id` waits to take its next step until the main thread's `beforeStep` resolves (answered by `gate-open`). */
+  | { readonly type: 'gate'; readonly id: number; readonly call: number }
   | { readonly type: 'log'; readonly entry: UpstreamLogEntry }
   /** A tool call of the thread's pool ended (sent only with `observeCalls`). */
   | { readonly type: 'call'; readonly call: UpstreamCall }

@@ -24,8 +24,12 @@ import {
 
 interface ThreadRun {
   readonly controller: AbortController;
+  /** Aborted with the hit when a budget kept outside the run is spent (`budget` message). */
+  readonly budget: AbortController;
   /** Checkpoints posted and not yet stored, by their `seq`. */
   readonly stores: Map<number, { resolve(): void; reject(error: Error): void }>;
+  /** Gates posted and not yet opened, by their `call` (`beforeStep`). */
+  readonly gates: Map<number, () => void>;
   /** Artifact calls posted and not yet answered, by their `call`. */
   readonly artifactCalls: Map<number, { resolve(value: unknown): void; reject(error: Error): void }>;
   readonly done: Promise<void>;
@@ -56,11 +60,19 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
 
   const start = (id: number, options: PortableRunOptions): ThreadRun => {
     const controller = new AbortController();
+    const budget = new AbortController();
     const stores: ThreadRun['stores'] = new Map();
     const artifactCalls: ThreadRun['artifactCalls'] = new Map();
+    const gates: ThreadRun['gates'] = new Map();
     let seq = 0;
     let calls = 0;
-    const { scopeId, artifacts: keepsArtifacts, queries: keepsQueries = false, ...runOptions } = options;
+    const { scopeId, artifacts: keepsArtifacts, queries: keepsQueries = false, gated = false, ...runOptions } = options;
+    // The main thread counts each step in its principal's day before the next: the run waits for its word.
+    const beforeStep = (): Promise<void> =>
+      new Promise<void>((resolve) => {
+        gates.set(++calls, resolve);
+        post({ type: 'gate', id, call: calls }, true);
+      });
     // The task's artifacts are in its store, on the main thread: each call crosses and waits for its answer.
     const ask = <T>(call: ArtifactCall): Promise<T> =>
       new Promise<T>((resolve, reject) => {
@@ -89,6 +101,8 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
           pool,
           scope,
           signal: controller.signal,
+          budgetSignal: budget.signal,
+          ...(gated ? { beforeStep } : {}),
           onEvent: (event) => post({ type: 'event', id, event }),
           onCheckpoint: ({ messages, ...checkpoint }, taken) => {
             const delta = conversationDelta(shared, messages);
@@ -110,7 +124,7 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
         runs.delete(id);
       }
     };
-    return { controller, stores, artifactCalls, done: execute() };
+    return { controller, budget, stores, gates, artifactCalls, done: execute() };
   };
 
   let closing = false;
@@ -123,6 +137,15 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
       case 'abort':
         runs.get(message.id)?.controller.abort(new KlymError('ABORTED', 'The run was cancelled'));
         break;
+      case 'budget':
+        runs.get(message.id)?.budget.abort(message.hit);
+        break;
+      case 'gate-open': {
+        const gates = runs.get(message.id)?.gates;
+        gates?.get(message.call)?.();
+        gates?.delete(message.call);
+        break;
+      }
       case 'stored': {
         const stores = runs.get(message.id)?.stores;
         const waiting = stores?.get(message.seq);

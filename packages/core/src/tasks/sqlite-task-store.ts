@@ -9,6 +9,7 @@ import { createTaskTable } from './sqlite/task-table.ts';
 import type { BoundedLogOptions } from './task-log.ts';
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStore } from './task-types.ts';
 import { createArtifactTable } from './sqlite/artifact-table.ts';
+import { createSpendTable } from './sqlite/spend-table.ts';
 
 /** Finished tasks one eviction transaction deletes at most. */
 const EVICT_CHUNK = 20;
@@ -33,7 +34,7 @@ export interface SqliteTaskStoreOptions {
 
 /**
  * A durable {@link TaskStore} in a SQLite file, on Node's built-in `node:sqlite`: task records, bounded
- * logs (the same byte bound as the in-memory store's), results, usage, run checkpoints, artifacts and the
+ * logs (the same byte bound as the in-memory store's), results, usage, run checkpoints, artifacts, each principal's daily spend and the
  * webhook outbox survive a restart, and a crash of the process (WAL, `synchronous=NORMAL`: not a crash of the machine).
  *
  * `appendLog` only buffers: the buffer is written in one transaction per tick, or as soon as
@@ -73,6 +74,7 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
   const checkpoints = createCheckpointTable(db);
   const outbox = createOutboxTable(db);
   const artifacts = createArtifactTable(db);
+  const spend = createSpendTable(db);
   let closing: Promise<void> | undefined;
 
   const failed = (error: unknown): KlymError =>
@@ -185,6 +187,12 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
     async artifactBytes() {
       return use(() => artifacts.bytes());
     },
+    async addSpend(principal, day, spent) {
+      return use(() => spend.add(principal, day, spent));
+    },
+    async spendOf(principal, day) {
+      return use(() => spend.of(principal, day));
+    },
     async addWebhookMessages(messages) {
       use(() => outbox.add(messages));
     },
@@ -193,6 +201,9 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
     },
     async settleWebhookMessage(claim, settlement) {
       return use(() => outbox.settle(claim, settlement));
+    },
+    async dueOfWebhookMessages(ids) {
+      return use(() => outbox.due(ids));
     },
     close,
     [Symbol.asyncDispose]: close,

@@ -2,6 +2,7 @@ import { TASK_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import { queuedQuotaExceeded, resolvePrincipalLimits, type PerPrincipalOptions, type PrincipalUsage } from './principal-quotas.ts';
 import type { TaskPlacement, TaskQueue } from './queue/task-queue.ts';
+import { createDailySpend, type DailySpend } from './daily-spend.ts';
 import { createRunTimes } from './run-times.ts';
 import type { TaskRecord, TaskStore } from './task-types.ts';
 
@@ -12,6 +13,8 @@ export interface TaskAdmissionOptions {
   /** Tasks waiting at most, all principals together (`TASK_QUEUE_FULL` past it). */
   readonly maxQueued: number;
   readonly perPrincipal?: PerPrincipalOptions;
+  /** The clock of the days that spend is counted in (ms since the epoch). @default Date.now */
+  readonly now?: () => number;
 }
 
 /** Who may start a task, and where it waits: fair turns between principals, and each one's quotas (issue #33). */
@@ -20,7 +23,7 @@ export interface TaskAdmission {
    * Checks a start of `principal`'s against its quotas, then against the queue's bound, and answers where its
    * task waits: its rank is 1 + its tasks not yet ended, so a newcomer's first task goes before a heavy
    * caller's next. `startsAtOnce`: this process has a slot free and the principal is under its `maxRunning`.
-   * @throws {KlymError} `QUOTA_EXCEEDED` past its `maxQueued`; `TASK_QUEUE_FULL` past `maxQueued`; `STORE_UNAVAILABLE`
+   * @throws {KlymError} `QUOTA_EXCEEDED` past its `maxQueued`, or once its day's spend is spent; `TASK_QUEUE_FULL` past `maxQueued`; `STORE_UNAVAILABLE`
    */
   admit(principal: string): Promise<{ readonly placement: TaskPlacement; readonly startsAtOnce: boolean }>;
   /**
@@ -34,6 +37,8 @@ export interface TaskAdmission {
   usage(principal: string): Promise<PrincipalUsage>;
   /** Counts a task that ended (here, or heard of), for how long to ask a refused caller to wait. */
   ended(task: TaskRecord): void;
+  /** What each principal's runs spend per day, against its daily limits. */
+  readonly spend: DailySpend;
 }
 
 /**
@@ -44,22 +49,30 @@ export interface TaskAdmission {
 export function createTaskAdmission(options: TaskAdmissionOptions): TaskAdmission {
   const { store, queue, maxQueued } = options;
   const limitsOf = resolvePrincipalLimits(options.perPrincipal);
+  const spend = createDailySpend(store, limitsOf, options.now ?? Date.now);
   const runTimes = createRunTimes();
   const count = async (principal: string, status: 'pending' | 'running'): Promise<number> =>
     (await store.list({ principal, status }, { limit: 1 })).total;
   // Until a run has ended here, a fixed wait; then the typical run's, rounded up to a second.
   const retryAfterMs = (): number => Math.max(1_000, Math.ceil((runTimes.median() ?? TASK_DEFAULTS.retryAfterMs) / 1_000) * 1_000);
 
-  const usage = async (principal: string): Promise<PrincipalUsage> => {
-    // An in-process queue knows its principals' tasks; a shared one's are counted in the store (two indexed counts).
+  /** `principal`'s tasks waiting and running. An in-process queue knows them; a shared one's are counted in the store (two indexed counts). */
+  const tasksOf = async (principal: string): Promise<{ readonly queued: number; readonly running: number }> => {
     const own = queue.usage?.(principal);
-    const [queued, running] = own === undefined ? await Promise.all([count(principal, 'pending'), count(principal, 'running')]) : [own.queued, own.running];
-    return { principal, limits: limitsOf(principal).limits, running, queued };
+    if (own !== undefined) return own;
+    const [queued, running] = await Promise.all([count(principal, 'pending'), count(principal, 'running')]);
+    return { queued, running };
+  };
+  const usage = async (principal: string): Promise<PrincipalUsage> => {
+    const [{ queued, running }, today] = await Promise.all([tasksOf(principal), spend.today(principal)]);
+    return { principal, limits: limitsOf(principal).limits, running, queued, today };
   };
 
   return {
     async admit(principal) {
-      const { queued, running, limits } = await usage(principal);
+      const { limits } = limitsOf(principal);
+      const [{ queued, running }, spent] = await Promise.all([tasksOf(principal), spend.reached(principal)]);
+      if (spent !== undefined) throw spend.refusal(principal, spent, 'no task of its starts before the day turns');
       if (limits.maxQueued !== undefined && queued >= limits.maxQueued) {
         throw queuedQuotaExceeded(principal, limitsOf(principal), queued, retryAfterMs());
       }
@@ -86,5 +99,6 @@ export function createTaskAdmission(options: TaskAdmissionOptions): TaskAdmissio
     runningLimit: (principal) => limitsOf(principal).limits.maxRunning,
     usage,
     ended: (task) => runTimes.record(task),
+    spend,
   };
 }

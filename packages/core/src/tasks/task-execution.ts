@@ -1,3 +1,4 @@
+import type { BudgetHit } from '../agent/budget.ts';
 import type { AgentCheckpoint, AgentEvent } from '../agent/types.ts';
 import { KlymError, isKlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
@@ -15,6 +16,7 @@ import { isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type Task
 import { writeBackResult, type WriteBackOptions } from './write-back.ts';
 import { taskArtifacts } from './task-artifacts.ts';
 import type { TaskQueries } from './task-queries.ts';
+import type { DailySpend } from './daily-spend.ts';
 
 /** What running a task needs: the manager's settings, resolved. */
 export interface TaskExecutionContext {
@@ -38,6 +40,8 @@ export interface TaskExecutionContext {
   readonly announce: (type: AnnouncedEvent, id: string) => void;
   /** The tasks' DuckDBs: a run queries its task's there (`klym__query_artifact`), dropped when the run ends. */
   readonly queries?: TaskQueries;
+  /** What each principal's runs spend per day: every step and map counted, a run stopped once its principal's day is spent. */
+  readonly spend?: DailySpend;
 }
 
 /** Running tasks, and ending them: what the task manager and its queue share. */
@@ -143,6 +147,18 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     const taken = await takeUp(id);
     if (typeof taken === 'string') return taken;
     const { task, resumed } = taken;
+    // A principal whose day is spent runs nothing more today: a task that never ran ends unstarted, a resumed one stops as its budget would.
+    const budget = new AbortController();
+    const meter = await context.spend?.meter(task.principal);
+    if (meter?.reached !== undefined && !resumed) {
+      const refused = context.spend?.refusal(task.principal, meter.reached, `task ${id} was not started`);
+      await finish(id, ['running'], { status: 'error', currentStep: 'quota', error: { code: 'QUOTA_EXCEEDED', message: refused?.message ?? '' } });
+      return 'ended';
+    }
+    const stopFor = (hit: BudgetHit | undefined | false): void => {
+      if (hit && !budget.signal.aborted) budget.abort(hit);
+    };
+    stopFor(meter?.reached);
     const checkpoint = resumed ? await store.loadCheckpoint(id) : undefined;
     const spentMs = checkpoint?.elapsedMs ?? 0;
     if (resumed) {
@@ -167,7 +183,11 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     const progress = createProgress(store, task);
     // A step-end's cost is the run's so far, a resumed task's earlier steps included: a step's own is the difference.
     let costSoFar = task.usage.costUsd ?? 0;
+    const spend = (tokens: number, usd: number): void => stopFor(meter?.add({ tokens, usd }, stopFor));
+    const beforeStep = meter?.limited === true ? meter.settled : undefined;
     const onEvent = (event: AgentEvent): void => {
+      // What a run spends counts against its principal's day, whoever holds the task now.
+      if (event.type === 'artifact-map') spend(event.usage.totalTokens, 0);
       // A released run's task is someone else's now: what it still reports is not the task's.
       if (lease.released()) return;
       try {
@@ -177,6 +197,8 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
         if (event.type === 'step-end') {
           const costUsd = event.costUsd === undefined ? undefined : Math.max(0, event.costUsd - costSoFar);
           costSoFar = event.costUsd ?? costSoFar;
+          // A step's cost includes the maps it ran (their tokens were counted as each ended).
+          spend(event.usage.totalTokens, costUsd ?? 0);
           // Its tokens were spent whether or not the task was cancelled meanwhile.
           emit({ type: 'task-step', task, step: event.step, usage: event.usage, costUsd });
         }
@@ -197,7 +219,7 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     const tracing = span === undefined ? undefined : { ...context.tracing, ...(span.carrier === undefined ? {} : { parent: span.carrier }) };
     // Kept in the task's store: a resumed run, or a worker that took the task over, reads them again.
     const artifacts = taskArtifacts(store, id, context.queries, controller.signal);
-    const runOptions = runOptionsOf(task, { pool: context.pool, scope, artifacts, defaults, secrets: context.secrets, taskTimeoutMs: context.taskTimeoutMs, signal: controller.signal, onEvent, onCheckpoint, checkpoint, tracing });
+    const runOptions = runOptionsOf(task, { pool: context.pool, scope, artifacts, defaults, secrets: context.secrets, taskTimeoutMs: context.taskTimeoutMs, signal: controller.signal, budgetSignal: budget.signal, beforeStep, onEvent, onCheckpoint, checkpoint, tracing });
     try {
       const result = await raceAbort(Promise.resolve().then(() => context.run(runOptions)), controller.signal).finally(progress.save);
       if (result.finishReason === 'cancelled' || controller.signal.aborted) throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);

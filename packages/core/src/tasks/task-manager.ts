@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AgentRunResult, AgentUsage, RunAgentOptions } from '../agent/types.ts';
 import { TASK_DEFAULTS } from '../defaults.ts';
 import { runAgent } from '../agent/run-agent.ts';
-import { KlymError } from '../errors.ts';
+import { isKlymError, KlymError } from '../errors.ts';
 import { createRedactor, secretsOf } from '../redact.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
@@ -17,6 +17,7 @@ import type { BoundedLogOptions, TaskLogPage } from './task-log.ts';
 import type { TaskRunDefaults } from './task-run.ts';
 import { isTerminal, type TaskListPage, type TaskPageRequest, type TaskRecord, type TaskRequest, type TaskStatus, type TaskStore } from './task-types.ts';
 import type { WriteBackOptions } from './write-back.ts';
+import type { PushTarget } from '../webhooks/push-types.ts';
 import { createArtifactStore, type ArtifactSlice, type ArtifactStore, type ReadRequest } from '../artifacts/artifact-store.ts';
 import type { ArtifactInfo, StoredArtifact } from '../artifacts/artifact-types.ts';
 import { taskArtifacts } from './task-artifacts.ts';
@@ -62,7 +63,8 @@ export interface TaskManagerOptions {
   readonly maxQueued?: number;
   /**
    * Limits of each principal's tasks, and of some by name (`overrides`): `maxRunning` of its tasks run at once
-   * (the rest wait their turn), `maxQueued` wait (one more start is refused with `QUOTA_EXCEEDED`). Whatever the
+   * (the rest wait their turn), `maxQueued` wait (one more start is refused with `QUOTA_EXCEEDED`), and spend per
+   * day (`maxTokensPerDay`, `maxUsdPerDay`: counted in the store, so across restarts). Whatever the
    * limits, waiting tasks start in fair turns: a principal's first waiting task before any principal's second.
    * @default {} (no limit of a principal's own)
    */
@@ -92,6 +94,8 @@ export interface TaskManagerOptions {
   readonly secrets?: readonly string[];
   /** Receives task lifecycle events. */
   readonly onEvent?: (event: TaskEvent) => void;
+  /** Hears of each start refused over a limit (for metrics): who, and which limit. */
+  readonly onRefuse?: (refusal: TaskRefusal) => void;
   /**
    * Traces tasks with OpenTelemetry: each run of a task is a `klym task` span — a child of the trace context
    * its start carried (`start`'s `trace`), starting when the task was created — with the run's spans
@@ -103,6 +107,8 @@ export interface TaskManagerOptions {
    * by `memoryMiB` and `threads`, each query by `timeoutMs`. @default QUERY_DEFAULTS (512 MiB, 2 threads, 30 s)
    */
   readonly artifactQuery?: TaskQueriesOptions;
+  /** The clock that says which day (UTC) a principal's spend counts in (`perPrincipal.maxTokensPerDay`), in ms since the epoch. @default Date.now */
+  readonly now?: () => number;
 }
 
 /** A task's lifecycle, as {@link TaskManagerOptions.onEvent} receives it (noun-verb). */
@@ -127,6 +133,13 @@ export type TaskEvent =
     }
   | { readonly type: 'task-write-back'; readonly task: TaskRecord };
 
+/** A start refused over a limit: a principal's quota (`QUOTA_EXCEEDED`, `quota` naming it) or the queue's bound (`TASK_QUEUE_FULL`). */
+export interface TaskRefusal {
+  readonly principal: string;
+  readonly code: 'QUOTA_EXCEEDED' | 'TASK_QUEUE_FULL';
+  readonly quota?: string;
+}
+
 /** Who is asking: tasks are visible only to the principal who started them. */
 export interface Caller {
   readonly principal: string;
@@ -136,6 +149,8 @@ export interface Caller {
 export interface StartOptions {
   /** The W3C trace context of the request that starts it (an MCP request's `params._meta`): kept with the task, the parent of its spans. */
   readonly trace?: TraceCarrier;
+  /** Receivers of the task's transitions the caller gave with the start, already admitted (`TaskService.push`): kept on the record. */
+  readonly push?: readonly PushTarget[];
 }
 
 /** Which page of a task's log to read: the newest `tail` entries, or those after `after` (at most `limit`). */
@@ -244,7 +259,13 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const defaults = options.defaults ?? {};
   const secrets = secretsOf(options.secrets, defaults.providers);
   const queries = createTaskQueries(options.artifactQuery);
-  const admission = createTaskAdmission({ store, queue, maxQueued, ...(options.perPrincipal === undefined ? {} : { perPrincipal: options.perPrincipal }) });
+  const admission = createTaskAdmission({
+    store,
+    queue,
+    maxQueued,
+    ...(options.perPrincipal === undefined ? {} : { perPrincipal: options.perPrincipal }),
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
   const execution = createTaskExecution({
     store,
     pool: options.pool,
@@ -265,6 +286,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     tracing: options.tracing,
     announce: (type, id) => queue.announce(type, id),
     queries,
+    spend: admission.spend,
   });
   const { log, emit, finish } = execution;
   let closing: Promise<void> | undefined;
@@ -354,7 +376,17 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         const existing = await store.findByIdempotencyKey(caller.principal, request.idempotencyKey);
         if (existing !== undefined) return existing;
       }
-      const { placement, startsAtOnce } = await admission.admit(caller.principal);
+      const { placement, startsAtOnce } = await admission.admit(caller.principal).catch((error: unknown) => {
+        if (isKlymError(error, 'QUOTA_EXCEEDED') || isKlymError(error, 'TASK_QUEUE_FULL')) {
+          const refusal: TaskRefusal = { principal: caller.principal, code: isKlymError(error, 'QUOTA_EXCEEDED') ? 'QUOTA_EXCEEDED' : 'TASK_QUEUE_FULL', ...(error.quota === undefined ? {} : { quota: error.quota }) };
+          try {
+            options.onRefuse?.(refusal);
+          } catch {
+            // A listener's failure is its own: the caller still hears why it was refused.
+          }
+        }
+        throw error;
+      });
       const id = randomBytes(16).toString('base64url');
       const task: TaskRecord = {
         id,
@@ -365,6 +397,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         currentStep: startsAtOnce ? 'starting' : 'queued',
         usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: undefined },
         ...(startOptions.trace === undefined ? {} : { trace: startOptions.trace }),
+        ...(startOptions.push === undefined || startOptions.push.length === 0 ? {} : { push: startOptions.push }),
       };
       const stored = await store.insert(task);
       if (stored.id !== id) return stored; // another start with the same key won

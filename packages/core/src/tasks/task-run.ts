@@ -19,6 +19,10 @@ export interface TaskRunWiring {
   readonly secrets: readonly string[];
   readonly taskTimeoutMs: number;
   readonly signal: AbortSignal;
+  /** Aborted with the hit when the principal's spend for the day runs out. */
+  readonly budgetSignal: AbortSignal;
+  /** Waits, before each step, until the step before is counted in the principal's day; absent without a daily limit. */
+  readonly beforeStep: (() => Promise<void>) | undefined;
   readonly onEvent: (event: AgentEvent) => void;
   readonly onCheckpoint: (checkpoint: AgentCheckpoint) => void;
   /** The checkpoint to continue, for a task resumed after a restart. */
@@ -48,6 +52,8 @@ export function runOptionsOf(task: TaskRecord, wiring: TaskRunWiring): RunAgentO
     budget: runTimeout !== undefined && runTimeout < wiring.taskTimeoutMs ? { ...budget, timeoutMs: runTimeout } : budget,
     secrets: [...(defaults.secrets ?? []), ...wiring.secrets],
     signal: wiring.signal,
+    budgetSignal: wiring.budgetSignal,
+    ...(wiring.beforeStep === undefined ? {} : { beforeStep: wiring.beforeStep }),
     onEvent: wiring.onEvent,
     onCheckpoint: wiring.onCheckpoint,
     ...(wiring.checkpoint === undefined ? {} : { resume: wiring.checkpoint }),

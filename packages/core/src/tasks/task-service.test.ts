@@ -323,8 +323,8 @@ describe('createTaskService: tasks', () => {
     // Grynya's first goes before batch's second and third.
     expect(await klym.status({ task_id: mine }, 'grynya')).toMatchObject({ status: 'pending', step: 'queued', queue_position: 0 });
     expect(await klym.status({ task_id: started[2] as string }, 'batch')).toMatchObject({ queue_position: 2 });
-    expect(await klym.quota('batch')).toEqual({ principal: 'batch', quotas: { max_running: 1, max_queued: 10 }, use: { running: 1, queued: 2 } });
-    expect((await klym.capabilities('grynya')).quota).toEqual({ principal: 'grynya', quotas: { max_queued: 3 }, use: { running: 0, queued: 1 } });
+    expect(await klym.quota('batch')).toEqual({ principal: 'batch', quotas: { max_running: 1, max_queued: 10 }, use: { running: 1, queued: 2, tokens_today: 0, usd_today: 0 }, day_resets_at: expect.any(String) });
+    expect((await klym.capabilities('grynya')).quota).toEqual({ principal: 'grynya', quotas: { max_queued: 3 }, use: { running: 0, queued: 1, tokens_today: 0, usd_today: 0 }, day_resets_at: expect.any(String) });
     expect(await klym.capabilities()).not.toHaveProperty('quota');
   });
 });

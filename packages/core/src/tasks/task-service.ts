@@ -6,6 +6,9 @@ import { createRedactor, secretsOf } from '../redact.ts';
 import { assertAccessRules, type ToolSelection } from '../tools/tool-policy.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from '../webhooks/webhook-dispatcher.ts';
 import type { WebhookEndpoint } from '../webhooks/webhook-types.ts';
+import { resolvePushOptions } from '../webhooks/push-delivery.ts';
+import type { PushOptions } from '../webhooks/push-types.ts';
+import { createTaskPush, type TaskPush } from '../webhooks/task-push.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
 import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthView } from './capabilities.ts';
 import { viewQuota, type QuotaView } from './principal-quotas.ts';
@@ -83,6 +86,12 @@ export interface TaskServiceOptions extends Omit<TaskManagerOptions, 'defaults' 
    * start may name one in `webhook`; an endpoint with `all: true` is told of every task. @default {}
    */
   readonly webhooks?: Readonly<Record<string, WebhookEndpoint>>;
+  /**
+   * Push notifications: receivers callers give for their own tasks (A2A push notification configs), within
+   * the operator's allow-list, told of each transition through the webhooks' outbox (`service.push`).
+   * @default none: `service.push` is undefined
+   */
+  readonly push?: PushOptions;
 }
 
 /**
@@ -98,6 +107,8 @@ export interface TaskService extends AsyncDisposable {
   readonly pool: SessionPool;
   /** How long a finished task stays visible before it is evicted, in milliseconds (the manager's `ttlMs`). */
   readonly ttlMs: number;
+  /** The push targets of the caller's tasks, when the service has `push` options; else `undefined`. */
+  readonly push: TaskPush | undefined;
   /**
    * `start_async_agent_task`: narrows the request to what the server allows and queues it. The same
    * principal with the same `idempotency_key` gets the task it already started, whatever its status.
@@ -183,12 +194,14 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
 
   const { pool } = options;
   // The outbox is the tasks' store: without one given, the service makes the in-memory one the manager would, to share it.
-  const hooked = Object.keys(options.webhooks ?? {}).length > 0;
+  const hooked = Object.keys(options.webhooks ?? {}).length > 0 || options.push !== undefined;
   const ownStore = hooked && options.store === undefined ? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log }) : undefined;
   const store = options.store ?? ownStore;
   let webhooks: WebhookDispatcher | undefined;
+  // Resolved (and checked) here too, so that a bad option fails the service's creation, not its first push.
+  const push = options.push === undefined ? undefined : { options: options.push, resolved: resolvePushOptions(options.push) };
   if (hooked && store !== undefined) {
-    const dispatcher = createWebhookDispatcher({ store, endpoints: options.webhooks ?? {}, secrets });
+    const dispatcher = createWebhookDispatcher({ store, endpoints: options.webhooks ?? {}, secrets, ...(push === undefined ? {} : { push: push.options }) });
     listeners.add((event) => void dispatcher.enqueue(event));
     webhooks = dispatcher;
   }
@@ -215,6 +228,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     tasks,
     pool,
     ttlMs: options.ttlMs ?? TASK_DEFAULTS.ttlMs,
+    push: push === undefined || store === undefined || webhooks === undefined ? undefined : createTaskPush({ tasks, store, dispatcher: webhooks, options: push.resolved }),
     async start(args, principal, startOptions) {
       // A start costs the serving thread more than any read, and callers send them in bursts: its work waits
       // for the loop's next check phase, so the requests read in the same turn (Grynya's status polls) are

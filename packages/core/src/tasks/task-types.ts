@@ -1,6 +1,7 @@
 import type { AgentBudget, AgentCheckpoint, ToolSelection } from '../agent/types.ts';
 import type { KlymErrorCode } from '../errors.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
+import type { PushTarget } from '../webhooks/push-types.ts';
 import type { WebhookOutbox } from '../webhooks/webhook-types.ts';
 import type { TaskLogData, TaskLogType } from './log-entry.ts';
 import type { TaskLogPage } from './task-log.ts';
@@ -95,6 +96,8 @@ export interface TaskRecord {
   readonly resumes?: readonly number[];
   /** The W3C trace context the start request carried (`params._meta`): the task's spans are its children, after a restart too. */
   readonly trace?: TraceCarrier;
+  /** Receivers the caller gave for this task's transitions (A2A push notification configs). They hold its credentials: no view shows them. */
+  readonly push?: readonly PushTarget[];
 }
 
 /** A change to a task's fields other than its identity. */
@@ -121,6 +124,12 @@ export interface TaskListPage {
   readonly nextCursor?: string;
   /** How many tasks match the filter in all. */
   readonly total: number;
+}
+
+/** What a principal's runs spent in one day: tokens (input plus output, map calls included) and USD (of priced models only). */
+export interface DaySpend {
+  readonly tokens: number;
+  readonly usd: number;
 }
 
 /**
@@ -186,6 +195,14 @@ export interface TaskStore extends WebhookOutbox, AsyncDisposable {
   listArtifacts(id: string): Promise<readonly ArtifactInfo[]>;
   /** Bytes the artifacts of every task kept count against the store's `maxBytes`. */
   artifactBytes(): Promise<number>;
+  /**
+   * Adds `spend` to what `principal` spent on `day` (`YYYY-MM-DD`, the UTC date) and resolves the day's total,
+   * atomically (of two concurrent adds, neither is lost) and durably once it resolves. A store may forget days
+   * older than a month.
+   */
+  addSpend(principal: string, day: string, spend: DaySpend): Promise<DaySpend>;
+  /** What `principal` spent on `day`: zero when nothing. */
+  spendOf(principal: string, day: string): Promise<DaySpend>;
   /** Writes what is buffered and releases the store (for SQLite, its file lock). Idempotent. */
   close(): Promise<void>;
 }

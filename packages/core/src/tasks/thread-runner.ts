@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { context, trace } from '@opentelemetry/api';
 import type { ModelMessage } from 'ai';
 import type { AgentCheckpoint, AgentRunResult, CheckpointTaken, RunAgentOptions } from '../agent/types.ts';
+import { outsideBudget, type BudgetHit } from '../agent/budget.ts';
 import { KlymError } from '../errors.ts';
 import { resolveUpstreamConfig, type UpstreamConfig } from '../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
@@ -190,6 +191,14 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
         );
         break;
       }
+      case 'gate': {
+        const { id, call } = message;
+        const open = (): void => thread.send({ type: 'gate-open', id, call }, true);
+        const waiting = thread.runs.get(id)?.options.beforeStep?.();
+        if (waiting === undefined) open();
+        else waiting.then(open, open);
+        break;
+      }
       case 'log':
         try {
           options.onLog?.(message.entry);
@@ -250,16 +259,21 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
     const thread = (current ??= spawn());
     const id = ++nextId;
     return new Promise<AgentRunResult>((resolve, reject) => {
-      const { signal } = runOptions;
+      const { signal, budgetSignal } = runOptions;
       const onAbort = (): void => thread.send({ type: 'abort', id }, true);
+      const onBudget = (): void => thread.send({ type: 'budget', id, hit: outsideBudget(budgetSignal) as BudgetHit }, true);
+      const unlisten = (): void => {
+        signal?.removeEventListener('abort', onAbort);
+        budgetSignal?.removeEventListener('abort', onBudget);
+      };
       const pending: PendingRun = {
         options: runOptions,
         resolve: (result) => {
-          signal?.removeEventListener('abort', onAbort);
+          unlisten();
           resolve(result);
         },
         reject: (error) => {
-          signal?.removeEventListener('abort', onAbort);
+          unlisten();
           reject(error);
         },
         stored: Promise.resolve(),
@@ -277,6 +291,8 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
       thread.worker.ref();
       if (signal?.aborted) onAbort();
       else signal?.addEventListener('abort', onAbort, { once: true });
+      if (budgetSignal?.aborted) onBudget();
+      else budgetSignal?.addEventListener('abort', onBudget, { once: true });
     });
   };
 
@@ -344,12 +360,12 @@ function artifactCall(backend: ArtifactBackend, call: ArtifactCall): Promise<unk
 }
 
 /**
- * What of a run's options crosses the thread: all but the pool, scope, signal and listeners, which the
+ * What of a run's options crosses the thread: all but the pool, scope, signals and listeners, which the
  * thread supplies (the scope by its id).
  * @throws {KlymError} `CONFIG_INVALID` for a model object, or another option that is a function.
  */
 function portableRunOptions(options: RunAgentOptions): PortableRunOptions {
-  const { pool: _pool, scope, signal: _signal, onEvent: _onEvent, onCheckpoint: _onCheckpoint, model, tracing, artifacts, ...rest } = options;
+  const { pool: _pool, scope, signal: _signal, budgetSignal: _budgetSignal, beforeStep, onEvent: _onEvent, onCheckpoint: _onCheckpoint, model, tracing, artifacts, ...rest } = options;
   if (model !== undefined && typeof model !== 'string') {
     throw new KlymError('CONFIG_INVALID', `Expected \`model\` to be a model name on the runner thread, got a model object (${model.provider}:${model.modelId}); only names cross the thread`);
   }
@@ -361,6 +377,7 @@ function portableRunOptions(options: RunAgentOptions): PortableRunOptions {
     ...(model === undefined ? {} : { model }),
     ...(tracing === undefined ? {} : { tracing: portableTracing(tracing) }),
     scopeId: scope?.id ?? 'run',
+    ...(beforeStep === undefined ? {} : { gated: true }),
     artifacts: artifacts !== undefined,
     queries: artifacts?.query !== undefined,
   };

@@ -31,5 +31,11 @@ export function createMemoryOutbox(): WebhookOutbox {
       else messages.set(claim.id, { ...stored, attempts: settlement.attempts, nextAttemptAt: settlement.nextAttemptAt, lease: '', leaseUntil: 0 });
       return true;
     },
+    async dueOfWebhookMessages(ids) {
+      return new Map(ids.flatMap((id) => {
+        const stored = messages.get(id);
+        return stored === undefined ? [] : [[id, stored.nextAttemptAt] as const];
+      }));
+    },
   };
 }

@@ -1,18 +1,31 @@
 import { Webhook } from 'standardwebhooks';
-import type { ResolvedWebhookEndpoint } from './webhook-endpoints.ts';
 import type { WebhookMessage } from './webhook-types.ts';
+
+/** Where one attempt goes and how: a webhook endpoint, or a task's push target. */
+export interface AttemptTarget {
+  readonly url: string;
+  /** How long the receiver may take to answer. */
+  readonly timeoutMs: number;
+  /** The Standard Webhooks secret to sign with; without one, the request carries its id and time but no signature. */
+  readonly secret?: string;
+  /** More headers (a push target's `Authorization`). @default none */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** @default 'application/json' */
+  readonly contentType?: string;
+}
 
 /** What one attempt came to: the receiver's status (2xx is delivered), or why there was none. */
 export type AttemptOutcome = { readonly ok: boolean; readonly status: number } | { readonly ok: false; readonly error: string };
 
 /**
  * POSTs `message` to its endpoint once, signed as Standard Webhooks says (`webhook-id`, `webhook-timestamp`
- * of this attempt, `webhook-signature` v1: HMAC-SHA256 by the `standardwebhooks` library). A redirect is not
+ * of this attempt, `webhook-signature` v1: HMAC-SHA256 by the `standardwebhooks` library) when the target
+ * has a secret, with the target's own headers besides. A redirect is not
  * followed (the endpoint's URL is the operator's choice, where it leads is not); an answer later than the
  * endpoint's `timeoutMs`, or `signal`, cuts the attempt short. Never throws: the outcome says what happened,
  * naming neither the URL nor the secret.
  */
-export async function sendWebhook(endpoint: ResolvedWebhookEndpoint, message: WebhookMessage, signal?: AbortSignal): Promise<AttemptOutcome> {
+export async function sendWebhook(endpoint: AttemptTarget, message: WebhookMessage, signal?: AbortSignal): Promise<AttemptOutcome> {
   const now = new Date();
   const timeout = AbortSignal.timeout(endpoint.timeoutMs);
   try {
@@ -20,11 +33,12 @@ export async function sendWebhook(endpoint: ResolvedWebhookEndpoint, message: We
       method: 'POST',
       redirect: 'manual',
       headers: {
-        'content-type': 'application/json',
+        ...endpoint.headers,
+        'content-type': endpoint.contentType ?? 'application/json',
         'user-agent': 'Klym-Webhooks',
         'webhook-id': message.id,
         'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-        'webhook-signature': new Webhook(endpoint.secret).sign(message.id, now, message.payload),
+        ...(endpoint.secret === undefined ? {} : { 'webhook-signature': new Webhook(endpoint.secret).sign(message.id, now, message.payload) }),
       },
       body: message.payload,
       signal: signal === undefined ? timeout : AbortSignal.any([timeout, signal]),

@@ -25,9 +25,7 @@ export function resolveWebhookEndpoints(endpoints: Readonly<Record<string, Webho
       new KlymError('CONFIG_INVALID', `Expected \`webhooks.${name}.${option}\` to be ${expected}${got === undefined ? '' : `, got ${JSON.stringify(got)}`}`);
     if (!ENDPOINT_NAME.test(name)) throw new KlymError('CONFIG_INVALID', `Expected a webhook endpoint name of letters and digits joined by "-" or "_", got ${JSON.stringify(name.slice(0, 80))}`);
     if (typeof endpoint.url !== 'string' || !URL.canParse(endpoint.url) || !/^https?:$/.test(new URL(endpoint.url).protocol)) throw invalid('url', 'an http(s) URL');
-    const key = typeof endpoint.secret === 'string' ? SECRET.exec(endpoint.secret)?.[1] : undefined;
-    const bytes = key === undefined ? 0 : Buffer.from(key, 'base64').length;
-    if (bytes < 24 || bytes > 64 || !signs(endpoint.secret)) {
+    if (!isWebhookSecret(endpoint.secret)) {
       throw invalid('secret', 'a Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes (e.g. `whsec_$(openssl rand -base64 32)`)');
     }
     const events = endpoint.events ?? WEBHOOK_DEFAULTS.events;
@@ -58,6 +56,13 @@ export function resolveWebhookEndpoints(endpoints: Readonly<Record<string, Webho
  */
 export function endpointsFor(endpoints: ReadonlyMap<string, ResolvedWebhookEndpoint>, event: WebhookEventType, webhook: string | undefined): ResolvedWebhookEndpoint[] {
   return [...endpoints.values()].filter((endpoint) => endpoint.events.has(event) && (endpoint.all || endpoint.name === webhook));
+}
+
+/** Whether `secret` is a usable Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 bytes, which the signing library takes. */
+export function isWebhookSecret(secret: unknown): secret is string {
+  const key = typeof secret === 'string' ? SECRET.exec(secret)?.[1] : undefined;
+  const bytes = key === undefined ? 0 : Buffer.from(key, 'base64').length;
+  return bytes >= 24 && bytes <= 64 && signs(secret as string);
 }
 
 /** Whether the signing library takes `secret` (its base64 decoder is stricter than Node's). */

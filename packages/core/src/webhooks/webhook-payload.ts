@@ -4,7 +4,7 @@ import { clipText } from '../internal/clip-text.ts';
 import type { Redactor } from '../redact.ts';
 import type { TaskEvent } from '../tasks/task-manager.ts';
 import type { TaskRecord } from '../tasks/task-types.ts';
-import type { WebhookEventType } from './webhook-types.ts';
+import type { OutboxEventType, WebhookEventType } from './webhook-types.ts';
 
 /** The body of a webhook message (Standard Webhooks' shape): concise, plain data, never a secret. */
 export interface WebhookPayload {
@@ -42,10 +42,10 @@ export function webhookEventOf(event: TaskEvent): WebhookEventType | undefined {
 }
 
 /**
- * The `webhook-id` of a task's event for an endpoint: the same whichever process stores it, so storing it
- * twice stores one message, and a receiver that deduplicates by id sees the event once.
+ * The `webhook-id` of a task's event for an endpoint (or a push target, `push:<id>`): the same whichever
+ * process stores it, so storing it twice stores one message, and a receiver that deduplicates by id sees the event once.
  */
-export function webhookMessageId(taskId: string, endpoint: string, type: WebhookEventType): string {
+export function webhookMessageId(taskId: string, endpoint: string, type: OutboxEventType): string {
   return `msg_${createHash('sha256').update(JSON.stringify([taskId, endpoint, type])).digest('base64url').slice(0, 32)}`;
 }
 

@@ -1,8 +1,13 @@
+import type { PushEventType } from './push-types.ts';
+
 /** The task events a webhook endpoint can receive (Standard Webhooks' `type`). */
 export const WEBHOOK_EVENTS = ['task.started', 'task.completed', 'task.failed', 'task.cancelled'] as const;
 
 /** One of {@link WEBHOOK_EVENTS}: `task.failed` is a task that ended as `error`. */
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
+
+/** What an outbox message tells of: a webhook endpoint's event, or a push target's (`push-types.ts`). */
+export type OutboxEventType = WebhookEventType | PushEventType;
 
 /**
  * A configured receiver of task events. Its URL is the operator's: a caller can only name an endpoint
@@ -39,10 +44,10 @@ export interface WebhookMessage {
   /** The `webhook-id`: `msg_…`, the same for a task, endpoint and event whichever process stores it. */
   readonly id: string;
   readonly taskId: string;
-  /** The endpoint's configured name. */
+  /** The endpoint's configured name, or `push:<id>` for a push target of the task. */
   readonly endpoint: string;
-  readonly type: WebhookEventType;
-  /** The JSON body: `{ type, timestamp, data }`. */
+  readonly type: OutboxEventType;
+  /** The JSON body: `{ type, timestamp, data }` for an endpoint, the push format's body for a push target. */
   readonly payload: string;
   /** When it was stored (ms since the epoch): its retry window starts then. */
   readonly createdAt: number;
@@ -78,4 +83,10 @@ export interface WebhookOutbox {
   claimWebhookMessages(now: number, leaseMs: number, limit: number): Promise<readonly ClaimedWebhookMessage[]>;
   /** Settles a claim; resolves false, changing nothing, when its lease is no longer the one stored (it ran out and another claim took the message, or it is gone). */
   settleWebhookMessage(claim: ClaimedWebhookMessage, settlement: WebhookSettlement): Promise<boolean>;
+  /**
+   * When each of the messages `ids` still stored is due (ms since the epoch; while a claim holds one, when its
+   * lease ends). An id that is not stored — delivered, given up, or never stored — is absent. What keeps a
+   * push target's messages in order: one goes only once those before it are gone.
+   */
+  dueOfWebhookMessages(ids: readonly string[]): Promise<ReadonlyMap<string, number>>;
 }

@@ -6,7 +6,7 @@ import type { Html } from './format.ts';
 export interface LayoutOptions {
   readonly title: string;
   /** The nav entry to mark. */
-  readonly section?: 'tasks' | 'upstreams';
+  readonly section?: 'tasks' | 'upstreams' | 'principals';
   /** Absent on the login page. */
   readonly viewer?: DashboardViewer;
   /** Whether there is a login (a logout button then). */
@@ -32,7 +32,7 @@ export function layout(options: LayoutOptions, body: Html): Html {
 <body>
 <header class="top">
   <a class="brand" href="/">Klym</a>
-  ${viewer === undefined ? '' : html`<nav>${navLink('/', 'Tasks', 'tasks')}${navLink('/dashboard/upstreams', 'Upstreams', 'upstreams')}</nav>`}
+  ${viewer === undefined ? '' : html`<nav>${navLink('/', 'Tasks', 'tasks')}${navLink('/dashboard/upstreams', 'Upstreams', 'upstreams')}${navLink('/dashboard/principals', 'Quotas', 'principals')}</nav>`}
   ${
     viewer === undefined
       ? ''

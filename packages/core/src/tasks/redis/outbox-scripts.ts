@@ -47,9 +47,17 @@ end
 return 1
 `;
 
+/** KEYS: due set. ARGV: ids. Answers, for each id, when it is due ('' when it is not stored). */
+const DUE = `
+local answer = {}
+for index, id in ipairs(ARGV) do answer[index] = redis.call('ZSCORE', KEYS[1], id) or '' end
+return answer
+`;
+
 /** The outbox's scripts, as ioredis's `scripts` option defines them. */
 export const OUTBOX_SCRIPTS = {
   klymOutboxAdd: { lua: ADD, numberOfKeys: 2 },
   klymOutboxClaim: { lua: CLAIM, numberOfKeys: 1 },
   klymOutboxSettle: { lua: SETTLE, numberOfKeys: 2 },
+  klymOutboxDue: { lua: DUE, numberOfKeys: 1 },
 } as const;

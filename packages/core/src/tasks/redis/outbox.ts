@@ -1,5 +1,5 @@
 import { newLease } from '../../webhooks/memory-outbox.ts';
-import type { ClaimedWebhookMessage, WebhookEventType, WebhookOutbox } from '../../webhooks/webhook-types.ts';
+import type { ClaimedWebhookMessage, OutboxEventType, WebhookOutbox } from '../../webhooks/webhook-types.ts';
 import type { RedisScripts, ScriptReply } from './scripts.ts';
 
 /**
@@ -49,6 +49,12 @@ export function createRedisOutbox(scripts: RedisScripts, prefix: string): Webhoo
       const outcome = settlement === 'done' ? ['done'] : [settlement.attempts, settlement.nextAttemptAt];
       return (await scripts.klymOutboxSettle(messageKey(claim.id), due, claim.id, claim.lease, ...outcome)) === 1;
     },
+    async dueOfWebhookMessages(ids) {
+      if (ids.length === 0) return new Map();
+      const reply = await scripts.klymOutboxDue(due, ...ids);
+      const scores = Array.isArray(reply) ? reply : [];
+      return new Map(ids.flatMap((id, index) => (typeof scores[index] === 'string' && scores[index] !== '' ? [[id, Number(scores[index])] as const] : [])));
+    },
   };
 }
 
@@ -61,7 +67,7 @@ function claimedOf(reply: ScriptReply, leaseUntil: number): ClaimedWebhookMessag
     id: text('id'),
     taskId: text('taskId'),
     endpoint: text('endpoint'),
-    type: text('type') as WebhookEventType,
+    type: text('type') as OutboxEventType,
     payload: text('payload'),
     createdAt: Number(text('createdAt')),
     attempts: Number(text('attempts')),

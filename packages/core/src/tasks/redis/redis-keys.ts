@@ -27,6 +27,8 @@ export interface RedisKeys {
   readonly artifactBytes: string;
   /** ZSET: the finished tasks holding artifacts, scored by finish time (ms): whose artifacts the store's cap drops first. */
   readonly finishedArtifacts: string;
+  /** HASH: what each principal spent on `day`, `<principal>:tokens` and `<principal>:usd` as JSON-named fields; expires after a month. */
+  spend(day: string): string;
   /** What follows `idempotency:` in the key of `principal`'s `key`: both, unambiguously. */
   idempotencySuffix(principal: string, key: string): string;
   idempotency(suffix: string): string;
@@ -45,6 +47,7 @@ export function redisKeys(prefix: string): RedisKeys {
     artifacts: (id) => `${prefix}artifacts:${id}`,
     artifactBytes: `${prefix}artifact-bytes`,
     finishedArtifacts: `${prefix}finished-artifacts`,
+    spend: (day) => `${prefix}spend:${day}`,
     idempotencySuffix: (principal, key) => JSON.stringify([principal, key]),
     idempotency: (suffix) => `${prefix}idempotency:${suffix}`,
     index({ principal, status }) {

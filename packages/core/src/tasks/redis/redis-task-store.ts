@@ -22,6 +22,12 @@ const EVICT_CHUNK = 20;
  */
 const REDIS_MAX_ARTIFACT_BYTES = 2_147_483_648;
 
+/** Seconds a day's spend is kept after its last change: a daily quota reads only today's. */
+const SPEND_KEPT_S = 35 * 86_400;
+
+/** The fields of `principal`'s tokens and USD in a day's spend hash: JSON, so no name can run into another. */
+const spendFields = (principal: string): [string, string] => [JSON.stringify([principal, 'tokens']), JSON.stringify([principal, 'usd'])];
+
 const ALL_STATUSES: readonly TaskStatus[] = ['pending', 'running', 'completed', 'error', 'cancelled'];
 
 /** Options of {@link createRedisTaskStore}. */
@@ -271,6 +277,20 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
     async artifactBytes() {
       return Number((await use('count the artifacts kept', () => client.get(keys.artifactBytes))) ?? 0);
     },
+    async addSpend(principal, day, spend) {
+      const [tokens, usd] = spendFields(principal);
+      const replies = await use('count what a principal spent', () =>
+        client.multi().hincrby(keys.spend(day), tokens, Math.round(spend.tokens)).hincrbyfloat(keys.spend(day), usd, spend.usd).expire(keys.spend(day), SPEND_KEPT_S).exec(),
+      );
+      // MULTI answers each command's error in place: one that failed is the call's failure.
+      const failure = replies?.find(([error]) => error !== null)?.[0];
+      if (replies === null || failure) throw connection.failure(failure ?? new Error('the transaction was discarded'), 'count what a principal spent');
+      return { tokens: Number(replies[0]?.[1]), usd: Number(replies[1]?.[1]) };
+    },
+    async spendOf(principal, day) {
+      const [tokens, usd] = await use('read what a principal spent', () => client.hmget(keys.spend(day), ...spendFields(principal)));
+      return { tokens: Number(tokens ?? 0), usd: Number(usd ?? 0) };
+    },
     addWebhookMessages(messages) {
       return use('store webhook messages', () => outbox.addWebhookMessages(messages));
     },
@@ -279,6 +299,9 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
     },
     settleWebhookMessage(claim, settlement) {
       return use(`settle webhook message ${claim.id}`, () => outbox.settleWebhookMessage(claim, settlement));
+    },
+    dueOfWebhookMessages(ids) {
+      return use('read when webhook messages are due', () => outbox.dueOfWebhookMessages(ids));
     },
     close,
     [Symbol.asyncDispose]: close,

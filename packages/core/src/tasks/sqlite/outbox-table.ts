@@ -8,6 +8,7 @@ export interface OutboxTable {
   add(messages: readonly WebhookMessage[]): void;
   claim(now: number, leaseMs: number, limit: number): ClaimedWebhookMessage[];
   settle(claim: ClaimedWebhookMessage, settlement: WebhookSettlement): boolean;
+  due(ids: readonly string[]): Map<string, number>;
 }
 
 interface Row {
@@ -33,6 +34,7 @@ export function createOutboxTable(db: DatabaseSync): OutboxTable {
   const lease = db.prepare('UPDATE webhook_outbox SET lease = ?, next_attempt_at = ? WHERE id = ?');
   const remove = db.prepare('DELETE FROM webhook_outbox WHERE id = ? AND lease = ?');
   const reschedule = db.prepare("UPDATE webhook_outbox SET attempts = ?, next_attempt_at = ?, lease = '' WHERE id = ? AND lease = ?");
+  const selectDueOf = db.prepare('SELECT id, next_attempt_at AS nextAttemptAt FROM webhook_outbox WHERE id IN (SELECT value FROM json_each(?))');
 
   return {
     add(messages) {
@@ -55,6 +57,10 @@ export function createOutboxTable(db: DatabaseSync): OutboxTable {
     settle(claim, settlement) {
       const changed = settlement === 'done' ? remove.run(claim.id, claim.lease) : reschedule.run(settlement.attempts, settlement.nextAttemptAt, claim.id, claim.lease);
       return Number(changed.changes) > 0;
+    },
+    due(ids) {
+      const rows = ids.length === 0 ? [] : (selectDueOf.all(JSON.stringify(ids)) as { id: string; nextAttemptAt: number }[]);
+      return new Map(rows.map((row) => [row.id, Number(row.nextAttemptAt)]));
     },
   };
 }

@@ -120,6 +120,17 @@ export const MIGRATIONS: readonly string[] = [
   -- Covering: a task's bytes, and the store's, are summed without reading a row.
   CREATE INDEX artifacts_by_task ON artifacts (task_id, kept_bytes);
   `,
+  // 6: what each principal spent each day (its daily quotas); kept apart from tasks, which are evicted sooner.
+  `
+  CREATE TABLE spend (
+    principal TEXT NOT NULL,
+    -- YYYY-MM-DD, the UTC date.
+    day TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    usd REAL NOT NULL,
+    PRIMARY KEY (principal, day)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 /** The schema version this Klym writes: a file of a higher version was written by a newer Klym. */
