@@ -50,7 +50,7 @@ export { ARTIFACT_TOOL_NAMES, artifactReference, artifactTools, keepBigResult, t
 export type { ArtifactBackend, ArtifactInfo, ArtifactRecords, StoredArtifact } from './artifacts/artifact-types.ts';
 export { recordsFrom, recordsOf, type RecordsLayout } from './artifacts/artifact-records.ts';
 export { QUERY_DEFAULTS, createArtifactQuery, toCsv, type ArtifactQuery, type ArtifactQueryOptions, type QueryAnswer } from './artifacts/artifact-query.ts';
-export { createTaskQueries, type TaskQueries, type TaskQueriesOptions } from './tasks/task-queries.ts';
+export { createTaskQueries, type TaskQueries, type TaskQueriesOptions } from './tasks/runner/task-queries.ts';
 // tools and the agent
 export {
   createToolCatalog,
@@ -135,14 +135,14 @@ export {
   type PrincipalUsage,
   type QuotaName,
   type QuotaView,
-} from './tasks/principal-quotas.ts';
-export type { TaskRunDefaults } from './tasks/task-run.ts';
+} from './tasks/admission/principal-quotas.ts';
+export type { TaskRunDefaults } from './tasks/runner/task-run.ts';
 export { createInProcessTaskQueue } from './tasks/queue/in-process-queue.ts';
 export type { RunOutcome, TaskConsumer, TaskLease, TaskPlacement, TaskQueue } from './tasks/queue/task-queue.ts';
-export { createThreadRunner, type ThreadRunner, type ThreadRunnerOptions } from './tasks/thread-runner.ts';
-export { createMemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/memory-task-store.ts';
+export { createThreadRunner, type ThreadRunner, type ThreadRunnerOptions } from './tasks/runner/thread-runner.ts';
+export { createMemoryTaskStore, type MemoryTaskStoreOptions } from './tasks/store/memory-task-store.ts';
 export { openTaskBackend, type TaskBackend, type TaskBackendOptions } from './tasks/task-backend.ts';
-export { BoundedLog, type BoundedLogOptions, type TaskLogPage } from './tasks/task-log.ts';
+export { BoundedLog, type BoundedLogOptions, type TaskLogPage } from './tasks/store/task-log.ts';
 export type {
   AgentEventData,
   Logged,
@@ -155,7 +155,7 @@ export type {
   TaskNoteData,
   TaskNoteType,
   UnknownLogEntry,
-} from './tasks/log-entry.ts';
+} from './tasks/store/log-entry.ts';
 export {
   TERMINAL_STATUSES,
   isTerminal,
@@ -191,9 +191,9 @@ export {
   type TaskStatusView,
   type TaskStatusViewOptions,
   type TaskSummaryView,
-} from './tasks/task-views.ts';
+} from './tasks/views/task-views.ts';
 export { createTaskService, type TaskService, type TaskServiceOptions } from './tasks/task-service.ts';
-export { viewArtifact, viewSlice, type TaskArtifactSliceView, type TaskArtifactView, type TaskQueryView } from './tasks/artifact-views.ts';
+export { viewArtifact, viewSlice, type TaskArtifactSliceView, type TaskArtifactView, type TaskQueryView } from './tasks/views/artifact-views.ts';
 export {
   cancelTaskSchema,
   checkTaskSchema,
@@ -217,8 +217,8 @@ export {
   type ToolCapabilityView,
   type UpstreamCapabilityView,
   type UpstreamHealthView,
-} from './tasks/capabilities.ts';
-export { PROMPT_PROVENANCE_CHARS, dayIdOf, writeBackResult, type WriteBackOptions, type WriteBackProvenance } from './tasks/write-back.ts';
+} from './tasks/views/capabilities.ts';
+export { PROMPT_PROVENANCE_CHARS, dayIdOf, writeBackResult, type WriteBackOptions, type WriteBackProvenance } from './tasks/runner/write-back.ts';
 // webhooks
 export { createWebhookDispatcher, type WebhookDispatcher, type WebhookDispatcherOptions } from './webhooks/webhook-dispatcher.ts';
 export type { WebhookPayload } from './webhooks/webhook-payload.ts';

@@ -15,5 +15,5 @@
  * ```
  * @module
  */
-export { createRedisTaskStore, type RedisTaskStore, type RedisTaskStoreOptions } from './tasks/redis/redis-task-store.ts';
+export { createRedisTaskStore, type RedisTaskStore, type RedisTaskStoreOptions } from './tasks/store/redis/redis-task-store.ts';
 export { createBullmqTaskQueue, type BullmqTaskQueue, type BullmqTaskQueueOptions, type QueueLogListener } from './tasks/queue/index.ts';

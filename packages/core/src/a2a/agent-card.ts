@@ -1,5 +1,5 @@
 import { A2A_PROTOCOL_VERSION, type AgentCard, type SecurityRequirement, type SecurityScheme } from '@a2a-js/sdk';
-import type { CapabilitiesView } from '../tasks/capabilities.ts';
+import type { CapabilitiesView } from '../tasks/views/capabilities.ts';
 import { metadataUrlsOf, oauthFlowsOf, type AuthorizationServerMetadata } from './oauth-flows.ts';
 
 /** How callers authenticate to the A2A endpoint: the same bearer tokens and OAuth as `/mcp`. */

@@ -1,6 +1,6 @@
 import type { CallToolResult, Task } from '@modelcontextprotocol/server';
 import type { TaskRecord } from '../tasks/task-types.ts';
-import type { TaskStatusView } from '../tasks/task-views.ts';
+import type { TaskStatusView } from '../tasks/views/task-views.ts';
 
 /** What an MCP task shows besides its record: how long it is kept and how often to poll it. */
 export interface McpTaskTiming {

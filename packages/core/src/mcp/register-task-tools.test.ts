@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createSessionPool, type SessionPool } from '../pool/session-pool.ts';
 import type { AgentRunner } from '../tasks/task-manager.ts';
-import { createMemoryTaskStore } from '../tasks/memory-task-store.ts';
+import { createMemoryTaskStore } from '../tasks/store/memory-task-store.ts';
 import { createTaskService, type TaskService } from '../tasks/task-service.ts';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
 import { runResult } from '../testing/run-result.ts';

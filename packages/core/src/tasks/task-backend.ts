@@ -1,11 +1,11 @@
 import path from 'node:path';
 import type { ArtifactLimits } from '../artifacts/artifact-limit.ts';
 import { KlymError, isKlymError } from '../errors.ts';
-import { createMemoryTaskStore } from './memory-task-store.ts';
+import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import type { QueueLogListener } from './queue/queue-log.ts';
 import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
 import type { TaskQueue } from './queue/task-queue.ts';
-import type { BoundedLogOptions } from './task-log.ts';
+import type { BoundedLogOptions } from './store/task-log.ts';
 import type { TaskStore } from './task-types.ts';
 
 /** Options of {@link openTaskBackend}. */
@@ -62,7 +62,7 @@ export async function openTaskBackend(spec: string, options: TaskBackendOptions 
     const file = path.resolve(spec.slice('sqlite:'.length));
     try {
       // Loaded only when asked for: a process on the memory store never loads node:sqlite.
-      const { createSqliteTaskStore } = await import('./sqlite-task-store.ts');
+      const { createSqliteTaskStore } = await import('./store/sqlite-task-store.ts');
       return backendOf(await createSqliteTaskStore({ path: file, ...storeOptions }), createInProcessTaskQueue());
     } catch (error) {
       if (isKlymError(error, 'STORE_UNAVAILABLE')) throw error;
@@ -72,7 +72,7 @@ export async function openTaskBackend(spec: string, options: TaskBackendOptions 
   }
   if (/^rediss?:\/\//.test(spec)) {
     // Loaded only when asked for; their errors name host:port/db, never the password.
-    const [{ createRedisTaskStore }, { createBullmqTaskQueue }] = await Promise.all([import('./redis/redis-task-store.ts'), import('./queue/bullmq-task-queue.ts')]);
+    const [{ createRedisTaskStore }, { createBullmqTaskQueue }] = await Promise.all([import('./store/redis/redis-task-store.ts'), import('./queue/bullmq-task-queue.ts')]);
     const store = await createRedisTaskStore({ url: spec, ...storeOptions });
     try {
       const queue = await createBullmqTaskQueue({ url: spec, ...options.sharedQueue, ...(options.onQueueLog === undefined ? {} : { onLog: options.onQueueLog }) });

@@ -7,16 +7,16 @@ import type { Redactor } from '../redact.ts';
 import { startTaskSpan } from '../telemetry/task-span.ts';
 import type { ToolCallTracing } from '../telemetry/tool-call-span.ts';
 import type { TracingOptions } from '../telemetry/tracing.ts';
-import type { TaskLogData, TaskNoteType } from './log-entry.ts';
+import type { TaskLogData, TaskNoteType } from './store/log-entry.ts';
 import type { AnnouncedEvent, RunOutcome, TaskLease } from './queue/task-queue.ts';
 import type { AgentRunner, TaskEvent } from './task-manager.ts';
-import { createProgress, eventData } from './task-progress.ts';
-import { completionOf, runOptionsOf, type TaskRunDefaults } from './task-run.ts';
+import { createProgress, eventData } from './runner/task-progress.ts';
+import { completionOf, runOptionsOf, type TaskRunDefaults } from './runner/task-run.ts';
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';
-import { writeBackResult, type WriteBackOptions } from './write-back.ts';
-import { taskArtifacts } from './task-artifacts.ts';
-import type { TaskQueries } from './task-queries.ts';
-import type { DailySpend } from './daily-spend.ts';
+import { writeBackResult, type WriteBackOptions } from './runner/write-back.ts';
+import { taskArtifacts } from './runner/task-artifacts.ts';
+import type { TaskQueries } from './runner/task-queries.ts';
+import type { DailySpend } from './admission/daily-spend.ts';
 
 /** What running a task needs: the manager's settings, resolved. */
 export interface TaskExecutionContext {

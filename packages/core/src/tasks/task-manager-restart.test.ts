@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AgentCheckpoint, AgentRunResult, RunAgentOptions } from '../agent/types.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import { runResult } from '../testing/run-result.ts';
-import { createMemoryTaskStore } from './memory-task-store.ts';
+import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import { createTaskManager, type AgentRunner, type TaskManager } from './task-manager.ts';
 import type { TaskRecord, TaskStore } from './task-types.ts';
 

@@ -3,7 +3,7 @@ import type { AgentRunResult, RunAgentOptions } from '../agent/types.ts';
 import { KlymError } from '../errors.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import { runResult } from '../testing/run-result.ts';
-import { createMemoryTaskStore } from './memory-task-store.ts';
+import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import type { TaskQueue } from './queue/task-queue.ts';
 import { createTaskManager, type AgentRunner, type TaskManager } from './task-manager.ts';
 import type { TaskStore } from './task-types.ts';

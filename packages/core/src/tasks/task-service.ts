@@ -9,11 +9,11 @@ import type { WebhookEndpoint } from '../webhooks/webhook-types.ts';
 import { resolvePushOptions } from '../webhooks/push-delivery.ts';
 import type { PushOptions } from '../webhooks/push-types.ts';
 import { createTaskPush, type TaskPush } from '../webhooks/task-push.ts';
-import { createMemoryTaskStore } from './memory-task-store.ts';
-import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthView } from './capabilities.ts';
-import { viewQuota, type QuotaView } from './principal-quotas.ts';
+import { createMemoryTaskStore } from './store/memory-task-store.ts';
+import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthView } from './views/capabilities.ts';
+import { viewQuota, type QuotaView } from './admission/principal-quotas.ts';
 import { createTaskManager, type StartOptions, type TaskEvent, type TaskManager, type TaskManagerOptions } from './task-manager.ts';
-import type { TaskRunDefaults } from './task-run.ts';
+import type { TaskRunDefaults } from './runner/task-run.ts';
 import {
   narrowTaskRequest,
   type CancelTaskArgs,
@@ -36,9 +36,9 @@ import {
   type TaskLogPageView,
   type TaskStartView,
   type TaskStatusView,
-} from './task-views.ts';
+} from './views/task-views.ts';
 import { toCsv } from '../artifacts/artifact-query.ts';
-import { viewArtifact, viewSlice, type TaskArtifactSliceView, type TaskQueryView } from './artifact-views.ts';
+import { viewArtifact, viewSlice, type TaskArtifactSliceView, type TaskQueryView } from './views/artifact-views.ts';
 
 /** The run options every task of the service gets as they are, declared once by `runAgent`'s options. */
 const RUN_OPTION_KEYS = [

@@ -6,9 +6,9 @@ import { startPushReceiver, type PushReceiver } from '../../../../test/support/p
 import { startRedisServer, type RedisServer } from '../../../../test/support/redis-server.ts';
 import { taskRecord } from '../../../../test/support/task-store-contract.ts';
 import { createSessionPool } from '../pool/session-pool.ts';
-import { createMemoryTaskStore } from '../tasks/memory-task-store.ts';
-import { createRedisTaskStore } from '../tasks/redis/redis-task-store.ts';
-import { createSqliteTaskStore } from '../tasks/sqlite-task-store.ts';
+import { createMemoryTaskStore } from '../tasks/store/memory-task-store.ts';
+import { createRedisTaskStore } from '../tasks/store/redis/redis-task-store.ts';
+import { createSqliteTaskStore } from '../tasks/store/sqlite-task-store.ts';
 import type { AgentRunner } from '../tasks/task-manager.ts';
 import { createTaskService, type TaskService, type TaskServiceOptions } from '../tasks/task-service.ts';
 import type { TaskStore } from '../tasks/task-types.ts';

@@ -1,5 +1,5 @@
 import { createRedactor } from '../redact.ts';
-import type { TaskLogData } from '../tasks/log-entry.ts';
+import type { TaskLogData } from '../tasks/store/log-entry.ts';
 import type { TaskEvent } from '../tasks/task-manager.ts';
 import type { TaskRecord, TaskStore } from '../tasks/task-types.ts';
 import { earlierPushMessages, isPushMessage, pushAttemptTarget, pushEventsOf, pushMessages, resolvePushOptions } from './push-delivery.ts';

@@ -8,7 +8,7 @@ import { bullmqLayoutOf, type BullmqLayout } from './bullmq-layout.ts';
 import { startBullmqWorker, type BullmqWorker } from './bullmq-worker.ts';
 import { createPrincipalTurns, principalOf, PRINCIPAL_TURN_SCRIPTS } from './principal-turns.ts';
 import { createQueueLog, isConnectionFailure, messageOf, type QueueLogListener } from './queue-log.ts';
-import { redisTargetOf } from '../redis/redis-url.ts';
+import { redisTargetOf } from '../store/redis/redis-url.ts';
 import type { AnnouncedEvent, TaskPlacement, TaskQueue } from './task-queue.ts';
 
 const ANNOUNCED = new Set<AnnouncedEvent>(['task-start', 'task-resume', 'task-end']);

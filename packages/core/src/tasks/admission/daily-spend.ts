@@ -1,0 +1,111 @@
+import type { BudgetHit } from '../../agent/budget.ts';
+import { KlymError } from '../../errors.ts';
+import type { PrincipalLimits, ResolvedLimits } from './principal-quotas.ts';
+import type { DaySpend, TaskStore } from '../task-types.ts';
+
+const DAY_MS = 86_400_000;
+
+/** The UTC date `time` falls on (`YYYY-MM-DD`), and when the next day begins (ms since the epoch). */
+export function dayOf(time: number): { readonly day: string; readonly turnsAt: number } {
+  const start = Math.floor(time / DAY_MS) * DAY_MS;
+  return { day: new Date(start).toISOString().slice(0, 10), turnsAt: start + DAY_MS };
+}
+
+/** One run's count of its principal's day: what the day had spent when it began, and what it spent since. */
+export interface SpendMeter {
+  /** The daily limit the principal had reached before the run began, if any. */
+  readonly reached: BudgetHit | undefined;
+  /**
+   * Counts what the run spent (a step, a map) in the store. Answers at once the daily limit that the day's
+   * total as this run knows it has reached (so that a run stops right after the step that passed it);
+   * `onHit` hears later of one that the store's total, the principal's other runs included, reached.
+   */
+  add(spend: DaySpend, onHit: (hit: BudgetHit) => void): BudgetHit | undefined;
+  /** Whether the principal has a daily limit: only then is there anything to wait for. */
+  readonly limited: boolean;
+  /** Resolves once every `add` so far has its store's answer (and its `onHit` was called). */
+  settled(): Promise<void>;
+}
+
+const NOTHING: DaySpend = { tokens: 0, usd: 0 };
+
+/** The daily limit of `limits` that `spent` has reached, if any. */
+function hitOf(limits: PrincipalLimits, spent: DaySpend): BudgetHit | undefined {
+  if (limits.maxTokensPerDay !== undefined && spent.tokens >= limits.maxTokensPerDay) return { name: 'tokensPerDay', limit: limits.maxTokensPerDay, used: spent.tokens };
+  if (limits.maxUsdPerDay !== undefined && spent.usd >= limits.maxUsdPerDay) return { name: 'usdPerDay', limit: limits.maxUsdPerDay, used: spent.usd };
+  return undefined;
+}
+
+const limited = (limits: PrincipalLimits): boolean => limits.maxTokensPerDay !== undefined || limits.maxUsdPerDay !== undefined;
+
+/** What each principal's runs spend in a day, against its `maxTokensPerDay` and `maxUsdPerDay` (issue #33). */
+export interface DailySpend {
+  /** A meter for a run of `principal`'s; reads the store only when the principal has a daily limit. */
+  meter(principal: string): Promise<SpendMeter>;
+  /** The daily limit `principal` has reached today, if any; reads the store only when it has one. */
+  reached(principal: string): Promise<BudgetHit | undefined>;
+  /** What `principal` spent today, and when the day turns. */
+  today(principal: string): Promise<{ readonly spent: DaySpend; readonly resetsAt: string }>;
+  /** The refusal of a start (or of a waiting task's run) by `principal`, whose day's `hit` is spent. */
+  refusal(principal: string, hit: BudgetHit, doing: string): KlymError;
+}
+
+/**
+ * Counts spend per principal and day in `store` (so that it holds across restarts and processes), the day
+ * being the UTC date of `now()`.
+ */
+export function createDailySpend(store: TaskStore, limitsOf: (principal: string) => ResolvedLimits, now: () => number): DailySpend {
+  return {
+    async meter(principal) {
+      const { limits } = limitsOf(principal);
+      let { day } = dayOf(now());
+      let known = limited(limits) ? await store.spendOf(principal, day) : NOTHING;
+      let answered: Promise<unknown> = Promise.resolve();
+      return {
+        reached: hitOf(limits, known),
+        limited: limited(limits),
+        settled: async () => void (await answered),
+        add(spend, onHit) {
+          if (!(spend.tokens > 0 || spend.usd > 0)) return undefined;
+          const today = dayOf(now()).day;
+          // The day turned during the run: what it spends now counts from zero.
+          if (today !== day) [day, known] = [today, NOTHING];
+          known = { tokens: known.tokens + spend.tokens, usd: known.usd + spend.usd };
+          const answer = store.addSpend(principal, today, spend).then(
+            (total) => {
+              // Answers may come back out of order: the day's total only grows.
+              if (today === day) known = { tokens: Math.max(known.tokens, total.tokens), usd: Math.max(known.usd, total.usd) };
+              const hit = hitOf(limits, total);
+              if (hit !== undefined) onHit(hit);
+            },
+            // A store that failed loses this much of the day's count; the run goes on.
+            () => {},
+          );
+          answered = answered.then(() => answer);
+          return hitOf(limits, known);
+        },
+      };
+    },
+    async reached(principal) {
+      const { limits } = limitsOf(principal);
+      if (!limited(limits)) return undefined;
+      return hitOf(limits, await store.spendOf(principal, dayOf(now()).day));
+    },
+    async today(principal) {
+      const { day, turnsAt } = dayOf(now());
+      return { spent: await store.spendOf(principal, day), resetsAt: new Date(turnsAt).toISOString() };
+    },
+    refusal(principal, hit, doing) {
+      const quota = hit.name === 'tokensPerDay' ? 'maxTokensPerDay' : 'maxUsdPerDay';
+      const source = limitsOf(principal).sources[quota];
+      const used = hit.name === 'tokensPerDay' ? `${hit.used} tokens` : `$${hit.used.toFixed(4)}`;
+      const { turnsAt } = dayOf(now());
+      return new KlymError(
+        'QUOTA_EXCEEDED',
+        `Principal ${principal} has spent ${used} today, its ${quota} is ${hit.limit} (${source}): ${doing}; ` +
+          `the day's spend starts again at ${new Date(turnsAt).toISOString()}; other callers are not held back`,
+        { quota, limit: hit.limit, used: hit.used, retryAfterMs: turnsAt - now() },
+      );
+    },
+  };
+}

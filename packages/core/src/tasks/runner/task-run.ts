@@ -1,0 +1,86 @@
+import type { AgentCheckpoint, AgentEvent, AgentRunResult, RunAgentOptions, RunSettings } from '../../agent/types.ts';
+import type { SessionPool } from '../../pool/session-pool.ts';
+import type { SessionScope } from '../../pool/session-scope.ts';
+import type { Redactor } from '../../redact.ts';
+import type { AgentTracing } from '../../telemetry/run-tracing.ts';
+import type { TaskPatch, TaskRecord } from '../task-types.ts';
+import type { ArtifactBackend } from '../../artifacts/artifact-types.ts';
+
+/** Run options every task gets unless its request says otherwise (and the request may only narrow). */
+export type TaskRunDefaults = Omit<RunSettings, 'prompt'>;
+
+/** What a task's run is wired to: the manager's side of it. */
+export interface TaskRunWiring {
+  readonly pool: SessionPool;
+  readonly scope: SessionScope;
+  /** The task's artifacts, in its store. */
+  readonly artifacts: ArtifactBackend;
+  readonly defaults: TaskRunDefaults;
+  readonly secrets: readonly string[];
+  readonly taskTimeoutMs: number;
+  readonly signal: AbortSignal;
+  /** Aborted with the hit when the principal's spend for the day runs out. */
+  readonly budgetSignal: AbortSignal;
+  /** Waits, before each step, until the step before is counted in the principal's day; absent without a daily limit. */
+  readonly beforeStep: (() => Promise<void>) | undefined;
+  readonly onEvent: (event: AgentEvent) => void;
+  readonly onCheckpoint: (checkpoint: AgentCheckpoint) => void;
+  /** The checkpoint to continue, for a task resumed after a restart. */
+  readonly checkpoint: AgentCheckpoint | undefined;
+  /** The run's tracing, its parent the task's span; absent when tracing is off. */
+  readonly tracing?: AgentTracing | undefined;
+}
+
+/**
+ * The `runAgent` options of a task: the manager's defaults, narrowed by its request; the run's time budget
+ * capped by the task's own limit (whose timer the manager keeps).
+ */
+export function runOptionsOf(task: TaskRecord, wiring: TaskRunWiring): RunAgentOptions {
+  const { request } = task;
+  const { defaults } = wiring;
+  const { timeoutMs: runTimeout, ...budget } = { ...defaults.budget, ...request.budget };
+  const model = request.model ?? defaults.model;
+  return {
+    ...defaults,
+    pool: wiring.pool,
+    scope: wiring.scope,
+    artifacts: wiring.artifacts,
+    prompt: request.prompt,
+    ...(request.systemPrompt === undefined ? {} : { systemPrompt: request.systemPrompt }),
+    ...(model === undefined ? {} : { model }),
+    ...(request.tools === undefined ? {} : { tools: request.tools }),
+    budget: runTimeout !== undefined && runTimeout < wiring.taskTimeoutMs ? { ...budget, timeoutMs: runTimeout } : budget,
+    secrets: [...(defaults.secrets ?? []), ...wiring.secrets],
+    signal: wiring.signal,
+    budgetSignal: wiring.budgetSignal,
+    ...(wiring.beforeStep === undefined ? {} : { beforeStep: wiring.beforeStep }),
+    onEvent: wiring.onEvent,
+    onCheckpoint: wiring.onCheckpoint,
+    ...(wiring.checkpoint === undefined ? {} : { resume: wiring.checkpoint }),
+    ...(wiring.tracing === undefined ? {} : { tracing: wiring.tracing }),
+  };
+}
+
+/**
+ * What a completed run makes of its task: `completed`, its result (redacted), usage and run time; with
+ * `writeBack`, the write marked `pending` in the same write as the status, so that a restart finding it
+ * still pending knows a write may have begun (and never makes it twice).
+ */
+export function completionOf(task: TaskRecord, result: AgentRunResult, context: { readonly checkpoint: AgentCheckpoint | undefined; readonly writeBack: boolean; readonly redact: Redactor }): TaskPatch {
+  const { checkpoint, redact } = context;
+  return {
+    status: 'completed',
+    currentStep: 'done',
+    result: {
+      text: redact.text(result.text),
+      finalText: redact.text(result.finalText),
+      finishReason: result.finishReason,
+      model: result.model,
+      // The run lists its own calls; those before a restart are counted in its checkpoint.
+      toolCalls: result.toolCalls.length + (checkpoint?.toolCalls ?? 0) + (checkpoint?.current?.calls.length ?? 0),
+    },
+    usage: { steps: result.steps, inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens, totalTokens: result.usage.totalTokens, costUsd: result.costUsd },
+    elapsedMs: result.elapsedMs,
+    ...(context.writeBack ? { writeBack: { status: 'pending', nodeId: `klym_${task.id}`, dayId: '' } } : {}),
+  };
+}
