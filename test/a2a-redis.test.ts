@@ -40,7 +40,7 @@ describe('A2A on a front whose tasks run on a worker (Redis)', () => {
     expect(rest.find((event) => event?.$case === 'artifactUpdate')).toMatchObject({ value: { taskId: id, artifact: { artifactId: 'result', parts: [{ content: { $case: 'text', value: 'Done: slow-1.' } }] } } });
     expect(rest.at(-1)).toMatchObject({ $case: 'statusUpdate', value: { taskId: id, status: { state: TaskState.TASK_STATE_COMPLETED } } });
     expect((await front.api(`/api/tasks/${id}`)).json).toMatchObject({ task_id: id, status: 'completed' });
-  });
+  }, 60_000);
 
   // Three processes (a front, a worker, Redis) start here: on a loaded machine, more than the default 20 s.
   it('delivers the push notifications of a task a worker runs, from a config given on the front, in order after a 500', async () => {

@@ -114,10 +114,11 @@ describe('klym serve with many callers', () => {
     expect(await quota(url, BOB)).toMatchObject({ principal: 'bob', quotas: { max_running: 1, max_queued: 5 }, use: { running: 1, queued: 0 } });
 
     // Alice's tasks run one after another: none starts before the one before it ended.
-    grynya.faults.hang = false;
-    grynya.faults.delayMs = 100;
+    // Cancelled while grynya still holds their calls, so neither can have ended first.
     await cancel(url, ALICE, hers[0] as string);
     await cancel(url, BOB, his);
+    grynya.faults.hang = false;
+    grynya.faults.delayMs = 100;
     const statuses = async (): Promise<string[]> => (await Promise.all(hers.map((id) => seen(url, ALICE, id)))).map((task) => task.status);
     await vi.waitFor(async () => expect(await statuses()).toEqual(['cancelled', ...Array(5).fill('completed')]), { timeout: 15_000 });
     const runs = (await Promise.all(hers.map((id) => seen(url, ALICE, id)))).toSorted((a, b) => String(a.started_at).localeCompare(String(b.started_at)));

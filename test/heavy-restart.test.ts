@@ -60,7 +60,7 @@ describe('a task SIGKILLed mid-map', () => {
     const first = await serveKlym(directory.path, cleanups);
     const { json } = await restCall(first.url, '/api/tasks', TOKEN, { prompt: 'How many ERROR lines?' });
     const id = String(json.task_id);
-    await vi.waitFor(() => expect(llm.requests.filter(isMapCall).length).toBeGreaterThan(0), { timeout: 20_000 });
+    await vi.waitFor(() => expect(llm.requests.filter(isMapCall).length).toBeGreaterThan(0), { timeout: 60_000 });
     const before = (await restCall(first.url, `/api/tasks/${id}`, TOKEN)).json as { status: string; artifacts?: { id: string }[] };
     expect(before.status).toBe('running');
     const artifact = before.artifacts?.[0]?.id;
@@ -92,7 +92,7 @@ describe("a worker SIGKILLed mid-map, on Redis", () => {
     const first = await fleet.worker();
     const { json } = await front.api('/api/tasks', { prompt: 'How many ERROR lines?' });
     const id = String(json.task_id);
-    await vi.waitFor(() => expect(fleet.llm.requests.filter(isMapCall).length).toBeGreaterThan(0), { timeout: 20_000 });
+    await vi.waitFor(() => expect(fleet.llm.requests.filter(isMapCall).length).toBeGreaterThan(0), { timeout: 60_000 });
     const artifact = ((await statusOf(front, id)) as { artifacts?: { id: string }[] }).artifacts?.[0]?.id;
     expect(artifact).toMatch(/^art_/);
     first.child.kill('SIGKILL');

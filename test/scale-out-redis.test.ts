@@ -65,7 +65,7 @@ describe('Klym processes when Redis goes away and comes back', () => {
     expect(fleet.processes.filter(alive)).toHaveLength(3);
     expect(front.klym.stderr()).toMatch(new RegExp(`lost Redis at ${escaped} \\(.+\\); it reconnects by itself`));
     for (const klym of fleet.processes) expect(klym.stdout() + klym.stderr()).not.toContain(PASSWORD);
-  });
+  }, 60_000);
 });
 
 describe('Klym and the settings of its Redis', () => {
