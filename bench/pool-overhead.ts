@@ -9,7 +9,7 @@ import { Client, SSEClientTransport, StreamableHTTPClientTransport, type ClientO
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 // The pool's own fetch, an internal of @klym/core's (not exported): the same code, a connection pool of its own.
 import { createUpstreamFetch, type UpstreamFetch } from '../packages/core/src/internal/upstream-fetch.ts';
-import { serverEverythingStdio, startFakeGrynyaProcess, startModernUpstreamProcess } from './servers.ts';
+import { serverEverythingStdio, startFakeGrynyaProcess, startMcp20260728UpstreamProcess } from './servers.ts';
 import { figure, ms, ratio, summarize, type Summary } from './stats.ts';
 
 interface Case {
@@ -36,7 +36,7 @@ const DEFAULT_FETCH = "the SDK's default (Node's fetch)";
 
 export async function poolOverhead(options: { rounds: number; perRound: number }): Promise<string[]> {
   const grynya = await startFakeGrynyaProcess();
-  const modern = await startModernUpstreamProcess();
+  const mcp20260728Upstream = await startMcp20260728UpstreamProcess();
   const stdio = serverEverythingStdio();
   const cases: Case[] = [
     {
@@ -69,8 +69,8 @@ export async function poolOverhead(options: { rounds: number; perRound: number }
     {
       transport: 'Streamable HTTP, 2026-07-28',
       key: 'stateless_2026',
-      upstream: { url: modern.url },
-      rawTransport: (fetch) => new StreamableHTTPClientTransport(new URL(modern.url), withFetch(fetch)),
+      upstream: { url: mcp20260728Upstream.url },
+      rawTransport: (fetch) => new StreamableHTTPClientTransport(new URL(mcp20260728Upstream.url), withFetch(fetch)),
       rawOptions: { versionNegotiation: { mode: 'auto' } },
       http: true,
       tool: 'echo',
@@ -110,7 +110,7 @@ export async function poolOverhead(options: { rounds: number; perRound: number }
       }
     }
   } finally {
-    await Promise.all([grynya.stop(), modern.stop()]);
+    await Promise.all([grynya.stop(), mcp20260728Upstream.stop()]);
   }
   return [...rows, '', ...figures];
 }

@@ -7,7 +7,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { Role } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import { Client as Mcp20260728Client, StreamableHTTPClientTransport as Mcp20260728Transport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { freePort } from '../test/support/upstream-servers.ts';
@@ -30,12 +30,13 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
     tasks: { maxConcurrent: 1_000, ttlMs: 60_000, shutdownGraceMs: 0, runner: 'thread' },
   });
   const grynyaClient = await client(klym.mcpUrl);
-  // The same start over protocol 2026-07-28: stateless, so each request carries its envelope and builds its own server.
-  const modernClient = new ModernClient({ name: 'bench-2026', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await modernClient.connect(new ModernTransport(new URL(klym.mcpUrl)));
+  // The same start over protocol 2026-07-28: stateless, so each request carries its envelope and is served by one
+  // of the few servers the handler reuses.
+  const mcp20260728Client = new Mcp20260728Client({ name: 'bench-2026', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await mcp20260728Client.connect(new Mcp20260728Transport(new URL(klym.mcpUrl)));
   try {
     const start = () => grynyaClient.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
-    const startModern = () => modernClient.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
+    const startMcp20260728 = () => mcp20260728Client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } });
     // The same start over A2A (issue #32): SendMessage with returnImmediately, the SDK's own client from the card.
     const a2aClient = await new ClientFactory().createFromUrl(klym.url);
     const sendA2a = () =>
@@ -59,9 +60,9 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
     const running = (await klym.ask<{ tasks: Record<string, number> }>('stats')).tasks;
     const startTimes: number[] = [];
     const pingTimes: number[] = [];
-    const modernTimes: number[] = [];
+    const mcp20260728Times: number[] = [];
     const a2aTimes: number[] = [];
-    const series = [[start, startTimes], [() => grynyaClient.ping(), pingTimes], [startModern, modernTimes], [sendA2a, a2aTimes]] as [() => Promise<unknown>, number[]][];
+    const series = [[start, startTimes], [() => grynyaClient.ping(), pingTimes], [startMcp20260728, mcp20260728Times], [sendA2a, a2aTimes]] as [() => Promise<unknown>, number[]][];
     for (let index = 0; index < samples; index++) {
       // Each round in another order, so that none of them always follows the same one.
       for (const [run, times] of [...series.slice(index % series.length), ...series.slice(0, index % series.length)]) {
@@ -70,7 +71,7 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
         times.push(performance.now() - began);
       }
     }
-    const [a, b, m, s] = [summarize(startTimes), summarize(pingTimes), summarize(modernTimes), summarize(a2aTimes)];
+    const [a, b, m, s] = [summarize(startTimes), summarize(pingTimes), summarize(mcp20260728Times), summarize(a2aTimes)];
     return [
       '| request, while 200 tasks run | p50 | p99 |',
       '| --- | --- | --- |',
@@ -91,7 +92,7 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
       figure('a2a_send_vs_start_ratio_p50', s.median / a.median),
     ];
   } finally {
-    await modernClient.close();
+    await mcp20260728Client.close();
     await grynyaClient.close();
     await klym.stop();
   }

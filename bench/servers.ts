@@ -32,14 +32,14 @@ export function startFakeGrynyaProcess(options: { delayMs?: number } = {}): Prom
 }
 
 /** Starts a 2026-07-28 (stateless) upstream, the v2 SDK's `createMcpHandler`, in a child process on an ephemeral port. */
-export function startModernUpstreamProcess(): Promise<{ readonly url: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--conditions=klym-source', path.join(root, 'bench/modern-child.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+export function startMcp20260728UpstreamProcess(): Promise<{ readonly url: string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--conditions=klym-source', path.join(root, 'bench/mcp-2026-07-28-child.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let output = '';
-    child.once('exit', (code) => reject(new Error(`the modern upstream exited with ${code}: ${output}`)));
+    child.once('exit', (code) => reject(new Error(`the 2026-07-28 upstream exited with ${code}: ${output}`)));
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      const url = /modern upstream at (http:\/\/\S+\/mcp)/.exec(output)?.[1];
+      const url = /2026-07-28 upstream at (http:\/\/\S+\/mcp)/.exec(output)?.[1];
       if (url !== undefined) resolve({ url, stop: () => stopChild(child) });
     });
   });

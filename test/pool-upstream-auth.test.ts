@@ -7,7 +7,7 @@ import type { UpstreamAuth, UpstreamLogEntry } from '@klym/core';
 import { describe, expect, it } from 'vitest';
 import { startAuthorizationServer, type AuthorizationServer } from './support/authorization-server.ts';
 import { createManualClock, type ManualClock } from './support/manual-clock.ts';
-import { startModernUpstream, type ModernUpstream } from './support/modern-upstream.ts';
+import { startMcp20260728Upstream, type Mcp20260728Upstream } from './support/mcp-2026-07-28-upstream.ts';
 import { useCleanups } from './support/pool-cleanups.ts';
 
 const cleanups = useCleanups();
@@ -16,7 +16,7 @@ const CLIENT_SECRET = 'cs-7f3a9e1c5b2d4068';
 
 interface Protected {
   readonly authorizationServer: AuthorizationServer;
-  readonly upstream: ModernUpstream;
+  readonly upstream: Mcp20260728Upstream;
   readonly clock: ManualClock;
 }
 
@@ -25,7 +25,7 @@ async function protectedUpstream(credentials: { readonly clientSecret?: string; 
   const clock = createManualClock();
   const authorizationServer = await startAuthorizationServer({ clientId: CLIENT_ID, ...credentials, lifetimeSeconds: 60, now: clock.now });
   cleanups.add(() => authorizationServer.close());
-  const upstream = await startModernUpstream({ authorizationServer });
+  const upstream = await startMcp20260728Upstream({ authorizationServer });
   cleanups.add(() => upstream.close());
   return { authorizationServer, upstream, clock };
 }
@@ -39,21 +39,21 @@ describe('upstreams.<name>.auth', () => {
     const { authorizationServer, upstream, clock } = await protectedUpstream({ clientSecret: CLIENT_SECRET });
     // Pinned to its authorization server: the upstream's metadata could not send the secret anywhere else.
     const auth: UpstreamAuth = { type: 'client_credentials', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer: authorizationServer.issuer };
-    const pool = await cleanups.pooled({ upstreams: { modern: { url: upstream.url, auth } }, clock });
+    const pool = await cleanups.pooled({ upstreams: { mcp20260728: { url: upstream.url, auth } }, clock });
 
-    expect(textOf(await pool.callTool('modern', 'echo', { message: 'one' }))).toBe('echo: one');
-    expect(pool.status().modern).toMatchObject({ state: 'ready', protocolVersion: '2026-07-28' });
+    expect(textOf(await pool.callTool('mcp20260728', 'echo', { message: 'one' }))).toBe('echo: one');
+    expect(pool.status().mcp20260728).toMatchObject({ state: 'ready', protocolVersion: '2026-07-28' });
     expect(authorizationServer.tokenRequests).toEqual([{ method: 'client_secret_basic', granted: true }]);
     // The one refusal: the first request, before there was a token (it names the metadata, which names the server).
     expect(upstream.unauthorized).toEqual(['']);
 
     // 50 s into a 60 s token: in its last fifth, so the next request waits for a new one.
     clock.advance(50_000);
-    expect(textOf(await pool.callTool('modern', 'echo', { message: 'two' }))).toBe('echo: two');
+    expect(textOf(await pool.callTool('mcp20260728', 'echo', { message: 'two' }))).toBe('echo: two');
     expect(authorizationServer.tokenRequests).toHaveLength(2);
     // 70 s: the first token has expired, the second has not; nothing was refused meanwhile.
     clock.advance(20_000);
-    expect(textOf(await pool.callTool('modern', 'echo', { message: 'three' }))).toBe('echo: three');
+    expect(textOf(await pool.callTool('mcp20260728', 'echo', { message: 'three' }))).toBe('echo: three');
     expect(upstream.unauthorized).toEqual(['']);
     expect(authorizationServer.tokenRequests).toHaveLength(2);
   });
@@ -61,14 +61,14 @@ describe('upstreams.<name>.auth', () => {
   it('an authorization server down when a token is due: the token still good serves until it expires, then calls fail naming the upstream', async () => {
     const { authorizationServer, upstream, clock } = await protectedUpstream({ clientSecret: CLIENT_SECRET });
     const auth: UpstreamAuth = { type: 'client_credentials', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer: authorizationServer.issuer };
-    const pool = await cleanups.pooled({ upstreams: { modern: { url: upstream.url, auth } }, clock });
-    expect(textOf(await pool.callTool('modern', 'echo', { message: 'one' }))).toBe('echo: one');
+    const pool = await cleanups.pooled({ upstreams: { mcp20260728: { url: upstream.url, auth } }, clock });
+    expect(textOf(await pool.callTool('mcp20260728', 'echo', { message: 'one' }))).toBe('echo: one');
 
     await authorizationServer.close();
     clock.advance(50_000);
-    expect(textOf(await pool.callTool('modern', 'echo', { message: 'still' }))).toBe('echo: still');
+    expect(textOf(await pool.callTool('mcp20260728', 'echo', { message: 'still' }))).toBe('echo: still');
     clock.advance(11_000);
-    await expect(pool.callTool('modern', 'echo', { message: 'expired' })).rejects.toMatchObject({ upstream: 'modern', message: expect.stringContaining('Upstream "modern"') });
+    await expect(pool.callTool('mcp20260728', 'echo', { message: 'expired' })).rejects.toMatchObject({ upstream: 'mcp20260728', message: expect.stringContaining('Upstream "mcp20260728"') });
     expect(authorizationServer.tokenRequests).toHaveLength(1);
   });
 
@@ -76,12 +76,12 @@ describe('upstreams.<name>.auth', () => {
     const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const { authorizationServer, upstream, clock } = await protectedUpstream({ publicKey });
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-    const pool = await cleanups.pooled({ upstreams: { modern: { url: upstream.url, auth: { type: 'private_key_jwt', clientId: CLIENT_ID, privateKey: pem, issuer: authorizationServer.issuer } } }, clock });
+    const pool = await cleanups.pooled({ upstreams: { mcp20260728: { url: upstream.url, auth: { type: 'private_key_jwt', clientId: CLIENT_ID, privateKey: pem, issuer: authorizationServer.issuer } } }, clock });
 
-    expect(textOf(await pool.callTool('modern', 'echo', { message: 'signed' }))).toBe('echo: signed');
+    expect(textOf(await pool.callTool('mcp20260728', 'echo', { message: 'signed' }))).toBe('echo: signed');
     expect(authorizationServer.tokenRequests).toEqual([{ method: 'private_key_jwt', granted: true }]);
     clock.advance(55_000);
-    expect(textOf(await pool.callTool('modern', 'echo', { message: 'again' }))).toBe('echo: again');
+    expect(textOf(await pool.callTool('mcp20260728', 'echo', { message: 'again' }))).toBe('echo: again');
     expect(authorizationServer.tokenRequests).toEqual([
       { method: 'private_key_jwt', granted: true },
       { method: 'private_key_jwt', granted: true },
@@ -150,13 +150,13 @@ describe('upstreams.<name>.auth', () => {
     const configured = await startAuthorizationServer({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, lifetimeSeconds: 60, now: clock.now });
     cleanups.add(() => configured.close());
     const auth: UpstreamAuth = { type: 'client_credentials', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, issuer: configured.issuer };
-    const pool = await cleanups.pooled({ upstreams: { modern: { url: upstream.url, auth, pool: { min: 0 } } }, clock });
+    const pool = await cleanups.pooled({ upstreams: { mcp20260728: { url: upstream.url, auth, pool: { min: 0 } } }, clock });
 
-    const error = (await pool.callTool('modern', 'echo', { message: 'x' }).catch((caught: unknown) => caught)) as Error;
+    const error = (await pool.callTool('mcp20260728', 'echo', { message: 'x' }).catch((caught: unknown) => caught)) as Error;
     // The server the upstream named heard nothing, not even a metadata request; the configured one was sent no token request.
     expect(named.requests).toEqual([]);
     expect(configured.tokenRequests).toEqual([]);
-    expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', upstream: 'modern' });
+    expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', upstream: 'mcp20260728' });
     expect(error.message).toContain(`names the authorization server ${named.issuer}, not the configured \`auth.issuer\` ${configured.issuer}`);
     expect(upstream.requests.some((request) => request.headers.authorization !== undefined)).toBe(false);
   });

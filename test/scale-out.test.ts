@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { modernCall, modernPost, readEvents, taskIdOf } from './support/modern-mcp.ts';
+import { mcp20260728Call, mcp20260728Post, readEvents, taskIdOf } from './support/mcp-2026-07-28.ts';
 import { startRedisServer, type RedisServer } from './support/redis-server.ts';
 import { INTERRUPTED_ANSWER, OWNER, alive, logOf, startScaleOut, startTask, statusOf, type Front, type ScaleOut } from './support/scale-out.ts';
 
@@ -75,32 +75,32 @@ describe('Klym fronts and workers as processes on one Redis', () => {
     const [a, b] = await Promise.all([fleet.front(), fleet.front()]);
     await fleet.worker();
     const [mcpA, mcpB] = [`${a.url}/mcp`, `${b.url}/mcp`];
-    const run = async (prompt: string): Promise<string> => taskIdOf(await modernCall(mcpA, OWNER, 'tools/call', { name: 'run_agent_task', arguments: { prompt } }));
+    const run = async (prompt: string): Promise<string> => taskIdOf(await mcp20260728Call(mcpA, OWNER, 'tools/call', { name: 'run_agent_task', arguments: { prompt } }));
 
     const slow = await run('Take your time: slow-1');
-    expect((await modernCall(mcpB, OWNER, 'tasks/get', { taskId: slow })).result).toMatchObject({ taskId: slow, status: 'working' });
-    const listen = await modernPost(mcpB, OWNER, { jsonrpc: '2.0', id: 1, method: 'subscriptions/listen', params: { notifications: { taskIds: [slow] } } });
+    expect((await mcp20260728Call(mcpB, OWNER, 'tasks/get', { taskId: slow })).result).toMatchObject({ taskId: slow, status: 'working' });
+    const listen = await mcp20260728Post(mcpB, OWNER, { jsonrpc: '2.0', id: 1, method: 'subscriptions/listen', params: { notifications: { taskIds: [slow] } } });
     const events = readEvents(listen, 15_000);
     fleet.releaseSlow();
     const told = (await events).filter((event) => event.method === 'notifications/tasks').map((event) => event.params);
     expect(told.at(-1)).toMatchObject({ taskId: slow, status: 'completed', result: { content: [{ type: 'text', text: 'Done: slow-1.' }] } });
-    expect((await modernCall(mcpA, OWNER, 'tasks/get', { taskId: slow })).result).toMatchObject({ status: 'completed' });
+    expect((await mcp20260728Call(mcpA, OWNER, 'tasks/get', { taskId: slow })).result).toMatchObject({ status: 'completed' });
     // The 2025-11-25 era on the other front, over the same store: Grynya's client as it is today.
     const grynya = new Client({ name: 'grynya', version: '1.0.0' });
     await grynya.connect(new StreamableHTTPClientTransport(new URL(mcpB), { requestInit: { headers: { Authorization: `Bearer ${OWNER}` } } }));
     try {
       expect(await grynya.experimental.tasks.getTaskResult(slow, CallToolResultSchema)).toMatchObject({ content: [{ type: 'text', text: 'Done: slow-1.' }] });
       const { task } = await grynya.request({ method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'Say done: quick-1' }, task: {} } }, CreateTaskResultSchema);
-      await expect.poll(async () => (await modernCall(mcpA, OWNER, 'tasks/get', { taskId: task.taskId })).result?.['status'], { timeout: 10_000 }).toBe('completed');
+      await expect.poll(async () => (await mcp20260728Call(mcpA, OWNER, 'tasks/get', { taskId: task.taskId })).result?.['status'], { timeout: 10_000 }).toBe('completed');
     } finally {
       await grynya.close();
     }
 
     const think = await run('Think it over: think-1');
     await expect.poll(() => fleet.llm.requests.filter((request) => request.body.includes('think-1')).length, { timeout: 10_000 }).toBe(1);
-    expect((await modernCall(mcpB, OWNER, 'tasks/cancel', { taskId: think })).result).toMatchObject({ resultType: 'complete' });
+    expect((await mcp20260728Call(mcpB, OWNER, 'tasks/cancel', { taskId: think })).result).toMatchObject({ resultType: 'complete' });
     await expect.poll(() => fleet.llm.abandoned.filter((request) => request.body.includes('think-1')).length, { timeout: 5_000 }).toBe(1);
-    await expect.poll(async () => (await modernCall(mcpA, OWNER, 'tasks/get', { taskId: think })).result?.['status'], { timeout: 5_000 }).toBe('cancelled');
+    await expect.poll(async () => (await mcp20260728Call(mcpA, OWNER, 'tasks/get', { taskId: think })).result?.['status'], { timeout: 5_000 }).toBe('cancelled');
     expect(await statusOf(b, think)).toMatchObject({ status: 'cancelled', cancel_reason: 'cancelled by caller' });
   }, 40_000);
 

@@ -108,10 +108,11 @@ describe('the MCP Inspector CLI against a running Klym', () => {
 
   it('speaks 2026-07-28 to Klym when told to: the same tools, and a task it started read back in the 2025 era', async () => {
     harness = await startHarness();
-    const modern = (...args: string[]) => inspector(harness!.server.mcpUrl, '--protocol-era', 'modern', ...args);
-    const listed = (await modern('--method', 'tools/list')) as { tools: { name: string }[] };
+    // The Inspector's `--protocol-era modern` is its name for 2026-07-28.
+    const inspectorMcp20260728 = (...args: string[]) => inspector(harness!.server.mcpUrl, '--protocol-era', 'modern', ...args);
+    const listed = (await inspectorMcp20260728('--method', 'tools/list')) as { tools: { name: string }[] };
     expect(listed.tools.map((tool) => tool.name)).toContain('run_agent_task');
-    const started = (await modern('--method', 'tools/call', '--tool-name', 'start_async_agent_task', '--tool-arg', 'prompt=Self-check')) as { structuredContent: { task_id: string } };
+    const started = (await inspectorMcp20260728('--method', 'tools/call', '--tool-name', 'start_async_agent_task', '--tool-arg', 'prompt=Self-check')) as { structuredContent: { task_id: string } };
     const taskId = started.structuredContent.task_id;
     await untilCompleted(harness.server.mcpUrl, taskId);
   });

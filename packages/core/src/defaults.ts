@@ -97,8 +97,9 @@ export const ARTIFACT_DEFAULTS = {
   /** A result over this share of the model's context window becomes an artifact. */
   thresholdShare: 0.1,
   /**
-   * A window in tokens: the one the threshold is a share of for the scripted model, which has none, and,
-   * for every model still, the one the map's chunks and the compaction's budget are shares of.
+   * The window in tokens that stands in for the scripted model's, which has none: the artifact threshold,
+   * the map's chunks and the compaction's budget are shares of it there. Every other model uses its own
+   * window (configured, built in, or `CONTEXT_DEFAULTS.unknownModelWindow`).
    */
   contextWindow: 128_000,
   /** Bytes of artifacts one task may keep at most (1 GiB); one more is refused with `ARTIFACT_LIMIT`. */

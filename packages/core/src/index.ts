@@ -114,6 +114,7 @@ export type {
   RunSettings,
   ToolErrorCode,
 } from './agent/types.ts';
+export { RUN_SETTINGS, type RunSettingSpec, type RunSettingsTable, type ServiceRunSettings } from './agent/run-settings.ts';
 // tasks
 export {
   createTaskManager,

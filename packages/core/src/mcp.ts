@@ -12,15 +12,20 @@ export {
 export { AGENT_TASK_TOOL_NAME, MCP_TASKS_CAPABILITY, registerAgentTaskTool } from './mcp/register-agent-task-tool.ts';
 export { createMcpTaskStore, type McpTaskStore, type McpTaskStoreOptions } from './mcp/mcp-task-store.ts';
 export { toMcpTask, toToolResult, type McpTaskTiming } from './mcp/mcp-task-view.ts';
-export { createModernTaskHandler, type ModernRequestOptions, type ModernTaskHandler, type ModernTaskHandlerOptions } from './mcp/modern-task-handler.ts';
+export {
+  createMcp20260728TaskHandler,
+  type Mcp20260728RequestOptions,
+  type Mcp20260728TaskHandler,
+  type Mcp20260728TaskHandlerOptions,
+} from './mcp/mcp-2026-07-28-task-handler.ts';
 export {
   TASKS_EXTENSION_ID,
-  createModernTaskServer,
+  createMcp20260728TaskServer,
   declaresTasksExtension,
-  toModernTask,
-  type ModernTask,
-  type ModernTaskServerOptions,
-} from './mcp/modern-task-server.ts';
+  toMcp20260728Task,
+  type Mcp20260728Task,
+  type Mcp20260728TaskServerOptions,
+} from './mcp/mcp-2026-07-28-task-server.ts';
 export { MAX_LISTEN_TASK_IDS } from './mcp/task-listen.ts';
 export { answerUnknownToolsAsToolErrors } from './mcp/sdk-handlers.ts';
 export { TASK_TOOLS, type TaskToolDefinition } from './mcp/task-tool-definitions.ts';

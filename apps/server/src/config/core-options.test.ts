@@ -3,9 +3,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { configSecrets, modelProviders, poolUpstreams, serverOptions, upstreamToolRules } from './core-options.ts';
+import { RUN_SETTINGS } from '@klym/core';
+import { configSecrets, modelProviders, poolUpstreams, runSettings, serverOptions, upstreamToolRules } from './core-options.ts';
 import { formatConfigYaml } from './format-config.ts';
 import { resolveConfig } from './resolve-config.ts';
+import { schemaAt, settablePaths } from './schema-paths.ts';
 
 const cwd = mkdtempSync(path.join(tmpdir(), 'klym-core-options-'));
 afterAll(() => rmSync(cwd, { recursive: true, force: true }));
@@ -42,6 +44,71 @@ describe('mapping the configuration onto core and the server', () => {
     });
     expect(() => configWith({ KLYM_LLM_MAP_MODEL: 'gemini-2.5-flash' })).toThrow(/llm\.mapModel = "gemini-2\.5-flash": needs an API key for the google provider/);
     expect(options.tasks?.secrets).toContain('upstream-secret-123');
+  });
+
+  it('takes each of core’s RUN_SETTINGS from its config key, by the env variable and with the default it always had', () => {
+    const envNames = new Map(settablePaths().map(({ path: keyPath, envName }) => [keyPath.join('.'), envName]));
+    expect(Object.values(RUN_SETTINGS).map((row) => envNames.get(row.config) ?? row.config)).toEqual([
+      'llm.providers',
+      'KLYM_LLM_TEMPERATURE',
+      'KLYM_LLM_PRICES',
+      'KLYM_LLM_CONTEXT_WINDOWS',
+      'KLYM_LLM_MAP_MODEL',
+      'KLYM_LLM_MAP_CONCURRENCY',
+      'KLYM_LLM_MAP_CHUNK_TOKENS',
+      'KLYM_LLM_ARTIFACT_THRESHOLD_TOKENS',
+      'KLYM_LLM_MAX_RETRIES',
+      'upstreams.<name>.tools',
+      'KLYM_POLICIES',
+      'KLYM_READ_ONLY_TOOLS',
+    ]);
+    expect(Object.values(RUN_SETTINGS).filter((row) => schemaAt(row.config.split('.')) === undefined)).toEqual([]);
+    expect(runSettings(configWith({}))).toEqual({
+      providers: {},
+      prices: {},
+      contextWindows: {},
+      mapConcurrency: 4,
+      mapChunkTokens: 32_000,
+      maxRetries: 2,
+      upstreamTools: {},
+      policies: {},
+      readOnlyTools: [],
+      tools: {},
+    });
+    const config = configWith({
+      KLYM_LLM_MODEL: 'compatible:llama3',
+      KLYM_LLM_BASE_URL: 'http://127.0.0.1:11434/v1',
+      KLYM_LLM_TEMPERATURE: '0.5',
+      KLYM_LLM_PRICES: '{"compatible:llama3":{"inputPerMillion":1,"outputPerMillion":2}}',
+      KLYM_LLM_CONTEXT_WINDOWS: '{"compatible:llama3":8192}',
+      KLYM_LLM_MAP_MODEL: 'scripted',
+      KLYM_LLM_MAP_CONCURRENCY: '3',
+      KLYM_LLM_MAP_CHUNK_TOKENS: '2000',
+      KLYM_LLM_ARTIFACT_THRESHOLD_TOKENS: '700',
+      KLYM_LLM_MAX_RETRIES: '0',
+      KLYM_UPSTREAMS: JSON.stringify({ kb: { url: 'http://127.0.0.1:9/mcp', tools: { deny: ['drop_*'] } } }),
+      KLYM_POLICIES: '{"reader":{"readOnly":true}}',
+      KLYM_READ_ONLY_TOOLS: 'kb__search,kb__list',
+      KLYM_TOOLS_POLICY: 'reader',
+      KLYM_SYSTEM_PROMPT: 'Be brief. {{tools}}',
+    });
+    expect(runSettings(config)).toEqual({
+      temperature: 0.5,
+      providers: { compatible: { baseURL: 'http://127.0.0.1:11434/v1' } },
+      prices: { 'compatible:llama3': { inputPerMillion: 1, outputPerMillion: 2 } },
+      contextWindows: { 'compatible:llama3': 8_192 },
+      mapModel: 'scripted',
+      mapConcurrency: 3,
+      mapChunkTokens: 2_000,
+      artifactThresholdTokens: 700,
+      maxRetries: 0,
+      upstreamTools: { kb: { deny: ['drop_*'] } },
+      policies: { reader: { readOnly: true } },
+      readOnlyTools: ['kb__search', 'kb__list'],
+      tools: { policy: 'reader' },
+      systemPrompt: 'Be brief. {{tools}}',
+    });
+    expect(() => configWith({ KLYM_LLM_TEMPERATURE: '3' })).toThrow(/llm\.temperature.*KLYM_LLM_TEMPERATURE/);
   });
 
   it('hands writeBack.timeZone to the task service, and refuses a time zone Intl does not know', () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { KlymError, secretsOf, upstreamAuthSecrets, type AgentBudget, type ModelProviders, type RunSettings, type TaskServiceOptions, type UpstreamConfig, type UpstreamToolRules } from '@klym/core';
+import { KlymError, RUN_SETTINGS, secretsOf, upstreamAuthSecrets, type AgentBudget, type ModelProviders, type RunSettings, type TaskServiceOptions, type UpstreamConfig, type UpstreamToolRules } from '@klym/core';
 import { a2aPush } from '@klym/core/a2a';
 import { defaultResource } from '../server/oauth-options.ts';
 import type { KlymServerOptions } from '../server/server-options.ts';
@@ -91,28 +91,40 @@ function tryOrUndefined<T>(read: () => T): T | undefined {
 
 const budget = (value: KlymConfig['budget']['default']): AgentBudget => ({ ...value });
 
+/** The settings of core's `RUN_SETTINGS` that the server builds from several keys (those without a schema). */
+type BuiltRunSetting = {
+  [Key in keyof typeof RUN_SETTINGS]: (typeof RUN_SETTINGS)[Key] extends { readonly schema: unknown } ? never : Key;
+}[keyof typeof RUN_SETTINGS];
+
+/** The run settings every task gets as they are, by the service's option names. */
+type ConfigRunSettings = Pick<TaskServiceOptions, keyof typeof RUN_SETTINGS>;
+
+/** How the server builds each run setting that no one config key holds as it is: a row without a schema needs one here. */
+const BUILT_RUN_SETTINGS = {
+  providers: modelProviders,
+  upstreamTools: upstreamToolRules,
+} satisfies { readonly [Key in BuiltRunSetting]: (config: KlymConfig) => ConfigRunSettings[Key] };
+
 /**
- * What every run of this configuration is set to, as `runAgent` and the task service both take it:
- * providers and prices, windows, retries, the map's model, concurrency and call size, the artifact threshold,
- * temperature, the tool rules and policies, and the system prompt. `klym serve` and `klym run` share it.
+ * What every run of this configuration is set to, as `runAgent` and the task service both take it: each of
+ * core's `RUN_SETTINGS` (providers and prices, windows, retries, the map's model, concurrency and call size,
+ * the artifact threshold, temperature, the tool rules and policies) from its config key, and the tools and the
+ * system prompt. A setting the config leaves unset is left out. `klym serve` and `klym run` share it.
  */
-export function runSettings(config: KlymConfig) {
+export function runSettings(config: KlymConfig): ConfigRunSettings & Pick<RunSettings, 'tools' | 'systemPrompt'> {
+  const settings: Record<string, unknown> = {};
+  for (const [key, row] of Object.entries(RUN_SETTINGS) as [keyof typeof RUN_SETTINGS, { readonly config: string; readonly schema?: unknown }][]) {
+    const value =
+      row.schema === undefined
+        ? BUILT_RUN_SETTINGS[key as BuiltRunSetting](config)
+        : row.config.split('.').reduce<unknown>((section, name) => (section as Record<string, unknown>)[name], config);
+    if (value !== undefined) settings[key] = value;
+  }
   return {
-    providers: modelProviders(config),
-    prices: config.llm.prices,
-    contextWindows: config.llm.contextWindows,
-    maxRetries: config.llm.maxRetries,
-    ...(config.llm.mapModel === undefined ? {} : { mapModel: config.llm.mapModel }),
-    mapConcurrency: config.llm.mapConcurrency,
-    mapChunkTokens: config.llm.mapChunkTokens,
-    ...(config.llm.artifactThresholdTokens === undefined ? {} : { artifactThresholdTokens: config.llm.artifactThresholdTokens }),
-    ...(config.llm.temperature === undefined ? {} : { temperature: config.llm.temperature }),
+    ...(settings as ConfigRunSettings),
     tools: config.tools,
-    upstreamTools: upstreamToolRules(config),
-    policies: config.policies,
-    readOnlyTools: config.readOnlyTools,
     ...(config.systemPrompt === undefined ? {} : { systemPrompt: config.systemPrompt }),
-  } satisfies Partial<RunSettings> & Partial<TaskServiceOptions>;
+  };
 }
 
 /** A `tasks.store` value with a SQLite file's path made absolute against `cwd` (the process's working directory). */

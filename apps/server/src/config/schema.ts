@@ -2,6 +2,7 @@ import { ARTIFACT_DEFAULTS, QUERY_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, 
 import { z } from 'zod';
 import { OAUTH_DEFAULTS, SCOPE_TOKEN, isResourceUrl, isSecureUrl } from '../server/oauth-options.ts';
 import { SERVER_DEFAULTS, isLoopback } from '../server/server-options.ts';
+import { runSettingsShape } from './run-settings-shape.ts';
 import { milliseconds, mcpServerSchema, upstreamNameSchema, upstreamSchema } from './upstream-schema.ts';
 
 // Every default of a task setting is core's (TASK_DEFAULTS), and of a server setting the server's (SERVER_DEFAULTS):
@@ -157,8 +158,6 @@ export const configObjectSchema = z.strictObject({
       apiKey: z.string().min(1).optional(),
       /** Which OpenAI API to call: `responses` (`/v1/responses`) or `chat` (`/v1/chat/completions`). @default 'responses' */
       api: z.enum(['responses', 'chat']).optional(),
-      /** Sampling temperature. @default the provider's */
-      temperature: z.number().min(0).max(2).optional(),
       /** Per-provider keys and base URLs, for when callers may choose models of several providers. */
       providers: z
         .strictObject({
@@ -167,23 +166,8 @@ export const configObjectSchema = z.strictObject({
           compatible: providerSchema.prefault({}),
         })
         .prefault({}),
-      /** USD per million tokens by model (`openai:gpt-4.1-mini`); a model without a price has no cost budget. @default {} */
-      prices: z.record(z.string().min(1), z.strictObject({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })).default({}),
-      /**
-       * Context windows in tokens by model (`openai:gpt-4.1-mini`, or the model id alone), for a model Klym does not
-       * know (it gives those 32,768) or to correct a built-in one. A request that would not fit is never sent. @default {}
-       */
-      contextWindows: z.record(z.string().min(1), z.number().int().positive()).default({}),
-      /** The model `klym__map_artifact` calls on each chunk of an artifact (a cheaper one, say). @default the task's model */
-      mapModel: z.string().min(1).optional(),
-      /** `klym__map_artifact`'s model calls under way at once, per map. @default 4 */
-      mapConcurrency: z.number().int().positive().default(ARTIFACT_DEFAULTS.mapConcurrency),
-      /** Tokens one `klym__map_artifact` call may send at most, whatever the model's window (at most half of it). @default 32000 */
-      mapChunkTokens: z.number().int().positive().default(ARTIFACT_DEFAULTS.mapChunkTokens),
-      /** A tool result of more tokens than this is kept as an artifact instead of sent to the model. @default a tenth of the model's context window */
-      artifactThresholdTokens: z.number().int().positive().optional(),
-      /** The provider's own retries of 408/409/429/5xx and network failures, with backoff. @default 2 */
-      maxRetries: z.number().int().nonnegative().default(2),
+      /** The run settings of core's `RUN_SETTINGS` kept here: `temperature`, `prices`, `contextWindows`, `mapModel`, …, `maxRetries`. */
+      ...runSettingsShape('llm'),
     })
     .prefault({}),
   /** The system prompt template; `{{tools}}` is replaced by a description of the tools. @default core's built-in prompt */
@@ -283,10 +267,8 @@ export const configObjectSchema = z.strictObject({
       policy: z.string().min(1).optional(),
     })
     .prefault({}),
-  /** Named policies beyond the built-in `read-only`. @default {} */
-  policies: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected a policy name of letters, digits, "-" and "_"'), z.strictObject({ allow: patterns.optional(), deny: patterns.optional(), readOnly: z.boolean().optional() })).default({}),
-  /** Tools (namespaced patterns) counted as read-only besides those annotated `readOnlyHint`. @default [] */
-  readOnlyTools: patterns.default([]),
+  /** The run settings of core's `RUN_SETTINGS` kept at the top: `policies`, `readOnlyTools`. */
+  ...runSettingsShape(''),
   /** Webhook endpoints by name, told of task events (signed, retried, at least once). @default {} */
   webhooks: z.record(webhookNameSchema, webhookSchema).default({}),
   /** Writing each task's result into the graph as an `Analysis` node linked to its day. */

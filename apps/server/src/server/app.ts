@@ -1,6 +1,6 @@
 import type { HttpBindings } from '@hono/node-server';
 import { isKlymError, type KlymErrorCode, type TaskService } from '@klym/core';
-import { TASK_TOOLS_INSTRUCTIONS, createModernTaskHandler } from '@klym/core/mcp';
+import { TASK_TOOLS_INSTRUCTIONS, createMcp20260728TaskHandler } from '@klym/core/mcp';
 import { Hono } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { createDashboard } from '../dashboard/dashboard.ts';
@@ -105,12 +105,12 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
     app.use(path, scopes);
   }
   mountMetrics(app, metrics, resolved, auth);
-  const modern = createModernTaskHandler(service, {
+  const mcp20260728 = createMcp20260728TaskHandler(service, {
     info: SERVER_INFO,
     instructions: TASK_TOOLS_INSTRUCTIONS,
     onerror: (error) => resolved.log(`klym: a 2026-07-28 request was refused or failed: ${error.message}`, 'debug'),
   });
-  mountMcpRoutes(app, { service, sessions, modern });
+  mountMcpRoutes(app, { service, sessions, mcp20260728 });
   mountRestApi(app, service);
   mountA2aRoutes(app, service, resolved);
   app.route('/', createDashboard({ service, store: tasks.store, options: resolved, callTotals: () => metrics.callTotals() }));
@@ -127,7 +127,7 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
         sessions.stopAccepting();
         // Tasks first (their grace period needs open sessions to poll), then sessions and listen streams, then what tasks ran on.
         const failures: unknown[] = [];
-        for (const step of [() => service.close(), () => sessions.close(), () => modern.close(), () => tasks.close()]) await step().catch((error: unknown) => void failures.push(error));
+        for (const step of [() => service.close(), () => sessions.close(), () => mcp20260728.close(), () => tasks.close()]) await step().catch((error: unknown) => void failures.push(error));
         if (failures.length > 0) throw new AggregateError(failures, 'Klym could not shut down cleanly');
       })();
       return closing;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { HttpBindings } from '@hono/node-server';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import type { TaskService } from '@klym/core';
-import type { ModernTaskHandler } from '@klym/core/mcp';
+import type { Mcp20260728TaskHandler } from '@klym/core/mcp';
 import { WebStandardStreamableHTTPServerTransport, isInitializeRequest, isLegacyRequest } from '@modelcontextprotocol/server';
 import { SSEServerTransport } from '@modelcontextprotocol/server-legacy/sse';
 import type { Context, Hono } from 'hono';
@@ -40,29 +40,29 @@ export interface McpRoutes {
   /** The 2025-11-25 sessions (Streamable HTTP and legacy SSE). */
   readonly sessions: McpSessions;
   /** The 2026-07-28 handler: stateless, each request served by an idle server of a small stack (built when all are busy). */
-  readonly modern: ModernTaskHandler;
+  readonly mcp20260728: Mcp20260728TaskHandler;
 }
 
 /** Whether a body-less request (GET, DELETE) names the 2026-07-28 era, which has no such requests. */
-const namesModernEra = (c: Context): boolean => (c.req.header('mcp-protocol-version') ?? '').startsWith('2026-');
+const namesMcp20260728 = (c: Context): boolean => (c.req.header('mcp-protocol-version') ?? '').startsWith('2026-');
 
 /**
  * Mounts MCP at `/mcp` for both eras, told apart per request by the v2 SDK's own predicate
  * (`isLegacyRequest`: a request is 2026-07-28 when its `_meta` claims the per-request envelope).
- * 2026-07-28 requests go to the stateless `modern` handler, the principal of each from its own bearer token.
+ * 2026-07-28 requests go to the stateless `mcp20260728` handler, the principal of each from its own bearer token.
  * 2025-11-25 requests use Streamable HTTP sessions (stateful: `initialize` without a session id opens one;
  * any other request needs `Mcp-Session-Id`, 400 without it, 404 when unknown or another principal's); a GET
  * or DELETE naming the 2026 era is its `405`. Legacy HTTP+SSE is at `GET /sse` + `POST /messages?sessionId=`
  * (the stream needs the Node response that `@hono/node-server` passes as `c.env.outgoing`).
  */
-export function mountMcpRoutes(app: Hono<Env>, { service, sessions, modern }: McpRoutes): void {
+export function mountMcpRoutes(app: Hono<Env>, { service, sessions, mcp20260728 }: McpRoutes): void {
   app.post('/mcp', async (c) => {
     const principal = c.get('principal');
     const parsed = await readJsonRpc(c);
     if (!parsed.ok) return parsed.response;
     if (!(await isLegacyRequest(c.req.raw, parsed.body))) {
       if (sessions.closed) return rpcError(c, 503, -32000, 'Klym is shutting down');
-      return modern.fetch(c.req.raw, { parsedBody: parsed.body, authInfo: authInfo(principal) });
+      return mcp20260728.fetch(c.req.raw, { parsedBody: parsed.body, authInfo: authInfo(principal) });
     }
     const sessionId = c.req.header('mcp-session-id');
     if (sessionId !== undefined) {
@@ -90,7 +90,7 @@ export function mountMcpRoutes(app: Hono<Env>, { service, sessions, modern }: Mc
   });
 
   const withSession = async (c: Context<Env>): Promise<Response> => {
-    if (namesModernEra(c)) return modern.fetch(c.req.raw, { authInfo: authInfo(c.get('principal')) });
+    if (namesMcp20260728(c)) return mcp20260728.fetch(c.req.raw, { authInfo: authInfo(c.get('principal')) });
     const sessionId = c.req.header('mcp-session-id');
     if (sessionId === undefined) return rpcError(c, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
     const session = sessions.use(sessionId, 'streamable-http', c.get('principal'));

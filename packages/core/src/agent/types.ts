@@ -389,6 +389,8 @@ type RunWiring = 'pool' | 'scope' | 'signal' | 'budgetSignal' | 'beforeStep' | '
  * What a run is set to, as data: {@link RunAgentOptions} without what its caller wires (the pool, scope,
  * signal, listeners, tracing), its model by name. A task's run defaults, and the options that cross to the
  * runner thread, are this one type narrowed, so a new option of `runAgent` reaches both without a list to edit.
+ * One a task service gives every task as it is also needs its row in `RUN_SETTINGS` (`agent/run-settings.ts`),
+ * whence the service's option and the server's config key: the compiler asks for it.
  */
 export type RunSettings = Omit<RunAgentOptions, RunWiring> & { readonly model?: string };
 

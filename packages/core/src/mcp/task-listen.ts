@@ -3,7 +3,7 @@ import { isKlymError } from '../errors.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
 import { taskRpcError } from './agent-task-call.ts';
-import { declaresTasksExtension, missingTasksExtension, toModernTask } from './modern-task-server.ts';
+import { declaresTasksExtension, missingTasksExtension, toMcp20260728Task } from './mcp-2026-07-28-task-server.ts';
 
 const nothing = (): void => {};
 
@@ -77,7 +77,7 @@ export async function serveTaskListen(service: TaskService, message: JSONRPCRequ
   const tell = (task: TaskRecord): void => {
     // One at a time, in the order heard: a task's end must not overtake its start.
     queue = queue.then(async () => {
-      const detailed = await toModernTask(service, task, options.principal, options.pollIntervalMs).catch(() => undefined);
+      const detailed = await toMcp20260728Task(service, task, options.principal, options.pollIntervalMs).catch(() => undefined);
       if (detailed !== undefined) notify('notifications/tasks', detailed);
     });
   };

@@ -2,6 +2,8 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { runAgent } from '../agent/run-agent.ts';
+import type { ServiceRunSettings } from '../agent/run-settings.ts';
+import type { RunAgentOptions } from '../agent/types.ts';
 import { createSessionPool, type SessionPool } from '../pool/session-pool.ts';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
 import { createMockModel, type MockStep } from '../testing/mock-model.ts';
@@ -294,6 +296,28 @@ describe('createTaskService: tasks', () => {
     const completed = await klym.status({ task_id: longestTask.id }, 'grynya');
     expect(completed).toMatchObject({ result: expect.stringMatching(/…$/), result_truncated: true, result_chars: 50_000, write_back: { status: 'failed', node_id: `klym_${id}` } });
     expect(JSON.stringify(await klym.status({ task_id: chimera.id }, 'grynya')).length).toBeLessThanOrEqual(1_200);
+  });
+
+  it('hands every run setting of RUN_SETTINGS to each task’s run as the service was given it', async () => {
+    // `Required<…>` makes a new row of the table a compile error here until it has a value to check.
+    const settings = {
+      temperature: 0.3,
+      providers: { compatible: { baseURL: 'http://127.0.0.1:9/v1' } },
+      prices: { 'compatible:llama3': { inputPerMillion: 1, outputPerMillion: 2 } },
+      contextWindows: { 'compatible:llama3': 8_192 },
+      mapModel: 'scripted',
+      mapConcurrency: 2,
+      mapChunkTokens: 1_000,
+      artifactThresholdTokens: 500,
+      maxRetries: 0,
+      upstreamTools: { grynya: { readOnlyTools: ['query_graph'] } },
+      policies: { reader: { allow: ['grynya__get_*'] } },
+      readOnlyTools: ['grynya__query_graph'],
+    } satisfies Required<ServiceRunSettings>;
+    const runs: RunAgentOptions[] = [];
+    const klym = service(await graphPool(), { ...settings, run: async (options) => (runs.push(options), finishesAtOnce(options)) });
+    for (const prompt of ['a', 'b']) await ended(klym, (await klym.start({ prompt }, 'grynya')).task_id);
+    expect(runs).toEqual([expect.objectContaining(settings), expect.objectContaining(settings)]);
   });
 
   it('reports health without secrets, and lets subscribers see task events', async () => {

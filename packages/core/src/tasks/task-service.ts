@@ -1,3 +1,4 @@
+import { RUN_SETTING_KEYS, type ServiceRunSettings } from '../agent/run-settings.ts';
 import type { AgentBudget } from '../agent/types.ts';
 import { TASK_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
@@ -13,7 +14,6 @@ import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthView } from './views/capabilities.ts';
 import { viewQuota, type QuotaView } from './admission/principal-quotas.ts';
 import { createTaskManager, type StartOptions, type TaskEvent, type TaskManager, type TaskManagerOptions } from './task-manager.ts';
-import type { TaskRunDefaults } from './runner/task-run.ts';
 import {
   narrowTaskRequest,
   type CancelTaskArgs,
@@ -40,31 +40,14 @@ import {
 import { toCsv } from '../artifacts/artifact-query.ts';
 import { viewArtifact, viewSlice, type TaskArtifactSliceView, type TaskQueryView } from './views/artifact-views.ts';
 
-/** The run options every task of the service gets as they are, declared once by `runAgent`'s options. */
-const RUN_OPTION_KEYS = [
-  'providers',
-  'prices',
-  'contextWindows',
-  'maxRetries',
-  'temperature',
-  'upstreamTools',
-  'policies',
-  'readOnlyTools',
-  'mapModel',
-  'mapConcurrency',
-  'mapChunkTokens',
-  'artifactThresholdTokens',
-] as const satisfies readonly (keyof TaskRunDefaults)[];
-type ServiceRunOptions = Pick<TaskRunDefaults, (typeof RUN_OPTION_KEYS)[number]>;
-
 /**
  * Options of {@link createTaskService}: the task manager's (handed to it as they are, so a new one of its
- * options is the service's too); the run options every task gets (`providers`,
- * `prices`, `contextWindows`, `maxRetries`, `temperature`, `upstreamTools`, `policies`, `readOnlyTools`, as `runAgent` takes
- * them; the access rules among them also decide what a request may narrow to); and the limits a caller's
- * request is narrowed to.
+ * options is the service's too); the run settings every task gets as `runAgent` takes them, those of
+ * `RUN_SETTINGS` (the providers, their prices and context windows, retries, temperature, the map's and the
+ * artifacts' settings, and the access rules `upstreamTools`, `policies` and `readOnlyTools`, which also decide
+ * what a request may narrow to); and the limits a caller's request is narrowed to.
  */
-export interface TaskServiceOptions extends Omit<TaskManagerOptions, 'defaults' | 'secrets' | 'onEvent'>, ServiceRunOptions {
+export interface TaskServiceOptions extends Omit<TaskManagerOptions, 'defaults' | 'secrets' | 'onEvent'>, ServiceRunSettings {
   /** The models a caller may name in `model`; the first is the default. @default TASK_DEFAULTS.models (['scripted']) */
   readonly models?: readonly string[];
   /** Default system prompt of tasks (may hold `{{tools}}`). @default runAgent's built-in prompt */
@@ -210,7 +193,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     ...(store === undefined ? {} : { store }),
     taskTimeoutMs,
     secrets,
-    defaults: pick(options, RUN_OPTION_KEYS),
+    defaults: pick(options, RUN_SETTING_KEYS),
     onEvent: (event) => {
       for (const listener of listeners) {
         try {

@@ -4,7 +4,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { scriptedRunner } from './support/mcp-tasks.ts';
-import { modernCall, modernPost, readEvents, taskIdOf, type ModernAnswer } from './support/modern-mcp.ts';
+import { mcp20260728Call, mcp20260728Post, readEvents, taskIdOf, type Mcp20260728Answer } from './support/mcp-2026-07-28.ts';
 import { payload, startHarness, type ServerHarness } from './support/server-harness.ts';
 
 const TOKENS = { alice: 'alice-token-0123456789abcdef', bob: 'bob-token-0123456789abcdef' };
@@ -17,7 +17,7 @@ afterEach(async () => {
   harness = undefined;
 });
 
-/** The v2 SDK's client on Klym's /mcp, negotiating the era as `mode` says. */
+/** The v2 SDK's client on Klym's /mcp, negotiating the era as `mode` says (the SDK's `legacy` is 2025-11-25 only). */
 async function v2Client(mode: 'auto' | 'legacy', token = TOKENS.alice): Promise<Client> {
   const client = new Client({ name: 'grynya-v2', version: '2.0.0' }, { versionNegotiation: { mode } });
   await client.connect(new StreamableHTTPClientTransport(new URL(harness!.server.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
@@ -34,20 +34,20 @@ const names = async (client: Client): Promise<string[]> => (await client.listToo
 describe('MCP 2026-07-28 and 2025-11-25 on one /mcp', () => {
   it("serves the v2 SDK's client in the era it negotiates, with the same tools, and a task read the same both ways", async () => {
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
-    const modern = await v2Client('auto');
-    const legacy = await v2Client('legacy');
-    expect(modern.getProtocolEra()).toBe('modern');
-    expect(modern.getNegotiatedProtocolVersion?.()).toBe('2026-07-28');
-    expect(legacy.getProtocolEra()).toBe('legacy');
-    expect(modern.getServerCapabilities()?.extensions).toEqual({ 'io.modelcontextprotocol/tasks': {} });
+    const mcp20260728 = await v2Client('auto');
+    const mcp20251125 = await v2Client('legacy');
+    expect(mcp20260728.getProtocolEra()).toBe('modern');
+    expect(mcp20260728.getNegotiatedProtocolVersion?.()).toBe('2026-07-28');
+    expect(mcp20251125.getProtocolEra()).toBe('legacy');
+    expect(mcp20260728.getServerCapabilities()?.extensions).toEqual({ 'io.modelcontextprotocol/tasks': {} });
 
-    expect(await names(modern)).toEqual(['cancel_agent_task', 'check_task_status', 'describe_capabilities', 'list_agent_tasks', 'query_task_artifact', 'read_task_artifact', 'run_agent_task', 'start_async_agent_task']);
-    expect(await names(legacy)).toEqual(await names(modern));
+    expect(await names(mcp20260728)).toEqual(['cancel_agent_task', 'check_task_status', 'describe_capabilities', 'list_agent_tasks', 'query_task_artifact', 'read_task_artifact', 'run_agent_task', 'start_async_agent_task']);
+    expect(await names(mcp20251125)).toEqual(await names(mcp20260728));
 
-    const start = payload(await modern.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'steps:1' } }));
+    const start = payload(await mcp20260728.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'steps:1' } }));
     const taskId = String(start.task_id);
-    await expect.poll(async () => payload(await legacy.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).status, { timeout: 10_000 }).toBe('completed');
-    expect(payload(await modern.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))).toMatchObject({ task_id: taskId, status: 'completed', result: 'done after 1 steps' });
+    await expect.poll(async () => payload(await mcp20251125.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).status, { timeout: 10_000 }).toBe('completed');
+    expect(payload(await mcp20260728.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))).toMatchObject({ task_id: taskId, status: 'completed', result: 'done after 1 steps' });
     // One id space: the REST API reads it too, to its owner only.
     const rest = await fetch(`${harness.server.url}/api/tasks/${taskId}`, { headers: { authorization: `Bearer ${TOKENS.alice}` } });
     expect(await rest.json()).toMatchObject({ task_id: taskId, status: 'completed' });
@@ -57,11 +57,11 @@ describe('MCP 2026-07-28 and 2025-11-25 on one /mcp', () => {
 
   it('refuses an unknown argument over 2026-07-28 as it does over 2025-11-25: an isError result naming it, nothing started', async () => {
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
-    const modern = await v2Client('auto');
-    const refused = await modern.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'x', idempotencyKey: 'k-1' } });
+    const mcp20260728 = await v2Client('auto');
+    const refused = await mcp20260728.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'x', idempotencyKey: 'k-1' } });
     expect(refused.isError).toBe(true);
     expect(JSON.stringify(refused.content)).toContain('idempotencyKey');
-    expect(payload(await modern.callTool({ name: 'list_agent_tasks', arguments: {} }))).toMatchObject({ tasks: [] });
+    expect(payload(await mcp20260728.callTool({ name: 'list_agent_tasks', arguments: {} }))).toMatchObject({ tasks: [] });
   });
 });
 
@@ -69,17 +69,17 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
   it('answers run_agent_task with the flat task handle, and tasks/get with the result inline once done', async () => {
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
     const url = harness.server.mcpUrl;
-    const call = await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:2' } });
+    const call = await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:2' } });
     expect(call.status).toBe(200);
     const taskId = taskIdOf(call);
     expect(call.result).toMatchObject({ resultType: 'task', taskId, status: 'working', pollIntervalMs: 1_000, ttlMs: null, createdAt: expect.any(String), lastUpdatedAt: expect.any(String) });
     expect(call.result).not.toHaveProperty('task');
 
-    let done: ModernAnswer | undefined;
+    let done: Mcp20260728Answer | undefined;
     await expect
       .poll(
         async () => {
-          done = await modernCall(url, TOKENS.alice, 'tasks/get', { taskId });
+          done = await mcp20260728Call(url, TOKENS.alice, 'tasks/get', { taskId });
           return (done.result as { status?: string }).status;
         },
         { timeout: 10_000 },
@@ -92,7 +92,7 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
     expect(Date.parse(createdAt) + ttlMs).toBeGreaterThan(Date.now() + 3_590_000);
 
     // The same task through Klym's own tool, over 2026-07-28 too.
-    const status = await modernCall(url, TOKENS.alice, 'tools/call', { name: 'check_task_status', arguments: { task_id: taskId } });
+    const status = await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'check_task_status', arguments: { task_id: taskId } });
     expect((status.result as { structuredContent?: unknown }).structuredContent).toMatchObject({ task_id: taskId, status: 'completed' });
   });
 
@@ -101,44 +101,44 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
     const url = harness.server.mcpUrl;
     const grynya = await harness.connect('streamable-http', TOKENS.alice);
     const { task } = await grynya.request({ method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'steps:1' }, task: {} } }, CreateTaskResultSchema);
-    const modern = taskIdOf(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:2' } }));
-    for (const taskId of [task.taskId, modern]) {
-      await expect.poll(async () => (await modernCall(url, TOKENS.alice, 'tasks/get', { taskId })).result?.['status'], { timeout: 10_000 }).toBe('completed');
+    const mcp20260728TaskId = taskIdOf(await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:2' } }));
+    for (const taskId of [task.taskId, mcp20260728TaskId]) {
+      await expect.poll(async () => (await mcp20260728Call(url, TOKENS.alice, 'tasks/get', { taskId })).result?.['status'], { timeout: 10_000 }).toBe('completed');
       await expect.poll(async () => (await grynya.experimental.tasks.getTask(taskId)).status, { timeout: 10_000 }).toBe('completed');
     }
-    expect((await modernCall(url, TOKENS.alice, 'tasks/get', { taskId: task.taskId })).result).toMatchObject({ result: { content: [{ type: 'text', text: 'done after 1 steps' }] } });
-    expect(await grynya.experimental.tasks.getTaskResult(modern, CallToolResultSchema)).toMatchObject({ content: [{ type: 'text', text: 'done after 2 steps' }] });
-    expect((await grynya.experimental.tasks.listTasks()).tasks.map((listed) => listed.taskId).toSorted()).toEqual([task.taskId, modern].toSorted());
+    expect((await mcp20260728Call(url, TOKENS.alice, 'tasks/get', { taskId: task.taskId })).result).toMatchObject({ result: { content: [{ type: 'text', text: 'done after 1 steps' }] } });
+    expect(await grynya.experimental.tasks.getTaskResult(mcp20260728TaskId, CallToolResultSchema)).toMatchObject({ content: [{ type: 'text', text: 'done after 2 steps' }] });
+    expect((await grynya.experimental.tasks.listTasks()).tasks.map((listed) => listed.taskId).toSorted()).toEqual([task.taskId, mcp20260728TaskId].toSorted());
   });
 
   it('keeps a task to its owner: another principal gets -32602 from tasks/get, tasks/update and tasks/cancel, as for an id that never existed', async () => {
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
     const url = harness.server.mcpUrl;
-    const taskId = taskIdOf(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
+    const taskId = taskIdOf(await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
     for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
       for (const id of [taskId, 'no-such-task']) {
-        const answer = await modernCall(url, TOKENS.bob, method, { taskId: id, ...(method === 'tasks/update' ? { inputResponses: {} } : {}) });
+        const answer = await mcp20260728Call(url, TOKENS.bob, method, { taskId: id, ...(method === 'tasks/update' ? { inputResponses: {} } : {}) });
         expect({ method, id, error: answer.error }).toMatchObject({ method, id, error: { code: -32602, message: 'Failed to retrieve task: Task not found' } });
       }
     }
-    expect((await modernCall(url, TOKENS.alice, 'tasks/update', { taskId, inputResponses: { anything: { action: 'accept' } } })).result).toEqual(expect.objectContaining({ resultType: 'complete' }));
+    expect((await mcp20260728Call(url, TOKENS.alice, 'tasks/update', { taskId, inputResponses: { anything: { action: 'accept' } } })).result).toEqual(expect.objectContaining({ resultType: 'complete' }));
   });
 
   it('never answers a task to a client that does not declare the extension: -32021 naming it', async () => {
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
     const url = harness.server.mcpUrl;
-    const taskId = taskIdOf(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
+    const taskId = taskIdOf(await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
     const required = { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } };
-    const call = await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }, { extension: false });
+    const call = await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }, { extension: false });
     expect(call.status).toBe(400);
     expect(call.error).toMatchObject({ code: -32021, data: required });
     for (const method of ['tasks/get', 'tasks/cancel']) {
-      expect((await modernCall(url, TOKENS.alice, method, { taskId }, { extension: false })).error).toMatchObject({ code: -32021, data: required });
+      expect((await mcp20260728Call(url, TOKENS.alice, method, { taskId }, { extension: false })).error).toMatchObject({ code: -32021, data: required });
     }
-    const listen = await modernCall(url, TOKENS.alice, 'subscriptions/listen', { notifications: { taskIds: [taskId] } }, { extension: false });
+    const listen = await mcp20260728Call(url, TOKENS.alice, 'subscriptions/listen', { notifications: { taskIds: [taskId] } }, { extension: false });
     expect(listen.error).toMatchObject({ code: -32021, data: required });
     // The plain tools stay open to it.
-    const list = await modernCall(url, TOKENS.alice, 'tools/call', { name: 'list_agent_tasks', arguments: {} }, { extension: false });
+    const list = await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'list_agent_tasks', arguments: {} }, { extension: false });
     expect((list.result as { structuredContent: { tasks: unknown[] } }).structuredContent.tasks).toHaveLength(1);
   });
 
@@ -146,23 +146,23 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
     harness.grynya.faults.hang = true;
     const url = harness.server.mcpUrl;
-    const taskId = taskIdOf(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'hang' } }));
+    const taskId = taskIdOf(await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'hang' } }));
     await expect.poll(() => harness!.grynya.stats.calls.query_graph ?? 0).toBe(1);
-    const cancel = await modernCall(url, TOKENS.alice, 'tasks/cancel', { taskId });
+    const cancel = await mcp20260728Call(url, TOKENS.alice, 'tasks/cancel', { taskId });
     expect(cancel.result).toMatchObject({ resultType: 'complete' });
     await expect.poll(() => harness!.grynya.stats.cancelled).toBeGreaterThanOrEqual(1);
-    await expect.poll(async () => (await modernCall(url, TOKENS.alice, 'tasks/get', { taskId })).result).toMatchObject({ status: 'cancelled', statusMessage: 'cancelled: cancelled by caller' });
+    await expect.poll(async () => (await mcp20260728Call(url, TOKENS.alice, 'tasks/get', { taskId })).result).toMatchObject({ status: 'cancelled', statusMessage: 'cancelled: cancelled by caller' });
     // A second cancel of an ended task is acknowledged all the same (cancellation is cooperative).
-    expect((await modernCall(url, TOKENS.alice, 'tasks/cancel', { taskId })).result).toMatchObject({ resultType: 'complete' });
+    expect((await mcp20260728Call(url, TOKENS.alice, 'tasks/cancel', { taskId })).result).toMatchObject({ resultType: 'complete' });
   });
 
   it('streams notifications/tasks on subscriptions/listen for the caller’s own tasks, then ends it gracefully', async () => {
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
     harness.grynya.faults.delayMs = 150;
     const url = harness.server.mcpUrl;
-    const mine = taskIdOf(await modernCall(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:2' } }));
-    const bobs = taskIdOf(await modernCall(url, TOKENS.bob, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
-    const listen = await modernPost(url, TOKENS.alice, { jsonrpc: '2.0', id: 'sub-1', method: 'subscriptions/listen', params: { notifications: { taskIds: [mine, bobs, 'no-such-task'] } } });
+    const mine = taskIdOf(await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:2' } }));
+    const bobs = taskIdOf(await mcp20260728Call(url, TOKENS.bob, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
+    const listen = await mcp20260728Post(url, TOKENS.alice, { jsonrpc: '2.0', id: 'sub-1', method: 'subscriptions/listen', params: { notifications: { taskIds: [mine, bobs, 'no-such-task'] } } });
     expect(listen.headers.get('content-type')).toBe('text/event-stream');
     const events = await readEvents(listen, 10_000);
 
@@ -184,15 +184,15 @@ describe('a misbehaving 2026-07-28 client', () => {
     const url = harness.server.mcpUrl;
     const list = { jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} };
     // The header names 2026-07-28 but the body carries no envelope.
-    const bare = await modernPost(url, TOKENS.alice, list, { envelope: false });
+    const bare = await mcp20260728Post(url, TOKENS.alice, list, { envelope: false });
     expect(bare.status).toBe(400);
     expect(await errorOf(bare)).toMatchObject({ code: -32602, message: expect.stringContaining('envelope') });
     // A revision Klym does not speak.
-    const future = await modernPost(url, TOKENS.alice, list, { protocolVersion: '2027-01-01' });
+    const future = await mcp20260728Post(url, TOKENS.alice, list, { protocolVersion: '2027-01-01' });
     expect(future.status).toBe(400);
     expect(await errorOf(future)).toMatchObject({ code: -32022, data: { supported: ['2026-07-28'], requested: '2027-01-01' } });
     // Headers that disagree with the body.
-    const lying = await modernPost(url, TOKENS.alice, list, { headers: { 'mcp-method': 'tools/call' } });
+    const lying = await mcp20260728Post(url, TOKENS.alice, list, { headers: { 'mcp-method': 'tools/call' } });
     expect(lying.status).toBe(400);
     expect(await errorOf(lying)).toMatchObject({ code: -32020, message: expect.stringContaining('Mcp-Method') });
     // GET and DELETE: the era has none.
@@ -201,10 +201,10 @@ describe('a misbehaving 2026-07-28 client', () => {
       expect({ method, status: answer.status }).toEqual({ method, status: 405 });
     }
     // An unknown tool is the spec's protocol error in this era (2025-11-25 sessions keep the isError result they had).
-    expect((await modernCall(url, TOKENS.alice, 'tools/call', { name: 'no_such_tool', arguments: {} })).error).toMatchObject({ code: -32602, message: expect.stringContaining('no_such_tool') });
+    expect((await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'no_such_tool', arguments: {} })).error).toMatchObject({ code: -32602, message: expect.stringContaining('no_such_tool') });
     // No bearer token: the 401 comes before any era is considered.
-    expect((await modernPost(url, undefined, list)).status).toBe(401);
+    expect((await mcp20260728Post(url, undefined, list)).status).toBe(401);
     expect((await fetch(`${harness.server.url}/healthz`)).status).toBe(200);
-    expect((await modernCall(url, TOKENS.alice, 'tools/list', {})).result).toMatchObject({ tools: expect.any(Array) });
+    expect((await mcp20260728Call(url, TOKENS.alice, 'tools/list', {})).result).toMatchObject({ tools: expect.any(Array) });
   });
 });

@@ -3,7 +3,7 @@
 import { McpServer } from '@modelcontextprotocol/server';
 import { afterEach, describe, expect, it, vi, type MockInstance } from 'vitest';
 import { scriptedRunner } from './support/mcp-tasks.ts';
-import { modernCall, taskIdOf, type ModernAnswer } from './support/modern-mcp.ts';
+import { mcp20260728Call, taskIdOf, type Mcp20260728Answer } from './support/mcp-2026-07-28.ts';
 import { startHarness, type ServerHarness } from './support/server-harness.ts';
 
 const TOKENS = { alice: 'alice-token-0123456789abcdef', bob: 'bob-token-0123456789abcdef' };
@@ -21,11 +21,11 @@ afterEach(async () => {
  */
 const built = (registered: MockInstance<McpServer['registerTool']>): number => registered.mock.calls.filter(([name]) => name === 'run_agent_task').length;
 
-const structured = (answer: ModernAnswer): Record<string, unknown> => (answer.result as { structuredContent: Record<string, unknown> }).structuredContent;
+const structured = (answer: Mcp20260728Answer): Record<string, unknown> => (answer.result as { structuredContent: Record<string, unknown> }).structuredContent;
 
 /** Alice and bob, each with a task of their own. */
 async function twoCallers(url: string) {
-  const start = async (token: string) => taskIdOf(await modernCall(url, token, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
+  const start = async (token: string) => taskIdOf(await mcp20260728Call(url, token, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
   const alice = { token: TOKENS.alice, own: await start(TOKENS.alice), other: '' };
   const bob = { token: TOKENS.bob, own: await start(TOKENS.bob), other: alice.own };
   alice.other = bob.own;
@@ -40,19 +40,19 @@ describe('the 2026-07-28 door', () => {
     const callers = await twoCallers(url);
 
     // Each kind of request, alice's then bob's: the server that answered one answers the next.
-    for (const { token, own } of callers) expect((await modernCall(url, token, 'tasks/get', { taskId: own })).result).toMatchObject({ taskId: own });
+    for (const { token, own } of callers) expect((await mcp20260728Call(url, token, 'tasks/get', { taskId: own })).result).toMatchObject({ taskId: own });
     for (const { token, other } of callers) {
-      expect((await modernCall(url, token, 'tasks/get', { taskId: other })).error).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
+      expect((await mcp20260728Call(url, token, 'tasks/get', { taskId: other })).error).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
     }
     for (const { token, other } of callers) {
-      expect(structured(await modernCall(url, token, 'tools/call', { name: 'check_task_status', arguments: { task_id: other } }))).toMatchObject({ error: { code: 'TASK_NOT_FOUND' } });
+      expect(structured(await mcp20260728Call(url, token, 'tools/call', { name: 'check_task_status', arguments: { task_id: other } }))).toMatchObject({ error: { code: 'TASK_NOT_FOUND' } });
     }
-    for (const { token, other } of callers) expect((await modernCall(url, token, 'tasks/cancel', { taskId: other })).error).toMatchObject({ code: -32602 });
+    for (const { token, other } of callers) expect((await mcp20260728Call(url, token, 'tasks/cancel', { taskId: other })).error).toMatchObject({ code: -32602 });
     for (const { token, own } of callers) {
-      const listed = structured(await modernCall(url, token, 'tools/call', { name: 'list_agent_tasks', arguments: {} })).tasks as { task_id: string }[];
+      const listed = structured(await mcp20260728Call(url, token, 'tools/call', { name: 'list_agent_tasks', arguments: {} })).tasks as { task_id: string }[];
       expect(listed.map((task) => task.task_id)).toEqual([own]);
     }
-    for (let round = 0; round < 10; round++) expect((await modernCall(url, callers[round % 2]!.token, 'tools/list', {})).result).toMatchObject({ tools: expect.any(Array) });
+    for (let round = 0; round < 10; round++) expect((await mcp20260728Call(url, callers[round % 2]!.token, 'tools/list', {})).result).toMatchObject({ tools: expect.any(Array) });
 
     // 22 requests, one server.
     expect(built(registered)).toBe(1);
@@ -66,7 +66,7 @@ describe('the 2026-07-28 door', () => {
 
     const burst = Array.from({ length: 16 }, (_, index) => callers[index % 2]!);
     const answers = await Promise.all(
-      burst.flatMap(({ token, own, other }) => [modernCall(url, token, 'tasks/get', { taskId: own }), modernCall(url, token, 'tasks/get', { taskId: other })]),
+      burst.flatMap(({ token, own, other }) => [mcp20260728Call(url, token, 'tasks/get', { taskId: own }), mcp20260728Call(url, token, 'tasks/get', { taskId: other })]),
     );
     burst.forEach(({ own }, index) => {
       expect(answers[2 * index]?.result).toMatchObject({ taskId: own });
@@ -75,7 +75,7 @@ describe('the 2026-07-28 door', () => {
     // As many servers as requests were served at once, at most; from now on, they are reused.
     const afterBurst = built(registered);
 
-    for (const { token, own } of [...callers, ...callers]) expect((await modernCall(url, token, 'tasks/get', { taskId: own })).result).toMatchObject({ taskId: own });
+    for (const { token, own } of [...callers, ...callers]) expect((await mcp20260728Call(url, token, 'tasks/get', { taskId: own })).result).toMatchObject({ taskId: own });
     expect(built(registered)).toBe(afterBurst);
   });
 });

@@ -16,7 +16,7 @@ export const TASKS_EXTENSION_ID = 'io.modelcontextprotocol/tasks';
 const TASKS_REQUIRED = { extensions: { [TASKS_EXTENSION_ID]: {} } };
 
 /** A Klym task as the Tasks extension shows it (`DetailedTask`): flat, with its result or error inline once it ended. */
-export interface ModernTask {
+export interface Mcp20260728Task {
   readonly [key: string]: unknown;
   readonly taskId: string;
   readonly status: 'working' | 'completed' | 'failed' | 'cancelled';
@@ -30,8 +30,8 @@ export interface ModernTask {
   readonly error?: { readonly code: number; readonly message: string; readonly data: { readonly code: string } };
 }
 
-/** Options of {@link createModernTaskServer}. */
-export interface ModernTaskServerOptions {
+/** Options of {@link createMcp20260728TaskServer}. */
+export interface Mcp20260728TaskServerOptions {
   /** `serverInfo`. */
   readonly info: { readonly name: string; readonly version: string };
   /** What the server tells clients in `server/discover`. */
@@ -59,8 +59,8 @@ export const missingTasksExtension = (): MissingRequiredClientCapabilityError =>
  * Reads a task of `principal` as the extension shows it; another principal's task, or an evicted one, is the
  * spec's `-32602` "Task not found", exactly as one that never existed.
  */
-export function readModernTask(service: TaskService, taskId: string, principal: string, pollIntervalMs: number): Promise<ModernTask> {
-  return asTaskRpc(async () => toModernTask(service, await service.tasks.get(taskId, { principal }), principal, pollIntervalMs));
+export function readMcp20260728Task(service: TaskService, taskId: string, principal: string, pollIntervalMs: number): Promise<Mcp20260728Task> {
+  return asTaskRpc(async () => toMcp20260728Task(service, await service.tasks.get(taskId, { principal }), principal, pollIntervalMs));
 }
 
 /**
@@ -69,7 +69,7 @@ export function readModernTask(service: TaskService, taskId: string, principal: 
  * waited; a Klym `error` is `failed` with a JSON-RPC `-32603` naming its Klym code; a cancelled one says why
  * in its `statusMessage`.
  */
-export async function toModernTask(service: TaskService, task: TaskRecord, principal: string, pollIntervalMs: number): Promise<ModernTask> {
+export async function toMcp20260728Task(service: TaskService, task: TaskRecord, principal: string, pollIntervalMs: number): Promise<Mcp20260728Task> {
   const base = {
     taskId: task.id,
     statusMessage: statusMessage(task),
@@ -79,7 +79,7 @@ export async function toModernTask(service: TaskService, task: TaskRecord, princ
     pollIntervalMs,
   };
   // The same statuses the 2025 era shows (a Klym task is never input_required).
-  const status = MCP_STATUS[task.status] as ModernTask['status'];
+  const status = MCP_STATUS[task.status] as Mcp20260728Task['status'];
   if (task.status === 'error') {
     const code = task.error?.code ?? 'INTERNAL';
     return { ...base, status, error: { code: ProtocolErrorCode.InternalError, message: `${code}: ${task.error?.message ?? 'the task failed'}`, data: { code } } };
@@ -103,7 +103,7 @@ const updateParams = TASK_ID_PARAMS.extend({ inputResponses: z.record(z.string()
  * `start_async_agent_task` is the tool for a client without tasks. The task methods answer `-32021` too
  * without the extension, and `-32602` for a task the caller cannot see.
  */
-export function createModernTaskServer(service: TaskService, options: ModernTaskServerOptions): McpServer {
+export function createMcp20260728TaskServer(service: TaskService, options: Mcp20260728TaskServerOptions): McpServer {
   const pollIntervalMs = options.pollIntervalMs ?? MCP_TASK_DEFAULTS.pollIntervalMs;
   const server = new McpServer(options.info, {
     capabilities: { tools: {}, extensions: { [TASKS_EXTENSION_ID]: {} } },
@@ -131,7 +131,7 @@ export function createModernTaskServer(service: TaskService, options: ModernTask
     const principal = callerOf(ctx);
     const { task_id: taskId } = await asTaskRpc(() => service.start(args, principal, startOptionsOf(metaOf(ctx))));
     // Durably created before the handle is answered: a tasks/get of it resolves from now on, on any front.
-    return { resultType: 'task', ...(await readModernTask(service, taskId, principal, pollIntervalMs)) };
+    return { resultType: 'task', ...(await readMcp20260728Task(service, taskId, principal, pollIntervalMs)) };
   };
   answerBeforeTools(server, AGENT_TASK_TOOL.name, runAgentTask);
 
@@ -140,7 +140,7 @@ export function createModernTaskServer(service: TaskService, options: ModernTask
       if (!declaresTasksExtension(ctx.mcpReq.envelope)) throw missingTasksExtension();
       return run(params, callerOf(ctx));
     };
-  server.server.setRequestHandler('tasks/get', { params: TASK_ID_PARAMS, result: ANY_RESULT }, withTask(({ taskId }, principal) => readModernTask(service, taskId, principal, pollIntervalMs)) as never);
+  server.server.setRequestHandler('tasks/get', { params: TASK_ID_PARAMS, result: ANY_RESULT }, withTask(({ taskId }, principal) => readMcp20260728Task(service, taskId, principal, pollIntervalMs)) as never);
   // Klym never asks its caller anything (no task is ever input_required): every input response answers no
   // outstanding request, and the spec has those ignored. The task must still be the caller's.
   server.server.setRequestHandler(

@@ -1,27 +1,27 @@
 import { classifyInboundRequest, createMcpHandler, type JSONRPCRequest, type McpServer } from '@modelcontextprotocol/server';
 import { MCP_TASK_DEFAULTS } from '../defaults.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { createModernTaskServer, principalOf, type ModernTaskServerOptions } from './modern-task-server.ts';
+import { createMcp20260728TaskServer, principalOf, type Mcp20260728TaskServerOptions } from './mcp-2026-07-28-task-server.ts';
 import { serveTaskListen, taskIdsOf } from './task-listen.ts';
 
-/** Options of {@link createModernTaskHandler}. */
-export interface ModernTaskHandlerOptions extends ModernTaskServerOptions {
+/** Options of {@link createMcp20260728TaskHandler}. */
+export interface Mcp20260728TaskHandlerOptions extends Mcp20260728TaskServerOptions {
   /** Where the SDK reports what it refused or failed to serve. @default nothing */
   readonly onerror?: (error: Error) => void;
   /** How often an open `subscriptions/listen` stream gets a keep-alive comment, in milliseconds. @default 15_000 */
   readonly keepAliveMs?: number;
 }
 
-/** What a caller hands {@link ModernTaskHandler.fetch}: who is asking (already verified) and the body, when it was read. */
-export interface ModernRequestOptions {
+/** What a caller hands {@link Mcp20260728TaskHandler.fetch}: who is asking (already verified) and the body, when it was read. */
+export interface Mcp20260728RequestOptions {
   readonly authInfo?: { readonly token: string; readonly clientId: string; readonly scopes: string[] };
   readonly parsedBody?: unknown;
 }
 
 /** Klym's task tools over protocol revision 2026-07-28, as one web-standard handler. */
-export interface ModernTaskHandler {
+export interface Mcp20260728TaskHandler {
   /** Answers one 2026-07-28 request; the principal is `authInfo.clientId` (`anonymous` without). */
-  fetch(request: Request, options?: ModernRequestOptions): Promise<Response>;
+  fetch(request: Request, options?: Mcp20260728RequestOptions): Promise<Response>;
   /** Ends every open listen stream (with its graceful result) and the SDK's in-flight exchanges. */
   close(): Promise<void>;
 }
@@ -29,7 +29,7 @@ export interface ModernTaskHandler {
 /**
  * Serves Klym's task tools and the Tasks extension over protocol revision 2026-07-28, statelessly: nothing of
  * a request outlives it, so any front answers any task of the shared store. The v2 SDK server
- * ({@link createModernTaskServer}) is built once and serves request after request, each for the principal of
+ * ({@link createMcp20260728TaskServer}) is built once and serves request after request, each for the principal of
  * its own `authInfo`; the SDK connects a server to one exchange at a time, so requests served at once each
  * take an idle one, and another is built only when none is idle. 2025-era requests are refused
  * (`legacy: 'reject'`): route them elsewhere first (`isLegacyRequest`). A `subscriptions/listen` naming `taskIds` is served here, since the SDK's listen
@@ -37,12 +37,12 @@ export interface ModernTaskHandler {
  * Everything else (`server/discover`, the tools, the task methods, and the spec's errors for a malformed
  * request: a missing or unsupported protocol version, headers that disagree with the body) is the SDK's.
  */
-export function createModernTaskHandler(service: TaskService, options: ModernTaskHandlerOptions): ModernTaskHandler {
+export function createMcp20260728TaskHandler(service: TaskService, options: Mcp20260728TaskHandlerOptions): Mcp20260728TaskHandler {
   const pollIntervalMs = options.pollIntervalMs ?? MCP_TASK_DEFAULTS.pollIntervalMs;
   const keepAliveMs = options.keepAliveMs ?? 15_000;
   const idle: McpServer[] = [];
   const build = (): McpServer => {
-    const server = createModernTaskServer(service, { ...options, pollIntervalMs });
+    const server = createMcp20260728TaskServer(service, { ...options, pollIntervalMs });
     // The SDK calls this once the exchange it served has ended, its transport gone: the server is free again.
     // (One it closed unconnected, a request refused before it was served, is never told: it is simply dropped.)
     server.server.onclose = () => {

@@ -1,8 +1,8 @@
 // Raw protocol revision 2026-07-28 requests, for the tests where the wire is the point: the per-request `_meta`
 // envelope, the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers, and SSE answers read event by event.
 
-/** Options of {@link modernPost}. */
-export interface ModernPostOptions {
+/** Options of {@link mcp20260728Post}. */
+export interface Mcp20260728PostOptions {
   /** Declare the Tasks extension in the request's client capabilities. @default true */
   readonly extension?: boolean;
   /** Put the envelope in `params._meta`. @default true */
@@ -14,7 +14,7 @@ export interface ModernPostOptions {
 }
 
 /** Posts one JSON-RPC message as a 2026-07-28 client would, with `token` as its bearer. */
-export async function modernPost(url: string, token: string | undefined, message: { method: string; params?: Record<string, unknown>; [key: string]: unknown }, options: ModernPostOptions = {}): Promise<Response> {
+export async function mcp20260728Post(url: string, token: string | undefined, message: { method: string; params?: Record<string, unknown>; [key: string]: unknown }, options: Mcp20260728PostOptions = {}): Promise<Response> {
   const version = options.protocolVersion ?? '2026-07-28';
   const params = message.params ?? {};
   const envelope = {
@@ -40,7 +40,7 @@ export async function modernPost(url: string, token: string | undefined, message
 }
 
 /** A JSON-RPC answer as the test reads it. */
-export interface ModernAnswer {
+export interface Mcp20260728Answer {
   readonly status: number;
   readonly body: Record<string, unknown>;
   readonly result: Record<string, unknown> | undefined;
@@ -50,10 +50,10 @@ export interface ModernAnswer {
 let nextId = 1;
 
 /** Calls `method` with `params` and reads its one answer (a JSON body, or the last message of an SSE one). */
-export async function modernCall(url: string, token: string, method: string, params: Record<string, unknown>, options: ModernPostOptions = {}): Promise<ModernAnswer> {
-  const response = await modernPost(url, token, { jsonrpc: '2.0', id: nextId++, method, params }, options);
+export async function mcp20260728Call(url: string, token: string, method: string, params: Record<string, unknown>, options: Mcp20260728PostOptions = {}): Promise<Mcp20260728Answer> {
+  const response = await mcp20260728Post(url, token, { jsonrpc: '2.0', id: nextId++, method, params }, options);
   const body = response.headers.get('content-type')?.startsWith('text/event-stream') ? ((await readEvents(response, 10_000)).at(-1) ?? {}) : ((await response.json()) as Record<string, unknown>);
-  return { status: response.status, body, result: body.result as ModernAnswer['result'], error: body.error as ModernAnswer['error'] };
+  return { status: response.status, body, result: body.result as Mcp20260728Answer['result'], error: body.error as Mcp20260728Answer['error'] };
 }
 
 /** Every JSON-RPC message of an SSE answer, until the stream ends (or `timeoutMs`, then it throws). */
@@ -77,7 +77,7 @@ export async function readEvents(response: Response, timeoutMs: number): Promise
 }
 
 /** The task id of a `run_agent_task` answer: the flat task handle's `taskId`. */
-export function taskIdOf(answer: ModernAnswer): string {
+export function taskIdOf(answer: Mcp20260728Answer): string {
   const taskId = (answer.result as { taskId?: unknown } | undefined)?.taskId;
   if (typeof taskId !== 'string') throw new Error(`Expected a task handle, got ${JSON.stringify(answer.body)}`);
   return taskId;

@@ -5,8 +5,8 @@ import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 
-/** One request a {@link ModernUpstream} received: its HTTP method, headers and JSON-RPC method. */
-export interface ModernUpstreamRequest {
+/** One request a {@link Mcp20260728Upstream} received: its HTTP method, headers and JSON-RPC method. */
+export interface Mcp20260728UpstreamRequest {
   readonly httpMethod: string;
   readonly headers: IncomingHttpHeaders;
   /** The JSON-RPC method of its body, if it had one. */
@@ -14,11 +14,11 @@ export interface ModernUpstreamRequest {
 }
 
 /** A 2026-07-28 MCP server (the v2 SDK's `createMcpHandler`) on a loopback port, which can die and come back. */
-export interface ModernUpstream {
+export interface Mcp20260728Upstream {
   /** `http://127.0.0.1:<port>/mcp`. */
   readonly url: string;
   readonly port: number;
-  readonly requests: readonly ModernUpstreamRequest[];
+  readonly requests: readonly Mcp20260728UpstreamRequest[];
   /** Requests refused with a 401, by the token they carried (`''` for none). */
   readonly unauthorized: readonly string[];
   /** Tool calls that reached a tool (`echo`, `wait`, `log`). */
@@ -42,15 +42,15 @@ export interface ModernUpstream {
  * With `authorizationServer`, it is an OAuth protected resource (RFC 9728): its metadata names that server,
  * and a request without a bearer token the server says is valid gets a 401 pointing at the metadata.
  */
-export async function startModernUpstream(
+export async function startMcp20260728Upstream(
   options: { readonly port?: number; readonly authorizationServer?: { readonly issuer: string; isValid(token: string): boolean } } = {},
-): Promise<ModernUpstream> {
-  const requests: ModernUpstreamRequest[] = [];
+): Promise<Mcp20260728Upstream> {
+  const requests: Mcp20260728UpstreamRequest[] = [];
   const unauthorized: string[] = [];
   const calls: string[] = [];
   const releases = new Set<() => void>();
   const handler = createMcpHandler(() => {
-    const server = new McpServer({ name: 'modern', version: '1.0.0' }, { capabilities: { logging: {} } });
+    const server = new McpServer({ name: 'mcp-2026-07-28', version: '1.0.0' }, { capabilities: { logging: {} } });
     server.registerTool('echo', { description: 'Echoes its message', inputSchema: z.object({ message: z.string() }) }, async ({ message }) => {
       calls.push('echo');
       return { content: [{ type: 'text', text: `echo: ${message}` }] };
