@@ -9,7 +9,10 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 
 const [mode, directory = '', file = '', limitText = ''] = process.argv.slice(2);
 const limit = Number(limitText);
-const server = { command: process.execPath, args: [createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js'), directory] };
+const server = {
+  command: process.execPath,
+  args: [createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js'), directory],
+};
 const args = { path: path.join(directory, file) };
 
 type Read = () => Promise<unknown>;

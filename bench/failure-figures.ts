@@ -33,7 +33,10 @@ export async function failureFigures(options: { rounds: number }): Promise<strin
         server = await startServerEverything(transport, server.port);
         const restartedAt = performance.now();
         for (;;) {
-          const ok = await pool.callTool('everything', 'echo', { message: 'back' }).then(() => true, () => false);
+          const ok = await pool.callTool('everything', 'echo', { message: 'back' }).then(
+            () => true,
+            () => false,
+          );
           if (ok) break;
           await new Promise((resolve) => setTimeout(resolve, 10));
         }

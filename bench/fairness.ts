@@ -45,10 +45,8 @@ const api = async (url: string, route: string, token: string, body?: unknown): P
   if (status >= 300) throw new Error(`${route} answered ${status}: ${JSON.stringify(json)}`);
   return json;
 };
-const start = async (url: string, token: string, prompt: string): Promise<string> =>
-  String((await api(url, '/api/tasks', token, { prompt })).task_id);
-const view = async (url: string, token: string, id: string): Promise<TaskView> =>
-  (await api(url, `/api/tasks/${id}`, token)) as unknown as TaskView;
+const start = async (url: string, token: string, prompt: string): Promise<string> => String((await api(url, '/api/tasks', token, { prompt })).task_id);
+const view = async (url: string, token: string, id: string): Promise<TaskView> => (await api(url, `/api/tasks/${id}`, token)) as unknown as TaskView;
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const at = (iso: string | undefined): number => Date.parse(iso ?? '');
 
@@ -116,11 +114,7 @@ async function scaledOut(grynya: ChildServer): Promise<Setup> {
     await redis.close();
   };
   try {
-    const started = await Promise.allSettled([
-      startKlymCli('serve', config(0)),
-      startKlymCli('worker', config(1)),
-      startKlymCli('worker', config(1)),
-    ]);
+    const started = await Promise.allSettled([startKlymCli('serve', config(0)), startKlymCli('worker', config(1)), startKlymCli('worker', config(1))]);
     for (const outcome of started) if (outcome.status === 'fulfilled') processes.push(outcome.value);
     const failed = started.find((outcome) => outcome.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
@@ -155,7 +149,10 @@ export async function fairness(options: { quick: boolean }): Promise<string[]> {
   const rows: string[] = [];
   const figures: string[] = [];
   try {
-    for (const [key, open] of [['', embedded], ['_redis', scaledOut]] as const) {
+    for (const [key, open] of [
+      ['', embedded],
+      ['_redis', scaledOut],
+    ] as const) {
       const setup = await open(grynya);
       try {
         const results = await measure(setup, rounds);

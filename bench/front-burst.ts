@@ -50,7 +50,10 @@ export async function frontBurst(grynya: ChildServer, tasks: number): Promise<st
       '',
       '| while | time | check_task_status p50 / p99 | floor p50 / p99 |',
       '| --- | --- | --- | --- |',
-      ...rows.map((row) => `| ${row.label} | ${row.seconds.toFixed(2)} s | ${ms(row.status.median)} / ${ms(row.status.p99)} (${row.status.count}) | ${ms(row.floor.median)} / ${ms(row.floor.p99)} (${row.floor.count}) |`),
+      ...rows.map(
+        (row) =>
+          `| ${row.label} | ${row.seconds.toFixed(2)} s | ${ms(row.status.median)} / ${ms(row.status.p99)} (${row.status.count}) | ${ms(row.floor.median)} / ${ms(row.floor.p99)} (${row.floor.count}) |`,
+      ),
       '',
       figure('status_p99_burst_starts_ms', starts.status.p99),
       figure('status_p99_burst_pings_ms', pinged.status.p99),

@@ -38,7 +38,8 @@ const tally = (matches: Iterable<RegExpMatchArray>): Map<string, number> => {
 export const logInput = (file: string): HeavyInput => ({
   fetch: { name: 'files__read_text_file', args: { path: file } },
   instruction: 'Count the ERROR lines per service; answer as a JSON object {service: count}.',
-  errorsSql: (table) => String.raw`SELECT regexp_extract(line, 'svc-\d+') AS service, count(*) AS errors FROM ${table} WHERE line LIKE '% ERROR %' GROUP BY ALL ORDER BY service`,
+  errorsSql: (table) =>
+    String.raw`SELECT regexp_extract(line, 'svc-\d+') AS service, count(*) AS errors FROM ${table} WHERE line LIKE '% ERROR %' GROUP BY ALL ORDER BY service`,
   chunkErrors: (prompt) => tally(prompt.matchAll(/^\d+: \S+ (svc-\d+) ERROR /gm)),
 });
 
@@ -70,7 +71,11 @@ interface Seen {
 function seen(request: FakeRequest): Seen {
   const strings = stringsOf(request.json);
   const reference = strings.find((text) => /^artifact art_[0-9a-f]{12}: [\d,]+ bytes/.test(text));
-  return { strings, artifact: reference === undefined ? undefined : /^artifact (art_[0-9a-f]{12})/.exec(reference)?.[1], rows: strings.find((text) => /^[\d,]+ rows? from art_/.test(text)) };
+  return {
+    strings,
+    artifact: reference === undefined ? undefined : /^artifact (art_[0-9a-f]{12})/.exec(reference)?.[1],
+    rows: strings.find((text) => /^[\d,]+ rows? from art_/.test(text)),
+  };
 }
 
 /** The answer's rows without the CSV's header: `service,errors` lines. */
@@ -80,7 +85,12 @@ const rowsOf = (answer: string): string => answer.split('\n').slice(2).join('\n'
 function chunkReply(input: HeavyInput, request: FakeRequest, strings: readonly string[]): FakeReply | undefined {
   if (!strings.some((text) => text.startsWith('You are given one chunk of a larger text'))) return undefined;
   const counts = input.chunkErrors(strings.find((text) => text.startsWith('Instruction: ')) ?? '');
-  return { kind: 'turn', text: counts.size === 0 ? 'nothing' : JSON.stringify(Object.fromEntries(counts)), usage: { input: request.tokens ?? 0, output: 20 }, delayMs: MAP_CALL_MS };
+  return {
+    kind: 'turn',
+    text: counts.size === 0 ? 'nothing' : JSON.stringify(Object.fromEntries(counts)),
+    usage: { input: request.tokens ?? 0, output: 20 },
+    delayMs: MAP_CALL_MS,
+  };
 }
 
 /** Counts errors per service with one query over the input's table. */

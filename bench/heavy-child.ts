@@ -8,7 +8,10 @@ import { createSessionPool, runAgent, type AgentEvent } from '@klym/core';
 import { peakGrowthMiB, runFigures } from './heavy-run.ts';
 
 const [directory = '', file = '', baseURL = '', windowText = ''] = process.argv.slice(2);
-const server = { command: process.execPath, args: [createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js'), directory] };
+const server = {
+  command: process.execPath,
+  args: [createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js'), directory],
+};
 const pool = await createSessionPool({ upstreams: { files: { ...server, maxMessageBytes: 256 * 2 ** 20 } } });
 await pool.warmedUp();
 

@@ -64,5 +64,15 @@ const started = performance.now();
 await backend.load(warm.id);
 const loadMs = performance.now() - started;
 
-console.log(JSON.stringify({ pattern: PATTERN, bytes: warm.bytes, coldFirstMs: coldFirst.ms, firstMs: first.ms, loadMs, warmMs: summarize(warmMs).median, matches: first.matches }));
+console.log(
+  JSON.stringify({
+    pattern: PATTERN,
+    bytes: warm.bytes,
+    coldFirstMs: coldFirst.ms,
+    firstMs: first.ms,
+    loadMs,
+    warmMs: summarize(warmMs).median,
+    matches: first.matches,
+  }),
+);
 await store.close();

@@ -40,7 +40,10 @@ const durationOf = (events: readonly RunEvent[], toolName: string): number =>
   events.find((event) => event.type === 'tool-result' && event.toolName === toolName)?.durationMs ?? 0;
 
 /** A run's figures from its events, its times and its answer. */
-export function runFigures(events: readonly RunEvent[], run: { readonly runMs: number; readonly peakGrowthMiB: number; readonly answer: string; readonly finishReason: string }): RunFigures {
+export function runFigures(
+  events: readonly RunEvent[],
+  run: { readonly runMs: number; readonly peakGrowthMiB: number; readonly answer: string; readonly finishReason: string },
+): RunFigures {
   return {
     ...run,
     artifactBytes: events.find((event) => event.type === 'artifact-kept')?.artifact?.bytes ?? 0,
@@ -48,7 +51,9 @@ export function runFigures(events: readonly RunEvent[], run: { readonly runMs: n
     mapMs: durationOf(events, 'klym__map_artifact'),
     queryMs: durationOf(events, 'klym__query_artifact'),
     queryDuckDbMs: events.find((event) => event.type === 'artifact-query')?.elapsedMs ?? 0,
-    toolErrors: events.filter((event) => event.type === 'tool-error').map((event) => `${event.toolName ?? '?'}: ${(event.message ?? event.code ?? '').slice(0, 200)}`),
+    toolErrors: events
+      .filter((event) => event.type === 'tool-error')
+      .map((event) => `${event.toolName ?? '?'}: ${(event.message ?? event.code ?? '').slice(0, 200)}`),
   };
 }
 

@@ -54,10 +54,18 @@ interface Measured {
 async function measure(agent: Agent, child: string, args: (baseURL: string) => string[], check: (answer: string) => boolean): Promise<Measured> {
   await using llm = await startFakeLlmServer(agent, { contextWindow: WINDOW });
   const script = path.join(import.meta.dirname, child);
-  const { stdout } = await run(process.execPath, ['--expose-gc', '--conditions=klym-source', script, ...args(llm.openaiBaseUrl)], { maxBuffer: 2 ** 20, timeout: 900_000 });
+  const { stdout } = await run(process.execPath, ['--expose-gc', '--conditions=klym-source', script, ...args(llm.openaiBaseUrl)], {
+    maxBuffer: 2 ** 20,
+    timeout: 900_000,
+  });
   const figures = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as RunFigures;
   const tableOnly = llm.requests.some((request) => request.body.includes(' answers (') && request.body.includes(' are too many to send: query table art_'));
-  return { figures, requests: llm.requests.map((request) => request.tokens ?? Number.POSITIVE_INFINITY), exact: check(figures.answer), mapAnswers: tableOnly ? 'table only' : 'inline' };
+  return {
+    figures,
+    requests: llm.requests.map((request) => request.tokens ?? Number.POSITIVE_INFINITY),
+    exact: check(figures.answer),
+    mapAnswers: tableOnly ? 'table only' : 'inline',
+  };
 }
 
 /** `service,count` lines as a map. */
@@ -105,7 +113,12 @@ export async function heavy({ quick }: { quick: boolean }): Promise<string[]> {
     const needleAnswer = needle === undefined ? 'no such event' : `${needle.e.id} carries it: ${needle.e.message}`;
 
     const logRun = (agent: Agent): Promise<Measured> =>
-      measure(agent, 'heavy-child.ts', (baseURL) => [directory, 'night.log', baseURL, String(WINDOW)], (answer) => sameCounts(answer, log.errorsPerService));
+      measure(
+        agent,
+        'heavy-child.ts',
+        (baseURL) => [directory, 'night.log', baseURL, String(WINDOW)],
+        (answer) => sameCounts(answer, log.errorsPerService),
+      );
     const graphRun = async (agent: Agent, prompt: string, check: (answer: string) => boolean): Promise<Measured> => {
       const taskDirectory = await mkdtemp(path.join(directory, 'graph-'));
       return measure(agent, 'heavy-graph-child.ts', (baseURL) => [taskDirectory, grynya.sseUrl, baseURL, String(WINDOW), prompt], check);
@@ -116,10 +129,26 @@ export async function heavy({ quick }: { quick: boolean }): Promise<string[]> {
       logQuery: await logRun(queryAgent(logInput(file))),
       graphMap: await graphRun(mapAgent(graphInput), errorsQuestion, (answer) => sameCounts(answer, errorsByService)),
       graphQuery: await graphRun(queryAgent(graphInput), errorsQuestion, (answer) => sameCounts(answer, errorsByService)),
-      graphGrep: await graphRun(grepAgent(graphInput, trace), `Which event carries trace ${trace}, and what does its message say?`, (answer) => answer === needleAnswer),
+      graphGrep: await graphRun(
+        grepAgent(graphInput, trace),
+        `Which event carries trace ${trace}, and what does its message say?`,
+        (answer) => answer === needleAnswer,
+      ),
     };
-    const { stdout } = await run(process.execPath, ['--conditions=klym-source', path.join(import.meta.dirname, 'heavy-grep-child.ts'), directory, 'night.log'], { maxBuffer: 2 ** 20, timeout: 300_000 });
-    const grep = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { pattern: string; bytes: number; coldFirstMs: number; firstMs: number; loadMs: number; warmMs: number; matches: number };
+    const { stdout } = await run(
+      process.execPath,
+      ['--conditions=klym-source', path.join(import.meta.dirname, 'heavy-grep-child.ts'), directory, 'night.log'],
+      { maxBuffer: 2 ** 20, timeout: 300_000 },
+    );
+    const grep = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as {
+      pattern: string;
+      bytes: number;
+      coldFirstMs: number;
+      firstMs: number;
+      loadMs: number;
+      warmMs: number;
+      matches: number;
+    };
 
     const columns = [
       { name: 'log · map', run: runs.logMap, inputTokens: logTokens },
@@ -128,8 +157,11 @@ export async function heavy({ quick }: { quick: boolean }): Promise<string[]> {
       { name: 'graph · query', run: runs.graphQuery, inputTokens: graphTokens },
       { name: 'graph · grep', run: runs.graphGrep, inputTokens: graphTokens },
     ];
-    const row = (label: string, cell: (column: (typeof columns)[number]) => string, target: string): string => `| ${label} | ${columns.map(cell).join(' | ')} | ${target} |`;
-    const wrong = Object.values(runs).flatMap((measured) => (measured.exact ? [] : [`\`${measured.figures.finishReason}\`: ${measured.figures.answer.slice(0, 160).replaceAll('\n', ' ')}`]));
+    const row = (label: string, cell: (column: (typeof columns)[number]) => string, target: string): string =>
+      `| ${label} | ${columns.map(cell).join(' | ')} | ${target} |`;
+    const wrong = Object.values(runs).flatMap((measured) =>
+      measured.exact ? [] : [`\`${measured.figures.finishReason}\`: ${measured.figures.answer.slice(0, 160).replaceAll('\n', ' ')}`],
+    );
     const failed = Object.values(runs).flatMap((measured) => measured.figures.toolErrors);
 
     return [
@@ -148,9 +180,16 @@ export async function heavy({ quick }: { quick: boolean }): Promise<string[]> {
       row('the answer', (column) => (column.run.exact ? 'exact' : 'WRONG'), 'exact'),
       row('model requests', (column) => String(column.run.requests.length), ''),
       row('model input tokens, every request', (column) => tokens(sum(column.run.requests)), ''),
-      row('÷ the input\'s tokens', (column) => small(tokenRatio(column.run, column.inputTokens)), 'query ≤ 0.01; map ≤ 1.3'),
+      row("÷ the input's tokens", (column) => small(tokenRatio(column.run, column.inputTokens)), 'query ≤ 0.01; map ≤ 1.3'),
       row('largest request ÷ window', (column) => small(largest(column.run) / WINDOW), '≤ 0.95'),
-      row('the map call', (column) => (column.run.figures.mapMs === 0 ? '—' : `${(column.run.figures.mapMs / 1000).toFixed(1)} s, ${column.run.figures.chunks} chunks; answers ${column.run.mapAnswers}`), ''),
+      row(
+        'the map call',
+        (column) =>
+          column.run.figures.mapMs === 0
+            ? '—'
+            : `${(column.run.figures.mapMs / 1000).toFixed(1)} s, ${column.run.figures.chunks} chunks; answers ${column.run.mapAnswers}`,
+        '',
+      ),
       row(
         `map wall time ÷ ⌈chunks ÷ ${ARTIFACT_DEFAULTS.mapConcurrency}⌉ × ${MAP_CALL_MS} ms`,
         (column) => (column.run.figures.mapMs === 0 ? '—' : ratio(column.run.figures.mapMs / ideal(column.run.figures))),
@@ -164,10 +203,16 @@ export async function heavy({ quick }: { quick: boolean }): Promise<string[]> {
             : `${thousands(column.run.figures.queryMs)} ms${column.run.figures.mapMs === 0 ? '' : " (the map's table)"}, of which DuckDB ${thousands(column.run.figures.queryDuckDbMs)} ms`,
         '',
       ),
-      row('… per MB of artifact', (column) => (column.run.figures.queryMs === 0 || column.run.figures.mapMs > 0 ? '—' : `${perMb(column.run.figures, column.run.figures.queryMs).toFixed(1)} ms/MB`), '≤ 50'),
+      row(
+        '… per MB of artifact',
+        (column) =>
+          column.run.figures.queryMs === 0 || column.run.figures.mapMs > 0 ? '—' : `${perMb(column.run.figures, column.run.figures.queryMs).toFixed(1)} ms/MB`,
+        '≤ 50',
+      ),
       row(
         'peak RSS growth ÷ artifact MB',
-        (column) => `${perMb(column.run.figures, column.run.figures.peakGrowthMiB).toFixed(1)} MiB/MB (${thousands(column.run.figures.peakGrowthMiB)} MiB for ${mb(column.run.figures.artifactBytes).toFixed(1)} MB)`,
+        (column) =>
+          `${perMb(column.run.figures, column.run.figures.peakGrowthMiB).toFixed(1)} MiB/MB (${thousands(column.run.figures.peakGrowthMiB)} MiB for ${mb(column.run.figures.artifactBytes).toFixed(1)} MB)`,
         `log · query ≤ ${RSS_TARGET_MIB_PER_MB}`,
       ),
       row('the whole run', (column) => `${(column.run.figures.runMs / 1000).toFixed(1)} s`, ''),

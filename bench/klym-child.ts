@@ -35,7 +35,15 @@ process.on('message', async (message: { type: string }) => {
     const memory = process.memoryUsage();
     const health = await server.klym.service.health();
     const cpu = process.cpuUsage();
-    send({ type: 'stats', cpuMs: (cpu.user + cpu.system) / 1e3, rss: memory.rss, heapUsed: memory.heapUsed, delayP99Ms: delay.percentile(99) / 1e6, delayMaxMs: delay.max / 1e6, tasks: health.tasks });
+    send({
+      type: 'stats',
+      cpuMs: (cpu.user + cpu.system) / 1e3,
+      rss: memory.rss,
+      heapUsed: memory.heapUsed,
+      delayP99Ms: delay.percentile(99) / 1e6,
+      delayMaxMs: delay.max / 1e6,
+      tasks: health.tasks,
+    });
   } else if (message.type === 'close') {
     await server.close();
     process.exit(0);

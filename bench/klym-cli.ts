@@ -66,7 +66,10 @@ export async function startKlymCli(command: 'serve' | 'worker', config: Record<s
 }
 
 async function rest<T>(url: string, init?: { body: unknown }): Promise<T> {
-  const response = await fetch(url, init === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(init.body) });
+  const response = await fetch(
+    url,
+    init === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(init.body) },
+  );
   const json = (await response.json()) as T;
   if (!response.ok) throw new Error(`${url} answered ${response.status}: ${JSON.stringify(json)}`);
   return json;
@@ -78,7 +81,8 @@ export async function startTask(front: string, prompt: string): Promise<string> 
 }
 
 /** One task's status view (`created_at`, `started_at`, `finished_at`, `status`, …). */
-export const taskOf = (front: string, id: string): Promise<{ status: string; created_at: string; started_at?: string; finished_at?: string }> => rest(`${front}/api/tasks/${id}`);
+export const taskOf = (front: string, id: string): Promise<{ status: string; created_at: string; started_at?: string; finished_at?: string }> =>
+  rest(`${front}/api/tasks/${id}`);
 
 /** A task's log entries, oldest first. */
 export const logOf = async (front: string, id: string): Promise<{ time: string; type: string; data: Record<string, unknown> }[]> =>

@@ -22,7 +22,12 @@ export interface KlymChild {
 /** Starts Klym's server in a process of its own; `root` is the checkout whose server it runs (this one by default). */
 export async function startKlymChild(options: KlymServerOptions, root = path.resolve(import.meta.dirname, '..')): Promise<KlymChild> {
   const child = fork(path.join(root, 'bench/klym-child.ts'), [JSON.stringify(options)], {
-    execArgv: ['--conditions=klym-source', '--expose-gc', ...(process.env.KLYM_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(process.env.KLYM_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.KLYM_BENCH_PROFILE_DIR ?? '/tmp/prof'}`] : [])],
+    execArgv: [
+      '--conditions=klym-source',
+      '--expose-gc',
+      ...(process.env.KLYM_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+      ...(process.env.KLYM_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.KLYM_BENCH_PROFILE_DIR ?? '/tmp/prof'}`] : []),
+    ],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   // A child that fails to start (its error is on this process's stderr) must end the run, not hang it.
@@ -57,7 +62,9 @@ export async function client(url: string): Promise<Client> {
 
 /** Scenario 5's server: five upstreams that all point at one fake grynya, `concurrency` tasks at a time. */
 export function scenarioFiveOptions(grynya: ChildServer, concurrency: number): KlymServerOptions {
-  const upstreams = Object.fromEntries(Array.from({ length: 5 }, (_, index) => [`grynya${index + 1}`, { url: grynya.sseUrl, transport: 'sse' as const, pool: { min: 1, max: concurrency / 5 } }]));
+  const upstreams = Object.fromEntries(
+    Array.from({ length: 5 }, (_, index) => [`grynya${index + 1}`, { url: grynya.sseUrl, transport: 'sse' as const, pool: { min: 1, max: concurrency / 5 } }]),
+  );
   return { port: 0, upstreams, tasks: { maxConcurrent: concurrency, ttlMs: 3_000, shutdownGraceMs: 0, runner: 'thread' } };
 }
 
@@ -92,7 +99,10 @@ export interface StatusPoller {
 }
 
 export async function startStatusPoller(mcpUrl: string, floorUrl?: string): Promise<StatusPoller> {
-  const child = fork(path.join(import.meta.dirname, 'status-poller.ts'), [mcpUrl, ...(floorUrl === undefined ? [] : [floorUrl])], { execArgv: ['--conditions=klym-source'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(path.join(import.meta.dirname, 'status-poller.ts'), [mcpUrl, ...(floorUrl === undefined ? [] : [floorUrl])], {
+    execArgv: ['--conditions=klym-source'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   await once(child, 'message');
   return {
     pid: child.pid,

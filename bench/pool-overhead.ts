@@ -90,7 +90,10 @@ export async function poolOverhead(options: { rounds: number; perRound: number }
       const raw = await rawClient(benchCase, sameFetch?.fetch);
       const rawDefault = benchCase.http ? await rawClient(benchCase, undefined) : undefined;
       try {
-        const call = (client: Client): Call => () => client.callTool({ name: benchCase.tool, arguments: benchCase.args });
+        const call =
+          (client: Client): Call =>
+          () =>
+            client.callTool({ name: benchCase.tool, arguments: benchCase.args });
         const contenders: Record<string, Call> = { pooled: () => pool.callTool('up', benchCase.tool, benchCase.args), raw: call(raw) };
         if (rawDefault !== undefined) contenders.rawDefault = call(rawDefault);
         await sideBySideAll(2, 100, contenders); // warm-up: JIT, sockets, caches

@@ -36,12 +36,16 @@ const onlyAt = process.argv.indexOf('--only');
 const only = onlyAt === -1 ? undefined : (process.argv[onlyAt + 1] ?? '').split(',').filter((name) => name !== '');
 const unknown = only?.filter((name) => !scenarios.some(([known]) => known === name)) ?? [];
 if (only?.length === 0 || unknown.length > 0) {
-  console.error(`Expected --only followed by scenario names (${scenarios.map(([name]) => name).join(', ')}), got ${only?.length === 0 ? 'none' : unknown.map((name) => `"${name}"`).join(', ')}`);
+  console.error(
+    `Expected --only followed by scenario names (${scenarios.map(([name]) => name).join(', ')}), got ${only?.length === 0 ? 'none' : unknown.map((name) => `"${name}"`).join(', ')}`,
+  );
   process.exit(1);
 }
 
 console.log(`# Klym benchmarks — ${new Date().toISOString()}`);
-console.log(`Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB${quick ? ' (--quick)' : ''}${only === undefined ? '' : ` (--only ${only.join(',')})`}\n`);
+console.log(
+  `Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB${quick ? ' (--quick)' : ''}${only === undefined ? '' : ` (--only ${only.join(',')})`}\n`,
+);
 
 let first = true;
 for (const [name, heading, run] of scenarios) {

@@ -29,7 +29,11 @@ export async function scaleOutCost(grynya: ChildServer, options: { tasks: number
     return klym;
   };
   try {
-    const [front, worker, embedded] = await Promise.all([started('serve', redis.url, 0), started('worker', redis.url, 4), started('serve', 'sqlite:tasks.db', 4)]);
+    const [front, worker, embedded] = await Promise.all([
+      started('serve', redis.url, 0),
+      started('worker', redis.url, 4),
+      started('serve', 'sqlite:tasks.db', 4),
+    ]);
     const klym: Record<Mode, readonly KlymCli[]> = { redis: [front, worker], sqlite: [embedded] };
     const url: Record<Mode, string> = { redis: front.url, sqlite: embedded.url };
     const cpu = (mode: Mode): number => klym[mode].reduce((sum, process) => sum + cpuMsOf(process.pid), 0);

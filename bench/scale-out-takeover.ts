@@ -63,7 +63,8 @@ async function takeover(settings: Settings, round: number): Promise<{ ranMs: num
       return view.finished_at !== undefined;
     }, 'the task to end on worker B');
     // The call A had sent has an unknown outcome: it must not have been sent again.
-    if (grynya.stats.calls.query_graph !== 1) throw new Error(`grynya saw ${grynya.stats.calls.query_graph} query_graph calls for one task: a call was replayed`);
+    if (grynya.stats.calls.query_graph !== 1)
+      throw new Error(`grynya saw ${grynya.stats.calls.query_graph} query_graph calls for one task: a call was replayed`);
     return { ranMs: killedAt - Date.parse(startedAt ?? ''), resumedMs: resumedAt - killedAt, endedMs: endedAt - killedAt };
   } finally {
     await Promise.allSettled(processes.map((process) => process.stop()));

@@ -120,7 +120,7 @@ export async function scaleOut(options: { quick: boolean }): Promise<string[]> {
     return [
       '### 8a. Throughput with 1, 2 and 4 workers\n',
       ...(await throughput(grynya, { rounds: options.quick ? 1 : 3, tasksPerWorker: options.quick ? 24 : 48 })),
-      '\n### 8b. A task\'s CPU and its start to first tool result: Redis (a front and a worker) against embedded SQLite\n',
+      "\n### 8b. A task's CPU and its start to first tool result: Redis (a front and a worker) against embedded SQLite\n",
       ...(await scaleOutCost(grynya, { tasks: options.quick ? 30 : 150 })),
       '\n### 8c. A worker killed with SIGKILL: its task taken over by another\n',
       ...(await scaleOutTakeover({ quick: options.quick })),

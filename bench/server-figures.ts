@@ -62,7 +62,12 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
     const pingTimes: number[] = [];
     const mcp20260728Times: number[] = [];
     const a2aTimes: number[] = [];
-    const series = [[start, startTimes], [() => grynyaClient.ping(), pingTimes], [startMcp20260728, mcp20260728Times], [sendA2a, a2aTimes]] as [() => Promise<unknown>, number[]][];
+    const series = [
+      [start, startTimes],
+      [() => grynyaClient.ping(), pingTimes],
+      [startMcp20260728, mcp20260728Times],
+      [sendA2a, a2aTimes],
+    ] as [() => Promise<unknown>, number[]][];
     for (let index = 0; index < samples; index++) {
       // Each round in another order, so that none of them always follows the same one.
       for (const [run, times] of [...series.slice(index % series.length), ...series.slice(0, index % series.length)]) {
@@ -226,7 +231,10 @@ async function coldStart(grynya: ChildServer, rounds: number): Promise<string[]>
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     try {
       for (;;) {
-        const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((response) => response.status === 200, () => false);
+        const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+          (response) => response.status === 200,
+          () => false,
+        );
         if (ok) break;
         if (child.exitCode !== null) throw new Error(`klym serve exited with ${child.exitCode}: ${stderr.trim()}`);
         await new Promise((resolve) => setTimeout(resolve, 5));
@@ -273,7 +281,10 @@ async function storeThroughServer(grynya: ChildServer, samples: number): Promise
       await waitUntilIdle(servers[name]);
       await servers[name].ask('reset');
     }
-    const cpuBefore = { memory: (await servers.memory.ask<{ cpuMs: number }>('stats')).cpuMs, sqlite: (await servers.sqlite.ask<{ cpuMs: number }>('stats')).cpuMs };
+    const cpuBefore = {
+      memory: (await servers.memory.ask<{ cpuMs: number }>('stats')).cpuMs,
+      sqlite: (await servers.sqlite.ask<{ cpuMs: number }>('stats')).cpuMs,
+    };
     const times = { memory: [] as number[], sqlite: [] as number[] };
     for (let index = 0; index < samples; index++) {
       for (const name of index % 2 === 0 ? (['memory', 'sqlite'] as const) : (['sqlite', 'memory'] as const)) {

@@ -15,9 +15,13 @@ export interface ChildServer {
 
 /** Starts the fake grynya-mcp-server's CLI in a child process on an ephemeral port. */
 export function startFakeGrynyaProcess(options: { delayMs?: number } = {}): Promise<ChildServer> {
-  const child = spawn(process.execPath, ['--conditions=klym-source', path.join(root, 'packages/fake-grynya/src/cli.ts'), '--port', '0', '--delay-ms', String(options.delayMs ?? 0)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--conditions=klym-source', path.join(root, 'packages/fake-grynya/src/cli.ts'), '--port', '0', '--delay-ms', String(options.delayMs ?? 0)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   return new Promise((resolve, reject) => {
     let output = '';
     child.once('exit', (code) => reject(new Error(`fake grynya exited with ${code}: ${output}`)));
@@ -33,7 +37,9 @@ export function startFakeGrynyaProcess(options: { delayMs?: number } = {}): Prom
 
 /** Starts a 2026-07-28 (stateless) upstream, the v2 SDK's `createMcpHandler`, in a child process on an ephemeral port. */
 export function startMcp20260728UpstreamProcess(): Promise<{ readonly url: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--conditions=klym-source', path.join(root, 'bench/mcp-2026-07-28-child.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--conditions=klym-source', path.join(root, 'bench/mcp-2026-07-28-child.ts')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     let output = '';
     child.once('exit', (code) => reject(new Error(`the 2026-07-28 upstream exited with ${code}: ${output}`)));

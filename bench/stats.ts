@@ -10,7 +10,13 @@ export interface Summary {
 export function summarize(samples: readonly number[]): Summary {
   const sorted = samples.toSorted((a, b) => a - b);
   const at = (quantile: number): number => sorted[Math.min(sorted.length - 1, Math.floor(quantile * sorted.length))] ?? Number.NaN;
-  return { count: sorted.length, median: at(0.5), p99: at(0.99), mean: sorted.reduce((sum, value) => sum + value, 0) / sorted.length, max: sorted.at(-1) ?? Number.NaN };
+  return {
+    count: sorted.length,
+    median: at(0.5),
+    p99: at(0.99),
+    mean: sorted.reduce((sum, value) => sum + value, 0) / sorted.length,
+    max: sorted.at(-1) ?? Number.NaN,
+  };
 }
 
 /**

@@ -63,4 +63,3 @@ export async function statusAtLoad(grynya: ChildServer, tasks: number): Promise<
     await klym.stop();
   }
 }
-

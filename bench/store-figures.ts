@@ -68,7 +68,10 @@ async function oneTask(store: TaskStore, id: string): Promise<void> {
     store.appendLog(id, 'step-end', { step, usage, costUsd: undefined, elapsedMs: step * 100 });
     await store.update(id, { currentStep: `step ${step} done`, usage: { ...task.usage, steps: step } });
     messages.push({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${step}`, toolName: 'grynya__query_graph', input: {} }] });
-    messages.push({ role: 'tool', content: [{ type: 'tool-result', toolCallId: `c${step}`, toolName: 'grynya__query_graph', output: { type: 'text', value: preview } }] });
+    messages.push({
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: `c${step}`, toolName: 'grynya__query_graph', output: { type: 'text', value: preview } }],
+    });
     store.saveCheckpoint(id, { ...checkpoint(), steps: step, messages: [...messages] });
     // Grynya looks in: check_task_status reads the record and the newest log lines.
     await store.get(id);

@@ -43,7 +43,10 @@ async function measure(grynya: ChildServer, root: string): Promise<Sample> {
     }
     // `KLYM_BENCH_PERF='record -e cpu-clock -F 1999 -g'` (or `stat -e …`): perf on Klym's process for the measured part, its output in /tmp.
     const perfArgs = process.env.KLYM_BENCH_PERF?.split(' ').filter(Boolean);
-    const perf = perfArgs === undefined ? undefined : spawn('perf', [...perfArgs, '-p', String(klym.pid), '-o', `/tmp/klym-perf.${path.basename(root)}.${klym.pid}`], { stdio: 'ignore' });
+    const perf =
+      perfArgs === undefined
+        ? undefined
+        : spawn('perf', [...perfArgs, '-p', String(klym.pid), '-o', `/tmp/klym-perf.${path.basename(root)}.${klym.pid}`], { stdio: 'ignore' });
     if (perf !== undefined) await new Promise((resolve) => setTimeout(resolve, 500));
     const before = threadCpu(klym.pid, threadNames);
     const grynyaBefore = sum(threadCpu(grynya.child.pid ?? 0));
@@ -92,7 +95,9 @@ try {
     for (const name of names) {
       const sample = await measure(grynya, trees[name] as string);
       samples[name]?.push(sample);
-      console.log(`round ${round + 1} ${name}: main ${sample.main.toFixed(3)} runner ${sample.runner.toFixed(3)} other ${sample.other.toFixed(3)} grynya ${sample.grynya.toFixed(3)} ms/task`);
+      console.log(
+        `round ${round + 1} ${name}: main ${sample.main.toFixed(3)} runner ${sample.runner.toFixed(3)} other ${sample.other.toFixed(3)} grynya ${sample.grynya.toFixed(3)} ms/task`,
+      );
     }
   }
 } finally {

@@ -27,7 +27,11 @@ beforeAll(async () => {
   // `/hooks/flaky` answers its first request 500; every other request is accepted.
   receiver = await startPushReceiver((request, index) => (request.path === '/hooks/flaky' && index === 0 ? 500 : 200));
   const cwd = temporaryDirectory();
-  cleanups.push(async () => cwd[Symbol.dispose](), () => grynya.close(), () => receiver.close());
+  cleanups.push(
+    async () => cwd[Symbol.dispose](),
+    () => grynya.close(),
+    () => receiver.close(),
+  );
   const config = {
     upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } },
     server: { port: await freePort(), tokens: { grynya: TOKEN } },
@@ -52,7 +56,12 @@ const pushConfig = (target: string, fields: Partial<TaskPushNotificationConfig> 
 });
 
 const sendWithPush = (text: string, config: TaskPushNotificationConfig | undefined, extra: Partial<Message> = {}) =>
-  client.sendMessage({ tenant: '', message: textMessage(text, extra), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: config, returnImmediately: true }, metadata: undefined }) as Promise<Task>;
+  client.sendMessage({
+    tenant: '',
+    message: textMessage(text, extra),
+    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: config, returnImmediately: true },
+    metadata: undefined,
+  }) as Promise<Task>;
 
 /** A push body as the SDK reads a stream event: its case and the state it tells of. */
 function eventOf(request: PushRequest): { case: string | undefined; state: TaskState | undefined; taskId: string } {
@@ -93,12 +102,18 @@ describe('A2A push notifications on `klym serve`, through the webhook outbox', (
 
     const requests = receiver.to('/hooks/first');
     expect(requests.map(eventOf)).toEqual(RUN_TO_COMPLETION.map((event) => ({ ...event, taskId: task.id })));
-    for (const request of requests) expect(request.headers).toMatchObject({ authorization: `Bearer ${RECEIVER_SECRET}`, 'content-type': 'application/a2a+json' });
+    for (const request of requests)
+      expect(request.headers).toMatchObject({ authorization: `Bearer ${RECEIVER_SECRET}`, 'content-type': 'application/a2a+json' });
     const result = StreamResponse.fromJSON(requests[2]?.json).payload;
-    expect(result?.$case === 'artifactUpdate' ? result.value.artifact?.parts[0]?.content : undefined).toMatchObject({ $case: 'text', value: expect.stringMatching(new RegExp(`^${ALL_WELL}`, 'm')) });
+    expect(result?.$case === 'artifactUpdate' ? result.value.artifact?.parts[0]?.content : undefined).toMatchObject({
+      $case: 'text',
+      value: expect.stringMatching(new RegExp(`^${ALL_WELL}`, 'm')),
+    });
     // The config given with the message is the task's: it reads back, credentials and all, to its owner.
     const { configs } = await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' });
-    expect(configs).toEqual([expect.objectContaining({ taskId: task.id, url: `${receiver.origin}/hooks/first`, authentication: { scheme: 'Bearer', credentials: RECEIVER_SECRET } })]);
+    expect(configs).toEqual([
+      expect.objectContaining({ taskId: task.id, url: `${receiver.origin}/hooks/first`, authentication: { scheme: 'Bearer', credentials: RECEIVER_SECRET } }),
+    ]);
   });
 
   it('delivers every transition again in order after the receiver answered 500 once: the outbox retries', async () => {
@@ -117,15 +132,24 @@ describe('A2A push notifications on `klym serve`, through the webhook outbox', (
     try {
       const task = await sendWithPush('Self-check, please', undefined);
       await expect.poll(async () => (await client.getTask({ tenant: '', id: task.id })).status?.state, { timeout: 15_000 }).toBe(TaskState.TASK_STATE_WORKING);
-      const created = await client.createTaskPushNotificationConfig(pushConfig(`${receiver.origin}/hooks/later`, { taskId: task.id, id: 'later', token: 'a-token-for-this-task' }));
+      const created = await client.createTaskPushNotificationConfig(
+        pushConfig(`${receiver.origin}/hooks/later`, { taskId: task.id, id: 'later', token: 'a-token-for-this-task' }),
+      );
       expect(created).toMatchObject({ id: 'later', taskId: task.id, url: `${receiver.origin}/hooks/later`, token: 'a-token-for-this-task' });
       expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'later' })).toEqual(created);
       expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs).toEqual([created]);
-      await expect.poll(() => receiver.to('/hooks/later').map(eventOf), { timeout: 10_000 }).toEqual([{ case: 'task', state: TaskState.TASK_STATE_WORKING, taskId: task.id }]);
-      expect(receiver.to('/hooks/later')[0]?.headers).toMatchObject({ authorization: `Bearer ${RECEIVER_SECRET}`, 'x-a2a-notification-token': 'a-token-for-this-task' });
+      await expect
+        .poll(() => receiver.to('/hooks/later').map(eventOf), { timeout: 10_000 })
+        .toEqual([{ case: 'task', state: TaskState.TASK_STATE_WORKING, taskId: task.id }]);
+      expect(receiver.to('/hooks/later')[0]?.headers).toMatchObject({
+        authorization: `Bearer ${RECEIVER_SECRET}`,
+        'x-a2a-notification-token': 'a-token-for-this-task',
+      });
 
       await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
-      await expect.poll(() => receiver.to('/hooks/later').map(eventOf).at(-1), { timeout: 10_000 }).toEqual({ case: 'statusUpdate', state: TaskState.TASK_STATE_CANCELED, taskId: task.id });
+      await expect
+        .poll(() => receiver.to('/hooks/later').map(eventOf).at(-1), { timeout: 10_000 })
+        .toEqual({ case: 'statusUpdate', state: TaskState.TASK_STATE_CANCELED, taskId: task.id });
 
       await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'later' });
       await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'later' });
@@ -146,13 +170,26 @@ describe('A2A push notifications on `klym serve`, through the webhook outbox', (
       ['http://169.254.169.254/latest/meta-data', 'matches no entry of a2a.pushAllow'],
       ['ftp://hooks.example.net/a2a', 'must be http(s)'],
     ] as const;
-    const answers = await Promise.all(refusals.map(([target]) => client.createTaskPushNotificationConfig(pushConfig(target, { taskId: id })).catch((error: unknown) => error)));
-    expect(answers).toEqual(refusals.map(([, why]) => expect.objectContaining({ name: 'PushNotificationNotSupportedError', message: expect.stringContaining(why) })));
-    expect(await rpc('CreateTaskPushNotificationConfig', { taskId: id, url: 'http://127.0.0.1:9/x' })).toMatchObject({ error: { code: -32003, message: expect.stringContaining('a2a.pushAllow') } });
+    const answers = await Promise.all(
+      refusals.map(([target]) => client.createTaskPushNotificationConfig(pushConfig(target, { taskId: id })).catch((error: unknown) => error)),
+    );
+    expect(answers).toEqual(
+      refusals.map(([, why]) => expect.objectContaining({ name: 'PushNotificationNotSupportedError', message: expect.stringContaining(why) })),
+    );
+    expect(await rpc('CreateTaskPushNotificationConfig', { taskId: id, url: 'http://127.0.0.1:9/x' })).toMatchObject({
+      error: { code: -32003, message: expect.stringContaining('a2a.pushAllow') },
+    });
     // A send whose config is refused starts no task.
-    const before = (await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined })).totalSize;
-    await expect(sendWithPush('Self-check, please', pushConfig('http://169.254.169.254/'))).rejects.toMatchObject({ name: 'PushNotificationNotSupportedError' });
-    expect((await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined })).totalSize).toBe(before);
+    const before = (
+      await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined })
+    ).totalSize;
+    await expect(sendWithPush('Self-check, please', pushConfig('http://169.254.169.254/'))).rejects.toMatchObject({
+      name: 'PushNotificationNotSupportedError',
+    });
+    expect(
+      (await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined }))
+        .totalSize,
+    ).toBe(before);
     expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId: id, pageSize: 0, pageToken: '' })).configs).toEqual([]);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect((await client.getTask({ tenant: '', id })).id).toBe(id);
@@ -178,10 +215,20 @@ describe('A2A push notifications off (no a2a.pushAllow)', () => {
       ['GetTaskPushNotificationConfig', { taskId: 't', id: 'c' }],
       ['ListTaskPushNotificationConfigs', { taskId: 't' }],
       ['DeleteTaskPushNotificationConfig', { taskId: 't', id: 'c' }],
-      ['SendMessage', { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'Self-check, please' }] }, configuration: { taskPushNotificationConfig: { url: 'https://hooks.example.com/' } } }],
+      [
+        'SendMessage',
+        {
+          message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'Self-check, please' }] },
+          configuration: { taskPushNotificationConfig: { url: 'https://hooks.example.com/' } },
+        },
+      ],
     ] as const;
     const answers = await Promise.all(calls.map(([method, params]) => call(method, params)));
-    expect(answers).toEqual(calls.map(() => expect.objectContaining({ id: 9, error: expect.objectContaining({ code: -32003, message: expect.stringContaining('a2a.pushAllow') }) })));
-    expect((await off.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined })).tasks).toEqual([]);
+    expect(answers).toEqual(
+      calls.map(() => expect.objectContaining({ id: 9, error: expect.objectContaining({ code: -32003, message: expect.stringContaining('a2a.pushAllow') }) })),
+    );
+    expect(
+      (await off.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined })).tasks,
+    ).toEqual([]);
   });
 });

@@ -30,14 +30,20 @@ describe('A2A on a front whose tasks run on a worker (Redis)', () => {
     await fleet.worker();
     const client = await a2aClient(front.url, OWNER);
 
-    const stream = client.sendMessageStream({ tenant: '', message: message('Take your time: slow-1'), configuration: undefined, metadata: undefined })[Symbol.asyncIterator]();
+    const events = client.sendMessageStream({ tenant: '', message: message('Take your time: slow-1'), configuration: undefined, metadata: undefined });
+    const stream = events[Symbol.asyncIterator]();
     const first = (await stream.next()).value;
-    expect(first?.payload).toMatchObject({ $case: 'task', value: { status: { state: expect.toBeOneOf([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]) } } });
+    expect(first?.payload).toMatchObject({
+      $case: 'task',
+      value: { status: { state: expect.toBeOneOf([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]) } },
+    });
     const id = first?.payload?.$case === 'task' ? first.payload.value.id : '';
     fleet.releaseSlow();
     const rest = [];
     for (let next = await stream.next(); next.done !== true; next = await stream.next()) rest.push(next.value.payload);
-    expect(rest.find((event) => event?.$case === 'artifactUpdate')).toMatchObject({ value: { taskId: id, artifact: { artifactId: 'result', parts: [{ content: { $case: 'text', value: 'Done: slow-1.' } }] } } });
+    expect(rest.find((event) => event?.$case === 'artifactUpdate')).toMatchObject({
+      value: { taskId: id, artifact: { artifactId: 'result', parts: [{ content: { $case: 'text', value: 'Done: slow-1.' } }] } },
+    });
     expect(rest.at(-1)).toMatchObject({ $case: 'statusUpdate', value: { taskId: id, status: { state: TaskState.TASK_STATE_COMPLETED } } });
     expect((await front.api(`/api/tasks/${id}`)).json).toMatchObject({ task_id: id, status: 'completed' });
   }, 60_000);
@@ -51,13 +57,32 @@ describe('A2A on a front whose tasks run on a worker (Redis)', () => {
     cleanups.push(() => receiver.close());
     const fleet = await startScaleOut({ redis });
     cleanups.push(() => fleet.close());
-    const push = ['--set', `a2a.pushAllow=${receiver.origin}/hooks`, '--set', 'a2a.pushDelivery.retryDelayMs=50', '--set', 'a2a.pushDelivery.maxRetryDelayMs=200'];
+    const push = [
+      '--set',
+      `a2a.pushAllow=${receiver.origin}/hooks`,
+      '--set',
+      'a2a.pushDelivery.retryDelayMs=50',
+      '--set',
+      'a2a.pushDelivery.maxRetryDelayMs=200',
+    ];
     const front = await fleet.front(push);
     await fleet.worker(push);
     const client = await a2aClient(front.url, OWNER);
 
-    const target = { tenant: '', id: 'fleet', taskId: '', url: `${receiver.origin}/hooks/fleet`, token: '', authentication: { scheme: 'Bearer', credentials: 'fleet-receiver-credentials' } };
-    const task = (await client.sendMessage({ tenant: '', message: message('Take your time: slow-2'), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: target, returnImmediately: true }, metadata: undefined })) as Task;
+    const target = {
+      tenant: '',
+      id: 'fleet',
+      taskId: '',
+      url: `${receiver.origin}/hooks/fleet`,
+      token: '',
+      authentication: { scheme: 'Bearer', credentials: 'fleet-receiver-credentials' },
+    };
+    const task = (await client.sendMessage({
+      tenant: '',
+      message: message('Take your time: slow-2'),
+      configuration: { acceptedOutputModes: [], taskPushNotificationConfig: target, returnImmediately: true },
+      metadata: undefined,
+    })) as Task;
     await expect.poll(() => receiver.requests.length, { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
     fleet.releaseSlow();
     await expect.poll(() => receiver.requests.map(eventOf).at(-1), { timeout: 15_000 }).toEqual(['statusUpdate', TaskState.TASK_STATE_COMPLETED]);
@@ -68,7 +93,9 @@ describe('A2A on a front whose tasks run on a worker (Redis)', () => {
       ['artifactUpdate'],
       ['statusUpdate', TaskState.TASK_STATE_COMPLETED],
     ]);
-    expect(receiver.requests.every((request) => request.headers.authorization === 'Bearer fleet-receiver-credentials' && request.path === '/hooks/fleet')).toBe(true);
+    expect(receiver.requests.every((request) => request.headers.authorization === 'Bearer fleet-receiver-credentials' && request.path === '/hooks/fleet')).toBe(
+      true,
+    );
     expect((await front.api(`/api/tasks/${task.id}`)).json).toMatchObject({ task_id: task.id, status: 'completed' });
   }, 60_000);
 });

@@ -25,7 +25,12 @@ const clientOf = a2aClient;
 const message = textMessage;
 
 const send = (client: Client, text: string, extra: Partial<Message> = {}) =>
-  client.sendMessage({ tenant: '', message: message(text, extra), configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true }, metadata: undefined });
+  client.sendMessage({
+    tenant: '',
+    message: message(text, extra),
+    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
+    metadata: undefined,
+  });
 
 const textOf = (task: Task): string => {
   const part = task.artifacts.find((artifact) => artifact.artifactId === 'result')?.parts[0]?.content;
@@ -33,7 +38,11 @@ const textOf = (task: Task): string => {
 };
 
 async function rpc(url: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown> }> {
-  const response = await fetch(`${url}/a2a`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS.grynya}`, [A2A_VERSION_HEADER]: '1.0', ...headers }, body });
+  const response = await fetch(`${url}/a2a`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKENS.grynya}`, [A2A_VERSION_HEADER]: '1.0', ...headers },
+    body,
+  });
   return { status: response.status, json: (await response.json()) as Record<string, unknown> };
 }
 
@@ -56,7 +65,9 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
     const client = await clientOf(url, TOKENS.grynya);
     const started = (await send(client, 'Self-check, please')) as Task;
     expect(started.status?.state).toBeOneOf([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]);
-    await expect.poll(async () => (await client.getTask({ tenant: '', id: started.id })).status?.state, { timeout: 15_000 }).toBe(TaskState.TASK_STATE_COMPLETED);
+    await expect
+      .poll(async () => (await client.getTask({ tenant: '', id: started.id })).status?.state, { timeout: 15_000 })
+      .toBe(TaskState.TASK_STATE_COMPLETED);
     const done = await client.getTask({ tenant: '', id: started.id });
     expect(textOf(done)).toMatch(new RegExp(`^${ALL_WELL}`, 'm'));
 
@@ -64,13 +75,27 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
     const status = await waitForEnd(mcp, started.id);
     expect(status).toMatchObject({ task_id: started.id, status: 'completed' });
     expect(payload(await mcp.callTool({ name: 'check_task_status', arguments: { task_id: started.id, full_result: true } })).result).toBe(textOf(done));
-    const rest = (await (await fetch(`${url}/api/tasks/${started.id}`, { headers: { authorization: `Bearer ${TOKENS.grynya}` } })).json()) as Record<string, unknown>;
+    const rest = (await (await fetch(`${url}/api/tasks/${started.id}`, { headers: { authorization: `Bearer ${TOKENS.grynya}` } })).json()) as Record<
+      string,
+      unknown
+    >;
     expect(rest).toMatchObject({ task_id: started.id, status: 'completed' });
 
-    const listed = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_COMPLETED, pageToken: '', statusTimestampAfter: undefined });
+    const listed = await client.listTasks({
+      tenant: '',
+      contextId: '',
+      status: TaskState.TASK_STATE_COMPLETED,
+      pageToken: '',
+      statusTimestampAfter: undefined,
+    });
     expect(listed.tasks.map((task) => task.id)).toEqual([started.id]);
     // The messageId is the idempotency key: the same message again answers the same task.
-    const again = (await client.sendMessage({ tenant: '', message: { ...message('Self-check, please'), messageId: 'same-message' }, configuration: undefined, metadata: undefined })) as Task;
+    const again = (await client.sendMessage({
+      tenant: '',
+      message: { ...message('Self-check, please'), messageId: 'same-message' },
+      configuration: undefined,
+      metadata: undefined,
+    })) as Task;
     expect(again.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     const twice = (await send(client, 'Self-check, please', { messageId: 'same-message' })) as Task;
     expect(twice.id).toBe(again.id);
@@ -78,15 +103,23 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
     // metadata.klym carries what start_async_agent_task takes beside the prompt, parsed by the same schema.
     const budgeted = (await send(client, 'Self-check, please', { metadata: { klym: { model: 'scripted', budget: { max_steps: 5 } } } })) as Task;
     expect((await restCall(url, `/api/tasks/${budgeted.id}`, TOKENS.grynya)).json).toMatchObject({ model: 'scripted', budget: { max_steps: 5 } });
-    await expect(send(client, 'Self-check, please', { metadata: { klym: { model: 'gpt-nope' } } })).rejects.toMatchObject({ name: 'RequestMalformedError', message: expect.stringContaining('model') });
-    await expect(send(client, 'Self-check, please', { metadata: { klym: { budgt: {} } } })).rejects.toMatchObject({ name: 'RequestMalformedError', message: expect.stringContaining('klym.budgt') });
+    await expect(send(client, 'Self-check, please', { metadata: { klym: { model: 'gpt-nope' } } })).rejects.toMatchObject({
+      name: 'RequestMalformedError',
+      message: expect.stringContaining('model'),
+    });
+    await expect(send(client, 'Self-check, please', { metadata: { klym: { budgt: {} } } })).rejects.toMatchObject({
+      name: 'RequestMalformedError',
+      message: expect.stringContaining('klym.budgt'),
+    });
 
     await expect(client.cancelTask({ tenant: '', id: started.id, metadata: undefined })).rejects.toMatchObject({ name: 'TaskNotCancelableError' });
     await expect(send(client, 'And now?', { taskId: started.id })).rejects.toMatchObject({ name: 'UnsupportedOperationError' });
 
     const other = await clientOf(url, TOKENS.other);
     await expect(other.getTask({ tenant: '', id: started.id })).rejects.toMatchObject({ name: 'TaskNotFoundError' });
-    const raw = await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id: started.id } }), { authorization: `Bearer ${TOKENS.other}` });
+    const raw = await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id: started.id } }), {
+      authorization: `Bearer ${TOKENS.other}`,
+    });
     expect(raw.json).toMatchObject({ id: 7, error: { code: -32001 } });
   });
 
@@ -96,7 +129,9 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
     const list = (fields: { contextId?: string; statusTimestampAfter?: string; includeArtifacts?: boolean } = {}) =>
       client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined, ...fields });
     const done = async (task: Task): Promise<Task> => {
-      await expect.poll(async () => (await client.getTask({ tenant: '', id: task.id })).status?.state, { timeout: 15_000 }).toBe(TaskState.TASK_STATE_COMPLETED);
+      await expect
+        .poll(async () => (await client.getTask({ tenant: '', id: task.id })).status?.state, { timeout: 15_000 })
+        .toBe(TaskState.TASK_STATE_COMPLETED);
       return client.getTask({ tenant: '', id: task.id });
     };
     const first = await done((await send(client, 'Self-check, please')) as Task);
@@ -109,7 +144,13 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
     expect((await list({ contextId: first.id })).tasks.map((task) => task.id)).toEqual([first.id]);
     expect(first.contextId).toBe(first.id);
     expect((await list({ contextId: 'no-such-context' })).tasks).toEqual([]);
-    expect((await (await clientOf(harness.server.url, TOKENS.other)).listTasks({ tenant: '', contextId: first.id, status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined })).tasks).toEqual([]);
+    expect(
+      (
+        await (
+          await clientOf(harness.server.url, TOKENS.other)
+        ).listTasks({ tenant: '', contextId: first.id, status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined })
+      ).tasks,
+    ).toEqual([]);
     expect(await list({ statusTimestampAfter: cut })).toMatchObject({ tasks: [{ id: second.id }], totalSize: 1, nextPageToken: '' });
     expect((await list({ statusTimestampAfter: first.status?.timestamp ?? '' })).tasks.map((task) => task.id)).toEqual([second.id, first.id]);
 
@@ -124,12 +165,16 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
     harness = await startHarness({ auth: { tokens: TOKENS } });
     const client = await clientOf(harness.server.url, TOKENS.grynya);
     const events = [];
-    for await (const event of client.sendMessageStream({ tenant: '', message: message('Self-check, please'), configuration: undefined, metadata: undefined })) events.push(event.payload);
+    for await (const event of client.sendMessageStream({ tenant: '', message: message('Self-check, please'), configuration: undefined, metadata: undefined }))
+      events.push(event.payload);
     expect(events[0]?.$case).toBe('task');
     const last = events.at(-1);
     expect(last?.$case === 'statusUpdate' ? last.value.status?.state : undefined).toBe(TaskState.TASK_STATE_COMPLETED);
     const result = events.find((event) => event?.$case === 'artifactUpdate');
-    expect(result?.$case === 'artifactUpdate' ? result.value.artifact?.parts[0]?.content : undefined).toMatchObject({ $case: 'text', value: expect.stringMatching(new RegExp(`^${ALL_WELL}`, 'm')) });
+    expect(result?.$case === 'artifactUpdate' ? result.value.artifact?.parts[0]?.content : undefined).toMatchObject({
+      $case: 'text',
+      value: expect.stringMatching(new RegExp(`^${ALL_WELL}`, 'm')),
+    });
   });
 
   it('cancels a running task through to its run, canceled on every surface', async () => {
@@ -156,16 +201,28 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { maxConcurrent: 1, perPrincipal: { maxQueued: 1 } } });
     harness.grynya.faults.hang = true;
     const sendRaw = (id: number, token: string) =>
-      rpc(harness?.server.url ?? '', JSON.stringify({ jsonrpc: '2.0', id, method: 'SendMessage', params: { message: { messageId: `m${id}`, role: 'ROLE_USER', parts: [{ text: 'Self-check, please' }] }, configuration: { returnImmediately: true } } }), {
-        authorization: `Bearer ${token}`,
-      });
+      rpc(
+        harness?.server.url ?? '',
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          method: 'SendMessage',
+          params: { message: { messageId: `m${id}`, role: 'ROLE_USER', parts: [{ text: 'Self-check, please' }] }, configuration: { returnImmediately: true } },
+        }),
+        {
+          authorization: `Bearer ${token}`,
+        },
+      );
     // One runs (held by grynya), one waits: the caller's maxQueued of 1.
     expect((await sendRaw(1, TOKENS.grynya)).json).toMatchObject({ id: 1, result: { task: { id: expect.any(String) } } });
     await expect.poll(() => harness?.grynya.stats.toolCalls, { timeout: 10_000 }).toBeGreaterThan(0);
     expect((await sendRaw(2, TOKENS.grynya)).json).toMatchObject({ id: 2, result: { task: { status: { state: 'TASK_STATE_SUBMITTED' } } } });
     expect((await sendRaw(3, TOKENS.grynya)).json).toMatchObject({
       id: 3,
-      error: { code: -32603, message: expect.stringMatching(/^QUOTA_EXCEEDED: Principal grynya has 1 task waiting, its maxQueued is 1 \(tasks\.perPrincipal\.maxQueued\)/) },
+      error: {
+        code: -32603,
+        message: expect.stringMatching(/^QUOTA_EXCEEDED: Principal grynya has 1 task waiting, its maxQueued is 1 \(tasks\.perPrincipal\.maxQueued\)/),
+      },
     });
     expect((await sendRaw(4, TOKENS.other)).json).toMatchObject({ id: 4, result: { task: { status: { state: 'TASK_STATE_SUBMITTED' } } } });
   });
@@ -175,15 +232,28 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
     const { url } = harness.server;
     expect(await rpc(url, '{"jsonrpc": "2.0", "method": ')).toMatchObject({ status: 200, json: { id: null, error: { code: -32700 } } });
     expect((await rpc(url, '[1, 2]')).json).toMatchObject({ error: { code: -32600 } });
-    expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: {} }))).json).toMatchObject({ id: 1, error: { code: -32601 } });
+    expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: {} }))).json).toMatchObject({
+      id: 1,
+      error: { code: -32601 },
+    });
     expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: [] }))).json).toMatchObject({ id: 2, error: { code: -32602 } });
-    expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [] } } }))).json).toMatchObject({
+    expect(
+      (await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [] } } })))
+        .json,
+    ).toMatchObject({
       id: 3,
       error: { code: -32602, message: expect.stringContaining('prompt') },
     });
-    expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'GetTask', params: { id: 'nope' } }), { [A2A_VERSION_HEADER]: '' })).json).toMatchObject({ id: 4, error: { code: -32009 } });
-    expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'GetTask', params: { id: 'nope' } }), { [A2A_VERSION_HEADER]: '0.3' })).json).toMatchObject({ id: 5, error: { code: -32009 } });
-    expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'GetTask', params: { id: 'nope' } }))).json).toMatchObject({ id: 6, error: { code: -32001 } });
+    expect(
+      (await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'GetTask', params: { id: 'nope' } }), { [A2A_VERSION_HEADER]: '' })).json,
+    ).toMatchObject({ id: 4, error: { code: -32009 } });
+    expect(
+      (await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'GetTask', params: { id: 'nope' } }), { [A2A_VERSION_HEADER]: '0.3' })).json,
+    ).toMatchObject({ id: 5, error: { code: -32009 } });
+    expect((await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'GetTask', params: { id: 'nope' } }))).json).toMatchObject({
+      id: 6,
+      error: { code: -32001 },
+    });
     const unauthenticated = await fetch(`${url}/a2a`, { method: 'POST', body: '{}' });
     expect(unauthenticated.status).toBe(401);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
@@ -194,7 +264,10 @@ describe('A2A on `klym serve`, as a process with the scripted model', () => {
   it('names the configured a2a.url in its card, and the SDK client delegates a task there to completion', async () => {
     const grynya = await createFakeGrynya();
     const cwd = temporaryDirectory();
-    cleanups.push(async () => cwd[Symbol.dispose](), () => grynya.close());
+    cleanups.push(
+      async () => cwd[Symbol.dispose](),
+      () => grynya.close(),
+    );
     const port = await freePort();
     const config = {
       upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } },
@@ -206,7 +279,9 @@ describe('A2A on `klym serve`, as a process with the scripted model', () => {
     const client = await clientOf(url, TOKENS.grynya);
     expect((await client.getAgentCard()).supportedInterfaces[0]?.url).toBe(`http://localhost:${port}/a2a`);
     const started = (await send(client, 'Self-check, please')) as Task;
-    await expect.poll(async () => (await client.getTask({ tenant: '', id: started.id })).status?.state, { timeout: 15_000 }).toBe(TaskState.TASK_STATE_COMPLETED);
+    await expect
+      .poll(async () => (await client.getTask({ tenant: '', id: started.id })).status?.state, { timeout: 15_000 })
+      .toBe(TaskState.TASK_STATE_COMPLETED);
     expect(textOf(await client.getTask({ tenant: '', id: started.id }))).toMatch(new RegExp(`^${ALL_WELL}`, 'm'));
     expect((await restCall(url, `/api/tasks/${started.id}`, TOKENS.grynya)).json).toMatchObject({ task_id: started.id, status: 'completed' });
     klym.child.kill('SIGTERM');

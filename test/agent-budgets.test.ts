@@ -96,7 +96,10 @@ describe('runAgent budgets: each ends the run with its partial text, visible in 
 
   it('cost: with no price for the model the cost is unknown and only the token budget applies', async () => {
     const { pool } = await grynyaPool();
-    const model = createMockModel([{ toolCalls: [count], usage: { input: 1_000_000, output: 0 } }, { text: 'done', usage: { input: 1_000_000, output: 0 } }]);
+    const model = createMockModel([
+      { toolCalls: [count], usage: { input: 1_000_000, output: 0 } },
+      { text: 'done', usage: { input: 1_000_000, output: 0 } },
+    ]);
 
     const run = await runAgent({ pool, prompt: 'Go', model, contextWindows: { 'mock:scripted-steps': 100_000_000 }, budget: { maxCostUsd: 0.01 } });
 

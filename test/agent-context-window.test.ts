@@ -1,6 +1,16 @@
 // Context accounting (#27, item 1) with real parts: the real @ai-sdk/openai provider against a fake OpenAI API
 // over loopback whose hard window is counted by the real o200k tokenizer, and an MCP upstream serving a log.
-import { createSessionPool, createTaskService, createTokenCounter, DROPPED_RESULT_NOTE, isKlymError, runAgent, type AgentEvent, type RunAgentOptions, type SessionPool } from '@klym/core';
+import {
+  createSessionPool,
+  createTaskService,
+  createTokenCounter,
+  DROPPED_RESULT_NOTE,
+  isKlymError,
+  runAgent,
+  type AgentEvent,
+  type RunAgentOptions,
+  type SessionPool,
+} from '@klym/core';
 import { createInMemoryUpstream } from '@klym/core/testing';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -30,9 +40,13 @@ afterEach(async () => {
 /** An MCP server whose `read` tool returns `lines` lines of the log from line `from`. */
 function logServer(): McpServer {
   const mcp = new McpServer({ name: 'logs', version: '1.0.0' });
-  mcp.registerTool('read', { description: 'Reads lines of the service log', inputSchema: { from: z.number().int(), lines: z.number().int() } }, ({ from, lines }) => ({
-    content: [{ type: 'text', text: logLines(from, lines) }],
-  }));
+  mcp.registerTool(
+    'read',
+    { description: 'Reads lines of the service log', inputSchema: { from: z.number().int(), lines: z.number().int() } },
+    ({ from, lines }) => ({
+      content: [{ type: 'text', text: logLines(from, lines) }],
+    }),
+  );
   return mcp;
 }
 
@@ -58,7 +72,7 @@ const gptOn = (fake: FakeLlmServer, api: 'responses' | 'chat' = 'responses'): Pi
 const read = (from: number, lines: number): FakeReply => ({ kind: 'turn', toolCalls: [{ name: 'logs__read', args: { from, lines } }] });
 
 describe('context accounting against a provider with a hard window', () => {
-  it('counts a log with the real tokenizer, never under and within 2% of the fake\'s count of the body sent, where characters ÷ 4 undercounts it by 40%', async () => {
+  it("counts a log with the real tokenizer, never under and within 2% of the fake's count of the body sent, where characters ÷ 4 undercounts it by 40%", async () => {
     const pool = await logPool();
     const fake = await fakeLlm([{ kind: 'turn', text: 'Counted.' }], 1_047_576);
     const log = logLines(0, 10_000);
@@ -107,7 +121,9 @@ describe('context accounting against a provider with a hard window', () => {
 
       expect(isKlymError(failure, 'CONTEXT_OVERFLOW')).toBe(true);
       const message = (failure as Error).message;
-      expect(message).toMatch(/^The request to model openai:gpt-4\.1-mini would take (\d+) tokens \(counted with o200k_base\), more than its context window of 20000 tokens \(configured\) less 2000 kept for the answer; it was not sent$/);
+      expect(message).toMatch(
+        /^The request to model openai:gpt-4\.1-mini would take (\d+) tokens \(counted with o200k_base\), more than its context window of 20000 tokens \(configured\) less 2000 kept for the answer; it was not sent$/,
+      );
       const counted = Number(/take (\d+) tokens/.exec(message)?.[1]);
       expect(counted).toBeGreaterThan(20_000);
       // One request went, the step that read the log; the next was never sent.
@@ -118,7 +134,7 @@ describe('context accounting against a provider with a hard window', () => {
     });
   }
 
-  it('answers the provider\'s context_length_exceeded with one retry that drops the oldest tool result, and the run ends well', async () => {
+  it("answers the provider's context_length_exceeded with one retry that drops the oldest tool result, and the run ends well", async () => {
     const pool = await logPool();
     // Klym takes gpt-4.1-mini's window to be 1,047,576 tokens; this provider's is 6,000.
     const fake = await fakeLlm([read(0, 100), read(100, 100), { kind: 'turn', text: 'Line 150 is a WARN.' }], 6_000);
@@ -142,7 +158,15 @@ describe('context accounting against a provider with a hard window', () => {
     expect(retried).not.toContain(logLines(0, 1));
     expect(retried).toContain(logLines(100, 1));
     expect(events.filter((event) => event.type === 'context-shrunk')).toEqual([
-      { type: 'context-shrunk', step: 3, droppedResults: 1, tokensBefore: tokens[2], tokens: expect.any(Number), window: 6_000, reason: 'the provider refused the request as longer than its context window' },
+      {
+        type: 'context-shrunk',
+        step: 3,
+        droppedResults: 1,
+        tokensBefore: tokens[2],
+        tokens: expect.any(Number),
+        window: 6_000,
+        reason: 'the provider refused the request as longer than its context window',
+      },
     ]);
     // The run's history keeps the dropped result: only what was sent lost it.
     expect(JSON.stringify(run.messages)).toContain(logLines(0, 1));
@@ -170,10 +194,14 @@ describe('context accounting against a provider with a hard window', () => {
     expect(fake.requests.map((request) => request.tokens ?? Infinity).every((tokens) => tokens < 4_000)).toBe(true);
   });
 
-  it('a request refused again after its shrink, or that cannot be shrunk, ends the run with CONTEXT_OVERFLOW and the provider\'s error as its cause', async () => {
+  it("a request refused again after its shrink, or that cannot be shrunk, ends the run with CONTEXT_OVERFLOW and the provider's error as its cause", async () => {
     const pool = await logPool();
     // A refusal without figures: Klym aims at three quarters of the request; refused again, it gives up.
-    const tooLong = { kind: 'fail', status: 400, body: '{"error":{"message":"Input too long.","type":"invalid_request_error","code":"context_length_exceeded"}}' } as const;
+    const tooLong = {
+      kind: 'fail',
+      status: 400,
+      body: '{"error":{"message":"Input too long.","type":"invalid_request_error","code":"context_length_exceeded"}}',
+    } as const;
     const fake = await fakeLlm([read(0, 100), read(100, 100), tooLong, tooLong], 1_000_000);
     const events: AgentEvent[] = [];
 
@@ -186,7 +214,9 @@ describe('context accounting against a provider with a hard window', () => {
     }).catch((error: unknown) => error);
 
     expect(isKlymError(failure, 'CONTEXT_OVERFLOW')).toBe(true);
-    expect((failure as Error).message).toMatch(/^The request to model openai:gpt-4\.1-mini would take \d+ tokens \(counted with o200k_base\), more than its context window of 1047576 tokens \(built-in\) less 16384 kept for the answer; the provider refused it, and dropping older tool results would not make it fit$/);
+    expect((failure as Error).message).toMatch(
+      /^The request to model openai:gpt-4\.1-mini would take \d+ tokens \(counted with o200k_base\), more than its context window of 1047576 tokens \(built-in\) less 16384 kept for the answer; the provider refused it, and dropping older tool results would not make it fit$/,
+    );
     expect((failure as Error).cause).toMatchObject({ message: 'Input too long.' });
     const [shrink] = events.filter((event) => event.type === 'context-shrunk');
     expect(shrink).toMatchObject({ droppedResults: 1 });
@@ -202,7 +232,9 @@ describe('context accounting against a provider with a hard window', () => {
       artifactThresholdTokens: 1_000_000,
     }).catch((error: unknown) => error);
     expect(isKlymError(unshrinkable, 'CONTEXT_OVERFLOW')).toBe(true);
-    expect((unshrinkable as Error).message).toMatch(/context window of 2000 tokens \(as the provider said\) less 200 kept for the answer; the provider refused it/);
+    expect((unshrinkable as Error).message).toMatch(
+      /context window of 2000 tokens \(as the provider said\) less 200 kept for the answer; the provider refused it/,
+    );
     expect(small.requests.map((request) => (request.tokens ?? 0) > 2_000)).toEqual([false, true]);
   });
 
@@ -222,7 +254,12 @@ describe('context accounting against a provider with a hard window', () => {
 
     await vi.waitFor(async () => expect((await service.status({ task_id }, 'grynya')).status).toBe('error'), { timeout: 10_000, interval: 20 });
     const status = await service.status({ task_id }, 'grynya');
-    expect(status).toMatchObject({ error: { code: 'CONTEXT_OVERFLOW', message: expect.stringMatching(/model openai:gpt-4\.1-mini would take \d+ tokens .* context window of 20000 tokens \(configured\)/) } });
+    expect(status).toMatchObject({
+      error: {
+        code: 'CONTEXT_OVERFLOW',
+        message: expect.stringMatching(/model openai:gpt-4\.1-mini would take \d+ tokens .* context window of 20000 tokens \(configured\)/),
+      },
+    });
     expect(fake.requests).toHaveLength(0);
   });
 });

@@ -47,7 +47,9 @@ describe('runAgent against @modelcontextprotocol/server-everything (Streamable H
     await runAgent({ pool, prompt: 'Hi', model, tools: { policy: 'read-only' } });
 
     const system = model.doStreamCalls[0]?.prompt[0]?.content as string;
-    expect(system).toContain('- everything__echo (echo) [read-only]\n  Echoes back the input string\n  Parameters:\n  - message: string, required — Message to echo');
+    expect(system).toContain(
+      '- everything__echo (echo) [read-only]\n  Echoes back the input string\n  Parameters:\n  - message: string, required — Message to echo',
+    );
     expect(system).toContain('  - location: one of "New York", "Chicago", "Los Angeles", required — Choose city');
     expect(system).toMatch(/- duration: number, optional \(default 10\) — Duration of the operation in seconds/);
     expect(system).toMatch(/Denied for this run: .*everything__toggle-simulated-logging/);
@@ -56,7 +58,9 @@ describe('runAgent against @modelcontextprotocol/server-everything (Streamable H
   it('aborting mid-tool ends a long operation at once, cancelled', async () => {
     await using pool = await createSessionPool({ upstreams: { everything: { url: server.url } } });
     const controller = new AbortController();
-    const model = createMockModel([{ text: 'Starting a long one.', toolCalls: [{ name: 'everything__trigger-long-running-operation', args: { duration: 30, steps: 3 } }] }]);
+    const model = createMockModel([
+      { text: 'Starting a long one.', toolCalls: [{ name: 'everything__trigger-long-running-operation', args: { duration: 30, steps: 3 } }] },
+    ]);
     const started = performance.now();
 
     const run = await runAgent({

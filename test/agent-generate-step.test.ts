@@ -53,7 +53,14 @@ async function observe(pool: SessionPool, model: RunAgentOptions['model'], optio
   const checkpoints: AgentCheckpoint[] = [];
   let result: unknown;
   try {
-    result = await runAgent({ pool, prompt: 'Go', model, ...options, onEvent: (event) => events.push(event), onCheckpoint: (checkpoint) => checkpoints.push(structuredClone(checkpoint)) });
+    result = await runAgent({
+      pool,
+      prompt: 'Go',
+      model,
+      ...options,
+      onEvent: (event) => events.push(event),
+      onCheckpoint: (checkpoint) => checkpoints.push(structuredClone(checkpoint)),
+    });
   } catch (error) {
     result = { rejected: error instanceof Error ? error.message : String(error) };
   }
@@ -79,7 +86,12 @@ describe('a step that is not streamed (the scripted model)', () => {
     expect(eventTypes(scripted.events)).toEqual(toolStepThenAnswer(2));
     expect(scripted.result).toMatchObject({ text: 'Counting.\n\nThere is 1 node.', finishReason: 'stop', steps: 2, usage: { estimated: true } });
     // A checkpoint right before each call went out, and one when it answered, with the step's text so far.
-    expect(scripted.checkpoints.filter((checkpoint) => checkpoint.current !== undefined).map((checkpoint) => checkpoint.current?.text)).toEqual(['Counting.', 'Counting.', 'Counting.', 'Counting.']);
+    expect(scripted.checkpoints.filter((checkpoint) => checkpoint.current !== undefined).map((checkpoint) => checkpoint.current?.text)).toEqual([
+      'Counting.',
+      'Counting.',
+      'Counting.',
+      'Counting.',
+    ]);
     expect(grynya.stats.calls.query_graph).toBe(4);
   });
 
@@ -103,7 +115,14 @@ describe('a step that is not streamed (the scripted model)', () => {
 
     expect(scripted).toEqual(streamed);
     const errors = scripted.events.flatMap((event) => (event.type === 'tool-error' ? [[event.toolCallId, event.code]] : []));
-    expect(errors).toEqual(expect.arrayContaining([['slow', 'UPSTREAM_TIMEOUT'], ['write', 'TOOL_DENIED'], ['ghost', 'NO_SUCH_TOOL'], ['typo', 'INVALID_TOOL_INPUT']]));
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        ['slow', 'UPSTREAM_TIMEOUT'],
+        ['write', 'TOOL_DENIED'],
+        ['ghost', 'NO_SUCH_TOOL'],
+        ['typo', 'INVALID_TOOL_INPUT'],
+      ]),
+    );
     expect(scripted.events.find((event) => event.type === 'tool-denied')).toMatchObject({ toolCallId: 'write', policy: 'run deny list' });
     expect(scripted.result).toMatchObject({ finishReason: 'stop', text: 'Nothing worked.', steps: 2 });
     // Only the slow call reached the upstream, in each run; the denied write never did.
@@ -146,7 +165,13 @@ describe('a step that is not streamed (the scripted model)', () => {
 
     grynya.faults.hang = false;
     const resumedEvents: AgentEvent[] = [];
-    const resumed = await runAgent({ pool, prompt: 'Go on', model: createScriptedModel({ steps: [{ text: 'Done.' }] }), messages: run.messages, onEvent: (event) => resumedEvents.push(event) });
+    const resumed = await runAgent({
+      pool,
+      prompt: 'Go on',
+      model: createScriptedModel({ steps: [{ text: 'Done.' }] }),
+      messages: run.messages,
+      onEvent: (event) => resumedEvents.push(event),
+    });
     expect(resumed.finishReason).toBe('stop');
     expect(resumedEvents.find((event) => event.type === 'orphan-removed')).toEqual({ type: 'orphan-removed', step: 1, toolCallIds: ['stuck'] });
   });
@@ -160,7 +185,10 @@ describe('a step that is not streamed (the scripted model)', () => {
     const run = await runAgent({
       pool,
       prompt: 'Think',
-      model: createScriptedModel({ steps: [{ text: 'Too late.', toolCalls: [{ toolName: 'grynya__query_graph', args: { query: 'RETURN 1' } }] }], delayMs: 30_000 }),
+      model: createScriptedModel({
+        steps: [{ text: 'Too late.', toolCalls: [{ toolName: 'grynya__query_graph', args: { query: 'RETURN 1' } }] }],
+        delayMs: 30_000,
+      }),
       signal: controller.signal,
       onEvent: (event) => {
         events.push(event);

@@ -19,7 +19,10 @@ describe('runAgent: the tool loop against the fake grynya', () => {
     grynya.graph.mergeNode('Person', { id: 'p1', name: 'Ada' });
     // Each query takes grynya 40 ms: a tool call's duration includes it.
     grynya.faults.delayMs = 40;
-    const model = mockModel([{ text: 'Counting.', toolCalls: [{ id: 'c1', ...count }] }, { text: 'There is 1 node.', usage: { input: 300, output: 10 } }]);
+    const model = mockModel([
+      { text: 'Counting.', toolCalls: [{ id: 'c1', ...count }] },
+      { text: 'There is 1 node.', usage: { input: 300, output: 10 } },
+    ]);
     const events: AgentEvent[] = [];
 
     const startedAt = performance.now();
@@ -29,7 +32,9 @@ describe('runAgent: the tool loop against the fake grynya', () => {
     expect(run).toMatchObject({ text: 'Counting.\n\nThere is 1 node.', finishReason: 'stop', steps: 2, model: 'mock:scripted-steps' });
     expect(run.usage).toEqual({ inputTokens: 400, outputTokens: 30, totalTokens: 430, estimated: false });
     expect(run.costUsd).toBeUndefined();
-    expect(run.toolCalls).toMatchObject([{ step: 1, toolCallId: 'c1', toolName: 'grynya__query_graph', ok: true, args: { query: 'MATCH (n) RETURN count(n)' } }]);
+    expect(run.toolCalls).toMatchObject([
+      { step: 1, toolCallId: 'c1', toolName: 'grynya__query_graph', ok: true, args: { query: 'MATCH (n) RETURN count(n)' } },
+    ]);
     expect(grynya.stats.calls.query_graph).toBe(1);
 
     // The first call offered the tools with their MCP schemas and described them in the system prompt.
@@ -52,7 +57,11 @@ describe('runAgent: the tool loop against the fake grynya', () => {
     expect(system?.content).toContain('  - query: string, required');
     // The second call read the upstream's result as it came.
     const results = toolResultsIn(model.doStreamCalls[1]);
-    expect(results.get('c1')).toEqual({ toolName: 'grynya__query_graph', type: 'text', text: pythonJsonDumps({ status: 'success', results: [{ 'count(n)': 1 }] }) });
+    expect(results.get('c1')).toEqual({
+      toolName: 'grynya__query_graph',
+      type: 'text',
+      text: pythonJsonDumps({ status: 'success', results: [{ 'count(n)': 1 }] }),
+    });
 
     expect(eventTypes(events)).toEqual(toolStepThenAnswer());
     expect(events.find((event) => event.type === 'tool-call')).toMatchObject({ step: 1, toolCallId: 'c1', args: { query: 'MATCH (n) RETURN count(n)' } });
@@ -81,7 +90,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
     await vi.waitFor(() => expect(grynya.stats.cancelled).toBe(1));
   });
 
-  it("grynya's {\"status\":\"error\"} is a result the model reads, not an exception", async () => {
+  it('grynya\'s {"status":"error"} is a result the model reads, not an exception', async () => {
     const { grynya, pool } = await grynyaPool(cleanups);
     grynya.faults.error = 'Missing node id';
     const model = mockModel([{ toolCalls: [{ id: 'bad', ...count }] }, { text: 'The database said no.' }]);
@@ -95,7 +104,12 @@ describe('runAgent: the tool loop against the fake grynya', () => {
   it('a denied tool is hidden from the model; a call to it anyway is a tool error naming the policy, logged, and never reaches the upstream', async () => {
     const { grynya, pool } = await grynyaPool(cleanups);
     const model = mockModel([
-      { toolCalls: [{ id: 'write', name: 'grynya__add_node', args: { node_type: 'Note', node_data: { id: 'n1' } } }, { id: 'read', ...count }] },
+      {
+        toolCalls: [
+          { id: 'write', name: 'grynya__add_node', args: { node_type: 'Note', node_data: { id: 'n1' } } },
+          { id: 'read', ...count },
+        ],
+      },
       { text: 'I may only read.' },
     ]);
     const events: AgentEvent[] = [];
@@ -109,20 +123,45 @@ describe('runAgent: the tool loop against the fake grynya', () => {
       onEvent: (event) => events.push(event),
     });
 
-    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name).toSorted()).toEqual(['grynya__query_graph', 'klym__grep_artifact', 'klym__map_artifact', 'klym__query_artifact', 'klym__read_artifact']);
+    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name).toSorted()).toEqual([
+      'grynya__query_graph',
+      'klym__grep_artifact',
+      'klym__map_artifact',
+      'klym__query_artifact',
+      'klym__read_artifact',
+    ]);
     expect(model.doStreamCalls[0]?.prompt[0]?.content).toMatch(/Denied for this run: .*grynya__add_node \(policy "read-only"\)/);
-    expect(events.find((event) => event.type === 'run-start')).toMatchObject({ tools: ['grynya__query_graph'], denied: expect.arrayContaining([{ toolName: 'grynya__add_node', policy: 'policy "read-only"' }]) });
-    expect(events.find((event) => event.type === 'tool-denied')).toMatchObject({ toolCallId: 'write', toolName: 'grynya__add_node', policy: 'policy "read-only"', reason: expect.stringContaining('not read-only') });
+    expect(events.find((event) => event.type === 'run-start')).toMatchObject({
+      tools: ['grynya__query_graph'],
+      denied: expect.arrayContaining([{ toolName: 'grynya__add_node', policy: 'policy "read-only"' }]),
+    });
+    expect(events.find((event) => event.type === 'tool-denied')).toMatchObject({
+      toolCallId: 'write',
+      toolName: 'grynya__add_node',
+      policy: 'policy "read-only"',
+      reason: expect.stringContaining('not read-only'),
+    });
     expect(events.find((event) => event.type === 'tool-error')).toMatchObject({ toolCallId: 'write', code: 'TOOL_DENIED' });
-    expect(toolResultsIn(model.doStreamCalls[1]).get('write')).toMatchObject({ type: 'error-text', text: expect.stringContaining('denied by policy "read-only"') });
-    expect(run.toolCalls.map((call) => [call.toolCallId, call.ok])).toEqual(expect.arrayContaining([['write', false], ['read', true]]));
+    expect(toolResultsIn(model.doStreamCalls[1]).get('write')).toMatchObject({
+      type: 'error-text',
+      text: expect.stringContaining('denied by policy "read-only"'),
+    });
+    expect(run.toolCalls.map((call) => [call.toolCallId, call.ok])).toEqual(
+      expect.arrayContaining([
+        ['write', false],
+        ['read', true],
+      ]),
+    );
     expect(grynya.stats.calls.add_node).toBeUndefined();
     expect(grynya.graph.nodes.size).toBe(0);
   });
 
   it('allow and deny patterns per run and per upstream', async () => {
     const { grynya, pool } = await grynyaPool(cleanups);
-    const model = mockModel([{ toolCalls: [{ id: 'link', name: 'grynya__link_nodes', args: { source_id: 'a', target_id: 'b', rel_type: 'KNOWS' } }] }, { text: 'Denied.' }]);
+    const model = mockModel([
+      { toolCalls: [{ id: 'link', name: 'grynya__link_nodes', args: { source_id: 'a', target_id: 'b', rel_type: 'KNOWS' } }] },
+      { text: 'Denied.' },
+    ]);
     const events: AgentEvent[] = [];
 
     await runAgent({
@@ -134,7 +173,14 @@ describe('runAgent: the tool loop against the fake grynya', () => {
       onEvent: (event) => events.push(event),
     });
 
-    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name).toSorted()).toEqual(['grynya__add_node', 'grynya__query_graph', 'klym__grep_artifact', 'klym__map_artifact', 'klym__query_artifact', 'klym__read_artifact']);
+    expect(model.doStreamCalls[0]?.tools?.map((tool) => tool.name).toSorted()).toEqual([
+      'grynya__add_node',
+      'grynya__query_graph',
+      'klym__grep_artifact',
+      'klym__map_artifact',
+      'klym__query_artifact',
+      'klym__read_artifact',
+    ]);
     const start = events.find((event) => event.type === 'run-start');
     expect(start?.type === 'run-start' && start.denied).toEqual(
       expect.arrayContaining([
@@ -142,7 +188,10 @@ describe('runAgent: the tool loop against the fake grynya', () => {
         { toolName: 'grynya__link_nodes', policy: 'run deny list' },
       ]),
     );
-    expect(events.find((event) => event.type === 'tool-denied')).toMatchObject({ policy: 'run deny list', reason: '"grynya__link_nodes" matches the deny pattern "grynya__link_*"' });
+    expect(events.find((event) => event.type === 'tool-denied')).toMatchObject({
+      policy: 'run deny list',
+      reason: '"grynya__link_nodes" matches the deny pattern "grynya__link_*"',
+    });
     expect(grynya.stats.toolCalls).toBe(0);
   });
 
@@ -193,7 +242,10 @@ describe('runAgent: the tool loop against the fake grynya', () => {
     const run = await runAgent({ pool, prompt: 'Count', model, onEvent: (event) => events.push(event) });
 
     expect(run.finishReason).toBe('stop');
-    expect(events[0]).toMatchObject({ type: 'run-start', unavailable: [{ upstream: 'archive', error: expect.stringContaining('Upstream "archive" is unavailable') }] });
+    expect(events[0]).toMatchObject({
+      type: 'run-start',
+      unavailable: [{ upstream: 'archive', error: expect.stringContaining('Upstream "archive" is unavailable') }],
+    });
     expect(model.doStreamCalls[0]?.prompt[0]?.content).toContain('## archive: unavailable (Upstream "archive" is unavailable');
   });
 

@@ -33,9 +33,17 @@ const countResult = pythonJsonDumps({ status: 'success', results: [{ 'count(n)':
 
 describe('the real @ai-sdk/openai provider against a local fake of the OpenAI API', () => {
   it('Responses API (POST /v1/responses, streamed): a 429 with retry-after-ms is retried, then a tool round trip', async () => {
-    const fake = await fakeLlm([{ kind: 'fail', status: 429, headers: { 'retry-after-ms': '10' }, body: '{"error":{"message":"Rate limit reached"}}' }, ...roundTrip]);
+    const fake = await fakeLlm([
+      { kind: 'fail', status: 429, headers: { 'retry-after-ms': '10' }, body: '{"error":{"message":"Rate limit reached"}}' },
+      ...roundTrip,
+    ]);
 
-    const run = await runAgent({ pool, prompt: 'How many nodes?', model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl } } });
+    const run = await runAgent({
+      pool,
+      prompt: 'How many nodes?',
+      model: 'openai:gpt-4.1-mini',
+      providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl } },
+    });
 
     expect(run).toMatchObject({ text: 'There is one node.', finishReason: 'stop', steps: 2, model: 'openai:gpt-4.1-mini' });
     expect(fake.requests.map((request) => request.path)).toEqual(['/v1/responses', '/v1/responses', '/v1/responses']);
@@ -73,9 +81,13 @@ describe('the real @ai-sdk/openai provider against a local fake of the OpenAI AP
     const failure: FakeReply = { kind: 'fail', status: 500, headers: { 'retry-after-ms': '5' }, body: '{"error":{"message":"The server had an error"}}' };
     const fake = await fakeLlm([failure, failure, failure, failure]);
 
-    const error = await runAgent({ pool, prompt: 'Hi', model: 'openai:gpt-4.1-mini', maxRetries: 2, providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl } } }).catch(
-      (thrown: unknown) => thrown,
-    );
+    const error = await runAgent({
+      pool,
+      prompt: 'Hi',
+      model: 'openai:gpt-4.1-mini',
+      maxRetries: 2,
+      providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl } },
+    }).catch((thrown: unknown) => thrown);
 
     expect(isKlymError(error, 'MODEL_ERROR')).toBe(true);
     expect((error as Error).message).toMatch(/^Model openai:gpt-4\.1-mini failed: Failed after 3 attempts\. Last error: The server had an error \(HTTP 500\)$/);
@@ -89,9 +101,13 @@ describe('the real @ai-sdk/openai provider against a local fake of the OpenAI AP
       if (fake.requests.length > 0) controller.abort();
     }, 5);
 
-    const run = await runAgent({ pool, prompt: 'Hi', model: 'openai:gpt-4.1-mini', signal: controller.signal, providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl } } }).finally(
-      () => clearInterval(watch),
-    );
+    const run = await runAgent({
+      pool,
+      prompt: 'Hi',
+      model: 'openai:gpt-4.1-mini',
+      signal: controller.signal,
+      providers: { openai: { apiKey: KEY, baseURL: fake.openaiBaseUrl } },
+    }).finally(() => clearInterval(watch));
 
     expect(run.finishReason).toBe('cancelled');
     expect(fake.requests).toHaveLength(1);
@@ -112,7 +128,12 @@ describe('the real @ai-sdk/google provider against a local fake of streamGenerat
   it('one tool round trip', async () => {
     const fake = await fakeLlm([...roundTrip]);
 
-    const run = await runAgent({ pool, prompt: 'How many nodes?', model: 'gemini-2.5-flash', providers: { google: { apiKey: 'google-test-key-123', baseURL: fake.googleBaseUrl } } });
+    const run = await runAgent({
+      pool,
+      prompt: 'How many nodes?',
+      model: 'gemini-2.5-flash',
+      providers: { google: { apiKey: 'google-test-key-123', baseURL: fake.googleBaseUrl } },
+    });
 
     expect(run).toMatchObject({ text: 'There is one node.', finishReason: 'stop', steps: 2, model: 'google:gemini-2.5-flash' });
     expect(fake.requests.map((request) => request.path)).toEqual([
@@ -122,7 +143,9 @@ describe('the real @ai-sdk/google provider against a local fake of streamGenerat
     expect(fake.requests[0]?.headers['x-goog-api-key']).toBe('google-test-key-123');
     const declarations = (fake.requests[0]?.json as { tools: { functionDeclarations: { name: string }[] }[] } | undefined)?.tools[0]?.functionDeclarations;
     expect(declarations?.map((declaration) => declaration.name)).toContain('grynya__query_graph');
-    const contents = (fake.requests[1]?.json as { contents: { role: string; parts: { functionResponse?: { name: string; response: unknown } }[] }[] } | undefined)?.contents ?? [];
+    const contents =
+      (fake.requests[1]?.json as { contents: { role: string; parts: { functionResponse?: { name: string; response: unknown } }[] }[] } | undefined)?.contents ??
+      [];
     const response = contents.flatMap((content) => content.parts).find((part) => part.functionResponse !== undefined)?.functionResponse;
     expect(response?.name).toBe('grynya__query_graph');
     expect(JSON.stringify(response?.response)).toContain('count(n)');

@@ -73,7 +73,10 @@ describe('runAgent checkpoints', () => {
   it('saves the run before each tool call is sent, when it answers, and after every step; the conversation only grows', async () => {
     const { pool, calls } = await launchPad();
     const checkpoints: AgentCheckpoint[] = [];
-    const model = createMockModel([{ text: 'Noting.', toolCalls: [{ id: 'c1', ...note }], usage: { input: 100, output: 20 } }, { text: 'Noted.', usage: { input: 300, output: 10 } }]);
+    const model = createMockModel([
+      { text: 'Noting.', toolCalls: [{ id: 'c1', ...note }], usage: { input: 100, output: 20 } },
+      { text: 'Noted.', usage: { input: 300, output: 10 } },
+    ]);
 
     const run = await runAgent({ pool, prompt: 'Note hi', model, onCheckpoint: (checkpoint) => checkpoints.push(checkpoint) });
 
@@ -106,12 +109,23 @@ describe('runAgent checkpoints', () => {
   it('records no call that was never sent: a denied tool, invalid arguments', async () => {
     const { pool, calls } = await launchPad();
     const checkpoints: AgentCheckpoint[] = [];
-    const model = createMockModel([{ toolCalls: [{ id: 'denied', ...launch }, { id: 'invalid', name: 'pad__note', args: { text: 5 } }] }, { text: 'Neither worked.' }]);
+    const model = createMockModel([
+      {
+        toolCalls: [
+          { id: 'denied', ...launch },
+          { id: 'invalid', name: 'pad__note', args: { text: 5 } },
+        ],
+      },
+      { text: 'Neither worked.' },
+    ]);
 
     await runAgent({ pool, prompt: 'Try', model, tools: { deny: ['pad__launch'] }, onCheckpoint: (checkpoint) => checkpoints.push(checkpoint) });
 
     expect(calls).toEqual({ note: 0, launch: 0 });
-    expect(checkpoints.map((checkpoint) => [checkpoint.steps, checkpoint.current])).toEqual([[1, undefined], [2, undefined]]);
+    expect(checkpoints.map((checkpoint) => [checkpoint.steps, checkpoint.current])).toEqual([
+      [1, undefined],
+      [2, undefined],
+    ]);
   });
 
   it('a store that fails does not stop the run, but a call whose record could not be stored is not sent', async () => {
@@ -151,7 +165,14 @@ describe('runAgent resume', () => {
     const model = createMockModel([{ text: 'The launch may have happened; I will check before launching again.' }]);
     const events: AgentEvent[] = [];
     const checkpoints: AgentCheckpoint[] = [];
-    const run = await runAgent({ pool, prompt: 'Note, then launch', model, resume: checkpoint, onEvent: (event) => events.push(event), onCheckpoint: (saved) => checkpoints.push(saved) });
+    const run = await runAgent({
+      pool,
+      prompt: 'Note, then launch',
+      model,
+      resume: checkpoint,
+      onEvent: (event) => events.push(event),
+      onCheckpoint: (saved) => checkpoints.push(saved),
+    });
 
     expect(calls).toEqual({ note: 1, launch: 1 });
     expect(run).toMatchObject({
@@ -169,18 +190,37 @@ describe('runAgent resume', () => {
     expect(sent?.prompt.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool']);
     const results = toolResultsIn(sent);
     expect(results.get('c1')).toMatchObject({ type: 'text', text: 'noted hi' });
-    expect(results.get('l1')).toMatchObject({ type: 'error-text', text: expect.stringContaining('interrupted by a restart of Klym before its result was recorded') });
+    expect(results.get('l1')).toMatchObject({
+      type: 'error-text',
+      text: expect.stringContaining('interrupted by a restart of Klym before its result was recorded'),
+    });
     expect(results.get('l1')?.text).toContain('may or may not have taken effect');
 
     // The resumed run's own checkpoints continue the stored conversation.
     const last = checkpoints.at(-1);
-    expect(last).toMatchObject({ steps: 2, toolCalls: 2, texts: ['Noting.', 'Launching.', 'The launch may have happened; I will check before launching again.'] });
+    expect(last).toMatchObject({
+      steps: 2,
+      toolCalls: 2,
+      texts: ['Noting.', 'Launching.', 'The launch may have happened; I will check before launching again.'],
+    });
     expect(last?.messages.slice(0, checkpoint.messages.length)).toEqual(checkpoint.messages);
   });
 
   it('a result recorded before the restart reaches the model as it came, and that call is not sent again either', async () => {
     const { pool, calls, launched } = await launchPad();
-    const checkpoint = await killedDuringLaunch(pool, launched, [{ toolCalls: [{ id: 'c1', ...note }, { id: 'l1', ...launch }] }], noted);
+    const checkpoint = await killedDuringLaunch(
+      pool,
+      launched,
+      [
+        {
+          toolCalls: [
+            { id: 'c1', ...note },
+            { id: 'l1', ...launch },
+          ],
+        },
+      ],
+      noted,
+    );
     // Both calls went out; `note` answered and its result was recorded, `launch` never answered.
     expect(checkpoint.current?.calls).toEqual([
       { toolCallId: 'c1', toolName: 'pad__note', input: { text: 'hi' }, output: { type: 'text', value: 'noted hi' } },
@@ -220,7 +260,13 @@ describe('runAgent resume', () => {
     const { pool, calls, launched } = await launchPad();
     const controller = new AbortController();
     let latest: AgentCheckpoint | undefined;
-    const running = runAgent({ pool, prompt: 'Launch', model: createMockModel([{ text: 'Launching.', toolCalls: [{ id: 'l1', ...launch }] }]), signal: controller.signal, onCheckpoint: (checkpoint) => (latest = checkpoint) });
+    const running = runAgent({
+      pool,
+      prompt: 'Launch',
+      model: createMockModel([{ text: 'Launching.', toolCalls: [{ id: 'l1', ...launch }] }]),
+      signal: controller.signal,
+      onCheckpoint: (checkpoint) => (latest = checkpoint),
+    });
     await launched;
     controller.abort();
     expect(await running).toMatchObject({ finishReason: 'cancelled' });
@@ -242,7 +288,12 @@ describe('runAgent resume', () => {
 /** A checkpoint after two steps that used 900 tokens and 5 s. */
 const afterTwoSteps = (overrides: Partial<AgentCheckpoint>): AgentCheckpoint => ({
   steps: 2,
-  messages: [{ role: 'user', content: 'Work' }, { role: 'assistant', content: 'Step one.' }, { role: 'user', content: 'Go on' }, { role: 'assistant', content: 'Step two.' }],
+  messages: [
+    { role: 'user', content: 'Work' },
+    { role: 'assistant', content: 'Step one.' },
+    { role: 'user', content: 'Go on' },
+    { role: 'assistant', content: 'Step two.' },
+  ],
   texts: ['Step one.', 'Step two.'],
   usage: { inputTokens: 800, outputTokens: 100, totalTokens: 900, estimated: false },
   elapsedMs: 5_000,
@@ -298,7 +349,9 @@ describe('runAgent resume: budgets count across the restart', () => {
 
   it('refuses a checkpoint that is not one, naming the field', async () => {
     const { pool } = await launchPad();
-    await expect(runAgent({ pool, prompt: 'Work', resume: afterTwoSteps({ steps: -1 }) })).rejects.toThrow('Expected `resume.steps` to be an integer ≥ 0, got -1');
+    await expect(runAgent({ pool, prompt: 'Work', resume: afterTwoSteps({ steps: -1 }) })).rejects.toThrow(
+      'Expected `resume.steps` to be an integer ≥ 0, got -1',
+    );
     await expect(runAgent({ pool, prompt: 'Work', resume: afterTwoSteps({ messages: undefined as never }) })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
   });
 });

@@ -121,7 +121,10 @@ describe('the scripted model: the default self-check', () => {
     const grynya = await startGrynya();
     await using pool = await createSessionPool({ upstreams: { grynya: grynyaUpstream(grynya) } });
     const model = createScriptedModel({
-      steps: [{ text: 'Counting.', toolCalls: [{ toolName: 'grynya__query_graph', args: { query: 'MATCH (n) RETURN count(n)' } }] }, { text: 'There are nodes.' }],
+      steps: [
+        { text: 'Counting.', toolCalls: [{ toolName: 'grynya__query_graph', args: { query: 'MATCH (n) RETURN count(n)' } }] },
+        { text: 'There are nodes.' },
+      ],
     });
 
     const run = await runAgent({ pool, prompt: 'Count', model });

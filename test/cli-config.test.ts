@@ -11,7 +11,9 @@ describe('klym config (real process)', () => {
     using cwd = temporaryDirectory();
     writeFileSync(
       path.join(cwd.path, 'claude_desktop_config.json'),
-      JSON.stringify({ mcpServers: { memory: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'], env: { API_TOKEN: 'file-secret-4e2b' } } } }),
+      JSON.stringify({
+        mcpServers: { memory: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'], env: { API_TOKEN: 'file-secret-4e2b' } } },
+      }),
     );
     const { code, stdout, stderr } = await runKlym(['config', '--config', 'claude_desktop_config.json', '--max-steps', '9'], {
       cwd: cwd.path,

@@ -31,7 +31,14 @@ afterAll(async () => {
   cwd[Symbol.dispose]();
 });
 
-const upstream = (): string[] => ['--upstream', `grynya=${grynya.sseUrl}`, '--set', 'upstreams.grynya.transport=sse', '--set', 'upstreams.grynya.headers={"Host":"localhost"}'];
+const upstream = (): string[] => [
+  '--upstream',
+  `grynya=${grynya.sseUrl}`,
+  '--set',
+  'upstreams.grynya.transport=sse',
+  '--set',
+  'upstreams.grynya.headers={"Host":"localhost"}',
+];
 
 describe('klym run', () => {
   it('prints the final JSON on stdout and exits 0; piped, stderr stays empty', async () => {
@@ -72,7 +79,9 @@ describe('klym run', () => {
 
   it('with an upstream down, ends the run (exit 0) and says so: the JSON’s unavailable and one line on stderr name it', async () => {
     const down = `http://127.0.0.1:${await freePort()}/sse`;
-    const { code, stdout, stderr } = await runKlym(['run', 'self-check', '--upstream', `grynya=${down}`, '--set', 'upstreams.grynya.transport=sse'], { cwd: cwd.path });
+    const { code, stdout, stderr } = await runKlym(['run', 'self-check', '--upstream', `grynya=${down}`, '--set', 'upstreams.grynya.transport=sse'], {
+      cwd: cwd.path,
+    });
     expect(code).toBe(0);
     const result = JSON.parse(stdout) as RunJson & { unavailable: { upstream: string; error: string }[] };
     expect(result).toMatchObject({ status: 'completed', unavailable: [{ upstream: 'grynya', error: expect.stringMatching(/grynya/) }] });
@@ -98,11 +107,15 @@ describe('klym run', () => {
   it('exits 1 with one line on stderr and nothing on stdout for a configuration or usage error', async () => {
     const invalid = await runKlym(['run', 'x'], { cwd: cwd.path, env: { KLYM_BUDGET_DEFAULT_MAX_STEPS: 'many' } });
     expect(invalid).toMatchObject({ code: 1, stdout: '' });
-    expect(invalid.stderr).toBe('klym: Invalid configuration: budget.default.maxSteps = "many": expected number, received string (env KLYM_BUDGET_DEFAULT_MAX_STEPS)\n');
+    expect(invalid.stderr).toBe(
+      'klym: Invalid configuration: budget.default.maxSteps = "many": expected number, received string (env KLYM_BUDGET_DEFAULT_MAX_STEPS)\n',
+    );
 
     const keyless = await runKlym(['run', 'x', '--model', 'openai:gpt-4.1-mini'], { cwd: cwd.path });
     expect(keyless).toMatchObject({ code: 1, stdout: '' });
-    expect(keyless.stderr).toMatch(/^klym: Invalid configuration: llm\.model = "openai:gpt-4\.1-mini": needs an API key for the openai provider: set OPENAI_API_KEY.* \(flag --model\)\n$/);
+    expect(keyless.stderr).toMatch(
+      /^klym: Invalid configuration: llm\.model = "openai:gpt-4\.1-mini": needs an API key for the openai provider: set OPENAI_API_KEY.* \(flag --model\)\n$/,
+    );
 
     const usage = await runKlym(['run'], { cwd: cwd.path });
     expect(usage).toMatchObject({ code: 1, stdout: '', stderr: 'klym: Expected a prompt: klym run "what to do" (see `klym run --help`)\n' });
@@ -111,10 +124,13 @@ describe('klym run', () => {
   it('exits 2 with the error as JSON and one line on stderr when the model fails, never showing the key', async () => {
     const closedPort = await freePort(); // free a moment ago: nothing listens, connections are refused
     const secret = 'sk-sentinel-5d1e0c';
-    const { code, stdout, stderr } = await runKlym(['run', 'hello', '--model', 'compatible:llama3', '--set', `llm.baseURL=http://127.0.0.1:${closedPort}/v1`, '--set', 'llm.maxRetries=0'], {
-      cwd: cwd.path,
-      env: { KLYM_LLM_API_KEY: secret },
-    });
+    const { code, stdout, stderr } = await runKlym(
+      ['run', 'hello', '--model', 'compatible:llama3', '--set', `llm.baseURL=http://127.0.0.1:${closedPort}/v1`, '--set', 'llm.maxRetries=0'],
+      {
+        cwd: cwd.path,
+        env: { KLYM_LLM_API_KEY: secret },
+      },
+    );
     expect(code).toBe(2);
     const result = JSON.parse(stdout) as RunJson;
     expect(result.status).toBe('error');
@@ -124,17 +140,28 @@ describe('klym run', () => {
     expect(stdout + stderr).not.toContain(secret);
   });
 
-  it('with llm.contextWindows, a prompt longer than the model\'s window is never sent: exit 2, CONTEXT_OVERFLOW naming the window', async () => {
+  it("with llm.contextWindows, a prompt longer than the model's window is never sent: exit 2, CONTEXT_OVERFLOW naming the window", async () => {
     const closedPort = await freePort(); // nothing listens: a request sent would fail as MODEL_ERROR
     const prompt = `Count the words: ${'word '.repeat(2_000)}`;
     const { code, stdout, stderr } = await runKlym(
-      ['run', prompt, '--model', 'compatible:llama3', '--set', `llm.baseURL=http://127.0.0.1:${closedPort}/v1`, '--set', 'llm.contextWindows={"compatible:llama3":1000}'],
+      [
+        'run',
+        prompt,
+        '--model',
+        'compatible:llama3',
+        '--set',
+        `llm.baseURL=http://127.0.0.1:${closedPort}/v1`,
+        '--set',
+        'llm.contextWindows={"compatible:llama3":1000}',
+      ],
       { cwd: cwd.path },
     );
     expect(code).toBe(2);
     const result = JSON.parse(stdout) as RunJson;
     expect(result.error?.code).toBe('CONTEXT_OVERFLOW');
-    expect(result.error?.message).toMatch(/^The request to model compatible:llama3 would take \d+ tokens \(estimated\), more than its context window of 1000 tokens \(configured\) less 100 kept for the answer; it was not sent$/);
+    expect(result.error?.message).toMatch(
+      /^The request to model compatible:llama3 would take \d+ tokens \(estimated\), more than its context window of 1000 tokens \(configured\) less 100 kept for the answer; it was not sent$/,
+    );
     expect(stderr).toMatch(/^klym: CONTEXT_OVERFLOW: /);
   });
 

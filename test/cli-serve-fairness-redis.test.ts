@@ -80,10 +80,8 @@ const start = async (url: string, token: string, prompt: string): Promise<string
   expect(status).toBe(202);
   return String(json.task_id);
 };
-const seen = async (url: string, token: string, id: string): Promise<Seen> =>
-  (await restCall(url, `/api/tasks/${id}`, token)).json as unknown as Seen;
-const quota = async (url: string, token: string): Promise<Record<string, unknown>> =>
-  (await restCall(url, '/api/quota', token)).json;
+const seen = async (url: string, token: string, id: string): Promise<Seen> => (await restCall(url, `/api/tasks/${id}`, token)).json as unknown as Seen;
+const quota = async (url: string, token: string): Promise<Record<string, unknown>> => (await restCall(url, '/api/quota', token)).json;
 const cancel = async (url: string, token: string, id: string): Promise<void> => {
   expect((await restCall(url, `/api/tasks/${id}/cancel`, token, {})).json).toMatchObject({ cancelled: true });
 };

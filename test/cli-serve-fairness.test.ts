@@ -126,7 +126,7 @@ describe('klym serve with many callers', () => {
     expect(overlapping).toEqual([]);
   }, 60_000);
 
-  it("holds maxTokensPerDay on the runner thread: the run that passes it stops, alice is refused until midnight UTC, across a restart; bob starts", async () => {
+  it('holds maxTokensPerDay on the runner thread: the run that passes it stops, alice is refused until midnight UTC, across a restart; bob starts', async () => {
     const directory = temporaryDirectory();
     cleanups.push(async () => directory[Symbol.dispose]());
     const config = {
@@ -159,7 +159,10 @@ describe('klym serve with many callers', () => {
       const retryAfter = Number(refused.headers.get('retry-after'));
       expect(Math.abs(retryAfter - Math.ceil((midnight - Date.now()) / 1_000))).toBeLessThanOrEqual(2);
       expect(await refused.json()).toEqual({
-        error: { code: 'QUOTA_EXCEEDED', message: expect.stringContaining(`Principal alice has spent ${spent.use.tokens_today} tokens today, its maxTokensPerDay is 1`) },
+        error: {
+          code: 'QUOTA_EXCEEDED',
+          message: expect.stringContaining(`Principal alice has spent ${spent.use.tokens_today} tokens today, its maxTokensPerDay is 1`),
+        },
       });
     };
     await refusedNow(first.url);

@@ -21,12 +21,18 @@ afterAll(async () => {
 });
 
 /** `klym serve` on a free port over the fake grynya (legacy SSE); resolves with its base URL once it serves. */
-async function serve(cwd: string, options: { args?: string[]; env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<{ klym: KlymProcess; url: string }> {
-  const klym = startKlym(['serve', '--port', '0', '--upstream', `grynya=${grynya.sseUrl}`, '--set', 'upstreams.grynya.transport=sse', ...(options.args ?? [])], {
-    cwd,
-    ...(options.env === undefined ? {} : { env: options.env }),
-    ...(options.nodeArgs === undefined ? {} : { nodeArgs: options.nodeArgs }),
-  });
+async function serve(
+  cwd: string,
+  options: { args?: string[]; env?: Record<string, string>; nodeArgs?: string[] } = {},
+): Promise<{ klym: KlymProcess; url: string }> {
+  const klym = startKlym(
+    ['serve', '--port', '0', '--upstream', `grynya=${grynya.sseUrl}`, '--set', 'upstreams.grynya.transport=sse', ...(options.args ?? [])],
+    {
+      cwd,
+      ...(options.env === undefined ? {} : { env: options.env }),
+      ...(options.nodeArgs === undefined ? {} : { nodeArgs: options.nodeArgs }),
+    },
+  );
   const [, url] = (await klym.waitFor(/Klym is serving MCP at (http:\/\/127\.0\.0\.1:\d+)\/mcp/)) as [string, string];
   return { klym, url };
 }
@@ -43,7 +49,9 @@ function rest(agent: http.Agent, url: string, method = 'GET', body?: unknown): P
     const request = http.request(url, { method, agent, headers: { 'content-type': 'application/json' } }, (response) => {
       let text = '';
       response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown>, reusedSocket: request.reusedSocket }));
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown>, reusedSocket: request.reusedSocket }),
+      );
     });
     request.on('error', reject);
     request.end(body === undefined ? undefined : JSON.stringify(body));
@@ -108,7 +116,9 @@ describe('klym serve under process faults', () => {
       klym.child.kill('SIGUSR2');
       // One JSON line (stderr is not a terminal), its message the line.
       const [, line] = (await klym.waitFor(/^\{"level":"error",.*"msg":"(klym: unhandled rejection.*)"\}$/m, 'stderr')) as [string, string];
-      expect(line).toMatch(/^klym: unhandled rejection \(logged; serving goes on\): Error: injected rejection; .*Authorization: \[redacted\].* \(at .*fault-injector\.ts:\d+:\d+\)\)$/);
+      expect(line).toMatch(
+        /^klym: unhandled rejection \(logged; serving goes on\): Error: injected rejection; .*Authorization: \[redacted\].* \(at .*fault-injector\.ts:\d+:\d+\)\)$/,
+      );
       expect(klym.stderr()).not.toContain(TOKEN);
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       const listed = await fetch(`${url}/api/tasks`, { headers: { authorization: `Bearer ${TOKEN}` } });
@@ -127,7 +137,9 @@ describe('klym serve under process faults', () => {
     klym.child.kill('SIGUSR2');
     const { code, stderr } = await klym.exited();
     expect(code).toBe(2);
-    expect(stderr).toMatch(/^\{"level":"critical",.*"msg":"klym: uncaught exception; shutting down \(running tasks get a grace period, then are cancelled\): Error: injected exception; .*Authorization: \[redacted\].*"\}$/m);
+    expect(stderr).toMatch(
+      /^\{"level":"critical",.*"msg":"klym: uncaught exception; shutting down \(running tasks get a grace period, then are cancelled\): Error: injected exception; .*Authorization: \[redacted\].*"\}$/m,
+    );
     expect(stderr).not.toContain(TOKEN);
     // One line, not Node's stack trace.
     expect(stderr).not.toMatch(/^\s+at /m);

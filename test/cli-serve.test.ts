@@ -21,18 +21,29 @@ afterAll(async () => {
   cwd[Symbol.dispose]();
 });
 
-const textOf = (result: Awaited<ReturnType<Client['callTool']>>): string => (result.content as { type: string; text: string }[]).map((item) => item.text).join('');
+const textOf = (result: Awaited<ReturnType<Client['callTool']>>): string =>
+  (result.content as { type: string; text: string }[]).map((item) => item.text).join('');
 
 describe('klym serve', () => {
   it('serves over HTTP with options from the config file, env and flags, and shuts down on SIGTERM with exit 0', async () => {
-    writeFileSync(path.join(cwd.path, 'klym.config.yaml'), `upstreams:\n  grynya:\n    url: ${grynya.sseUrl}\n    transport: sse\nserver:\n  bodyLimitBytes: 4096\n`);
-    const klym = startKlym(['serve', '--port', '0'], { cwd: cwd.path, env: { KLYM_LLM_MODELS: 'compatible:llama3', KLYM_LLM_PROVIDERS_COMPATIBLE_BASE_URL: 'http://127.0.0.1:9/v1' } });
+    writeFileSync(
+      path.join(cwd.path, 'klym.config.yaml'),
+      `upstreams:\n  grynya:\n    url: ${grynya.sseUrl}\n    transport: sse\nserver:\n  bodyLimitBytes: 4096\n`,
+    );
+    const klym = startKlym(['serve', '--port', '0'], {
+      cwd: cwd.path,
+      env: { KLYM_LLM_MODELS: 'compatible:llama3', KLYM_LLM_PROVIDERS_COMPATIBLE_BASE_URL: 'http://127.0.0.1:9/v1' },
+    });
     try {
       const [, url] = (await klym.waitFor(/Klym is serving MCP at (http:\/\/127\.0\.0\.1:\d+)\/mcp/)) as [string, string];
       const health = await fetch(`${url}/healthz`);
       expect(health.status).toBe(200);
       // server.bodyLimitBytes from the file reached the server.
-      const large = await fetch(`${url}/api/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x'.repeat(5_000) }) });
+      const large = await fetch(`${url}/api/tasks`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ prompt: 'x'.repeat(5_000) }),
+      });
       expect(large.status).toBe(413);
 
       const client = new Client({ name: 'cli-serve-test', version: '1.0.0' });
@@ -67,7 +78,9 @@ describe('klym serve', () => {
     await client.connect(transport);
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['start_async_agent_task', 'check_task_status', 'cancel_agent_task', 'list_agent_tasks', 'describe_capabilities']));
+      expect(tools.map((tool) => tool.name)).toEqual(
+        expect.arrayContaining(['start_async_agent_task', 'check_task_status', 'cancel_agent_task', 'list_agent_tasks', 'describe_capabilities']),
+      );
       // The pool connects in the background: until grynya answers, describe_capabilities says it is connecting.
       await expect.poll(async () => textOf(await client.callTool({ name: 'describe_capabilities', arguments: {} }))).toContain('grynya__query_graph');
     } finally {
@@ -77,7 +90,10 @@ describe('klym serve', () => {
 
   it('logs what upstreams log, as [upstream level] message, and its own lines, only at or above logging.level', async () => {
     using directory = temporaryDirectory();
-    writeFileSync(path.join(directory.path, 'klym.config.json'), JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [FIXTURE] } }, tasks: { store: 'memory' } }));
+    writeFileSync(
+      path.join(directory.path, 'klym.config.json'),
+      JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [FIXTURE] } }, tasks: { store: 'memory' } }),
+    );
     const serveUntilReady = async (...args: string[]): Promise<string> => {
       const klym = startKlym(['serve', '--port', '0', ...args], { cwd: directory.path });
       const [, url] = (await klym.waitFor(/Klym is serving MCP at (http:\/\/127\.0\.0\.1:\d+)\/mcp/)) as [string, string];
@@ -90,7 +106,10 @@ describe('klym serve', () => {
     };
     const info = await serveUntilReady();
     // Not on a terminal: one JSON object a line, its message the line.
-    const messages = info.trimEnd().split('\n').map((line) => JSON.parse(line) as { level: string; msg: string });
+    const messages = info
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { level: string; msg: string });
     expect(messages).toContainEqual({ level: 'info', time: expect.any(String), msg: expect.stringMatching(/^\[fixture info\] stdio fixture ready, pid \d+$/) });
     expect(messages).toContainEqual(expect.objectContaining({ level: 'info', msg: expect.stringMatching(/^klym: shutting down/) }));
     const warning = await serveUntilReady('--set', 'logging.level=warning');
@@ -141,7 +160,10 @@ describe('klym serve', () => {
     await using issuer = await startOidcIssuer();
     using directory = temporaryDirectory();
     const resource = 'https://klym.example.com/mcp';
-    writeFileSync(path.join(directory.path, 'klym.config.yaml'), `tasks:\n  store: memory\nserver:\n  oauth:\n    issuer: ${issuer.issuer}\n    resource: ${resource}\n`);
+    writeFileSync(
+      path.join(directory.path, 'klym.config.yaml'),
+      `tasks:\n  store: memory\nserver:\n  oauth:\n    issuer: ${issuer.issuer}\n    resource: ${resource}\n`,
+    );
     const klym = startKlym(['serve', '--port', '0'], { cwd: directory.path });
     try {
       const [, url] = (await klym.waitFor(/Klym is serving MCP at (http:\/\/127\.0\.0\.1:\d+)\/mcp/)) as [string, string];
@@ -150,7 +172,9 @@ describe('klym serve', () => {
       const token = await issuer.sign({ aud: resource, sub: 'alice', scope: 'klym:start klym:read' });
       const started = await restCall(url, '/api/tasks', token, { prompt: 'from the CLI' });
       expect(started.status).toBe(202);
-      expect((await restCall(url, `/api/tasks/${String(started.json.task_id)}`, await issuer.sign({ aud: resource, sub: 'bob', scope: 'klym:read' }))).status).toBe(404);
+      expect(
+        (await restCall(url, `/api/tasks/${String(started.json.task_id)}`, await issuer.sign({ aud: resource, sub: 'bob', scope: 'klym:read' }))).status,
+      ).toBe(404);
     } finally {
       klym.child.kill('SIGTERM');
     }
@@ -160,6 +184,8 @@ describe('klym serve', () => {
   it('refuses a non-loopback host without tokens: exit 1, one line naming the key and the flag', async () => {
     const { code, stdout, stderr } = await runKlym(['serve', '--host', '0.0.0.0', '--port', '0'], { cwd: cwd.path });
     expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
-    expect(stderr).toBe('klym: Invalid configuration: server.host = "0.0.0.0": binding "0.0.0.0" (not loopback) needs `server.tokens` or `server.oauth` (flag --host)\n');
+    expect(stderr).toBe(
+      'klym: Invalid configuration: server.host = "0.0.0.0": binding "0.0.0.0" (not loopback) needs `server.tokens` or `server.oauth` (flag --host)\n',
+    );
   });
 });

@@ -14,7 +14,15 @@ import { packageFile } from './support/upstream-servers.ts';
 const run = promisify(execFile);
 const CLI = packageFile('@modelcontextprotocol/conformance', 'dist/index.js');
 const CLIENT_SCENARIOS = ['initialize', 'tools_call', 'sse-retry', 'auth/client-credentials-basic', 'auth/client-credentials-jwt'] as const;
-const SCENARIOS = ['server-initialize', 'ping', 'logging-set-level', 'tools-list', 'tools-call-error', 'server-sse-multiple-streams', 'dns-rebinding-protection'] as const;
+const SCENARIOS = [
+  'server-initialize',
+  'ping',
+  'logging-set-level',
+  'tools-list',
+  'tools-call-error',
+  'server-sse-multiple-streams',
+  'dns-rebinding-protection',
+] as const;
 
 let server: RunningKlymServer;
 beforeAll(async () => {
@@ -27,7 +35,13 @@ describe('the MCP conformance suite, server scenarios', () => {
     it(`passes ${scenario}`, async () => {
       const report = await conformance(['server', '--url', server.mcpUrl, '--scenario', scenario]);
       // The whole report on a failure: the check that failed and why.
-      expect({ scenario, ...report, report: report.failed === '0' ? '' : report.report }).toEqual({ scenario, passed: report.of, of: report.of, failed: '0', report: '' });
+      expect({ scenario, ...report, report: report.failed === '0' ? '' : report.report }).toEqual({
+        scenario,
+        passed: report.of,
+        of: report.of,
+        failed: '0',
+        report: '',
+      });
       expect(Number(report.of)).toBeGreaterThan(0);
     });
   }
@@ -38,7 +52,13 @@ describe("the MCP conformance suite, client scenarios, with @klym/core's pool as
   for (const scenario of CLIENT_SCENARIOS) {
     it(`passes ${scenario}`, async () => {
       const report = await conformance(['client', '--command', client, '--scenario', scenario]);
-      expect({ scenario, ...report, report: report.failed === '0' ? '' : report.report }).toEqual({ scenario, passed: report.of, of: report.of, failed: '0', report: '' });
+      expect({ scenario, ...report, report: report.failed === '0' ? '' : report.report }).toEqual({
+        scenario,
+        passed: report.of,
+        of: report.of,
+        failed: '0',
+        report: '',
+      });
       expect(Number(report.of)).toBeGreaterThan(0);
     });
   }

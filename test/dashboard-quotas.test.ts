@@ -82,7 +82,9 @@ describe("the dashboard's quotas", () => {
 
     // Her first task ends, her second takes its turn: the page follows without a reload.
     runner.open('alice 1');
-    await expect.poll(async () => [(await cell(page, 'alice', 'queued')).used, (await cell(page, 'alice', 'running')).used], { timeout: 15_000 }).toEqual(['0', '1']);
+    await expect
+      .poll(async () => [(await cell(page, 'alice', 'queued')).used, (await cell(page, 'alice', 'running')).used], { timeout: 15_000 })
+      .toEqual(['0', '1']);
     // The first task's three steps (3,740 tokens) and the second's first (890).
     await expect.poll(async () => (await cell(page, 'alice', 'tokens')).used, { timeout: 15_000 }).toBe('4,630');
 

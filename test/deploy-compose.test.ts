@@ -137,7 +137,11 @@ describe('docker-compose.scale.yml', () => {
 
   it('adds Redis (append-only, no eviction), one front that runs no task, and two workers, on the same images', () => {
     expect(Object.keys(compose.services).toSorted()).toEqual(['grynya-mcp-server', 'klym-front', 'klym-worker', 'redis']);
-    const { redis, 'klym-front': front, 'klym-worker': worker } = compose.services as Record<string, Service & { image?: string; command?: string[]; deploy?: { replicas: number } }>;
+    const {
+      redis,
+      'klym-front': front,
+      'klym-worker': worker,
+    } = compose.services as Record<string, Service & { image?: string; command?: string[]; deploy?: { replicas: number } }>;
     expect(redis?.command).toEqual(['redis-server', '--appendonly', 'yes', '--maxmemory-policy', 'noeviction']);
     expect(front?.environment).toMatchObject({ KLYM_CONFIG: 'deploy/klym.scale.yaml', KLYM_TASKS_CONCURRENCY: '0' });
     expect(front?.ports).toEqual(['127.0.0.1:8765:8765']);
@@ -162,18 +166,30 @@ describe('docker-compose.scale.yml', () => {
       const token = 'compose-test-token-0123456789';
       // Inside compose the names redis and grynya-mcp-server resolve; here both listen on loopback.
       const local = { KLYM_TASKS_STORE: redis.url, KLYM_UPSTREAMS: JSON.stringify({ grynya: { url: `http://127.0.0.1:${grynyaPort}/sse` } }) };
-      const fixed = (service: Service): Record<string, string> => Object.fromEntries(Object.entries(service.environment ?? {}).filter(([, value]) => !value.includes('${')));
+      const fixed = (service: Service): Record<string, string> =>
+        Object.fromEntries(Object.entries(service.environment ?? {}).filter(([, value]) => !value.includes('${')));
       const frontPort = await freePort();
-      const frontRun = run(klymImage.cmd, { ...klymImage.env, ...fixed(front), ...local, KLYM_SERVER_TOKENS: JSON.stringify({ grynya: token }), KLYM_SERVER_PORT: String(frontPort) }, workdir.path);
+      const frontRun = run(
+        klymImage.cmd,
+        { ...klymImage.env, ...fixed(front), ...local, KLYM_SERVER_TOKENS: JSON.stringify({ grynya: token }), KLYM_SERVER_PORT: String(frontPort) },
+        workdir.path,
+      );
       const workerPorts = [await freePort(), await freePort()];
       for (const port of workerPorts) run(worker.command, { ...klymImage.env, ...fixed(worker), ...local, KLYM_WORKER_PORT: String(port) }, workdir.path);
       for (const port of workerPorts) {
-        await vi.waitFor(async () => expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).toMatchObject({ role: 'worker' }), { timeout: 15_000, interval: 100 });
+        await vi.waitFor(async () => expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).toMatchObject({ role: 'worker' }), {
+          timeout: 15_000,
+          interval: 100,
+        });
       }
       const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
       const started = await vi.waitFor(
         async () => {
-          const response = await fetch(`http://127.0.0.1:${frontPort}/api/tasks`, { method: 'POST', headers: auth, body: JSON.stringify({ prompt: 'check the graph' }) });
+          const response = await fetch(`http://127.0.0.1:${frontPort}/api/tasks`, {
+            method: 'POST',
+            headers: auth,
+            body: JSON.stringify({ prompt: 'check the graph' }),
+          });
           expect(response.status).toBe(202);
           return (await response.json()) as { task_id: string };
         },
@@ -181,7 +197,10 @@ describe('docker-compose.scale.yml', () => {
       );
       const done = await vi.waitFor(
         async () => {
-          const task = (await (await fetch(`http://127.0.0.1:${frontPort}/api/tasks/${started.task_id}`, { headers: auth })).json()) as { status: string; result?: string };
+          const task = (await (await fetch(`http://127.0.0.1:${frontPort}/api/tasks/${started.task_id}`, { headers: auth })).json()) as {
+            status: string;
+            result?: string;
+          };
           expect(task.status).toBe('completed');
           return task;
         },

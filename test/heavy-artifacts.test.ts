@@ -6,7 +6,17 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createScriptedModel, createSessionPool, createTaskManager, createThreadRunner, runAgent, type AgentRunner, type TaskManager, type TaskRecord, type TaskStore } from '@klym/core';
+import {
+  createScriptedModel,
+  createSessionPool,
+  createTaskManager,
+  createThreadRunner,
+  runAgent,
+  type AgentRunner,
+  type TaskManager,
+  type TaskRecord,
+  type TaskStore,
+} from '@klym/core';
 import { createSqliteTaskStore } from '@klym/core/sqlite';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -64,7 +74,11 @@ async function setUp(runner: 'inline' | 'thread'): Promise<{ tasks: TaskManager;
     pool,
     store,
     ...(run === undefined ? {} : { run }),
-    defaults: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } }, contextWindows: { 'openai:gpt-4.1-mini': WINDOW } },
+    defaults: {
+      model: 'openai:gpt-4.1-mini',
+      providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } },
+      contextWindows: { 'openai:gpt-4.1-mini': WINDOW },
+    },
   });
   cleanups.push(
     async () => directory[Symbol.dispose](),
@@ -131,20 +145,37 @@ describe("Grynya sees a task's artifacts", () => {
     await grynya.connect(new StreamableHTTPClientTransport(new URL(server.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${TOKENS.grynya}` } } }));
     const other = new Client({ name: 'other', version: '1.0.0' });
     await other.connect(new StreamableHTTPClientTransport(new URL(server.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${TOKENS.other}` } } }));
-    cleanups.push(() => grynya.close(), () => other.close());
+    cleanups.push(
+      () => grynya.close(),
+      () => other.close(),
+    );
 
-    const { task_id: taskId } = payload(await grynya.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'find the needle' } })) as { task_id: string };
+    const { task_id: taskId } = payload(await grynya.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'find the needle' } })) as {
+      task_id: string;
+    };
     const status = await waitForEnd(grynya, taskId, 30_000);
-    expect(status).toMatchObject({ status: 'completed', artifacts: [{ id: expect.stringMatching(/^art_/), tool: 'big__read_log', bytes: Buffer.byteLength(LOG), lines: LINES }] });
+    expect(status).toMatchObject({
+      status: 'completed',
+      artifacts: [{ id: expect.stringMatching(/^art_/), tool: 'big__read_log', bytes: Buffer.byteLength(LOG), lines: LINES }],
+    });
     const glance = (await grynya.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).content as { text: string }[];
     expect(glance[0]?.text.length).toBeLessThanOrEqual(1_200);
     const artifact = (status.artifacts as { id: string }[])[0]?.id as string;
     expect(status.result).toBe(`found it in ${artifact}`);
 
     const slice = payload(await grynya.callTool({ name: 'read_task_artifact', arguments: { task_id: taskId, artifact, offset: NEEDLE_AT, limit: 2 } }));
-    expect(slice).toEqual({ task_id: taskId, artifact: { id: artifact, tool: 'big__read_log', bytes: Buffer.byteLength(LOG), lines: LINES }, offset: NEEDLE_AT, lines: LOG.split('\n').slice(NEEDLE_AT, NEEDLE_AT + 2), next_offset: NEEDLE_AT + 2 });
+    expect(slice).toEqual({
+      task_id: taskId,
+      artifact: { id: artifact, tool: 'big__read_log', bytes: Buffer.byteLength(LOG), lines: LINES },
+      offset: NEEDLE_AT,
+      lines: LOG.split('\n').slice(NEEDLE_AT, NEEDLE_AT + 2),
+      next_offset: NEEDLE_AT + 2,
+    });
     const past = await grynya.callTool({ name: 'read_task_artifact', arguments: { task_id: taskId, artifact, offset: LINES } });
-    expect(past).toMatchObject({ isError: true, structuredContent: { error: { code: 'INVALID_ARGUMENT', message: expect.stringContaining(`${LINES} is past the end`) } } });
+    expect(past).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'INVALID_ARGUMENT', message: expect.stringContaining(`${LINES} is past the end`) } },
+    });
     const unknown = await grynya.callTool({ name: 'read_task_artifact', arguments: { task_id: taskId, artifact: 'art_000000000000' } });
     expect(unknown).toMatchObject({ isError: true, structuredContent: { error: { code: 'ARTIFACT_NOT_FOUND' } } });
     // Another principal gets what an unknown task gets.
@@ -155,7 +186,8 @@ describe("Grynya sees a task's artifacts", () => {
       (nobody.structuredContent as { error: { message: string } }).error.message.replace('no-such-task', taskId),
     );
 
-    const rest = (token: string, query = '') => fetch(`${server.url}/api/tasks/${taskId}/artifacts/${artifact}${query}`, { headers: { Authorization: `Bearer ${token}` } });
+    const rest = (token: string, query = '') =>
+      fetch(`${server.url}/api/tasks/${taskId}/artifacts/${artifact}${query}`, { headers: { Authorization: `Bearer ${token}` } });
     const page = await rest(TOKENS.grynya, `?offset=${NEEDLE_AT}&limit=1`);
     expect(page.status).toBe(200);
     expect(await page.json()).toMatchObject({ offset: NEEDLE_AT, lines: [LOG.split('\n')[NEEDLE_AT]], next_offset: NEEDLE_AT + 1 });
@@ -168,8 +200,16 @@ describe("the dashboard shows a task's artifacts", () => {
   it('lists each one in the timeline with its size and first lines, and pages through it', async () => {
     const server = await startKlymServer({ port: 0, upstreams, tasks: { run: reader, shutdownGraceMs: 0 }, log: () => {} });
     cleanups.push(() => server.close());
-    const started = (await (await fetch(`${server.url}/api/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'find the needle' }) })).json()) as { task_id: string };
-    await expect.poll(async () => ((await (await fetch(`${server.url}/api/tasks/${started.task_id}`)).json()) as { status: string }).status, { timeout: 30_000 }).toBe('completed');
+    const started = (await (
+      await fetch(`${server.url}/api/tasks`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ prompt: 'find the needle' }),
+      })
+    ).json()) as { task_id: string };
+    await expect
+      .poll(async () => ((await (await fetch(`${server.url}/api/tasks/${started.task_id}`)).json()) as { status: string }).status, { timeout: 30_000 })
+      .toBe('completed');
 
     const page = await (await fetch(`${server.url}/dashboard/tasks/${started.task_id}`)).text();
     const note = /<li class="note note-artifact-kept" data-artifact="(art_[0-9a-f]{12})">([\s\S]*?)<\/li>/.exec(page);

@@ -3,7 +3,16 @@
 // step the older results are moved out to artifacts, then older steps folded into a digest; the run never
 // sends more than the window, still reads what it moved out, and resumes from a compacted checkpoint.
 import path from 'node:path';
-import { ARTIFACT_DEFAULTS, createScriptedModel, createSessionPool, runAgent, type AgentCheckpoint, type AgentEvent, type RunAgentOptions, type SessionPool } from '@klym/core';
+import {
+  ARTIFACT_DEFAULTS,
+  createScriptedModel,
+  createSessionPool,
+  runAgent,
+  type AgentCheckpoint,
+  type AgentEvent,
+  type RunAgentOptions,
+  type SessionPool,
+} from '@klym/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { bigLog } from './support/big-log-server.ts';
@@ -19,7 +28,9 @@ const RESULT_TOKENS = countTokens(bigLog(LINES, 1));
 
 let pool: SessionPool;
 beforeAll(async () => {
-  pool = await createSessionPool({ upstreams: { big: { command: process.execPath, args: ['--conditions=klym-source', path.join(import.meta.dirname, 'support', 'big-log-server.ts')] } } });
+  pool = await createSessionPool({
+    upstreams: { big: { command: process.execPath, args: ['--conditions=klym-source', path.join(import.meta.dirname, 'support', 'big-log-server.ts')] } },
+  });
 });
 afterAll(() => pool.close({ drainTimeoutMs: 100 }));
 
@@ -28,8 +39,10 @@ const SCRIPTED_LINES = 320;
 
 /** A scripted model that reads the log `upTo` times, then stops. */
 const reads = (upTo: number) =>
-  createScriptedModel({ steps: ({ call }) => (call <= upTo ? { toolCalls: [{ toolName: 'big__read_log', args: { lines: SCRIPTED_LINES, needle_at: call } }] } : { text: 'stopped' }) });
-
+  createScriptedModel({
+    steps: ({ call }) =>
+      call <= upTo ? { toolCalls: [{ toolName: 'big__read_log', args: { lines: SCRIPTED_LINES, needle_at: call } }] } : { text: 'stopped' },
+  });
 
 describe('the conversation stays inside the window', () => {
   it(`runs ${STEPS} steps of medium results against a provider's hard window, never sending more than it, and still reads what it moved out`, async () => {
@@ -41,7 +54,8 @@ describe('the conversation stays inside the window', () => {
         calls++;
         movedOut ??= /artifact (art_[0-9a-f]{12}): [^"]*moved out of the conversation/.exec(request.body)?.[1];
         if (calls <= STEPS) return { kind: 'turn', toolCalls: [{ name: 'big__read_log', args: { lines: LINES, needle_at: calls } }] };
-        if (calls === STEPS + 1) return { kind: 'turn', toolCalls: [{ name: 'klym__grep_artifact', args: { artifact: movedOut ?? 'none', pattern: 'FATAL' } }] };
+        if (calls === STEPS + 1)
+          return { kind: 'turn', toolCalls: [{ name: 'klym__grep_artifact', args: { artifact: movedOut ?? 'none', pattern: 'FATAL' } }] };
         return { kind: 'turn', text: new RegExp(`1 match of \\\\"FATAL\\\\" among its ${LINES} lines`).test(request.body) ? 'read it back' : 'lost it' };
       },
       { contextWindow: WINDOW },
@@ -82,7 +96,14 @@ describe('the conversation stays inside the window', () => {
       load: async (id: string) => artifacts.get(id) as never,
       list: async () => [...artifacts.values()] as never[],
     };
-    await runAgent({ pool, prompt: 'Read the log many times.', model: reads(30), budget: { maxSteps: 40 }, artifacts: backend, onCheckpoint: (checkpoint) => void checkpoints.push(checkpoint) });
+    await runAgent({
+      pool,
+      prompt: 'Read the log many times.',
+      model: reads(30),
+      budget: { maxSteps: 40 },
+      artifacts: backend,
+      onCheckpoint: (checkpoint) => void checkpoints.push(checkpoint),
+    });
     const last = checkpoints.at(-1) as AgentCheckpoint;
     const moved = /artifact (art_[0-9a-f]{12}): [^"]*moved out of the conversation/.exec(JSON.stringify(last.messages))?.[1];
     expect(moved).toBeDefined();
@@ -95,7 +116,9 @@ describe('the conversation stays inside the window', () => {
       budget: { maxSteps: 40 },
       model: createScriptedModel({
         steps: ({ options }) =>
-          /1 match of \\"FATAL\\" among its 320 lines/.test(JSON.stringify(options.prompt)) ? { text: 'still there' } : { toolCalls: [{ toolName: 'klym__grep_artifact', args: { artifact: moved, pattern: 'FATAL' } }] },
+          /1 match of \\"FATAL\\" among its 320 lines/.test(JSON.stringify(options.prompt))
+            ? { text: 'still there' }
+            : { toolCalls: [{ toolName: 'klym__grep_artifact', args: { artifact: moved, pattern: 'FATAL' } }] },
       }),
     });
     expect(resumed).toMatchObject({ finishReason: 'stop', finalText: 'still there' });
@@ -123,7 +146,8 @@ describe("a run's own instruction, after earlier turns", () => {
   const reader = (times: number) => {
     let calls = 0;
     return startFakeLlmServer(
-      () => (++calls <= times ? { kind: 'turn', toolCalls: [{ name: 'big__read_log', args: { lines: 8, needle_at: calls } }] } : { kind: 'turn', text: 'read' }),
+      () =>
+        ++calls <= times ? { kind: 'turn', toolCalls: [{ name: 'big__read_log', args: { lines: 8, needle_at: calls } }] } : { kind: 'turn', text: 'read' },
       { contextWindow: SMALL_WINDOW },
     );
   };
@@ -140,7 +164,12 @@ describe("a run's own instruction, after earlier turns", () => {
     const events: AgentEvent[] = [];
     const checkpoints: AgentCheckpoint[] = [];
     try {
-      const result = await runAgent({ ...settings(first.openaiBaseUrl), messages: EARLIER, onEvent: (event) => void events.push(event), onCheckpoint: (checkpoint) => void checkpoints.push(checkpoint) });
+      const result = await runAgent({
+        ...settings(first.openaiBaseUrl),
+        messages: EARLIER,
+        onEvent: (event) => void events.push(event),
+        onCheckpoint: (checkpoint) => void checkpoints.push(checkpoint),
+      });
       expect(result).toMatchObject({ finishReason: 'stop', finalText: 'read' });
       expect(folds(events).length).toBeGreaterThan(0);
       const folded = first.requests.filter((request) => request.body.includes('Klym folded earlier steps'));
@@ -156,7 +185,11 @@ describe("a run's own instruction, after earlier turns", () => {
     const second = await reader(40);
     const resumedEvents: AgentEvent[] = [];
     try {
-      const resumed = await runAgent({ ...settings(second.openaiBaseUrl), resume: JSON.parse(JSON.stringify(compacted)) as AgentCheckpoint, onEvent: (event) => void resumedEvents.push(event) });
+      const resumed = await runAgent({
+        ...settings(second.openaiBaseUrl),
+        resume: JSON.parse(JSON.stringify(compacted)) as AgentCheckpoint,
+        onEvent: (event) => void resumedEvents.push(event),
+      });
       expect(resumed).toMatchObject({ finishReason: 'stop', finalText: 'read' });
       expect(folds(resumedEvents).length).toBeGreaterThan(0);
       expect(second.requests.filter((request) => !request.body.includes(inBody)).length, 'requests without the prompt whole').toBe(0);

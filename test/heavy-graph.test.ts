@@ -48,7 +48,11 @@ function investigator(request: FakeRequest): FakeReply {
     return { kind: 'turn', text: `${e.id} carries it: ${e.message}` };
   }
   // The reference names the table and its columns: the model writes the query at once.
-  if (!reference.includes(`Query it with SQL as table ${artifact}: columns n (the line number, as the line tools number it), e STRUCT(id, label, service, severity, day, trace_id, message)`)) {
+  if (
+    !reference.includes(
+      `Query it with SQL as table ${artifact}: columns n (the line number, as the line tools number it), e STRUCT(id, label, service, severity, day, trace_id, message)`,
+    )
+  ) {
     return { kind: 'turn', text: 'no table' };
   }
   const answer = seen.find((text) => / rows? from art_/.test(text));
@@ -79,7 +83,11 @@ async function setUp(runner: 'inline' | 'thread'): Promise<{ tasks: TaskManager;
     pool,
     store,
     ...(run === undefined ? {} : { run }),
-    defaults: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } }, contextWindows: { 'openai:gpt-4.1-mini': WINDOW } },
+    defaults: {
+      model: 'openai:gpt-4.1-mini',
+      providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } },
+      contextWindows: { 'openai:gpt-4.1-mini': WINDOW },
+    },
   });
   return {
     tasks,
@@ -100,7 +108,7 @@ async function ended(tasks: TaskManager, id: string): Promise<TaskRecord> {
   return tasks.get(id, me);
 }
 
-describe("a 21 MB one-line graph answer, answered exactly", () => {
+describe('a 21 MB one-line graph answer, answered exactly', () => {
   it('is kept as 120,000 records, one per line: grep finds the event of a trace far into it (inline)', async () => {
     expect(answerText).not.toContain('\n');
     expect(Buffer.byteLength(answerText)).toBeGreaterThan(20_000_000);
@@ -140,11 +148,17 @@ describe("a 21 MB one-line graph answer, answered exactly", () => {
 
       // The query is in the task's log with its SQL, rows and time.
       const queries = (await tasks.logs(task.id, me, { limit: 500 })).entries.filter((entry) => entry.type === 'artifact-query');
-      expect(queries).toEqual([expect.objectContaining({ data: expect.objectContaining({ sql: expect.stringContaining("WHERE e.severity = 'error'"), rows: 7, columns: 2 }) })]);
+      expect(queries).toEqual([
+        expect.objectContaining({ data: expect.objectContaining({ sql: expect.stringContaining("WHERE e.severity = 'error'"), rows: 7, columns: 2 }) }),
+      ]);
 
       // A follow-up on the finished task's evidence: no new task, no model.
       const [artifact] = (await tasks.read(task.id, me, { tail: 1 })).artifacts;
-      const bySeverity = await tasks.queryArtifacts(task.id, me, `SELECT e.severity AS severity, count(*) AS events FROM ${artifact?.id} GROUP BY ALL ORDER BY severity`);
+      const bySeverity = await tasks.queryArtifacts(
+        task.id,
+        me,
+        `SELECT e.severity AS severity, count(*) AS events FROM ${artifact?.id} GROUP BY ALL ORDER BY severity`,
+      );
       expect(Object.fromEntries(bySeverity.rows.map(([severity, events]) => [severity, events]))).toEqual(facts.countsBySeverity);
       await expect(tasks.queryArtifacts(task.id, { principal: 'someone-else' }, 'SELECT 1')).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
     } finally {

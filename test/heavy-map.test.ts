@@ -61,7 +61,8 @@ function agent(request: FakeRequest): FakeReply {
   if (request.body.includes('You are given one chunk of a larger text')) return mapAnswer(request.body);
   const artifact = /artifact (art_[0-9a-f]{12}): [\d,]+ bytes/.exec(request.body)?.[1];
   if (artifact === undefined) return { kind: 'turn', toolCalls: [{ name: 'files__read_text_file', args: { path: FILE } }] };
-  if (!/answered on each of \d+ chunks/.test(request.body)) return { kind: 'turn', toolCalls: [{ name: 'klym__map_artifact', args: { artifact, instruction: INSTRUCTION } }] };
+  if (!/answered on each of \d+ chunks/.test(request.body))
+    return { kind: 'turn', toolCalls: [{ name: 'klym__map_artifact', args: { artifact, instruction: INSTRUCTION } }] };
   const totals = new Map<string, number>();
   for (const match of request.body.matchAll(/(svc-\d+)=(\d+)/g)) totals.set(match[1] as string, (totals.get(match[1] as string) ?? 0) + Number(match[2]));
   return { kind: 'turn', text: format(totals) };
@@ -74,7 +75,9 @@ writeFileSync(FILE, LOG);
 let pool: SessionPool;
 let llm: FakeLlmServer;
 beforeAll(async () => {
-  pool = await createSessionPool({ upstreams: { files: { command: process.execPath, args: [packageFile('@modelcontextprotocol/server-filesystem', 'dist/index.js'), DIRECTORY] } } });
+  pool = await createSessionPool({
+    upstreams: { files: { command: process.execPath, args: [packageFile('@modelcontextprotocol/server-filesystem', 'dist/index.js'), DIRECTORY] } },
+  });
   llm = await startFakeLlmServer(agent, { contextWindow: WINDOW });
 });
 afterAll(async () => {
@@ -119,7 +122,12 @@ describe('klym__query_artifact over the same log', () => {
         if (artifact === undefined) return { kind: 'turn', toolCalls: [{ name: 'files__read_text_file', args: { path: FILE } }] };
         const rows = /\d+ rows? from art_[0-9a-f]{12} \(CSV\):((?:\\n[^\\"]+)+)/.exec(request.body)?.[1];
         if (rows === undefined) return { kind: 'turn', toolCalls: [{ name: 'klym__query_artifact', args: { sql: errorsQuery(artifact) } }] };
-        const counts = new Map(rows.split('\\n').slice(2).map((row) => [row.split(',')[0] as string, Number(row.split(',')[1])] as const));
+        const counts = new Map(
+          rows
+            .split('\\n')
+            .slice(2)
+            .map((row) => [row.split(',')[0] as string, Number(row.split(',')[1])] as const),
+        );
         return { kind: 'turn', text: format(counts) };
       },
       { contextWindow: WINDOW },
@@ -139,7 +147,10 @@ describe('klym__query_artifact over the same log', () => {
 
 describe('klym__map_artifact, cancelled', () => {
   it('cancels the calls under way with the run, and starts no more', async () => {
-    const hanging = await startFakeLlmServer((request) => (request.body.includes('You are given one chunk of a larger text') ? { kind: 'hang' } : agent(request)), { contextWindow: WINDOW });
+    const hanging = await startFakeLlmServer(
+      (request) => (request.body.includes('You are given one chunk of a larger text') ? { kind: 'hang' } : agent(request)),
+      { contextWindow: WINDOW },
+    );
     try {
       const controller = new AbortController();
       const running = runAgent({ pool, prompt: 'count', model: 'openai:gpt-4.1-mini', ...providers(hanging.openaiBaseUrl), signal: controller.signal });

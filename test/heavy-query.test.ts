@@ -39,11 +39,16 @@ async function finishedTask(): Promise<{ harness: ServerHarness; taskId: string;
   cleanups.push(() => harness.cleanup());
   harness.grynya.graph.loadEvents(EVENTS);
   const grynya = await harness.connect('streamable-http', TOKENS.grynya);
-  const { task_id: taskId } = payload(await grynya.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'How many events are there?' } })) as { task_id: string };
+  const { task_id: taskId } = payload(await grynya.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'How many events are there?' } })) as {
+    task_id: string;
+  };
   const status = await waitForEnd(grynya, taskId, 30_000);
   expect(status).toMatchObject({ status: 'completed', result: String(EVENTS) });
   const [artifact] = status.artifacts as { id: string; records?: { count: number; keys: string[] } }[];
-  expect(artifact).toMatchObject({ tool: 'grynya__query_graph', records: { count: EVENTS, first_line: 1, keys: expect.arrayContaining(['e.service', 'e.severity']) } });
+  expect(artifact).toMatchObject({
+    tool: 'grynya__query_graph',
+    records: { count: EVENTS, first_line: 1, keys: expect.arrayContaining(['e.service', 'e.severity']) },
+  });
   return { harness, taskId, artifact: artifact?.id as string };
 }
 
@@ -59,24 +64,38 @@ describe("Grynya asks a finished task's artifacts new questions", () => {
     expect(answer.note).toBeUndefined();
 
     // Every record back: more than an answer holds, and it says so and how to get the rest.
-    const all = payload(await grynya.callTool({ name: 'query_task_artifact', arguments: { task_id: taskId, sql: `SELECT n, e.id FROM ${artifact} ORDER BY n` } }));
+    const all = payload(
+      await grynya.callTool({ name: 'query_task_artifact', arguments: { task_id: taskId, sql: `SELECT n, e.id FROM ${artifact} ORDER BY n` } }),
+    );
     expect(all.rows).toBe(EVENTS);
     expect(all.rows_shown).toBeLessThan(EVENTS);
     expect(String(all.csv).split('\n')).toHaveLength(Number(all.rows_shown) + 1);
-    expect(all.note).toBe(`${EVENTS - Number(all.rows_shown)} rows left out to keep this answer short: aggregate, or page with LIMIT ${all.rows_shown} OFFSET ${all.rows_shown}`);
+    expect(all.note).toBe(
+      `${EVENTS - Number(all.rows_shown)} rows left out to keep this answer short: aggregate, or page with LIMIT ${all.rows_shown} OFFSET ${all.rows_shown}`,
+    );
 
     const files = await grynya.callTool({ name: 'query_task_artifact', arguments: { task_id: taskId, sql: "SELECT * FROM read_csv('/etc/passwd')" } });
-    expect(files).toMatchObject({ isError: true, structuredContent: { error: { code: 'QUERY_FAILED', message: expect.stringContaining('disabled by configuration') } } });
+    expect(files).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'QUERY_FAILED', message: expect.stringContaining('disabled by configuration') } },
+    });
     const typo = await grynya.callTool({ name: 'query_task_artifact', arguments: { task_id: taskId, sql: `SELEC 1 FROM ${artifact}` } });
     expect(typo).toMatchObject({ isError: true, structuredContent: { error: { code: 'QUERY_FAILED', message: expect.stringContaining('syntax error') } } });
     // The server is still there, and the same DuckDB answers.
-    expect(payload(await grynya.callTool({ name: 'query_task_artifact', arguments: { task_id: taskId, sql: `SELECT count(*) AS n FROM ${artifact}` } })).csv).toBe(`n\n${EVENTS}`);
+    expect(
+      payload(await grynya.callTool({ name: 'query_task_artifact', arguments: { task_id: taskId, sql: `SELECT count(*) AS n FROM ${artifact}` } })).csv,
+    ).toBe(`n\n${EVENTS}`);
 
     // Another task of the same caller has tables of its own: this one's are not among them.
-    const { task_id: second } = payload(await grynya.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'How many events are there?' } })) as { task_id: string };
+    const { task_id: second } = payload(await grynya.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'How many events are there?' } })) as {
+      task_id: string;
+    };
     await waitForEnd(grynya, second, 30_000);
     const elsewhere = await grynya.callTool({ name: 'query_task_artifact', arguments: { task_id: second, sql: `SELECT count(*) FROM ${artifact}` } });
-    expect(elsewhere).toMatchObject({ isError: true, structuredContent: { error: { code: 'ARTIFACT_NOT_FOUND', message: expect.stringContaining(`This task has no artifact ${artifact}`) } } });
+    expect(elsewhere).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'ARTIFACT_NOT_FOUND', message: expect.stringContaining(`This task has no artifact ${artifact}`) } },
+    });
 
     const other = await harness.connect('streamable-http', TOKENS.other);
     const stranger = await other.callTool({ name: 'query_task_artifact', arguments: { task_id: taskId, sql: `SELECT count(*) FROM ${artifact}` } });
@@ -86,11 +105,19 @@ describe("Grynya asks a finished task's artifacts new questions", () => {
   it('over REST: POST /api/tasks/:id/query, and the graph answer as it came, byte for byte', async () => {
     const { harness, taskId, artifact } = await finishedTask();
     const rest = (token: string, route: string, init: RequestInit = {}) =>
-      fetch(`${harness.server.url}/api/tasks/${taskId}${route}`, { ...init, headers: { Authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
+      fetch(`${harness.server.url}/api/tasks/${taskId}${route}`, {
+        ...init,
+        headers: { Authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      });
     const query = (token: string, body: string) => rest(token, '/query', { method: 'POST', body });
-    const bySeverity = await query(TOKENS.grynya, JSON.stringify({ sql: `SELECT e.severity AS severity, count(*) AS events FROM ${artifact} GROUP BY ALL ORDER BY severity` }));
+    const bySeverity = await query(
+      TOKENS.grynya,
+      JSON.stringify({ sql: `SELECT e.severity AS severity, count(*) AS events FROM ${artifact} GROUP BY ALL ORDER BY severity` }),
+    );
     expect(bySeverity.status).toBe(200);
-    const rows = String(((await bySeverity.json()) as { csv: string }).csv).split('\n').slice(1);
+    const rows = String(((await bySeverity.json()) as { csv: string }).csv)
+      .split('\n')
+      .slice(1);
     expect(Object.fromEntries(rows.map((row) => [row.split(',')[0], Number(row.split(',')[1])]))).toEqual(facts.countsBySeverity);
     expect((await query(TOKENS.other, JSON.stringify({ sql: 'SELECT 1' }))).status).toBe(404);
     expect(await (await query(TOKENS.grynya, '{"sql":')).json()).toEqual({ error: { code: 'INVALID_ARGUMENT', message: '`body`: not valid JSON' } });
@@ -109,7 +136,10 @@ describe("Grynya asks a finished task's artifacts new questions", () => {
     let text = '';
     let offset: number | undefined = 0;
     while (offset !== undefined) {
-      const page = payload(await grynya.callTool({ name: 'read_task_artifact', arguments: { task_id: taskId, artifact, original: true, offset } })) as { text: string; next_offset?: number };
+      const page = payload(await grynya.callTool({ name: 'read_task_artifact', arguments: { task_id: taskId, artifact, original: true, offset } })) as {
+        text: string;
+        next_offset?: number;
+      };
       text += page.text;
       offset = page.next_offset;
     }
@@ -165,7 +195,9 @@ describe('a cancelled task', () => {
     await expect.poll(async () => asked && (await tasks.get(task.id, me)).currentStep?.includes('calling klym__query_artifact')).toBe(true);
     await tasks.cancel(task.id, me);
     // The run ends: the query was interrupted, not left to run for its ten minutes.
-    await expect.poll(async () => (await tasks.logs(task.id, me, { limit: 500 })).entries.some((entry) => entry.type === 'run-end'), { timeout: 10_000 }).toBe(true);
+    await expect
+      .poll(async () => (await tasks.logs(task.id, me, { limit: 500 })).entries.some((entry) => entry.type === 'run-end'), { timeout: 10_000 })
+      .toBe(true);
     const end = (await tasks.logs(task.id, me, { limit: 500 })).entries.find((entry) => entry.type === 'run-end');
     expect(end?.data).toMatchObject({ finishReason: 'cancelled' });
     expect((await tasks.get(task.id, me)).status).toBe('cancelled');

@@ -32,7 +32,8 @@ function agent(hang: { on: boolean }): (request: FakeRequest) => FakeReply {
     }
     const artifact = /artifact (art_[0-9a-f]{12}): [\d,]+ bytes/.exec(request.body)?.[1];
     if (artifact === undefined) return { kind: 'turn', toolCalls: [{ name: 'big__read_log', args: { lines: LINES, needle_at: NEEDLE_AT } }] };
-    if (!/answered on each of \d+ chunks/.test(request.body)) return { kind: 'turn', toolCalls: [{ name: 'klym__map_artifact', args: { artifact, instruction: 'Count ERROR lines per service.' } }] };
+    if (!/answered on each of \d+ chunks/.test(request.body))
+      return { kind: 'turn', toolCalls: [{ name: 'klym__map_artifact', args: { artifact, instruction: 'Count ERROR lines per service.' } }] };
     let total = 0;
     for (const match of request.body.matchAll(/svc-\d+=(\d+)/g)) total += Number(match[1]);
     return { kind: 'turn', text: `${total} ERROR lines in ${artifact}` };
@@ -70,18 +71,27 @@ describe('a task SIGKILLed mid-map', () => {
 
     hang.on = false;
     const second = await serveKlym(directory.path, cleanups);
-    await vi.waitFor(async () => expect(((await restCall(second.url, `/api/tasks/${id}`, TOKEN)).json as { status: string }).status).toBe('completed'), { timeout: 30_000 });
-    const after = (await restCall(second.url, `/api/tasks/${id}?full_result=true`, TOKEN)).json as { result: string; resumed_from?: number[]; artifacts: { id: string; bytes: number }[] };
+    await vi.waitFor(async () => expect(((await restCall(second.url, `/api/tasks/${id}`, TOKEN)).json as { status: string }).status).toBe('completed'), {
+      timeout: 30_000,
+    });
+    const after = (await restCall(second.url, `/api/tasks/${id}?full_result=true`, TOKEN)).json as {
+      result: string;
+      resumed_from?: number[];
+      artifacts: { id: string; bytes: number }[];
+    };
     expect(after.result).toBe(`${errorLines()} ERROR lines in ${artifact}`);
     expect(after.resumed_from?.length).toBe(1);
     // The log, kept once (the resumed run did not read it again), and the map's answers, kept as a table.
-    expect(after.artifacts).toEqual([expect.objectContaining({ id: artifact, bytes: Buffer.byteLength(LOG) }), expect.objectContaining({ tool: 'klym__map_artifact', records: expect.objectContaining({ keys: ['from', 'to', 'label', 'answer'] }) })]);
+    expect(after.artifacts).toEqual([
+      expect.objectContaining({ id: artifact, bytes: Buffer.byteLength(LOG) }),
+      expect.objectContaining({ tool: 'klym__map_artifact', records: expect.objectContaining({ keys: ['from', 'to', 'label', 'answer'] }) }),
+    ]);
     second.klym.child.kill('SIGTERM');
     expect((await second.klym.exited()).code).toBe(0);
   }, 90_000);
 });
 
-describe("a worker SIGKILLed mid-map, on Redis", () => {
+describe('a worker SIGKILLed mid-map, on Redis', () => {
   it('has its task taken over by another worker, which maps the artifact the first one kept', async () => {
     const redis = await startRedisServer();
     cleanups.push(() => redis.close());
@@ -104,6 +114,9 @@ describe("a worker SIGKILLed mid-map, on Redis", () => {
     const after = (await statusOf(front, id)) as { result: string; artifacts: { id: string; bytes: number }[] };
     expect(after.result).toBe(`${errorLines()} ERROR lines in ${artifact}`);
     // The log, kept once (the resumed run did not read it again), and the map's answers, kept as a table.
-    expect(after.artifacts).toEqual([expect.objectContaining({ id: artifact, bytes: Buffer.byteLength(LOG) }), expect.objectContaining({ tool: 'klym__map_artifact', records: expect.objectContaining({ keys: ['from', 'to', 'label', 'answer'] }) })]);
+    expect(after.artifacts).toEqual([
+      expect.objectContaining({ id: artifact, bytes: Buffer.byteLength(LOG) }),
+      expect.objectContaining({ tool: 'klym__map_artifact', records: expect.objectContaining({ keys: ['from', 'to', 'label', 'answer'] }) }),
+    ]);
   }, 90_000);
 });

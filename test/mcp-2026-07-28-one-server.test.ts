@@ -25,7 +25,8 @@ const structured = (answer: Mcp20260728Answer): Record<string, unknown> => (answ
 
 /** Alice and bob, each with a task of their own. */
 async function twoCallers(url: string) {
-  const start = async (token: string) => taskIdOf(await mcp20260728Call(url, token, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
+  const start = async (token: string) =>
+    taskIdOf(await mcp20260728Call(url, token, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
   const alice = { token: TOKENS.alice, own: await start(TOKENS.alice), other: '' };
   const bob = { token: TOKENS.bob, own: await start(TOKENS.bob), other: alice.own };
   alice.other = bob.own;
@@ -42,17 +43,24 @@ describe('the 2026-07-28 door', () => {
     // Each kind of request, alice's then bob's: the server that answered one answers the next.
     for (const { token, own } of callers) expect((await mcp20260728Call(url, token, 'tasks/get', { taskId: own })).result).toMatchObject({ taskId: own });
     for (const { token, other } of callers) {
-      expect((await mcp20260728Call(url, token, 'tasks/get', { taskId: other })).error).toMatchObject({ code: -32602, message: 'Failed to retrieve task: Task not found' });
+      expect((await mcp20260728Call(url, token, 'tasks/get', { taskId: other })).error).toMatchObject({
+        code: -32602,
+        message: 'Failed to retrieve task: Task not found',
+      });
     }
     for (const { token, other } of callers) {
-      expect(structured(await mcp20260728Call(url, token, 'tools/call', { name: 'check_task_status', arguments: { task_id: other } }))).toMatchObject({ error: { code: 'TASK_NOT_FOUND' } });
+      expect(structured(await mcp20260728Call(url, token, 'tools/call', { name: 'check_task_status', arguments: { task_id: other } }))).toMatchObject({
+        error: { code: 'TASK_NOT_FOUND' },
+      });
     }
-    for (const { token, other } of callers) expect((await mcp20260728Call(url, token, 'tasks/cancel', { taskId: other })).error).toMatchObject({ code: -32602 });
+    for (const { token, other } of callers)
+      expect((await mcp20260728Call(url, token, 'tasks/cancel', { taskId: other })).error).toMatchObject({ code: -32602 });
     for (const { token, own } of callers) {
       const listed = structured(await mcp20260728Call(url, token, 'tools/call', { name: 'list_agent_tasks', arguments: {} })).tasks as { task_id: string }[];
       expect(listed.map((task) => task.task_id)).toEqual([own]);
     }
-    for (let round = 0; round < 10; round++) expect((await mcp20260728Call(url, callers[round % 2]!.token, 'tools/list', {})).result).toMatchObject({ tools: expect.any(Array) });
+    for (let round = 0; round < 10; round++)
+      expect((await mcp20260728Call(url, callers[round % 2]!.token, 'tools/list', {})).result).toMatchObject({ tools: expect.any(Array) });
 
     // 22 requests, one server.
     expect(built(registered)).toBe(1);
@@ -66,7 +74,10 @@ describe('the 2026-07-28 door', () => {
 
     const burst = Array.from({ length: 16 }, (_, index) => callers[index % 2]!);
     const answers = await Promise.all(
-      burst.flatMap(({ token, own, other }) => [mcp20260728Call(url, token, 'tasks/get', { taskId: own }), mcp20260728Call(url, token, 'tasks/get', { taskId: other })]),
+      burst.flatMap(({ token, own, other }) => [
+        mcp20260728Call(url, token, 'tasks/get', { taskId: own }),
+        mcp20260728Call(url, token, 'tasks/get', { taskId: other }),
+      ]),
     );
     burst.forEach(({ own }, index) => {
       expect(answers[2 * index]?.result).toMatchObject({ taskId: own });
@@ -75,7 +86,8 @@ describe('the 2026-07-28 door', () => {
     // As many servers as requests were served at once, at most; from now on, they are reused.
     const afterBurst = built(registered);
 
-    for (const { token, own } of [...callers, ...callers]) expect((await mcp20260728Call(url, token, 'tasks/get', { taskId: own })).result).toMatchObject({ taskId: own });
+    for (const { token, own } of [...callers, ...callers])
+      expect((await mcp20260728Call(url, token, 'tasks/get', { taskId: own })).result).toMatchObject({ taskId: own });
     expect(built(registered)).toBe(afterBurst);
   });
 });

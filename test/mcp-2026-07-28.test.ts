@@ -30,7 +30,6 @@ const errorOf = async (response: Response): Promise<unknown> => ((await response
 
 const names = async (client: Client): Promise<string[]> => (await client.listTools()).tools.map((tool) => tool.name).toSorted();
 
-
 describe('MCP 2026-07-28 and 2025-11-25 on one /mcp', () => {
   it("serves the v2 SDK's client in the era it negotiates, with the same tools, and a task read the same both ways", async () => {
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
@@ -41,13 +40,28 @@ describe('MCP 2026-07-28 and 2025-11-25 on one /mcp', () => {
     expect(mcp20251125.getProtocolEra()).toBe('legacy');
     expect(mcp20260728.getServerCapabilities()?.extensions).toEqual({ 'io.modelcontextprotocol/tasks': {} });
 
-    expect(await names(mcp20260728)).toEqual(['cancel_agent_task', 'check_task_status', 'describe_capabilities', 'list_agent_tasks', 'query_task_artifact', 'read_task_artifact', 'run_agent_task', 'start_async_agent_task']);
+    expect(await names(mcp20260728)).toEqual([
+      'cancel_agent_task',
+      'check_task_status',
+      'describe_capabilities',
+      'list_agent_tasks',
+      'query_task_artifact',
+      'read_task_artifact',
+      'run_agent_task',
+      'start_async_agent_task',
+    ]);
     expect(await names(mcp20251125)).toEqual(await names(mcp20260728));
 
     const start = payload(await mcp20260728.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'steps:1' } }));
     const taskId = String(start.task_id);
-    await expect.poll(async () => payload(await mcp20251125.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).status, { timeout: 10_000 }).toBe('completed');
-    expect(payload(await mcp20260728.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))).toMatchObject({ task_id: taskId, status: 'completed', result: 'done after 1 steps' });
+    await expect
+      .poll(async () => payload(await mcp20251125.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).status, { timeout: 10_000 })
+      .toBe('completed');
+    expect(payload(await mcp20260728.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))).toMatchObject({
+      task_id: taskId,
+      status: 'completed',
+      result: 'done after 1 steps',
+    });
     // One id space: the REST API reads it too, to its owner only.
     const rest = await fetch(`${harness.server.url}/api/tasks/${taskId}`, { headers: { authorization: `Bearer ${TOKENS.alice}` } });
     expect(await rest.json()).toMatchObject({ task_id: taskId, status: 'completed' });
@@ -72,7 +86,15 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
     const call = await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:2' } });
     expect(call.status).toBe(200);
     const taskId = taskIdOf(call);
-    expect(call.result).toMatchObject({ resultType: 'task', taskId, status: 'working', pollIntervalMs: 1_000, ttlMs: null, createdAt: expect.any(String), lastUpdatedAt: expect.any(String) });
+    expect(call.result).toMatchObject({
+      resultType: 'task',
+      taskId,
+      status: 'working',
+      pollIntervalMs: 1_000,
+      ttlMs: null,
+      createdAt: expect.any(String),
+      lastUpdatedAt: expect.any(String),
+    });
     expect(call.result).not.toHaveProperty('task');
 
     let done: Mcp20260728Answer | undefined;
@@ -85,7 +107,13 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
         { timeout: 10_000 },
       )
       .toBe('completed');
-    expect(done?.result).toMatchObject({ resultType: 'complete', taskId, status: 'completed', statusMessage: 'completed: stop', result: { content: [{ type: 'text', text: 'done after 2 steps' }] } });
+    expect(done?.result).toMatchObject({
+      resultType: 'complete',
+      taskId,
+      status: 'completed',
+      statusMessage: 'completed: stop',
+      result: { content: [{ type: 'text', text: 'done after 2 steps' }] },
+    });
     // Kept an hour after its end: the TTL counts from creation, as the extension defines it.
     const { createdAt, ttlMs } = done!.result as { createdAt: string; ttlMs: number };
     expect(ttlMs).toBeGreaterThanOrEqual(3_600_000);
@@ -100,14 +128,23 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
     harness = await startHarness({ auth: { tokens: TOKENS }, tasks: { run: scriptedRunner } });
     const url = harness.server.mcpUrl;
     const grynya = await harness.connect('streamable-http', TOKENS.alice);
-    const { task } = await grynya.request({ method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'steps:1' }, task: {} } }, CreateTaskResultSchema);
+    const { task } = await grynya.request(
+      { method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'steps:1' }, task: {} } },
+      CreateTaskResultSchema,
+    );
     const mcp20260728TaskId = taskIdOf(await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:2' } }));
     for (const taskId of [task.taskId, mcp20260728TaskId]) {
-      await expect.poll(async () => (await mcp20260728Call(url, TOKENS.alice, 'tasks/get', { taskId })).result?.['status'], { timeout: 10_000 }).toBe('completed');
+      await expect
+        .poll(async () => (await mcp20260728Call(url, TOKENS.alice, 'tasks/get', { taskId })).result?.['status'], { timeout: 10_000 })
+        .toBe('completed');
       await expect.poll(async () => (await grynya.experimental.tasks.getTask(taskId)).status, { timeout: 10_000 }).toBe('completed');
     }
-    expect((await mcp20260728Call(url, TOKENS.alice, 'tasks/get', { taskId: task.taskId })).result).toMatchObject({ result: { content: [{ type: 'text', text: 'done after 1 steps' }] } });
-    expect(await grynya.experimental.tasks.getTaskResult(mcp20260728TaskId, CallToolResultSchema)).toMatchObject({ content: [{ type: 'text', text: 'done after 2 steps' }] });
+    expect((await mcp20260728Call(url, TOKENS.alice, 'tasks/get', { taskId: task.taskId })).result).toMatchObject({
+      result: { content: [{ type: 'text', text: 'done after 1 steps' }] },
+    });
+    expect(await grynya.experimental.tasks.getTaskResult(mcp20260728TaskId, CallToolResultSchema)).toMatchObject({
+      content: [{ type: 'text', text: 'done after 2 steps' }],
+    });
     expect((await grynya.experimental.tasks.listTasks()).tasks.map((listed) => listed.taskId).toSorted()).toEqual([task.taskId, mcp20260728TaskId].toSorted());
   });
 
@@ -121,7 +158,9 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
         expect({ method, id, error: answer.error }).toMatchObject({ method, id, error: { code: -32602, message: 'Failed to retrieve task: Task not found' } });
       }
     }
-    expect((await mcp20260728Call(url, TOKENS.alice, 'tasks/update', { taskId, inputResponses: { anything: { action: 'accept' } } })).result).toEqual(expect.objectContaining({ resultType: 'complete' }));
+    expect((await mcp20260728Call(url, TOKENS.alice, 'tasks/update', { taskId, inputResponses: { anything: { action: 'accept' } } })).result).toEqual(
+      expect.objectContaining({ resultType: 'complete' }),
+    );
   });
 
   it('never answers a task to a client that does not declare the extension: -32021 naming it', async () => {
@@ -151,7 +190,9 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
     const cancel = await mcp20260728Call(url, TOKENS.alice, 'tasks/cancel', { taskId });
     expect(cancel.result).toMatchObject({ resultType: 'complete' });
     await expect.poll(() => harness!.grynya.stats.cancelled).toBeGreaterThanOrEqual(1);
-    await expect.poll(async () => (await mcp20260728Call(url, TOKENS.alice, 'tasks/get', { taskId })).result).toMatchObject({ status: 'cancelled', statusMessage: 'cancelled: cancelled by caller' });
+    await expect
+      .poll(async () => (await mcp20260728Call(url, TOKENS.alice, 'tasks/get', { taskId })).result)
+      .toMatchObject({ status: 'cancelled', statusMessage: 'cancelled: cancelled by caller' });
     // A second cancel of an ended task is acknowledged all the same (cancellation is cooperative).
     expect((await mcp20260728Call(url, TOKENS.alice, 'tasks/cancel', { taskId })).result).toMatchObject({ resultType: 'complete' });
   });
@@ -162,11 +203,20 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
     const url = harness.server.mcpUrl;
     const mine = taskIdOf(await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:2' } }));
     const bobs = taskIdOf(await mcp20260728Call(url, TOKENS.bob, 'tools/call', { name: 'run_agent_task', arguments: { prompt: 'steps:1' } }));
-    const listen = await mcp20260728Post(url, TOKENS.alice, { jsonrpc: '2.0', id: 'sub-1', method: 'subscriptions/listen', params: { notifications: { taskIds: [mine, bobs, 'no-such-task'] } } });
+    const listen = await mcp20260728Post(url, TOKENS.alice, {
+      jsonrpc: '2.0',
+      id: 'sub-1',
+      method: 'subscriptions/listen',
+      params: { notifications: { taskIds: [mine, bobs, 'no-such-task'] } },
+    });
     expect(listen.headers.get('content-type')).toBe('text/event-stream');
     const events = await readEvents(listen, 10_000);
 
-    expect(events[0]).toEqual({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: [mine] }, _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-1' } } });
+    expect(events[0]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/subscriptions/acknowledged',
+      params: { notifications: { taskIds: [mine] }, _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-1' } },
+    });
     const told = events.filter((event) => event.method === 'notifications/tasks').map((event) => event.params as Record<string, unknown>);
     expect(told.every((task) => task.taskId === mine)).toBe(true);
     expect(told[0]).toMatchObject({ status: 'working' });
@@ -174,7 +224,9 @@ describe('the Tasks extension (io.modelcontextprotocol/tasks) over 2026-07-28', 
     expect(told.filter((task) => task.status === 'completed')).toHaveLength(1);
     expect(events.at(-1)).toMatchObject({ id: 'sub-1', result: { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': 'sub-1' } } });
     // Nothing but task states on it: no progress, no log messages.
-    expect(new Set(events.map((event) => event.method ?? 'result'))).toEqual(new Set(['notifications/subscriptions/acknowledged', 'notifications/tasks', 'result']));
+    expect(new Set(events.map((event) => event.method ?? 'result'))).toEqual(
+      new Set(['notifications/subscriptions/acknowledged', 'notifications/tasks', 'result']),
+    );
   });
 });
 
@@ -197,11 +249,17 @@ describe('a misbehaving 2026-07-28 client', () => {
     expect(await errorOf(lying)).toMatchObject({ code: -32020, message: expect.stringContaining('Mcp-Method') });
     // GET and DELETE: the era has none.
     for (const method of ['GET', 'DELETE']) {
-      const answer = await fetch(url, { method, headers: { authorization: `Bearer ${TOKENS.alice}`, 'mcp-protocol-version': '2026-07-28', accept: 'text/event-stream' } });
+      const answer = await fetch(url, {
+        method,
+        headers: { authorization: `Bearer ${TOKENS.alice}`, 'mcp-protocol-version': '2026-07-28', accept: 'text/event-stream' },
+      });
       expect({ method, status: answer.status }).toEqual({ method, status: 405 });
     }
     // An unknown tool is the spec's protocol error in this era (2025-11-25 sessions keep the isError result they had).
-    expect((await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'no_such_tool', arguments: {} })).error).toMatchObject({ code: -32602, message: expect.stringContaining('no_such_tool') });
+    expect((await mcp20260728Call(url, TOKENS.alice, 'tools/call', { name: 'no_such_tool', arguments: {} })).error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('no_such_tool'),
+    });
     // No bearer token: the 401 comes before any era is considered.
     expect((await mcp20260728Post(url, undefined, list)).status).toBe(401);
     expect((await fetch(`${harness.server.url}/healthz`)).status).toBe(200);

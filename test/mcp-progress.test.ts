@@ -40,7 +40,12 @@ for (const kind of ['streamable-http', 'sse'] as const) {
       harness.grynya.faults.delayMs = 150;
       const client = await harness.connect(kind);
       const received: Received[] = [];
-      const streamed = await streamTool(client, 'run_agent_task', { prompt: 'steps:8', budget: { max_steps: 12 } }, { onprogress: (report) => void received.push({ ...report, at: performance.now() }) });
+      const streamed = await streamTool(
+        client,
+        'run_agent_task',
+        { prompt: 'steps:8', budget: { max_steps: 12 } },
+        { onprogress: (report) => void received.push({ ...report, at: performance.now() }) },
+      );
       expect(textOf(streamed.result)).toBe('done after 8 steps');
       // The final report may follow the end by up to a second.
       await expect.poll(() => received.at(-1)?.progress, { timeout: 3_000 }).toBe(9);
@@ -57,7 +62,11 @@ for (const kind of ['streamable-http', 'sse'] as const) {
         if (notification.params.progressToken === 'start-1') received.push({ ...notification.params, at: performance.now() });
       });
       const started = payload(
-        await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'steps:8', budget: { max_steps: 12 } }, _meta: { progressToken: 'start-1' } }),
+        await client.callTool({
+          name: 'start_async_agent_task',
+          arguments: { prompt: 'steps:8', budget: { max_steps: 12 } },
+          _meta: { progressToken: 'start-1' },
+        }),
       );
       await waitForEnd(client, String(started.task_id));
       await expect.poll(() => received.at(-1)?.progress, { timeout: 3_000 }).toBe(9);

@@ -38,12 +38,27 @@ for (const kind of ['streamable-http', 'sse'] as const) {
       expect(streamed.statuses.at(-1)).toMatchObject({ taskId, status: 'completed', statusMessage: 'completed: stop' });
       expect(textOf(streamed.result)).toBe('done after 2 steps');
       expect(streamed.result?.isError).toBeFalsy();
-      expect(streamed.result?.structuredContent).toMatchObject({ task_id: taskId, status: 'completed', result: 'done after 2 steps', budget: { steps: 3, max_steps: 5 } });
+      expect(streamed.result?.structuredContent).toMatchObject({
+        task_id: taskId,
+        status: 'completed',
+        result: 'done after 2 steps',
+        budget: { steps: 3, max_steps: 5 },
+      });
 
       // The same task, seen by Klym's own tools: one id, one store.
-      expect(payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))).toMatchObject({ task_id: taskId, status: 'completed' });
+      expect(payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))).toMatchObject({
+        task_id: taskId,
+        status: 'completed',
+      });
       expect(payload(await client.callTool({ name: 'list_agent_tasks', arguments: {} }))).toMatchObject({ tasks: [{ task_id: taskId }] });
-      await expect.poll(() => told.filter((task) => task.taskId === taskId).map((task) => task.status).at(-1)).toBe('completed');
+      await expect
+        .poll(() =>
+          told
+            .filter((task) => task.taskId === taskId)
+            .map((task) => task.status)
+            .at(-1),
+        )
+        .toBe('completed');
       expect(told.filter((task) => task.status === 'completed')).toHaveLength(1);
     });
 
@@ -53,10 +68,18 @@ for (const kind of ['streamable-http', 'sse'] as const) {
       const client = await harness.connect(kind);
       const told: Task[] = [];
       client.setNotificationHandler(TaskStatusNotificationSchema, (notification) => void told.push(notification.params));
-      const ahead = await client.request({ method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'steps:2' }, task: {} } }, CreateTaskResultSchema);
-      const queued = await client.request({ method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'steps:1' }, task: {} } }, CreateTaskResultSchema);
+      const ahead = await client.request(
+        { method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'steps:2' }, task: {} } },
+        CreateTaskResultSchema,
+      );
+      const queued = await client.request(
+        { method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'steps:1' }, task: {} } },
+        CreateTaskResultSchema,
+      );
       expect(queued.task).toMatchObject({ status: 'working', statusMessage: expect.stringMatching(/^pending: queued/) });
-      await expect.poll(() => told.filter((task) => task.taskId === queued.task.taskId).map((task) => task.status), { timeout: 10_000 }).toEqual(['working', 'completed']);
+      await expect
+        .poll(() => told.filter((task) => task.taskId === queued.task.taskId).map((task) => task.status), { timeout: 10_000 })
+        .toEqual(['working', 'completed']);
       expect(told.find((task) => task.taskId === queued.task.taskId)?.statusMessage).not.toMatch(/^pending/);
       expect(told.filter((task) => task.taskId === ahead.task.taskId).at(-1)).toMatchObject({ status: 'completed' });
     });
@@ -72,7 +95,10 @@ for (const kind of ['streamable-http', 'sse'] as const) {
 
       const failed = await streamTool(client, 'run_agent_task', { prompt: 'fail' });
       const failedId = failed.created?.taskId ?? '';
-      expect(failed.statuses.at(-1)).toMatchObject({ status: 'failed', statusMessage: expect.stringMatching(/^MODEL_ERROR: The scripted model was told to fail/) });
+      expect(failed.statuses.at(-1)).toMatchObject({
+        status: 'failed',
+        statusMessage: expect.stringMatching(/^MODEL_ERROR: The scripted model was told to fail/),
+      });
       const failure = await client.experimental.tasks.getTaskResult(failedId, CallToolResultSchema);
       expect(failure).toMatchObject({ isError: true, structuredContent: { task_id: failedId, status: 'error', error: { code: 'MODEL_ERROR' } } });
       expect(textOf(failure)).toMatch(/failed: MODEL_ERROR/);
@@ -92,8 +118,14 @@ for (const kind of ['streamable-http', 'sse'] as const) {
       const cancelled = await client.experimental.tasks.cancelTask(task.taskId);
       expect(cancelled).toMatchObject({ taskId: task.taskId, status: 'cancelled', statusMessage: 'cancelled: cancelled by caller' });
       await expect.poll(() => harness!.grynya.stats.cancelled).toBeGreaterThanOrEqual(1);
-      expect(payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: task.taskId } }))).toMatchObject({ status: 'cancelled', cancel_reason: 'cancelled by caller' });
-      expect(await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema)).toMatchObject({ isError: true, structuredContent: { status: 'cancelled' } });
+      expect(payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: task.taskId } }))).toMatchObject({
+        status: 'cancelled',
+        cancel_reason: 'cancelled by caller',
+      });
+      expect(await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema)).toMatchObject({
+        isError: true,
+        structuredContent: { status: 'cancelled' },
+      });
       const again = await rpcError(client.experimental.tasks.cancelTask(task.taskId));
       expect(again).toMatchObject({ code: -32602, message: expect.stringMatching(/Cannot cancel task in terminal status: cancelled/) });
     });
@@ -118,15 +150,25 @@ for (const kind of ['streamable-http', 'sse'] as const) {
 
 describe("another principal's MCP task", () => {
   it('answers tasks/get, tasks/result and tasks/cancel exactly as for an id that never existed, and tasks/list leaves it out', async () => {
-    harness = await startHarness({ tasks: { run: scriptedRunner }, auth: { tokens: { grynya: 'the-token-of-grynya-123456', other: 'the-token-of-other-1234567' } } });
+    harness = await startHarness({
+      tasks: { run: scriptedRunner },
+      auth: { tokens: { grynya: 'the-token-of-grynya-123456', other: 'the-token-of-other-1234567' } },
+    });
     harness.grynya.faults.hang = true;
     const owner = await harness.connect('streamable-http', 'the-token-of-grynya-123456');
     const stranger = await harness.connect('sse', 'the-token-of-other-1234567');
-    const { task } = await owner.request({ method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'hang' }, task: {} } }, CreateTaskResultSchema);
+    const { task } = await owner.request(
+      { method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'hang' }, task: {} } },
+      CreateTaskResultSchema,
+    );
     const unknown = 'AAAAAAAAAAAAAAAAAAAAAA';
     const answers = async (taskId: string): Promise<string[]> =>
       Promise.all(
-        [stranger.experimental.tasks.getTask(taskId), stranger.experimental.tasks.getTaskResult(taskId, CallToolResultSchema), stranger.experimental.tasks.cancelTask(taskId)].map(async (call) => {
+        [
+          stranger.experimental.tasks.getTask(taskId),
+          stranger.experimental.tasks.getTaskResult(taskId, CallToolResultSchema),
+          stranger.experimental.tasks.cancelTask(taskId),
+        ].map(async (call) => {
           const error = await rpcError(call);
           return `${error.code} ${error.message.replaceAll(taskId, '<id>')}`;
         }),
@@ -135,7 +177,9 @@ describe("another principal's MCP task", () => {
     expect(foreign).toEqual(await answers(unknown));
     for (const answer of foreign) expect(answer).toMatch(/^-32602 /);
     expect((await stranger.experimental.tasks.listTasks()).tasks).toEqual([]);
-    expect(payload(await stranger.callTool({ name: 'check_task_status', arguments: { task_id: task.taskId } }))).toMatchObject({ error: { code: 'TASK_NOT_FOUND' } });
+    expect(payload(await stranger.callTool({ name: 'check_task_status', arguments: { task_id: task.taskId } }))).toMatchObject({
+      error: { code: 'TASK_NOT_FOUND' },
+    });
     // Still running, untouched: the stranger's cancel did nothing.
     expect(await owner.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'working' });
   });
@@ -146,7 +190,10 @@ describe('a tasks/result whose client cancelled it', () => {
     harness = await startHarness({ tasks: { run: scriptedRunner } });
     harness.grynya.faults.hang = true;
     const client = await harness.connect('streamable-http');
-    const { task } = await client.request({ method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'hang' }, task: {} } }, CreateTaskResultSchema);
+    const { task } = await client.request(
+      { method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'hang' }, task: {} } },
+      CreateTaskResultSchema,
+    );
     const get = vi.spyOn(harness.server.klym.service.tasks, 'get');
     const reads = (): number => get.mock.calls.filter(([taskId]) => taskId === task.taskId).length;
 

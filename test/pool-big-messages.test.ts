@@ -53,7 +53,9 @@ describe('a big message from @modelcontextprotocol/server-filesystem over stdio'
     const failure = await pool.callTool('files', 'read_text_file', { path: path.join(directory, 'big.log') }).catch((error: unknown) => error);
     expect(isKlymError(failure, 'UPSTREAM_MESSAGE_TOO_LARGE')).toBe(true);
     const { message } = failure as Error;
-    expect(message).toMatch(/^Upstream "files" answered read_text_file with a message of \d+ bytes \(2\d\.\d MiB\), over its limit of 1048576 bytes \(1\.0 MiB\)/);
+    expect(message).toMatch(
+      /^Upstream "files" answered read_text_file with a message of \d+ bytes \(2\d\.\d MiB\), over its limit of 1048576 bytes \(1\.0 MiB\)/,
+    );
     expect(message).toContain('upstreams.files.maxMessageBytes');
     expect(failure).toMatchObject({ upstream: 'files', toolName: 'read_text_file' });
 
@@ -81,21 +83,29 @@ describe('a big message from an HTTP upstream', () => {
       const logs: UpstreamLogEntry[] = [];
       try {
         await using pool = await createSessionPool({
-          upstreams: { dump: { url: transport === 'sse' ? upstream.sseUrl : upstream.mcpUrl, transport, maxMessageBytes: 1_048_576, pool: { min: 1, max: 1 } } },
+          upstreams: {
+            dump: { url: transport === 'sse' ? upstream.sseUrl : upstream.mcpUrl, transport, maxMessageBytes: 1_048_576, pool: { min: 1, max: 1 } },
+          },
           onLog: (entry) => logs.push(entry),
         });
-        const [big, beside] = await Promise.allSettled([pool.callTool('dump', 'dump', { bytes: 2_000_000 }), pool.callTool('dump', 'dump', { bytes: 500_000 })]);
+        const [big, beside] = await Promise.allSettled([
+          pool.callTool('dump', 'dump', { bytes: 2_000_000 }),
+          pool.callTool('dump', 'dump', { bytes: 500_000 }),
+        ]);
         expect(big.status).toBe('rejected');
         const failure = (big as PromiseRejectedResult).reason as Error;
         expect(isKlymError(failure, 'UPSTREAM_MESSAGE_TOO_LARGE')).toBe(true);
-        expect(failure.message).toMatch(/^Upstream "dump" answered dump with a message of (more than )?\d+ bytes \(\d\.\d MiB\), over its limit of 1048576 bytes \(1\.0 MiB\)/);
+        expect(failure.message).toMatch(
+          /^Upstream "dump" answered dump with a message of (more than )?\d+ bytes \(\d\.\d MiB\), over its limit of 1048576 bytes \(1\.0 MiB\)/,
+        );
         expect(failure.message).toContain('upstreams.dump.maxMessageBytes');
         expect(beside).toMatchObject({ status: 'fulfilled', value: { content: [{ text: 'd'.repeat(500_000) }] } });
 
         const after = await pool.callTool('dump', 'dump', { bytes: 10, noteBytes: 2_000_000 });
         expect(after.content).toEqual([{ type: 'text', text: 'd'.repeat(10) }]);
         // A notification over the limit is dropped, and the log says so.
-        const dropped = /^Upstream "dump" sent a message of \d+ bytes .* that answered no request, over its limit of 1048576 bytes \(upstreams\.dump\.maxMessageBytes\): it was dropped$/;
+        const dropped =
+          /^Upstream "dump" sent a message of \d+ bytes .* that answered no request, over its limit of 1048576 bytes \(upstreams\.dump\.maxMessageBytes\): it was dropped$/;
         // (The SDK's server sends no notification of a request it answers as JSON.)
         expect(logs.filter((entry) => entry.level === 'warning' && dropped.test(entry.message))).toHaveLength(json ? 0 : 1);
         expect(pool.status().dump).toMatchObject({ state: 'ready', sessions: { opened: 1 }, calls: { failed: 1, succeeded: 2 } });

@@ -47,10 +47,16 @@ describe('an upstream killed mid-call, then restarted (server-everything)', () =
       const error = await call;
 
       expect(isKlymError(error, 'UPSTREAM_UNAVAILABLE')).toBe(true);
-      expect(error).toMatchObject({ upstream: 'everything', message: expect.stringContaining('Upstream "everything" was lost during trigger-long-running-operation') });
+      expect(error).toMatchObject({
+        upstream: 'everything',
+        message: expect.stringContaining('Upstream "everything" was lost during trigger-long-running-operation'),
+      });
 
       server = await startServerEverything(transport, server.port);
-      await vi.waitFor(async () => expect(textOf(await pool.callTool('everything', 'echo', { message: 'back' }))).toContain('back'), { timeout: 10_000, interval: 50 });
+      await vi.waitFor(async () => expect(textOf(await pool.callTool('everything', 'echo', { message: 'back' }))).toContain('back'), {
+        timeout: 10_000,
+        interval: 50,
+      });
       expect(textOf(await pool.callTool('everything', 'echo', { message: 'again' }))).toContain('again');
       expect(pool.status().everything?.sessions.opened).toBeGreaterThanOrEqual(2);
       expect(pool.status().everything?.state).toBe('ready');
@@ -99,7 +105,12 @@ describe('an upstream that is down for good', () => {
 
     const errors = await Promise.all(Array.from({ length: 50 }, () => pool.callTool('dead', 'anything').catch((error: unknown) => error)));
     for (const error of errors) {
-      expect(error).toMatchObject({ name: 'KlymError', code: 'UPSTREAM_UNAVAILABLE', upstream: 'dead', message: expect.stringContaining('Upstream "dead" is unavailable') });
+      expect(error).toMatchObject({
+        name: 'KlymError',
+        code: 'UPSTREAM_UNAVAILABLE',
+        upstream: 'dead',
+        message: expect.stringContaining('Upstream "dead" is unavailable'),
+      });
       // Refused by the breaker or by a failed connect, never left to wait out acquireMs.
       expect((error as Error).message).not.toContain('acquireMs');
     }
@@ -146,7 +157,9 @@ describe('a stdio upstream', () => {
     controller.abort(new Error('the person changed their mind'));
     await expect(call).rejects.toMatchObject({ code: 'ABORTED', upstream: 'fixture', message: 'The call to fixture/hang was aborted' });
     await vi.waitFor(() => {
-      expect(entries).toContainEqual(expect.objectContaining({ source: 'stderr', message: expect.stringMatching(/^hang \d+ cancelled: Error: the person changed their mind$/) }));
+      expect(entries).toContainEqual(
+        expect.objectContaining({ source: 'stderr', message: expect.stringMatching(/^hang \d+ cancelled: Error: the person changed their mind$/) }),
+      );
     });
     // Its state in doubt, the session is replaced by a new child.
     expect(textOf(await pool.callTool('fixture', 'pid'))).not.toBe(firstPid);
@@ -157,14 +170,23 @@ describe('a stdio upstream', () => {
     cleanups.push(async () => rmSync(path.dirname(spawnLog), { recursive: true, force: true }));
     // The default breaker: 3 failures open it for 1 s, doubling up to 10 s.
     const clock = createManualClock();
-    const pool = await pooled({ upstreams: { flaky: { command: process.execPath, args: [fixture, '--exit-after-initialize=100', `--spawn-log=${spawnLog}`] } }, clock });
+    const pool = await pooled({
+      upstreams: { flaky: { command: process.execPath, args: [fixture, '--exit-after-initialize=100', `--spawn-log=${spawnLog}`] } },
+      clock,
+    });
     const service = createTaskService({ pool });
     cleanups.push(() => service.close());
     const spawns = (): number => (existsSync(spawnLog) ? readFileSync(spawnLog, 'utf8').split('\n').filter(Boolean).length : 0);
 
-    await vi.waitFor(async () => {
-      expect(await service.health()).toMatchObject({ status: 'degraded', upstreams: { flaky: { state: 'down', reason: 'closed-after-connect', breaker: 'open' } } });
-    }, { timeout: 5_000, interval: 20 });
+    await vi.waitFor(
+      async () => {
+        expect(await service.health()).toMatchObject({
+          status: 'degraded',
+          upstreams: { flaky: { state: 'down', reason: 'closed-after-connect', breaker: 'open' } },
+        });
+      },
+      { timeout: 5_000, interval: 20 },
+    );
     // On the pool's clock, which has not moved, each session lived 0 ms (the child lived 100 ms of Node's time).
     expect(pool.status().flaky?.lastError?.message).toMatch(/^Upstream "flaky" is unavailable: its session closed 0 ms after connecting/);
     expect(pool.status().flaky?.breaker).toMatchObject({ state: 'open', opens: 1 });
@@ -190,7 +212,9 @@ describe('a stdio upstream', () => {
     await pool.callTool('fixture', 'flood_stderr', { megabytes: 4, newlines: false });
     await pool.callTool('fixture', 'flood_stderr', { megabytes: 8, newlines: true });
     await vi.waitFor(() => {
-      expect(entries).toContainEqual(expect.objectContaining({ upstream: 'fixture', source: 'stderr', level: 'warning', message: expect.stringContaining('floods its stderr') }));
+      expect(entries).toContainEqual(
+        expect.objectContaining({ upstream: 'fixture', source: 'stderr', level: 'warning', message: expect.stringContaining('floods its stderr') }),
+      );
     });
     // Each flood ends with "\nflood done\n".
     const written = 12 * MIB + 2 * 12;
@@ -221,7 +245,10 @@ describe('a stdio upstream', () => {
       readonly logEntries: number;
     }
     // The process that reads the stderr is measured alone: a child running Klym's task machinery (see the harness).
-    const child = fork(path.join(import.meta.dirname, 'support/stderr-flood-child.ts'), { execArgv: ['--conditions=klym-source'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const child = fork(path.join(import.meta.dirname, 'support/stderr-flood-child.ts'), {
+      execArgv: ['--conditions=klym-source'],
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
     cleanups.push(async () => {
       const exited = once(child, 'exit');
       if (child.connected) child.send('close');
@@ -276,7 +303,14 @@ describe('a pool whose sessions are all busy (server-everything)', () => {
 
     // Two long calls take both sessions; the second opens a new one, and server-everything, initialized, says its tools changed.
     const progress = [0, 0];
-    const calls = [0, 1].map((index) => pool.callTool('everything', 'trigger-long-running-operation', { duration: 3, steps: 30 }, { onProgress: () => void (progress[index] = (progress[index] ?? 0) + 1) }));
+    const calls = [0, 1].map((index) =>
+      pool.callTool(
+        'everything',
+        'trigger-long-running-operation',
+        { duration: 3, steps: 30 },
+        { onProgress: () => void (progress[index] = (progress[index] ?? 0) + 1) },
+      ),
+    );
     // Awaited at the end; if an assertion fails first, closing the pool fails them.
     for (const call of calls) call.catch(() => {});
     // Over SSE a session's messages come in order: once both calls report progress, both sessions' list_changed has arrived.
@@ -304,10 +338,14 @@ describe('a health probe that hangs or throws', () => {
         servers++;
         const server = new McpServer({ name: 'unhealthy', version: '1.0.0' });
         server.registerTool('ok', {}, () => ({ content: [{ type: 'text', text: 'ok' }] }));
-        server.server.setRequestHandler(PingRequestSchema, () => (behaviour === 'hangs' ? new Promise<never>(() => {}) : Promise.reject(new Error('ping broke'))));
+        server.server.setRequestHandler(PingRequestSchema, () =>
+          behaviour === 'hangs' ? new Promise<never>(() => {}) : Promise.reject(new Error('ping broke')),
+        );
         return server;
       };
-      const pool = await pooled({ upstreams: { unhealthy: createInMemoryUpstream(unhealthy, { pool: { min: 1, max: 1 }, timeouts: { idlePingMs: 0, connectMs: 200 } }) } });
+      const pool = await pooled({
+        upstreams: { unhealthy: createInMemoryUpstream(unhealthy, { pool: { min: 1, max: 1 }, timeouts: { idlePingMs: 0, connectMs: 200 } }) },
+      });
       expect(textOf(await pool.callTool('unhealthy', 'ok'))).toBe('ok');
       expect(textOf(await pool.callTool('unhealthy', 'ok'))).toBe('ok');
       expect(servers).toBeGreaterThanOrEqual(3);

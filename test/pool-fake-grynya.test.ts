@@ -71,9 +71,7 @@ describe('the pool against the fake grynya-mcp-server', () => {
         const grynya = await fake();
         grynya.faults.delayMs = 5;
         const pool = await pooled({ url: urlOf(grynya), transport, pool: { min: 1, max: 3 } });
-        const results = await Promise.all(
-          Array.from({ length: 60 }, (_, index) => pool.callTool('grynya', 'query_graph', { query: `RETURN ${index}` })),
-        );
+        const results = await Promise.all(Array.from({ length: 60 }, (_, index) => pool.callTool('grynya', 'query_graph', { query: `RETURN ${index}` })));
         expect(results.map((result) => json(result).results)).toEqual(Array.from({ length: 60 }, (_, index) => [{ [String(index)]: index }]));
         expect(grynya.stats.initialize).toBeLessThanOrEqual(3);
         expect(pool.status().grynya).toMatchObject({ sessions: { opened: grynya.stats.initialize, borrowed: 0 }, calls: { succeeded: 60 } });

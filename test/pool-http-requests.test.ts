@@ -36,7 +36,11 @@ describe('an HTTP upstream, its messages POSTed through undici.request and its s
       const upstream = await httpUpstream({ json });
       const pool = await pooled({ url: transport === 'sse' ? upstream.sseUrl : upstream.mcpUrl, transport, headers });
       const answers = await Promise.all(['one', 'two', 'three'].map((message) => pool.callTool('echo', 'echo', { message })));
-      expect(answers.map((answer) => answer.content)).toEqual([[{ type: 'text', text: 'one' }], [{ type: 'text', text: 'two' }], [{ type: 'text', text: 'three' }]]);
+      expect(answers.map((answer) => answer.content)).toEqual([
+        [{ type: 'text', text: 'one' }],
+        [{ type: 'text', text: 'two' }],
+        [{ type: 'text', text: 'three' }],
+      ]);
 
       // Closing terminates a Streamable HTTP session with a DELETE, which carries them too.
       await pool.close();

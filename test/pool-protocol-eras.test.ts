@@ -73,15 +73,25 @@ describe('one configuration, both eras', () => {
     cleanups.add(() => grynya.close());
     const pinned = await pooled({ upstreams: { grynya: { url: grynya.mcpUrl, protocol: '2026-07-28', pool: { min: 0 } } } });
     const error = await pinned.callTool('grynya', 'query_graph', { query: 'RETURN 1' }).catch((caught: unknown) => caught);
-    expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', upstream: 'grynya', message: expect.stringMatching(/Upstream "grynya" is unavailable: .*2026-07-28/) });
+    expect(error).toMatchObject({
+      code: 'UPSTREAM_UNAVAILABLE',
+      upstream: 'grynya',
+      message: expect.stringMatching(/Upstream "grynya" is unavailable: .*2026-07-28/),
+    });
   });
 
   it('over stdio: 2025-11-25 unless asked; with `protocol: auto` a 2026 server (serveStdio) is probed on a sibling process and spoken to in 2026-07-28', async () => {
-    const command = { command: process.execPath, args: ['--conditions=klym-source', path.join(import.meta.dirname, 'support', 'mcp-2026-07-28-stdio-child.ts')] };
+    const command = {
+      command: process.execPath,
+      args: ['--conditions=klym-source', path.join(import.meta.dirname, 'support', 'mcp-2026-07-28-stdio-child.ts')],
+    };
     const pool = await pooled({ upstreams: { plain: command, probed: { ...command, protocol: 'auto' } } });
     expect(textOf(await pool.callTool('plain', 'echo', { message: 'a' }))).toBe('a (2025-11-25)');
     expect(textOf(await pool.callTool('probed', 'echo', { message: 'b' }))).toBe('b (2026-07-28)');
-    expect(pool.status()).toMatchObject({ plain: { transport: 'stdio', protocolVersion: '2025-11-25' }, probed: { transport: 'stdio', protocolVersion: '2026-07-28' } });
+    expect(pool.status()).toMatchObject({
+      plain: { transport: 'stdio', protocolVersion: '2025-11-25' },
+      probed: { transport: 'stdio', protocolVersion: '2026-07-28' },
+    });
   });
 
   it('later sessions reuse the first one’s verdict: one server/discover per upstream, however many sessions open', async () => {
@@ -122,14 +132,19 @@ describe('failure handling against a stateless (2026-07-28) upstream', () => {
     const { port } = upstream;
     await upstream.close();
     upstream = await mcp20260728Upstream(port);
-    await vi.waitFor(async () => expect(textOf(await pool.callTool('mcp20260728', 'echo', { message: 'back' }))).toBe('echo: back'), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(async () => expect(textOf(await pool.callTool('mcp20260728', 'echo', { message: 'back' }))).toBe('echo: back'), {
+      timeout: 10_000,
+      interval: 50,
+    });
     expect(pool.status().mcp20260728).toMatchObject({ state: 'ready', protocolVersion: '2026-07-28' });
     expect(pool.status().mcp20260728?.sessions.opened).toBeGreaterThanOrEqual(2);
   });
 
   it('restarted while idle: the dropped `subscriptions/listen` stream retires the session, a fresh one opens, and calls go on', async () => {
     let upstream = await mcp20260728Upstream();
-    const pool = await pooled({ upstreams: { mcp20260728: { url: upstream.url, pool: { min: 1, max: 1 }, breaker: { cooldownMs: 100, maxCooldownMs: 200 } } } });
+    const pool = await pooled({
+      upstreams: { mcp20260728: { url: upstream.url, pool: { min: 1, max: 1 }, breaker: { cooldownMs: 100, maxCooldownMs: 200 } } },
+    });
     expect(textOf(await pool.callTool('mcp20260728', 'echo', { message: 'one' }))).toBe('echo: one');
     const { port } = upstream;
     await upstream.close();
@@ -150,7 +165,10 @@ describe('failure handling against a stateless (2026-07-28) upstream', () => {
     await upstream.close();
     const grynya = await createFakeGrynya({ port: upstream.port });
     cleanups.add(() => grynya.close());
-    await vi.waitFor(async () => expect(textOf(await pool.callTool('moving', 'query_graph', { query: 'RETURN 1' }))).toContain('"status"'), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(async () => expect(textOf(await pool.callTool('moving', 'query_graph', { query: 'RETURN 1' }))).toContain('"status"'), {
+      timeout: 10_000,
+      interval: 50,
+    });
     expect(pool.status().moving).toMatchObject({ state: 'ready', protocolVersion: '2025-11-25' });
   });
 

@@ -34,7 +34,10 @@ async function fake(): Promise<FakeGrynya> {
   return grynya;
 }
 
-async function listen(handler: (request: IncomingMessage, response: ServerResponse) => Promise<void>, port = 0): Promise<{ http: Server; port: number; kill(): Promise<void> }> {
+async function listen(
+  handler: (request: IncomingMessage, response: ServerResponse) => Promise<void>,
+  port = 0,
+): Promise<{ http: Server; port: number; kill(): Promise<void> }> {
   const http = createServer((request, response) => {
     handler(request, response).catch(() => response.headersSent || response.writeHead(500).end());
   });
@@ -94,7 +97,10 @@ async function serveOnLoopback(createMcpServer: () => McpServer, port = 0): Prom
       const transport = streamable.get(id);
       return transport ? transport.handleRequest(request, response) : void response.writeHead(404).end();
     }
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, onsessioninitialized: (sessionId) => void streamable.set(sessionId, transport) });
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: randomUUID,
+      onsessioninitialized: (sessionId) => void streamable.set(sessionId, transport),
+    });
     await serve(transport);
     await transport.handleRequest(request, response);
   }, port);
@@ -118,7 +124,8 @@ function toolServer(...tools: string[]): () => McpServer {
       // oxlint-disable-next-line no-underscore-dangle -- the protocol's own field name
       const progressToken = extra._meta?.progressToken;
       for (let progress = 1; !extra.signal.aborted; progress++) {
-        if (progressToken !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress } }).catch(() => {});
+        if (progressToken !== undefined)
+          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress } }).catch(() => {});
         await delay(20, undefined, { signal: extra.signal }).catch(() => {});
       }
       return { content: [{ type: 'text', text: 'cancelled' }] };
@@ -142,7 +149,10 @@ describe('the hard maximum `timeouts.maxTotalMs`', () => {
     it(`over ${kind}: a call that keeps reporting progress still fails with UPSTREAM_TIMEOUT at maxTotalMs, and the upstream is sent a cancellation`, async () => {
       const upstream = await serveOnLoopback(toolServer());
       const clock = createManualClock();
-      const pool = await pooled({ upstreams: { crawler: { url: upstream.url(kind), transport: kind, pool: { max: 1 }, timeouts: { requestMs: 400, maxTotalMs: 1_200 } } }, clock });
+      const pool = await pooled({
+        upstreams: { crawler: { url: upstream.url(kind), transport: kind, pool: { max: 1 }, timeouts: { requestMs: 400, maxTotalMs: 1_200 } } },
+        clock,
+      });
       let progress = 0;
       const calling = pool.callTool('crawler', 'crawl', {}, { onProgress: () => progress++ });
       const outcome = settledState(calling);
@@ -157,7 +167,13 @@ describe('the hard maximum `timeouts.maxTotalMs`', () => {
       clock.advance(1);
       const error = await calling.catch((caught: unknown) => caught);
 
-      expect(error).toMatchObject({ name: 'KlymError', code: 'UPSTREAM_TIMEOUT', upstream: 'crawler', toolName: 'crawl', message: expect.stringMatching(/1200 ms.*maxTotalMs/) });
+      expect(error).toMatchObject({
+        name: 'KlymError',
+        code: 'UPSTREAM_TIMEOUT',
+        upstream: 'crawler',
+        toolName: 'crawl',
+        message: expect.stringMatching(/1200 ms.*maxTotalMs/),
+      });
       await vi.waitFor(() => expect(upstream.stats.cancelled).toBe(1));
       // An outcome in doubt is never replayed.
       expect(upstream.stats.toolCalls).toBe(1);
@@ -185,7 +201,10 @@ describe('`timeouts.connectMs`', () => {
       const url = `http://127.0.0.1:${silent.port}/${kind === 'sse' ? 'sse' : 'mcp'}`;
       const clock = createManualClock();
       // Minutes, so that only the pool's clock reaches them (the SDK's own limit on `initialize` runs on Node's timers).
-      const pool = await pooled({ upstreams: { silent: { url, transport: kind, pool: { min: 0 }, timeouts: { connectMs: 60_000, acquireMs: 120_000 } } }, clock });
+      const pool = await pooled({
+        upstreams: { silent: { url, transport: kind, pool: { min: 0 }, timeouts: { connectMs: 60_000, acquireMs: 120_000 } } },
+        clock,
+      });
 
       const calling = pool.callTool('silent', 'anything');
       const outcome = settledState(calling);
@@ -199,7 +218,12 @@ describe('`timeouts.connectMs`', () => {
       clock.advance(1);
       const error = await calling.catch((caught: unknown) => caught);
 
-      expect(error).toMatchObject({ name: 'KlymError', code: 'UPSTREAM_UNAVAILABLE', upstream: 'silent', message: expect.stringContaining('Upstream "silent" is unavailable') });
+      expect(error).toMatchObject({
+        name: 'KlymError',
+        code: 'UPSTREAM_UNAVAILABLE',
+        upstream: 'silent',
+        message: expect.stringContaining('Upstream "silent" is unavailable'),
+      });
       expect((error as Error).message).toMatch(/timed out after 60000 ms/);
       // Not twice connectMs: a connect that used up its time is not tried again for the same caller.
       expect(initializeSeen).toBe(1);
@@ -211,7 +235,9 @@ describe('`timeouts.connectMs`', () => {
 describe('the bounded wait queue', () => {
   it('with every session busy, the caller past `pool.maxWaiting` is refused at once; waiters past `timeouts.acquireMs` get a clear error', async () => {
     const grynya = await fake();
-    const pool = await pooled({ upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', pool: { min: 1, max: 1, maxWaiting: 2 }, timeouts: { acquireMs: 600 } } } });
+    const pool = await pooled({
+      upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', pool: { min: 1, max: 1, maxWaiting: 2 }, timeouts: { acquireMs: 600 } } },
+    });
     grynya.faults.hang = true;
     const holder = new AbortController();
     const hanging = pool.callTool('grynya', 'query_graph', { query: 'RETURN 1' }, { signal: holder.signal }).catch((error: unknown) => error);
@@ -248,7 +274,9 @@ describe('the bounded wait queue', () => {
     await expect(hanging).resolves.toMatchObject({ code: 'ABORTED' });
     grynya.faults.hang = false;
     expect(pool.status().grynya?.sessions.waiting).toBe(0);
-    await expect(pool.callTool('grynya', 'query_graph', { query: 'RETURN 4' })).resolves.toMatchObject({ content: [{ text: expect.stringContaining('success') }] });
+    await expect(pool.callTool('grynya', 'query_graph', { query: 'RETURN 4' })).resolves.toMatchObject({
+      content: [{ text: expect.stringContaining('success') }],
+    });
   });
 });
 
@@ -260,7 +288,10 @@ describe('a call whose outcome is unknown is never replayed', () => {
       const grynya = await fake();
       const pool = await pooled({ upstreams: { grynya: { url: urlOf(grynya), transport: kind, pool: { min: 1, max: 1 } } } });
       grynya.faults.hang = true;
-      await expect(pool.callTool('grynya', 'query_graph', { query: 'RETURN 1' }, { timeoutMs: 200 })).rejects.toMatchObject({ code: 'UPSTREAM_TIMEOUT', upstream: 'grynya' });
+      await expect(pool.callTool('grynya', 'query_graph', { query: 'RETURN 1' }, { timeoutMs: 200 })).rejects.toMatchObject({
+        code: 'UPSTREAM_TIMEOUT',
+        upstream: 'grynya',
+      });
       expect(grynya.stats.calls.query_graph).toBe(1);
       grynya.faults.hang = false;
       await pool.callTool('grynya', 'query_graph', { query: 'RETURN 2' });
@@ -274,7 +305,11 @@ describe('a call whose outcome is unknown is never replayed', () => {
       const call = pool.callTool('grynya', 'query_graph', { query: 'RETURN 1' }).catch((error: unknown) => error);
       await vi.waitFor(() => expect(grynya.stats.toolCalls).toBe(1));
       await grynya.die();
-      await expect(call).resolves.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', upstream: 'grynya', message: expect.stringContaining('may or may not have run') });
+      await expect(call).resolves.toMatchObject({
+        code: 'UPSTREAM_UNAVAILABLE',
+        upstream: 'grynya',
+        message: expect.stringContaining('may or may not have run'),
+      });
       grynya.faults.hang = false;
       await grynya.restart();
       await pool.callTool('grynya', 'query_graph', { query: 'RETURN 2' });
@@ -313,7 +348,10 @@ describe('an upstream that is down, next to one that works', () => {
     // While the breaker is open, listing again touches no network and still says why.
     const attempts = down?.sessions.connectAttempts;
     const again = await pool.listTools();
-    expect(again.upstreams.down).toMatchObject({ ok: false, error: { code: 'UPSTREAM_UNAVAILABLE', message: expect.stringContaining('connects failed in a row') } });
+    expect(again.upstreams.down).toMatchObject({
+      ok: false,
+      error: { code: 'UPSTREAM_UNAVAILABLE', message: expect.stringContaining('connects failed in a row') },
+    });
     expect(again.upstreams.grynya).toEqual({ ok: true, toolCount: 5 });
     expect(pool.status().down?.sessions.connectAttempts).toBe(attempts);
   });

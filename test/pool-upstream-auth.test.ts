@@ -21,7 +21,10 @@ interface Protected {
 }
 
 /** An authorization server issuing tokens good for a minute of `clock`, and an upstream that takes only its tokens. */
-async function protectedUpstream(credentials: { readonly clientSecret?: string; readonly publicKey?: ReturnType<typeof generateKeyPairSync>['publicKey'] }): Promise<Protected> {
+async function protectedUpstream(credentials: {
+  readonly clientSecret?: string;
+  readonly publicKey?: ReturnType<typeof generateKeyPairSync>['publicKey'];
+}): Promise<Protected> {
   const clock = createManualClock();
   const authorizationServer = await startAuthorizationServer({ clientId: CLIENT_ID, ...credentials, lifetimeSeconds: 60, now: clock.now });
   cleanups.add(() => authorizationServer.close());
@@ -68,7 +71,10 @@ describe('upstreams.<name>.auth', () => {
     clock.advance(50_000);
     expect(textOf(await pool.callTool('mcp20260728', 'echo', { message: 'still' }))).toBe('echo: still');
     clock.advance(11_000);
-    await expect(pool.callTool('mcp20260728', 'echo', { message: 'expired' })).rejects.toMatchObject({ upstream: 'mcp20260728', message: expect.stringContaining('Upstream "mcp20260728"') });
+    await expect(pool.callTool('mcp20260728', 'echo', { message: 'expired' })).rejects.toMatchObject({
+      upstream: 'mcp20260728',
+      message: expect.stringContaining('Upstream "mcp20260728"'),
+    });
     expect(authorizationServer.tokenRequests).toHaveLength(1);
   });
 
@@ -76,7 +82,12 @@ describe('upstreams.<name>.auth', () => {
     const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const { authorizationServer, upstream, clock } = await protectedUpstream({ publicKey });
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-    const pool = await cleanups.pooled({ upstreams: { mcp20260728: { url: upstream.url, auth: { type: 'private_key_jwt', clientId: CLIENT_ID, privateKey: pem, issuer: authorizationServer.issuer } } }, clock });
+    const pool = await cleanups.pooled({
+      upstreams: {
+        mcp20260728: { url: upstream.url, auth: { type: 'private_key_jwt', clientId: CLIENT_ID, privateKey: pem, issuer: authorizationServer.issuer } },
+      },
+      clock,
+    });
 
     expect(textOf(await pool.callTool('mcp20260728', 'echo', { message: 'signed' }))).toBe('echo: signed');
     expect(authorizationServer.tokenRequests).toEqual([{ method: 'private_key_jwt', granted: true }]);
@@ -106,7 +117,8 @@ describe('upstreams.<name>.auth', () => {
     });
 
     const errors = await Promise.all(['wrong', 'keyed'].map((name) => pool.callTool(name, 'echo', { message: 'x' }).catch((error: unknown) => error as Error)));
-    for (const error of errors) expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', message: expect.stringMatching(/is unavailable: connect over streamable-http failed/) });
+    for (const error of errors)
+      expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', message: expect.stringMatching(/is unavailable: connect over streamable-http failed/) });
     expect(errors[0]?.message).toContain('the client is not known, or its credentials are wrong');
     expect(textOf(await pool.callTool('good', 'echo', { message: 'fine' }))).toBe('echo: fine');
 
@@ -119,13 +131,27 @@ describe('upstreams.<name>.auth', () => {
 
   it('is refused for a stdio upstream, and names what is wrong with a key without showing it', async () => {
     const { createSessionPool } = await import('@klym/core');
-    await expect(createSessionPool({ upstreams: { local: { command: 'node', auth: { type: 'client_credentials', clientId: 'a', clientSecret: 'b-secret', issuer: 'https://auth.example' } } } })).rejects.toThrow(
-      'Upstream "local": `auth` needs a `url`',
-    );
+    await expect(
+      createSessionPool({
+        upstreams: {
+          local: { command: 'node', auth: { type: 'client_credentials', clientId: 'a', clientSecret: 'b-secret', issuer: 'https://auth.example' } },
+        },
+      }),
+    ).rejects.toThrow('Upstream "local": `auth` needs a `url`');
     const bad = '-----BEGIN PRIVATE KEY-----\nbm90LWEta2V5LWF0LWFsbA==\n-----END PRIVATE KEY-----\n';
-    const opening = createSessionPool({ upstreams: { signed: { url: 'http://127.0.0.1:9/mcp', auth: { type: 'private_key_jwt', clientId: 'a', privateKey: bad, issuer: 'https://auth.example' } } } });
-    const error = (await opening.then(() => undefined, (caught: unknown) => caught)) as Error;
-    expect(error).toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('Upstream "signed": expected `auth.privateKey` to be a PEM private key') });
+    const opening = createSessionPool({
+      upstreams: {
+        signed: { url: 'http://127.0.0.1:9/mcp', auth: { type: 'private_key_jwt', clientId: 'a', privateKey: bad, issuer: 'https://auth.example' } },
+      },
+    });
+    const error = (await opening.then(
+      () => undefined,
+      (caught: unknown) => caught,
+    )) as Error;
+    expect(error).toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringContaining('Upstream "signed": expected `auth.privateKey` to be a PEM private key'),
+    });
     expect(error.message).not.toContain('bm90LWEta2V5LWF0LWFsbA');
   });
 
@@ -136,7 +162,9 @@ describe('upstreams.<name>.auth', () => {
       const auth = { ...secret, ...(issuer === undefined ? {} : { issuer }) } as UpstreamAuth;
       await expect(createSessionPool({ upstreams: { remote: { url: 'https://mcp.example/mcp', auth, pool: { min: 0 } } } })).rejects.toMatchObject({
         code: 'CONFIG_INVALID',
-        message: expect.stringMatching(/^Upstream "remote": expected `auth\.issuer` to be the https URL of the authorization server the client is registered with \(http only on loopback/),
+        message: expect.stringMatching(
+          /^Upstream "remote": expected `auth\.issuer` to be the https URL of the authorization server the client is registered with \(http only on loopback/,
+        ),
       });
     }
     for (const issuer of ['https://auth.example/realms/klym', 'http://127.0.0.2:8080', 'http://[::1]:8080', 'http://localhost:8080']) {

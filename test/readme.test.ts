@@ -21,7 +21,21 @@ describe('README.md', () => {
     expect(config.llm.model).toBe('openai:gpt-4.1-mini');
     expect(config.writeBack.enabled).toBe(true);
     expect(config.tasks).toMatchObject({ store: 'sqlite:.klym/tasks.db', resumeOnRestart: true });
-    for (const key of ['upstreams.grynya.url', 'llm.model', 'systemPrompt', 'budget.max.maxSteps', 'tasks.concurrency', 'tasks.store', 'tasks.resumeOnRestart', 'tools.deny', 'writeBack.enabled', 'webhooks.ops.url', 'webhooks.ops.secret', 'logging.level', 'server.port']) {
+    for (const key of [
+      'upstreams.grynya.url',
+      'llm.model',
+      'systemPrompt',
+      'budget.max.maxSteps',
+      'tasks.concurrency',
+      'tasks.store',
+      'tasks.resumeOnRestart',
+      'tools.deny',
+      'writeBack.enabled',
+      'webhooks.ops.url',
+      'webhooks.ops.secret',
+      'logging.level',
+      'server.port',
+    ]) {
       expect({ key, source: sourceOf(key.split('.')) }).toMatchObject({ source: expect.stringMatching(/^file /) });
     }
   });

@@ -49,7 +49,12 @@ describe('Klym processes when Redis goes away and comes back', () => {
     expect(overMcp).toMatchObject({ isError: true, structuredContent: { error: { code: 'STORE_UNAVAILABLE', message: expect.stringContaining(where) } } });
     expect(await front.api(`/api/tasks/${before}`)).toMatchObject({
       status: 503,
-      json: { error: { code: 'STORE_UNAVAILABLE', message: expect.stringMatching(new RegExp(`Redis task store at ${escaped} is unreachable .*could not read task ${before}`)) } },
+      json: {
+        error: {
+          code: 'STORE_UNAVAILABLE',
+          message: expect.stringMatching(new RegExp(`Redis task store at ${escaped} is unreachable .*could not read task ${before}`)),
+        },
+      },
     });
     expect(fleet.processes.filter(alive)).toHaveLength(3);
 
@@ -75,7 +80,10 @@ describe('Klym and the settings of its Redis', () => {
     const recommended = await startRedisServer();
     cleanups.push(() => recommended.close());
     const [warned, quiet] = await Promise.all([startScaleOut({ redis: risky }), startScaleOut({ redis: recommended })]);
-    cleanups.push(() => warned.close(), () => quiet.close());
+    cleanups.push(
+      () => warned.close(),
+      () => quiet.close(),
+    );
     const [riskyFront, riskyWorker, calmFront] = await Promise.all([warned.front(), warned.worker(), quiet.front()]);
 
     for (const klym of [riskyFront.klym, riskyWorker]) {

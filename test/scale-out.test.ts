@@ -48,7 +48,8 @@ describe('Klym fronts and workers as processes on one Redis', () => {
     expect((await logOf(b, id)).map((entry) => entry.type)).toEqual(['task-create']);
     expect(((await b.api('/api/tasks')).json.tasks as { task_id: string }[]).map((task) => task.task_id)).toEqual([id]);
     const quick = await startTask(b, 'Say done: quick-1');
-    for (const front of [a, b]) expect(await front.api('/api/tasks', { prompt: 'Say done: quick-2' })).toMatchObject({ status: 429, json: { error: { code: 'TASK_QUEUE_FULL' } } });
+    for (const front of [a, b])
+      expect(await front.api('/api/tasks', { prompt: 'Say done: quick-2' })).toMatchObject({ status: 429, json: { error: { code: 'TASK_QUEUE_FULL' } } });
 
     // The fronts run nothing (concurrency 0): the workers run both, and call the upstream.
     await Promise.all([fleet.worker(), fleet.worker()]);
@@ -61,7 +62,7 @@ describe('Klym fronts and workers as processes on one Redis', () => {
     const whole = await logOf(a, id);
     expect(whole.map((entry) => entry.type)).toEqual(expect.arrayContaining(['task-create', 'task-start', 'tool-call', 'tool-result', 'task-end']));
     const paged: unknown[] = [];
-    for (let after = 0, more = true; more; ) {
+    for (let after = 0, more = true; more;) {
       const { json } = await b.api(`/api/tasks/${id}/logs?after=${after}&limit=2`);
       paged.push(...(json.entries as unknown[]));
       after = Number(json.next_cursor);
@@ -75,11 +76,17 @@ describe('Klym fronts and workers as processes on one Redis', () => {
     const [a, b] = await Promise.all([fleet.front(), fleet.front()]);
     await fleet.worker();
     const [mcpA, mcpB] = [`${a.url}/mcp`, `${b.url}/mcp`];
-    const run = async (prompt: string): Promise<string> => taskIdOf(await mcp20260728Call(mcpA, OWNER, 'tools/call', { name: 'run_agent_task', arguments: { prompt } }));
+    const run = async (prompt: string): Promise<string> =>
+      taskIdOf(await mcp20260728Call(mcpA, OWNER, 'tools/call', { name: 'run_agent_task', arguments: { prompt } }));
 
     const slow = await run('Take your time: slow-1');
     expect((await mcp20260728Call(mcpB, OWNER, 'tasks/get', { taskId: slow })).result).toMatchObject({ taskId: slow, status: 'working' });
-    const listen = await mcp20260728Post(mcpB, OWNER, { jsonrpc: '2.0', id: 1, method: 'subscriptions/listen', params: { notifications: { taskIds: [slow] } } });
+    const listen = await mcp20260728Post(mcpB, OWNER, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'subscriptions/listen',
+      params: { notifications: { taskIds: [slow] } },
+    });
     const events = readEvents(listen, 15_000);
     fleet.releaseSlow();
     const told = (await events).filter((event) => event.method === 'notifications/tasks').map((event) => event.params);
@@ -90,8 +97,13 @@ describe('Klym fronts and workers as processes on one Redis', () => {
     await grynya.connect(new StreamableHTTPClientTransport(new URL(mcpB), { requestInit: { headers: { Authorization: `Bearer ${OWNER}` } } }));
     try {
       expect(await grynya.experimental.tasks.getTaskResult(slow, CallToolResultSchema)).toMatchObject({ content: [{ type: 'text', text: 'Done: slow-1.' }] });
-      const { task } = await grynya.request({ method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'Say done: quick-1' }, task: {} } }, CreateTaskResultSchema);
-      await expect.poll(async () => (await mcp20260728Call(mcpA, OWNER, 'tasks/get', { taskId: task.taskId })).result?.['status'], { timeout: 10_000 }).toBe('completed');
+      const { task } = await grynya.request(
+        { method: 'tools/call', params: { name: 'run_agent_task', arguments: { prompt: 'Say done: quick-1' }, task: {} } },
+        CreateTaskResultSchema,
+      );
+      await expect
+        .poll(async () => (await mcp20260728Call(mcpA, OWNER, 'tasks/get', { taskId: task.taskId })).result?.['status'], { timeout: 10_000 })
+        .toBe('completed');
     } finally {
       await grynya.close();
     }
@@ -100,7 +112,9 @@ describe('Klym fronts and workers as processes on one Redis', () => {
     await expect.poll(() => fleet.llm.requests.filter((request) => request.body.includes('think-1')).length, { timeout: 10_000 }).toBe(1);
     expect((await mcp20260728Call(mcpB, OWNER, 'tasks/cancel', { taskId: think })).result).toMatchObject({ resultType: 'complete' });
     await expect.poll(() => fleet.llm.abandoned.filter((request) => request.body.includes('think-1')).length, { timeout: 5_000 }).toBe(1);
-    await expect.poll(async () => (await mcp20260728Call(mcpA, OWNER, 'tasks/get', { taskId: think })).result?.['status'], { timeout: 5_000 }).toBe('cancelled');
+    await expect
+      .poll(async () => (await mcp20260728Call(mcpA, OWNER, 'tasks/get', { taskId: think })).result?.['status'], { timeout: 5_000 })
+      .toBe('cancelled');
     expect(await statusOf(b, think)).toMatchObject({ status: 'cancelled', cancel_reason: 'cancelled by caller' });
   }, 40_000);
 

@@ -9,7 +9,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { describe, expect, it } from 'vitest';
 import { startKlym, temporaryDirectory } from './cli-harness.ts';
 
-const textOf = (result: Awaited<ReturnType<Client['callTool']>>): string => (result.content as { type: string; text: string }[]).map((item) => item.text).join('');
+const textOf = (result: Awaited<ReturnType<Client['callTool']>>): string =>
+  (result.content as { type: string; text: string }[]).map((item) => item.text).join('');
 
 describe('klym serve with a hung upstream', () => {
   // The test's own limit is well under the upstream's 20 s connect limit: that is the behaviour under test.

@@ -17,7 +17,16 @@ for (const kind of ['streamable-http', 'sse'] as const) {
       harness = await startHarness();
       const client = await harness.connect(kind);
       const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name).toSorted()).toEqual(['cancel_agent_task', 'check_task_status', 'describe_capabilities', 'list_agent_tasks', 'query_task_artifact', 'read_task_artifact', 'run_agent_task', 'start_async_agent_task']);
+      expect(tools.map((tool) => tool.name).toSorted()).toEqual([
+        'cancel_agent_task',
+        'check_task_status',
+        'describe_capabilities',
+        'list_agent_tasks',
+        'query_task_artifact',
+        'read_task_artifact',
+        'run_agent_task',
+        'start_async_agent_task',
+      ]);
 
       const before = performance.now();
       const started = payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'Self-check, please', record_result: true } }));
@@ -28,11 +37,16 @@ for (const kind of ['streamable-http', 'sse'] as const) {
       const done = await waitForEnd(client, taskId);
       expect(done).toMatchObject({ status: 'completed', finish_reason: 'stop', model: 'scripted' });
       expect(String(done.result)).toMatch(new RegExp(`^${ALL_WELL}`, 'm'));
-      await expect.poll(async () => payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).write_back).toEqual({ status: 'written', node_id: `klym_${taskId}` });
+      await expect
+        .poll(async () => payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).write_back)
+        .toEqual({ status: 'written', node_id: `klym_${taskId}` });
 
       const node = harness.grynya.graph.nodes.get(`klym_${taskId}`);
       expect(node?.label).toBe('Analysis');
-      expect(node?.properties).toMatchObject({ full_text: expect.stringMatching(new RegExp(`^${ALL_WELL}`, 'm')), time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+      expect(node?.properties).toMatchObject({
+        full_text: expect.stringMatching(new RegExp(`^${ALL_WELL}`, 'm')),
+        time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      });
       const day = `d_${new Date().toISOString().slice(0, 10).replaceAll('-', '_')}`;
       expect(harness.grynya.graph.relations).toContainEqual(expect.objectContaining({ type: 'HAPPENED_AT', from: `klym_${taskId}`, to: day }));
 
@@ -66,7 +80,10 @@ for (const kind of ['streamable-http', 'sse'] as const) {
       const failing = payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'hello', model: 'compatible:down' } }));
       const fine = payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'self-check' } }));
       expect(await waitForEnd(client, String(failing.task_id))).toMatchObject({ status: 'error', error: { code: 'MODEL_ERROR' } });
-      expect(await waitForEnd(client, String(fine.task_id))).toMatchObject({ status: 'completed', result: expect.stringMatching(new RegExp(`^${ALL_WELL}`, 'm')) });
+      expect(await waitForEnd(client, String(fine.task_id))).toMatchObject({
+        status: 'completed',
+        result: expect.stringMatching(new RegExp(`^${ALL_WELL}`, 'm')),
+      });
     });
   });
 }
@@ -82,4 +99,3 @@ describe('bearer auth with the official client', () => {
     }
   });
 });
-

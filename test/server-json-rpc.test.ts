@@ -18,7 +18,12 @@ beforeAll(async () => {
 });
 
 const PROTOCOL = '2025-06-18';
-const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'grynya', version: '1.0.0' } } };
+const initialize = {
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'initialize',
+  params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'grynya', version: '1.0.0' } },
+};
 const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
 
 /** The malformed `tools/call`s of issue #11, each with the field its answer must name. */
@@ -26,18 +31,30 @@ const MALFORMED_CALLS: readonly (readonly [string, Record<string, unknown>, RegE
   ['no params', { jsonrpc: '2.0', id: 11, method: 'tools/call' }, /^Invalid params for tools\/call: `params`: missing \(expected object\)$/],
   ['no name', { jsonrpc: '2.0', id: 12, method: 'tools/call', params: { arguments: {} } }, /`params\.name`: missing \(expected string\)/],
   ['name: 7', { jsonrpc: '2.0', id: 13, method: 'tools/call', params: { name: 7 } }, /`params\.name`: expected string, received number/],
-  ['arguments: "x"', { jsonrpc: '2.0', id: 14, method: 'tools/call', params: { name: 'describe_capabilities', arguments: 'x' } }, /`params\.arguments`: expected object, received string/],
+  [
+    'arguments: "x"',
+    { jsonrpc: '2.0', id: 14, method: 'tools/call', params: { name: 'describe_capabilities', arguments: 'x' } },
+    /`params\.arguments`: expected object, received string/,
+  ],
 ];
 
 /** Bodies that are JSON but not JSON-RPC, each with what the answer must say. */
 const NOT_JSON_RPC: readonly (readonly [string, unknown, RegExp])[] = [
   ['an empty batch', [], /^Invalid Request: an empty batch/],
   // Every field checked by hand is fine, but the spec types `_meta`: the SDK's schema still has the last word.
-  ['a progressToken that is an object', { jsonrpc: '2.0', id: 15, method: 'tools/call', params: { name: 'describe_capabilities', arguments: {}, _meta: { progressToken: {} } } }, /^Invalid Request: not a JSON-RPC 2\.0 request/],
+  [
+    'a progressToken that is an object',
+    { jsonrpc: '2.0', id: 15, method: 'tools/call', params: { name: 'describe_capabilities', arguments: {}, _meta: { progressToken: {} } } },
+    /^Invalid Request: not a JSON-RPC 2\.0 request/,
+  ],
   ['an object of another protocol', { hello: 'world' }, /^Invalid Request: `jsonrpc` must be "2\.0"$/],
   ['a number', 42, /^Invalid Request: expected a JSON-RPC 2\.0 message object, got number$/],
   ['a method that is not a string', { jsonrpc: '2.0', id: 1, method: 7 }, /^Invalid Request: `method` must be a string$/],
-  ['a batch with a bad element', [{ jsonrpc: '2.0', id: 1, method: 'ping' }, 1], /^Invalid Request: batch item 1: expected a JSON-RPC 2\.0 message object, got number$/],
+  [
+    'a batch with a bad element',
+    [{ jsonrpc: '2.0', id: 1, method: 'ping' }, 1],
+    /^Invalid Request: batch item 1: expected a JSON-RPC 2\.0 message object, got number$/,
+  ],
 ];
 
 describe('Streamable HTTP (/mcp)', () => {
@@ -63,13 +80,16 @@ describe('Streamable HTTP (/mcp)', () => {
     expect(await response.json()).toMatchObject({ error: { code: -32700 }, id: null });
   });
 
-  it.each(MALFORMED_CALLS)('answers a tools/call with %s with -32602 Invalid params naming the field, as the request’s JSON answer', async (_, call, message) => {
-    const response = await post(call);
-    expect(response.status).toBe(200);
-    const answer: unknown = await response.json();
-    expect(answer).toEqual({ jsonrpc: '2.0', id: call.id, error: { code: -32602, message: expect.stringMatching(message) } });
-    expect(JSON.stringify(answer)).not.toContain('invalid_type');
-  });
+  it.each(MALFORMED_CALLS)(
+    'answers a tools/call with %s with -32602 Invalid params naming the field, as the request’s JSON answer',
+    async (_, call, message) => {
+      const response = await post(call);
+      expect(response.status).toBe(200);
+      const answer: unknown = await response.json();
+      expect(answer).toEqual({ jsonrpc: '2.0', id: call.id, error: { code: -32602, message: expect.stringMatching(message) } });
+      expect(JSON.stringify(answer)).not.toContain('invalid_type');
+    },
+  );
 
   it('answers each request of a batch: the malformed call with -32602, the good one with its result', async () => {
     const response = await post([MALFORMED_CALLS[2]?.[1], { jsonrpc: '2.0', id: 21, method: 'tools/list' }]);
@@ -118,7 +138,14 @@ describe('legacy SSE (/sse + /messages)', () => {
   });
 
   it('takes a batch, its answers coming on the stream one by one', async () => {
-    expect((await postTo(endpoint, [{ jsonrpc: '2.0', id: 31, method: 'ping' }, { jsonrpc: '2.0', id: 32, method: 'tools/list' }])).status).toBe(202);
+    expect(
+      (
+        await postTo(endpoint, [
+          { jsonrpc: '2.0', id: 31, method: 'ping' },
+          { jsonrpc: '2.0', id: 32, method: 'tools/list' },
+        ])
+      ).status,
+    ).toBe(202);
     const answers = [JSON.parse(await stream.next('message')), JSON.parse(await stream.next('message'))] as { id: number }[];
     expect(answers.map((answer) => answer.id).toSorted()).toEqual([31, 32]);
   });
@@ -129,7 +156,8 @@ function must(condition: boolean, what: string): void {
   if (!condition) throw new Error(`Set-up failed: expected ${what}`);
 }
 
-const postTo = (url: string, body: unknown): Promise<Response> => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const postTo = (url: string, body: unknown): Promise<Response> =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 interface SseReader {
   /** The data of the next event named `event`, skipping others. */

@@ -27,7 +27,9 @@ async function harness(options: Parameters<typeof startHarness>[0]): Promise<Ser
 /** Starts a task over REST and waits for its end; its id. */
 async function runTask(url: string, token: string): Promise<string> {
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  const started = (await (await fetch(`${url}/api/tasks`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'Self-check, please' }) })).json()) as { task_id: string };
+  const started = (await (await fetch(`${url}/api/tasks`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'Self-check, please' }) })).json()) as {
+    task_id: string;
+  };
   await expect
     .poll(async () => ((await (await fetch(`${url}/api/tasks/${started.task_id}`, { headers })).json()) as { status: string }).status, { timeout: 15_000 })
     .toBe('completed');
@@ -36,13 +38,21 @@ async function runTask(url: string, token: string): Promise<string> {
 
 /** Starts a task over REST with `token`; the answer as it came. */
 const start = (url: string, token: string, prompt: string): Promise<Response> =>
-  fetch(`${url}/api/tasks`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ prompt }) });
+  fetch(`${url}/api/tasks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt }),
+  });
 
 /** The error code of a refused start, with its status. */
-const refusal = async (response: Response): Promise<{ status: number; code?: string }> => ({ status: response.status, code: ((await response.json()) as { error?: { code: string } }).error?.code });
+const refusal = async (response: Response): Promise<{ status: number; code?: string }> => ({
+  status: response.status,
+  code: ((await response.json()) as { error?: { code: string } }).error?.code,
+});
 
 /** Every label value of the samples named `name`, by label. */
-const labelValues = (samples: readonly Sample[], name: string, label: string): string[] => [...new Set(samples.filter((sample) => sample.name === name).map((sample) => sample.labels[label] as string))].toSorted();
+const labelValues = (samples: readonly Sample[], name: string, label: string): string[] =>
+  [...new Set(samples.filter((sample) => sample.name === name).map((sample) => sample.labels[label] as string))].toSorted();
 
 describe("the dashboard's upstreams page", () => {
   it("counts the calls that tasks made on the runner thread, whose pool is not the page's", async () => {
@@ -138,7 +148,13 @@ describe('GET /metrics per principal', () => {
     // An OAuth subject: a principal of no configured name.
     const carol = await issuer.sign({ aud: RESOURCE, sub: 'carol-of-oauth', scope: 'klym:start klym:read klym:cancel' });
 
-    for (const [token, prompt] of [[TOKENS.alice, 'alice 1'], [TOKENS.alice, 'alice 2'], [TOKENS.bob, 'bob 1'], [carol, 'carol 1'], [carol, 'carol 2']] as const) {
+    for (const [token, prompt] of [
+      [TOKENS.alice, 'alice 1'],
+      [TOKENS.alice, 'alice 2'],
+      [TOKENS.bob, 'bob 1'],
+      [carol, 'carol 1'],
+      [carol, 'carol 2'],
+    ] as const) {
       expect((await start(server.url, token, prompt)).status).toBe(202);
     }
     expect(await refusal(await start(server.url, TOKENS.alice, 'alice 3'))).toEqual({ status: 429, code: 'QUOTA_EXCEEDED' });
@@ -149,10 +165,16 @@ describe('GET /metrics per principal', () => {
     // Once the three running tasks' first steps are counted in the store.
     let samples: Sample[] = [];
     await expect
-      .poll(async () => {
-        samples = await scrape(`${server.url}/metrics`, TOKENS.alice);
-        return [valueOf(samples, 'klym_principal_llm_tokens_today', { principal: 'alice' }), valueOf(samples, 'klym_principal_llm_tokens_today', { principal: 'bob' })];
-      }, { timeout: 15_000 })
+      .poll(
+        async () => {
+          samples = await scrape(`${server.url}/metrics`, TOKENS.alice);
+          return [
+            valueOf(samples, 'klym_principal_llm_tokens_today', { principal: 'alice' }),
+            valueOf(samples, 'klym_principal_llm_tokens_today', { principal: 'bob' }),
+          ];
+        },
+        { timeout: 15_000 },
+      )
       .toEqual([890, 890]);
 
     const tasksOf = (principal: string) => ({

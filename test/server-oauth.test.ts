@@ -22,10 +22,17 @@ afterAll(async () => {
 });
 
 /** A Klym server on a free loopback port with `oauth` beside `tokens` (the static token `ops`), its runs the quick stand-in. */
-async function klymWith(oauth: NonNullable<KlymServerOptions['auth']>['oauth'], log: (line: string) => void = () => {}, tokens: Record<string, string> = { ops: STATIC }): Promise<RunningKlymServer> {
+async function klymWith(
+  oauth: NonNullable<KlymServerOptions['auth']>['oauth'],
+  log: (line: string) => void = () => {},
+  tokens: Record<string, string> = { ops: STATIC },
+): Promise<RunningKlymServer> {
   const pool: SessionPool = await createSessionPool({ upstreams: {} });
   const server = await startKlymServer({ port: 0, pool, log, auth: { tokens, oauth }, tasks: { run: quickRunner, shutdownGraceMs: 0 } });
-  cleanups.push(() => pool.close(), () => server.close());
+  cleanups.push(
+    () => pool.close(),
+    () => server.close(),
+  );
   return server;
 }
 
@@ -67,7 +74,12 @@ async function mcpClient(token: string): Promise<Client> {
 
 describe('the protected resource metadata (RFC 9728)', () => {
   it('is served without a token, at the root and under the resource path a 401 names', async () => {
-    const expected = { resource: RESOURCE, authorization_servers: [issuer.issuer], scopes_supported: ['klym:start', 'klym:read', 'klym:cancel'], bearer_methods_supported: ['header'] };
+    const expected = {
+      resource: RESOURCE,
+      authorization_servers: [issuer.issuer],
+      scopes_supported: ['klym:start', 'klym:read', 'klym:cancel'],
+      bearer_methods_supported: ['header'],
+    };
     for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
       const response = await call(path);
       expect({ path, status: response.status }).toEqual({ path, status: 200 });
@@ -223,7 +235,9 @@ describe('scopes', () => {
 
   it('legacy SSE: the message posted decides, as on /mcp', async () => {
     const client = new Client({ name: 'grynya', version: '1.0.0' });
-    await client.connect(new SSEClientTransport(new URL(klym.sseUrl), { requestInit: { headers: { Authorization: `Bearer ${await tokenFor({ scope: 'klym:read' })}` } } }));
+    await client.connect(
+      new SSEClientTransport(new URL(klym.sseUrl), { requestInit: { headers: { Authorization: `Bearer ${await tokenFor({ scope: 'klym:read' })}` } } }),
+    );
     cleanups.push(() => client.close());
     expect(payload(await client.callTool({ name: 'list_agent_tasks', arguments: {} }))).toHaveProperty('tasks');
     await expect(client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'no' } })).rejects.toThrow(/403.*klym:start/s);
@@ -234,7 +248,12 @@ describe('scopes', () => {
     const opened = await fetch(klym.mcpUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${reader}` },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }),
     });
     expect(opened.status).toBe(200);
     const session = opened.headers.get('mcp-session-id') as string;
@@ -244,7 +263,13 @@ describe('scopes', () => {
     ];
     const response = await fetch(klym.mcpUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${reader}`, 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${reader}`,
+        'mcp-session-id': session,
+        'mcp-protocol-version': '2025-06-18',
+      },
       body: JSON.stringify(batch),
     });
     await expectForbidden(response, 'klym:cancel');
@@ -288,8 +313,14 @@ describe('the issuer', () => {
     const started = await call('/api/tasks', token, { method: 'POST', body: { prompt: 'es256' } }, server);
     expect(started.status).toBe(202);
     const { task_id: taskId } = (await started.json()) as { task_id: string };
-    expect((await call(`/api/tasks/${taskId}`, await other.sign({ aud: RESOURCE, sub: 'another', email: 'dana@example.com', scope: 'klym:read' }), {}, server)).status).toBe(200);
-    expect((await call(`/api/tasks/${taskId}`, await other.sign({ aud: RESOURCE, sub: 'ignored', email: 'eve@example.com', scope: 'klym:read' }), {}, server)).status).toBe(404);
+    expect(
+      (await call(`/api/tasks/${taskId}`, await other.sign({ aud: RESOURCE, sub: 'another', email: 'dana@example.com', scope: 'klym:read' }), {}, server))
+        .status,
+    ).toBe(200);
+    expect(
+      (await call(`/api/tasks/${taskId}`, await other.sign({ aud: RESOURCE, sub: 'ignored', email: 'eve@example.com', scope: 'klym:read' }), {}, server))
+        .status,
+    ).toBe(404);
     expect(other.requests.get('/.well-known/openid-configuration')).toBeUndefined();
     expect(other.requests.get('/jwks')).toBe(1);
   });
@@ -307,10 +338,16 @@ describe('the principals of static tokens', () => {
       port: 0,
       pool,
       log: () => {},
-      auth: { tokens: { ops: STATIC, grynya: GRYNYA }, oauth: { issuer: issuer.issuer, resource: RESOURCE, principals: { [GRANTED]: 'grynya', 'carol-at-the-issuer': 'carol' } } },
+      auth: {
+        tokens: { ops: STATIC, grynya: GRYNYA },
+        oauth: { issuer: issuer.issuer, resource: RESOURCE, principals: { [GRANTED]: 'grynya', 'carol-at-the-issuer': 'carol' } },
+      },
       tasks: { run: floodingRunner(0), shutdownGraceMs: 0 },
     });
-    cleanups.push(() => pool.close(), () => server.close());
+    cleanups.push(
+      () => pool.close(),
+      () => server.close(),
+    );
     const started = await call('/api/tasks', GRYNYA, { method: 'POST', body: { prompt: 'static grynya' } }, server);
     if (started.status !== 202) throw new Error(`the static grynya could not start a task: ${started.status} ${await started.text()}`);
     ({ task_id: taskId } = (await started.json()) as { task_id: string });
@@ -336,7 +373,9 @@ describe('the principals of static tokens', () => {
     expect(await statusOf()).not.toBe('cancelled');
     // Over MCP too: the connect itself is refused.
     const client = new Client({ name: 'impostor', version: '1.0.0' });
-    await expect(client.connect(new StreamableHTTPClientTransport(new URL(server.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${impostor}` } } }))).rejects.toThrow(/401|principal kept for other callers/);
+    await expect(
+      client.connect(new StreamableHTTPClientTransport(new URL(server.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${impostor}` } } })),
+    ).rejects.toThrow(/401|principal kept for other callers/);
   });
 
   it('nor is `anonymous`, the caller without auth, whose tasks may share the store, nor a principal granted to another subject', async () => {

@@ -48,10 +48,18 @@ async function inspector(...args: string[]): Promise<Record<string, unknown>> {
 /** Polls the task's status with the Inspector over a 2025-11-25 session until it completed. */
 const untilCompleted = (url: string, taskId: string): Promise<void> =>
   expect
-    .poll(async () => ((await inspector(url, '--method', 'tools/call', '--tool-name', 'check_task_status', '--tool-arg', `task_id=${taskId}`)) as { structuredContent: { status: string } }).structuredContent.status, {
-      timeout: 20_000,
-      interval: 200,
-    })
+    .poll(
+      async () =>
+        (
+          (await inspector(url, '--method', 'tools/call', '--tool-name', 'check_task_status', '--tool-arg', `task_id=${taskId}`)) as {
+            structuredContent: { status: string };
+          }
+        ).structuredContent.status,
+      {
+        timeout: 20_000,
+        interval: 200,
+      },
+    )
     .toBe('completed');
 
 describe('Klym as a process', () => {
@@ -71,7 +79,9 @@ describe('Klym as a process', () => {
     const client = new Client({ name: 'grynya', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(server.mcpUrl)));
     const { task_id: taskId } = payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'Self-check' } }));
-    await expect.poll(async () => payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).step).toMatch(/calling grynya__query_graph/);
+    await expect
+      .poll(async () => payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).step)
+      .toMatch(/calling grynya__query_graph/);
 
     const before = performance.now();
     const exited = once(server.child, 'exit');
@@ -80,8 +90,15 @@ describe('Klym as a process', () => {
     expect(code).toBe(0);
     expect(performance.now() - before).toBeGreaterThanOrEqual(250);
     expect(performance.now() - before).toBeLessThan(8_000);
-    const line = server.stderr().split('\n').find((text) => text.startsWith('klym-test-exit ')) ?? '';
-    const report = JSON.parse(line.slice('klym-test-exit '.length)) as { tasks: { id: string; status: string; cancelReason?: string }[]; grynyaCancelled: number };
+    const line =
+      server
+        .stderr()
+        .split('\n')
+        .find((text) => text.startsWith('klym-test-exit ')) ?? '';
+    const report = JSON.parse(line.slice('klym-test-exit '.length)) as {
+      tasks: { id: string; status: string; cancelReason?: string }[];
+      grynyaCancelled: number;
+    };
     expect(report.tasks).toEqual([{ id: taskId, status: 'cancelled', cancelReason: 'shutdown' }]);
     expect(report.grynyaCancelled).toBeGreaterThanOrEqual(1);
     await client.close();
@@ -89,19 +106,37 @@ describe('Klym as a process', () => {
 });
 
 describe('the MCP Inspector CLI against a running Klym', () => {
-
   it('lists the tools over Streamable HTTP and runs a task over legacy SSE', async () => {
     harness = await startHarness();
     const listed = (await inspector(harness.server.mcpUrl, '--method', 'tools/list')) as { tools: { name: string }[] };
-    expect(listed.tools.map((tool) => tool.name).toSorted()).toEqual(['cancel_agent_task', 'check_task_status', 'describe_capabilities', 'list_agent_tasks', 'query_task_artifact', 'read_task_artifact', 'run_agent_task', 'start_async_agent_task']);
+    expect(listed.tools.map((tool) => tool.name).toSorted()).toEqual([
+      'cancel_agent_task',
+      'check_task_status',
+      'describe_capabilities',
+      'list_agent_tasks',
+      'query_task_artifact',
+      'read_task_artifact',
+      'run_agent_task',
+      'start_async_agent_task',
+    ]);
 
-    const started = (await inspector(harness.server.sseUrl, '--method', 'tools/call', '--tool-name', 'start_async_agent_task', '--tool-arg', 'prompt=Self-check')) as {
+    const started = (await inspector(
+      harness.server.sseUrl,
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'start_async_agent_task',
+      '--tool-arg',
+      'prompt=Self-check',
+    )) as {
       structuredContent: { task_id: string };
     };
     const taskId = started.structuredContent.task_id;
     // Ownership is by principal, not session: a new Inspector session over the other transport sees it.
     await untilCompleted(harness.server.mcpUrl, taskId);
-    const capabilities = (await inspector(harness.server.mcpUrl, '--method', 'tools/call', '--tool-name', 'describe_capabilities')) as { structuredContent: Record<string, unknown> };
+    const capabilities = (await inspector(harness.server.mcpUrl, '--method', 'tools/call', '--tool-name', 'describe_capabilities')) as {
+      structuredContent: Record<string, unknown>;
+    };
     expect(capabilities.structuredContent).toMatchObject({ models: ['scripted'], upstreams: { grynya: { state: 'ready', tools: 5 } } });
     expect((capabilities.structuredContent.tools as { name: string }[]).map((tool) => tool.name)).toContain('grynya__query_graph');
   });
@@ -112,7 +147,9 @@ describe('the MCP Inspector CLI against a running Klym', () => {
     const inspectorMcp20260728 = (...args: string[]) => inspector(harness!.server.mcpUrl, '--protocol-era', 'modern', ...args);
     const listed = (await inspectorMcp20260728('--method', 'tools/list')) as { tools: { name: string }[] };
     expect(listed.tools.map((tool) => tool.name)).toContain('run_agent_task');
-    const started = (await inspectorMcp20260728('--method', 'tools/call', '--tool-name', 'start_async_agent_task', '--tool-arg', 'prompt=Self-check')) as { structuredContent: { task_id: string } };
+    const started = (await inspectorMcp20260728('--method', 'tools/call', '--tool-name', 'start_async_agent_task', '--tool-arg', 'prompt=Self-check')) as {
+      structuredContent: { task_id: string };
+    };
     const taskId = started.structuredContent.task_id;
     await untilCompleted(harness.server.mcpUrl, taskId);
   });

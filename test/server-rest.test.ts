@@ -20,7 +20,10 @@ async function klymOverGrynya(): Promise<{ klym: KlymApp; grynya: FakeGrynya }> 
     tasks: { shutdownGraceMs: 0 },
     log: () => {},
   });
-  cleanups.push(() => grynya.close(), () => klym.close());
+  cleanups.push(
+    () => grynya.close(),
+    () => klym.close(),
+  );
   await klym.service.pool.warmedUp();
   return { klym, grynya };
 }
@@ -36,8 +39,12 @@ describe('the REST API, through app.request()', () => {
       tasks: { maxConcurrent: 1, maxQueued: 1, shutdownGraceMs: 0 },
       log: () => {},
     });
-    cleanups.push(() => grynya.close(), () => klym.close());
-    const start = () => klym.app.request('/api/tasks', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'Self-check' }) });
+    cleanups.push(
+      () => grynya.close(),
+      () => klym.close(),
+    );
+    const start = () =>
+      klym.app.request('/api/tasks', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'Self-check' }) });
     expect((await start()).status).toBe(202);
     await expect.poll(() => grynya.stats.toolCalls, { timeout: 10_000 }).toBe(1);
     expect((await start()).status).toBe(202);
@@ -50,11 +57,17 @@ describe('the REST API, through app.request()', () => {
 
   it('starts a task, reads it, pages its log, lists and cancels, with the same JSON as the tools', async () => {
     const { klym, grynya } = await klymOverGrynya();
-    const started = await klym.app.request('/api/tasks', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'Self-check', record_result: true }) });
+    const started = await klym.app.request('/api/tasks', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'Self-check', record_result: true }),
+    });
     expect(started.status).toBe(202);
     const { task_id: taskId } = (await json(started)) as { task_id: string };
 
-    await expect.poll(async () => (await json(await klym.app.request(`/api/tasks/${taskId}`, { headers: auth }))).status, { timeout: 10_000 }).toBe('completed');
+    await expect
+      .poll(async () => (await json(await klym.app.request(`/api/tasks/${taskId}`, { headers: auth }))).status, { timeout: 10_000 })
+      .toBe('completed');
     await expect.poll(() => grynya.graph.nodes.has(`klym_${taskId}`), { timeout: 10_000 }).toBe(true);
     const full = await json(await klym.app.request(`/api/tasks/${taskId}?full_result=true`, { headers: auth }));
     expect(full).toMatchObject({ task_id: taskId, status: 'completed', result: expect.stringMatching(/^Бачу базу та інструменти, полет нормальний/m) });
@@ -74,7 +87,8 @@ describe('the REST API, through app.request()', () => {
 
   it('answers a start with an idempotency key used before with the same task, and pages the list with a cursor', async () => {
     const { klym } = await klymOverGrynya();
-    const start = (body: Record<string, unknown>) => klym.app.request('/api/tasks', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const start = (body: Record<string, unknown>) =>
+      klym.app.request('/api/tasks', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const first = (await json(await start({ prompt: 'Self-check', idempotency_key: 'retry-me' }))) as { task_id: string };
     const again = await start({ prompt: 'Self-check', idempotency_key: 'retry-me' });
     expect(again.status).toBe(202);
@@ -107,9 +121,15 @@ describe('the REST API, through app.request()', () => {
   it('answers 503 with STORE_UNAVAILABLE when the task store fails', async () => {
     const pool = await createSessionPool({ upstreams: {} });
     const store = createMemoryTaskStore();
-    const broken = { ...store, list: async () => Promise.reject(new KlymError('STORE_UNAVAILABLE', 'The task store /var/lib/klym/tasks.db failed: disk I/O error')) };
+    const broken = {
+      ...store,
+      list: async () => Promise.reject(new KlymError('STORE_UNAVAILABLE', 'The task store /var/lib/klym/tasks.db failed: disk I/O error')),
+    };
     const klym = await createKlymApp({ pool, tasks: { store: broken, shutdownGraceMs: 0 }, log: () => {} });
-    cleanups.push(() => pool.close(), () => klym.close());
+    cleanups.push(
+      () => pool.close(),
+      () => klym.close(),
+    );
     const response = await klym.app.request('/api/tasks');
     expect(response.status).toBe(503);
     expect(await json(response)).toEqual({ error: { code: 'STORE_UNAVAILABLE', message: 'The task store /var/lib/klym/tasks.db failed: disk I/O error' } });

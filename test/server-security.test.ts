@@ -107,7 +107,11 @@ describe('the HTTP guards', () => {
   });
 
   it('keeps configured secrets out of describe_capabilities when an upstream fails with one in its error', async () => {
-    const klym = await createKlymApp({ upstreams: { grynya: { url: 'http://klym:upstream-secret-4242@127.0.0.1:1/mcp' } }, tasks: { secrets: ['upstream-secret-4242'], shutdownGraceMs: 0 }, log: () => {} });
+    const klym = await createKlymApp({
+      upstreams: { grynya: { url: 'http://klym:upstream-secret-4242@127.0.0.1:1/mcp' } },
+      tasks: { secrets: ['upstream-secret-4242'], shutdownGraceMs: 0 },
+      log: () => {},
+    });
     cleanups.push(() => klym.close());
     await klym.service.pool.warmedUp();
     const described = await (await client(klym)).callTool({ name: 'describe_capabilities', arguments: {} });
@@ -121,7 +125,10 @@ describe('the HTTP guards', () => {
   });
 
   it('refuses to bind a non-loopback address without tokens', async () => {
-    await expect(startKlymServer({ host: '0.0.0.0', port: 0, upstreams: {}, log: () => {} })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringMatching(/0\.0\.0\.0.*tokens/) });
+    await expect(startKlymServer({ host: '0.0.0.0', port: 0, upstreams: {}, log: () => {} })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringMatching(/0\.0\.0\.0.*tokens/),
+    });
   });
 });
 
@@ -224,7 +231,10 @@ describe('bad input to the tools', () => {
     const wrongType = await mcp.callTool({ name: 'check_task_status', arguments: { task_id: 'x', max_log_entries: 'many' } });
     expect(wrongType).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/max_log_entries/) }] });
     const unknownTask = await mcp.callTool({ name: 'check_task_status', arguments: { task_id: 'does-not-exist' } });
-    expect(unknownTask).toMatchObject({ isError: true, structuredContent: { error: { code: 'TASK_NOT_FOUND', message: expect.stringMatching(/No task "does-not-exist"/) } } });
+    expect(unknownTask).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'TASK_NOT_FOUND', message: expect.stringMatching(/No task "does-not-exist"/) } },
+    });
   });
 
   it('refuses a model the server does not offer, and caps a budget at the server maximum', async () => {
@@ -232,7 +242,10 @@ describe('bad input to the tools', () => {
     const mcp = await client(klym);
     for (const model of ['gpt-4o', 'http://attacker.example/v1']) {
       const refused = await mcp.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'x', model } });
-      expect(refused).toMatchObject({ isError: true, structuredContent: { error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`model`:.*scripted/) } } });
+      expect(refused).toMatchObject({
+        isError: true,
+        structuredContent: { error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`model`:.*scripted/) } },
+      });
     }
     const capped = await mcp.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'x', budget: { max_steps: 1_000, timeout_ms: 10_000_000 } } });
     expect(capped.structuredContent).toMatchObject({ model: 'scripted', budget: { max_steps: 10, timeout_ms: 60_000 } });
@@ -246,7 +259,9 @@ describe('bad input to the tools', () => {
     const klym = await app({ auth: { tokens: TOKENS }, tasks: { run: floodingRunner(0) } });
     const owner = await client(klym, TOKENS.grynya);
     const other = await client(klym, TOKENS.mallory);
-    const { task_id: taskId } = (await owner.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'mine' } })).structuredContent as { task_id: string };
+    const { task_id: taskId } = (await owner.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'mine' } })).structuredContent as {
+      task_id: string;
+    };
     for (const name of ['check_task_status', 'cancel_agent_task']) {
       const refused = await other.callTool({ name, arguments: { task_id: taskId } });
       expect(refused).toMatchObject({ isError: true, structuredContent: { error: { code: 'TASK_NOT_FOUND' } } });
@@ -270,7 +285,9 @@ describe('bad input to the tools', () => {
   it('keeps the default status of a running task with 10,000 log entries under 1,200 characters, and pages the rest', async () => {
     const klym = await app({ tasks: { run: floodingRunner(10_000), log: { maxBytes: 200_000 } } });
     const mcp = await client(klym);
-    const { task_id: taskId } = (await mcp.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'x'.repeat(5_000) } })).structuredContent as { task_id: string };
+    const { task_id: taskId } = (await mcp.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'x'.repeat(5_000) } })).structuredContent as {
+      task_id: string;
+    };
     const glance = await mcp.callTool({ name: 'check_task_status', arguments: { task_id: taskId } });
     const text = (glance.content as { text: string }[])[0]?.text ?? '';
     expect(text.length).toBeLessThan(1_200);
@@ -289,7 +306,8 @@ describe('bad input to the tools', () => {
     expect(page.log.entries[0]?.seq).toBe(page.log.dropped_before.to_seq + 1);
     expect(page.log.entries[0]?.message).toMatch(/^line \d+: x+$/);
     expect(page.log.more).toBe(true);
-    const next = (await mcp.callTool({ name: 'check_task_status', arguments: { task_id: taskId, log_after: page.log.next_cursor, max_log_entries: 1 } })).structuredContent as {
+    const next = (await mcp.callTool({ name: 'check_task_status', arguments: { task_id: taskId, log_after: page.log.next_cursor, max_log_entries: 1 } }))
+      .structuredContent as {
       log: { entries: { seq: number }[] };
     };
     expect(next.log.entries[0]?.seq).toBe(page.log.next_cursor + 1);

@@ -56,10 +56,13 @@ async function runTask(klym: KlymApp, body: Record<string, unknown>): Promise<Re
   const started = (await (await klym.app.request('/api/tasks', { method: 'POST', headers, body: JSON.stringify(body) })).json()) as { task_id: string };
   let status: Record<string, unknown> = {};
   await expect
-    .poll(async () => {
-      status = (await (await klym.app.request(`/api/tasks/${started.task_id}`, { headers })).json()) as Record<string, unknown>;
-      return status.status;
-    }, { timeout: 10_000 })
+    .poll(
+      async () => {
+        status = (await (await klym.app.request(`/api/tasks/${started.task_id}`, { headers })).json()) as Record<string, unknown>;
+        return status.status;
+      },
+      { timeout: 10_000 },
+    )
     .toMatch(/completed|error|cancelled/);
   return status;
 }

@@ -4,7 +4,17 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createSessionPool, createTaskManager, isKlymError, runAgent, type AgentRunner, type SessionPool, type TaskManager, type TaskManagerOptions, type TaskStore } from '@klym/core';
+import {
+  createSessionPool,
+  createTaskManager,
+  isKlymError,
+  runAgent,
+  type AgentRunner,
+  type SessionPool,
+  type TaskManager,
+  type TaskManagerOptions,
+  type TaskStore,
+} from '@klym/core';
 import { createSqliteTaskStore } from '@klym/core/sqlite';
 import { createMockModel } from '@klym/core/testing';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
@@ -37,12 +47,23 @@ afterEach(async () => {
 const count = { name: 'grynya__query_graph', args: { query: 'MATCH (n) RETURN count(n)' } };
 /** Each run: a model that calls a tool at every step, each step 900 tokens in and 100 out, for up to 8 steps. */
 const thousandPerStep: AgentRunner = (options) =>
-  runAgent({ ...options, model: createMockModel(Array.from({ length: 8 }, (_, index) => ({ text: `step ${index + 1}`, toolCalls: [count], usage: { input: 900, output: 100 } }))) });
+  runAgent({
+    ...options,
+    model: createMockModel(Array.from({ length: 8 }, (_, index) => ({ text: `step ${index + 1}`, toolCalls: [count], usage: { input: 900, output: 100 } }))),
+  });
 
 /** A manager on the SQLite file `name` (opened again by a later call: a restart), with `clock` as its day's clock. */
 async function manager(name: string, clock: { now: number }, options: Partial<TaskManagerOptions> = {}): Promise<{ tasks: TaskManager; store: TaskStore }> {
   const store = await createSqliteTaskStore({ path: path.join(directory, `${name}.db`) });
-  const tasks = createTaskManager({ pool, store, run: thousandPerStep, maxConcurrent: 2, now: () => clock.now, perPrincipal: { maxTokensPerDay: 2_500 }, ...options });
+  const tasks = createTaskManager({
+    pool,
+    store,
+    run: thousandPerStep,
+    maxConcurrent: 2,
+    now: () => clock.now,
+    perPrincipal: { maxTokensPerDay: 2_500 },
+    ...options,
+  });
   const close = async (): Promise<void> => {
     await tasks.close();
     await store.close();
@@ -77,7 +98,11 @@ describe("a principal's spend per day", () => {
     const run = await first.tasks.start({ prompt: 'Count the graph, again and again' }, ALICE);
     const stopped = await ended(first.tasks, run.id);
     // Steps of 1,000 tokens: the third passes 2,500, and the run stops there as a spent budget stops it.
-    expect(stopped).toMatchObject({ status: 'completed', usage: { steps: 3, totalTokens: 3_000 }, result: { finishReason: 'budget:tokensPerDay', finalText: 'step 3' } });
+    expect(stopped).toMatchObject({
+      status: 'completed',
+      usage: { steps: 3, totalTokens: 3_000 },
+      result: { finishReason: 'budget:tokensPerDay', finalText: 'step 3' },
+    });
     const log = await first.tasks.logs(run.id, ALICE);
     expect(log.entries.find((entry) => entry.type === 'budget')?.data).toEqual({ name: 'tokensPerDay', limit: 2_500, used: 3_000 });
 

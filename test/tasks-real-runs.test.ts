@@ -1,5 +1,16 @@
 import path from 'node:path';
-import { PROMPT_PROVENANCE_CHARS, createScriptedModel, createSessionPool, createTaskManager, dayIdOf, runAgent, type AgentRunner, type ScriptedStep, type SessionPool, type TaskManager } from '@klym/core';
+import {
+  PROMPT_PROVENANCE_CHARS,
+  createScriptedModel,
+  createSessionPool,
+  createTaskManager,
+  dayIdOf,
+  runAgent,
+  type AgentRunner,
+  type ScriptedStep,
+  type SessionPool,
+  type TaskManager,
+} from '@klym/core';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it } from 'vitest';
 
@@ -11,12 +22,18 @@ afterEach(async () => {
 const me = { principal: 'grynya' };
 
 /** The real runAgent, with a scripted model that answers `steps` in order. */
-const scripted = (steps: readonly ScriptedStep[]): AgentRunner => (options) => runAgent({ ...options, model: createScriptedModel({ steps }) });
+const scripted =
+  (steps: readonly ScriptedStep[]): AgentRunner =>
+  (options) =>
+    runAgent({ ...options, model: createScriptedModel({ steps }) });
 
 async function grynyaPool(): Promise<{ grynya: FakeGrynya; pool: SessionPool }> {
   const grynya = await createFakeGrynya();
   const pool = await createSessionPool({ upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } } });
-  cleanups.push(() => grynya.close(), () => pool.close({ drainTimeoutMs: 100 }));
+  cleanups.push(
+    () => grynya.close(),
+    () => pool.close({ drainTimeoutMs: 100 }),
+  );
   return { grynya, pool };
 }
 
@@ -36,14 +53,19 @@ describe('tasks run by the real agent loop', () => {
     const fixture = path.join(import.meta.dirname, 'support', 'stdio-fixture-server.ts');
     const pool = await createSessionPool({ upstreams: { fixture: { command: process.execPath, args: ['--conditions=klym-source', fixture] } } });
     cleanups.push(() => pool.close({ drainTimeoutMs: 100 }));
-    const tasks = manager({ pool, run: scripted([{ toolCalls: [{ toolName: 'fixture__log', args: { message: 'hello from the fixture' } }] }, { text: 'logged it' }]) });
+    const tasks = manager({
+      pool,
+      run: scripted([{ toolCalls: [{ toolName: 'fixture__log', args: { message: 'hello from the fixture' } }] }, { text: 'logged it' }]),
+    });
     const task = await tasks.start({ prompt: 'log something' }, me);
     expect((await ended(tasks, task.id)).status).toBe('completed');
     const { entries } = await tasks.logs(task.id, me, { limit: 500 });
     const upstreamLogs = entries.filter((entry) => entry.type === 'upstream-log').map((entry) => entry.data);
     expect(upstreamLogs).toContainEqual(expect.objectContaining({ upstream: 'fixture', source: 'stderr', message: 'stderr says hello from the fixture' }));
     expect(upstreamLogs).toContainEqual(expect.objectContaining({ upstream: 'fixture', source: 'notification', level: 'warning' }));
-    expect(entries.map((entry) => entry.type)).toEqual(expect.arrayContaining(['task-create', 'task-start', 'run-start', 'tool-call', 'tool-result', 'run-end', 'task-end']));
+    expect(entries.map((entry) => entry.type)).toEqual(
+      expect.arrayContaining(['task-create', 'task-start', 'run-start', 'tool-call', 'tool-result', 'run-end', 'task-end']),
+    );
   });
 
   it('ends a run that spends its step budget as completed with "budget:steps" and its partial text', async () => {
@@ -66,7 +88,15 @@ describe('tasks run by the real agent loop', () => {
     // The node says where its text came from: what was asked, by whom, of which model, and how the run ended.
     expect(node).toMatchObject({
       label: 'Analysis',
-      properties: { full_text: 'The graph is fine.', time: done.finishedAt, prompt: 'analyse', model: done.result?.model, principal: 'grynya', finish_reason: 'stop', partial: false },
+      properties: {
+        full_text: 'The graph is fine.',
+        time: done.finishedAt,
+        prompt: 'analyse',
+        model: done.result?.model,
+        principal: 'grynya',
+        finish_reason: 'stop',
+        partial: false,
+      },
     });
     const day = dayIdOf(new Date(done.finishedAt as string), 'Europe/Kyiv');
     expect(done.writeBack).toEqual({ status: 'written', nodeId: `klym_${task.id}`, dayId: day });
@@ -95,7 +125,11 @@ describe('tasks run by the real agent loop', () => {
     const task = await tasks.start({ prompt: 'analyse', recordResult: true }, me);
     await expect.poll(async () => (await tasks.get(task.id, me)).writeBack?.status, { timeout: 10_000 }).toBe('failed');
     const done = await tasks.get(task.id, me);
-    expect(done).toMatchObject({ status: 'completed', result: { text: 'An analysis worth keeping.' }, writeBack: { error: expect.stringMatching(/DB disconnected/) } });
+    expect(done).toMatchObject({
+      status: 'completed',
+      result: { text: 'An analysis worth keeping.' },
+      writeBack: { error: expect.stringMatching(/DB disconnected/) },
+    });
     expect(grynya.graph.nodes.has(`klym_${task.id}`)).toBe(false);
   });
 

@@ -79,10 +79,19 @@ function interleaved(): Record<string, ReturnType<typeof createMockModel>> {
   };
 }
 
-async function tasksOver(upstream: UpstreamConfig, models: Record<string, ReturnType<typeof createMockModel>>): Promise<{ pool: SessionPool; tasks: TaskManager }> {
+async function tasksOver(
+  upstream: UpstreamConfig,
+  models: Record<string, ReturnType<typeof createMockModel>>,
+): Promise<{ pool: SessionPool; tasks: TaskManager }> {
   const pool = await createSessionPool({ upstreams: { state: upstream } });
-  const tasks = createTaskManager({ pool, run: (options) => runAgent({ ...options, ...(models[options.prompt] === undefined ? {} : { model: models[options.prompt] }) }) });
-  cleanups.push(() => pool.close(), () => tasks.close({ graceMs: 0 }));
+  const tasks = createTaskManager({
+    pool,
+    run: (options) => runAgent({ ...options, ...(models[options.prompt] === undefined ? {} : { model: models[options.prompt] }) }),
+  });
+  cleanups.push(
+    () => pool.close(),
+    () => tasks.close({ graceMs: 0 }),
+  );
   return { pool, tasks };
 }
 
@@ -132,9 +141,15 @@ describe('tasks on an upstream that keeps state per session', () => {
     const upstream = statefulUpstream('task', 1);
     const pool = await createSessionPool({ upstreams: { state: upstream.config } });
     const thinking = Promise.withResolvers<void>();
-    const model = createMockModel([{ toolCalls: [{ id: 'set', name: 'state__set', args: { value: 'alpha' } }] }, textUntilAborted('thinking…', thinking.resolve)]);
+    const model = createMockModel([
+      { toolCalls: [{ id: 'set', name: 'state__set', args: { value: 'alpha' } }] },
+      textUntilAborted('thinking…', thinking.resolve),
+    ]);
     const tasks = createTaskManager({ pool, run: (options) => runAgent({ ...options, model }) });
-    cleanups.push(() => pool.close(), () => tasks.close({ graceMs: 0 }));
+    cleanups.push(
+      () => pool.close(),
+      () => tasks.close({ graceMs: 0 }),
+    );
     const task = await tasks.start({ prompt: 'remember alpha' }, { principal: 'alice' });
     await thinking.promise;
     expect(upstream.seen).toMatchObject({ live: 1, closed: 0 });

@@ -102,7 +102,10 @@ describe('a task queue whose Redis goes away', () => {
       code: 'CONFIG_INVALID',
       message: 'Expected the Redis `url` to start with redis:// or rediss://, got http://…',
     });
-    await expect(createBullmqTaskQueue({ url: 'redis://127.0.0.1:6379/zero' })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('database number') });
+    await expect(createBullmqTaskQueue({ url: 'redis://127.0.0.1:6379/zero' })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringContaining('database number'),
+    });
     await expect(createBullmqTaskQueue({ url: 'redis://127.0.0.1:6379/0', stalledIntervalMs: 0 })).rejects.toMatchObject({
       code: 'CONFIG_INVALID',
       message: 'Expected `stalledIntervalMs` to be a positive number, got 0',

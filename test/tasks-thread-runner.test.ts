@@ -41,7 +41,9 @@ const me = { principal: 'grynya' };
 const KEY = 'sk-test-key-for-the-fake-0123456789';
 
 /** The fake grynya, a pool over it for the main thread, and a runner thread with its own pool over the same upstream. */
-async function setUp(more: Readonly<Record<string, UpstreamConfig>> = {}): Promise<{ grynya: FakeGrynya; pool: SessionPool; runner: ThreadRunner; logs: UpstreamLogEntry[] }> {
+async function setUp(
+  more: Readonly<Record<string, UpstreamConfig>> = {},
+): Promise<{ grynya: FakeGrynya; pool: SessionPool; runner: ThreadRunner; logs: UpstreamLogEntry[] }> {
   const grynya = await createFakeGrynya();
   cleanups.push(() => grynya.close());
   const upstreams = { grynya: { url: grynya.sseUrl, transport: 'sse' as const }, ...more };
@@ -92,7 +94,11 @@ describe('tasks on the runner thread', { timeout: 40_000 }, () => {
     const [a, b] = await Promise.all([inline.start({ prompt: 'Self-check' }, me), threaded.start({ prompt: 'Self-check' }, me)]);
     const [inlineTask, threadTask] = await Promise.all([ended(inline, a.id), ended(threaded, b.id)]);
 
-    expect(threadTask).toMatchObject({ status: 'completed', result: { text: expect.stringMatching(new RegExp(`^${SELF_CHECK_OK}`)), toolCalls: 1 }, usage: { steps: 2 } });
+    expect(threadTask).toMatchObject({
+      status: 'completed',
+      result: { text: expect.stringMatching(new RegExp(`^${SELF_CHECK_OK}`)), toolCalls: 1 },
+      usage: { steps: 2 },
+    });
     expect(threadTask.result?.text).toBe(inlineTask.result?.text);
     const [inlineLog, threadLog] = await Promise.all([entriesOf(inline, a.id), entriesOf(threaded, b.id)]);
     expect(threadLog.map((entry) => entry.type)).toEqual(inlineLog.map((entry) => entry.type));
@@ -114,7 +120,9 @@ describe('tasks on the runner thread', { timeout: 40_000 }, () => {
     const task = await tasks.start({ prompt: 'Self-check' }, me);
 
     expect(await ended(tasks, task.id)).toMatchObject({ status: 'completed', usage: { steps: 2 } });
-    await expect.poll(() => calls.map(({ durationMs: _durationMs, ...call }) => call)).toEqual([{ upstream: 'grynya', toolName: 'query_graph', listed: true, outcome: 'ok' }]);
+    await expect
+      .poll(() => calls.map(({ durationMs: _durationMs, ...call }) => call))
+      .toEqual([{ upstream: 'grynya', toolName: 'query_graph', listed: true, outcome: 'ok' }]);
     const steps = events.flatMap((event) => (event.type === 'task-step' ? [event] : []));
     expect(steps.map((event) => event.step)).toEqual([1, 2]);
     expect(steps.every((event) => event.task.id === task.id && event.costUsd === 0 && event.usage.inputTokens > 0)).toBe(true);
@@ -124,8 +132,15 @@ describe('tasks on the runner thread', { timeout: 40_000 }, () => {
   it("keeps what an upstream logged while serving the task's calls, and hands the pool's log to onLog", async () => {
     const fixture = path.join(import.meta.dirname, 'support', 'stdio-fixture-server.ts');
     const { pool, runner, logs } = await setUp({ fixture: { command: process.execPath, args: ['--conditions=klym-source', fixture] } });
-    const llm = await fakeOpenAi([{ kind: 'turn', toolCalls: [{ name: 'fixture__log', args: { message: 'hello from the fixture' } }] }, { kind: 'turn', text: 'logged it' }]);
-    const tasks = manager({ pool, run: runner, defaults: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } } } });
+    const llm = await fakeOpenAi([
+      { kind: 'turn', toolCalls: [{ name: 'fixture__log', args: { message: 'hello from the fixture' } }] },
+      { kind: 'turn', text: 'logged it' },
+    ]);
+    const tasks = manager({
+      pool,
+      run: runner,
+      defaults: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } } },
+    });
 
     const task = await tasks.start({ prompt: 'log something' }, me);
 
@@ -140,10 +155,19 @@ describe('tasks on the runner thread', { timeout: 40_000 }, () => {
     const { grynya, pool, runner } = await setUp();
     const secret = 'grynya-private-token-0123456789';
     const llm = await fakeOpenAi([
-      { kind: 'turn', text: `I will use ${secret} and ${KEY}.`, toolCalls: [{ name: 'grynya__query_graph', args: { query: `MATCH (n {token: '${secret}'}) RETURN n LIMIT 1` } }] },
+      {
+        kind: 'turn',
+        text: `I will use ${secret} and ${KEY}.`,
+        toolCalls: [{ name: 'grynya__query_graph', args: { query: `MATCH (n {token: '${secret}'}) RETURN n LIMIT 1` } }],
+      },
       { kind: 'turn', text: `Done with ${secret}.` },
     ]);
-    const tasks = manager({ pool, run: runner, secrets: [secret], defaults: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } } } });
+    const tasks = manager({
+      pool,
+      run: runner,
+      secrets: [secret],
+      defaults: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } } },
+    });
 
     const task = await tasks.start({ prompt: 'look it up' }, me);
 
@@ -167,34 +191,49 @@ describe('tasks on the runner thread', { timeout: 40_000 }, () => {
 
     expect((await tasks.get(task.id, me)).status).toBe('cancelled');
     await expect.poll(() => grynya.stats.cancelled, { timeout: 5_000 }).toBeGreaterThanOrEqual(1);
-    await expect.poll(async () => (await entriesOf(tasks, task.id)).find((entry) => entry.type === 'run-end')?.data, { timeout: 5_000 }).toMatchObject({ finishReason: 'cancelled' });
+    await expect
+      .poll(async () => (await entriesOf(tasks, task.id)).find((entry) => entry.type === 'run-end')?.data, { timeout: 5_000 })
+      .toMatchObject({ finishReason: 'cancelled' });
   });
 
   it("cancel reaches the model request on the thread: a hung request is aborted, and the run ends 'cancelled'", async () => {
     const { pool, runner } = await setUp();
     const llm = await fakeOpenAi([{ kind: 'hang' }]);
-    const tasks = manager({ pool, run: runner, defaults: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } } } });
+    const tasks = manager({
+      pool,
+      run: runner,
+      defaults: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } } },
+    });
 
     const task = await tasks.start({ prompt: 'think hard' }, me);
     await expect.poll(() => llm.requests.length, { timeout: 10_000 }).toBe(1);
     await tasks.cancel(task.id, me);
 
-    await expect.poll(async () => (await entriesOf(tasks, task.id)).find((entry) => entry.type === 'run-end')?.data, { timeout: 5_000 }).toMatchObject({ finishReason: 'cancelled' });
+    await expect
+      .poll(async () => (await entriesOf(tasks, task.id)).find((entry) => entry.type === 'run-end')?.data, { timeout: 5_000 })
+      .toMatchObject({ finishReason: 'cancelled' });
     expect(llm.requests).toHaveLength(1);
   });
 
   it('never sends a call whose record the store could not keep: it fails with STORE_UNAVAILABLE, which the model reads', async () => {
     const { grynya, pool, runner } = await setUp();
-    const store = { ...createMemoryTaskStore(), saveCheckpoint: () => {
-      throw new Error('the disk is full');
-    } };
+    const store = {
+      ...createMemoryTaskStore(),
+      saveCheckpoint: () => {
+        throw new Error('the disk is full');
+      },
+    };
     const tasks = manager({ pool, run: runner, store });
 
     const task = await tasks.start({ prompt: 'Self-check' }, me);
 
     expect(await ended(tasks, task.id)).toMatchObject({ status: 'completed', result: { text: expect.stringContaining('Self-check failed') } });
     const failure = (await entriesOf(tasks, task.id)).find((entry) => entry.type === 'tool-error')?.data;
-    expect(failure).toMatchObject({ toolName: 'grynya__query_graph', code: 'STORE_UNAVAILABLE', message: 'The call was not sent: its record could not be stored (the disk is full)' });
+    expect(failure).toMatchObject({
+      toolName: 'grynya__query_graph',
+      code: 'STORE_UNAVAILABLE',
+      message: 'The call was not sent: its record could not be stored (the disk is full)',
+    });
     expect(grynya.stats.toolCalls).toBe(0);
   });
 
@@ -202,7 +241,10 @@ describe('tasks on the runner thread', { timeout: 40_000 }, () => {
     const { pool, runner } = await setUp();
     const memory = createMemoryTaskStore();
     const saved: AgentCheckpoint[] = [];
-    const store = { ...memory, saveCheckpoint: (id: string, checkpoint: AgentCheckpoint) => void (saved.push(checkpoint), memory.saveCheckpoint(id, checkpoint)) };
+    const store = {
+      ...memory,
+      saveCheckpoint: (id: string, checkpoint: AgentCheckpoint) => void (saved.push(checkpoint), memory.saveCheckpoint(id, checkpoint)),
+    };
     const tasks = manager({ pool, run: runner, store });
 
     const task = await tasks.start({ prompt: 'Self-check' }, me);
@@ -220,7 +262,10 @@ describe('tasks on the runner thread', { timeout: 40_000 }, () => {
     const { pool, runner } = await setUp();
     const [inline, threaded] = [checkpointListener(), checkpointListener()];
 
-    const [inlineRun, threadRun] = await Promise.all([runAgent({ pool, prompt: 'Self-check', onCheckpoint: inline.onCheckpoint }), runner({ pool, prompt: 'Self-check', onCheckpoint: threaded.onCheckpoint })]);
+    const [inlineRun, threadRun] = await Promise.all([
+      runAgent({ pool, prompt: 'Self-check', onCheckpoint: inline.onCheckpoint }),
+      runner({ pool, prompt: 'Self-check', onCheckpoint: threaded.onCheckpoint }),
+    ]);
 
     // Before the call, after it, after each of the two steps.
     expect(threaded.saved.map((saved) => saved.beforeCall)).toEqual([true, false, false, false]);
@@ -250,7 +295,9 @@ describe('tasks on the runner thread', { timeout: 40_000 }, () => {
     const result = await runner({ pool, prompt: 'Self-check', onCheckpoint });
 
     expect(mostAtOnce).toBe(1);
-    expect(stored.map((checkpoint) => [checkpoint.steps, checkpoint.current?.calls.length])).toEqual(inline.map((checkpoint) => [checkpoint.steps, checkpoint.current?.calls.length]));
+    expect(stored.map((checkpoint) => [checkpoint.steps, checkpoint.current?.calls.length])).toEqual(
+      inline.map((checkpoint) => [checkpoint.steps, checkpoint.current?.calls.length]),
+    );
     expect(result.messages).toBe(stored.at(-1)?.messages);
   });
 
@@ -305,12 +352,18 @@ describe('tasks on the runner thread', { timeout: 40_000 }, () => {
     const tasks = manager({ pool, run: runner });
     expect(await ended(tasks, (await tasks.start({ prompt: 'Self-check' }, me)).id)).toMatchObject({ status: 'completed' });
     expect(niceOfThreads()).toContain(base + 7);
-    expect(() => createThreadRunner({ upstreams: {}, niceness: 20 })).toThrow(new KlymError('CONFIG_INVALID', 'Expected `niceness` to be an integer from 0 to 19, got 20'));
+    expect(() => createThreadRunner({ upstreams: {}, niceness: 20 })).toThrow(
+      new KlymError('CONFIG_INVALID', 'Expected `niceness` to be an integer from 0 to 19, got 20'),
+    );
   });
 
   it('refuses what cannot cross a thread, naming it: an upstream given as connect(), a model object', async () => {
     expect(() => createThreadRunner({ upstreams: { memory: createInMemoryUpstream(() => new McpServer({ name: 'echo', version: '1.0.0' })) } })).toThrow(
-      new KlymError('CONFIG_INVALID', 'Upstream "memory": an upstream given as a `connect()` function cannot run on the runner thread; give it a `url` or a `command`, or run tasks inline', { upstream: 'memory' }),
+      new KlymError(
+        'CONFIG_INVALID',
+        'Upstream "memory": an upstream given as a `connect()` function cannot run on the runner thread; give it a `url` or a `command`, or run tasks inline',
+        { upstream: 'memory' },
+      ),
     );
     const { pool, runner } = await setUp();
     const refused = await runner({ pool, prompt: 'hi', model: createScriptedModel() }).catch((error: unknown) => error);
@@ -326,14 +379,19 @@ describe('klym serve when its runner thread dies', () => {
     using cwd = temporaryDirectory();
     const grynya = await createFakeGrynya();
     cleanups.push(() => grynya.close());
-    const klym = startKlym(['serve', '--port', '0', '--upstream', `grynya=${grynya.sseUrl}`, '--set', 'upstreams.grynya.transport=sse'], { cwd: cwd.path, nodeArgs: ['--import', FAULT] });
+    const klym = startKlym(['serve', '--port', '0', '--upstream', `grynya=${grynya.sseUrl}`, '--set', 'upstreams.grynya.transport=sse'], {
+      cwd: cwd.path,
+      nodeArgs: ['--import', FAULT],
+    });
     cleanups.push(async () => {
       if (klym.child.exitCode === null && klym.child.signalCode === null) klym.child.kill('SIGKILL');
       await klym.exited();
     });
     const [, url] = (await klym.waitFor(/Klym is serving MCP at (http:\/\/127\.0\.0\.1:\d+)\/mcp/)) as [string, string];
     const run = async (prompt: string): Promise<Record<string, unknown>> => {
-      const started = (await (await fetch(`${url}/api/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt }) })).json()) as { task_id: string };
+      const started = (await (
+        await fetch(`${url}/api/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt }) })
+      ).json()) as { task_id: string };
       const status = async () => (await (await fetch(`${url}/api/tasks/${started.task_id}`)).json()) as Record<string, unknown>;
       await expect.poll(async () => (await status()).status, { timeout: 15_000 }).toMatch(/completed|error|cancelled/);
       return status();
@@ -346,12 +404,19 @@ describe('klym serve when its runner thread dies', () => {
     expect(await run('Self-check')).toMatchObject({ status: 'completed', result: expect.stringMatching(new RegExp(`^${SELF_CHECK_OK}`)) });
     expect(await run('crash: throw')).toMatchObject({
       status: 'error',
-      error: { code: 'INTERNAL', message: 'The runner thread ended while the run was under way (it failed: Error: the fixture broke the runner thread); the next run starts a fresh thread' },
+      error: {
+        code: 'INTERNAL',
+        message:
+          'The runner thread ended while the run was under way (it failed: Error: the fixture broke the runner thread); the next run starts a fresh thread',
+      },
     });
     expect(await run('Self-check')).toMatchObject({ status: 'completed' });
     // A rejection nobody handled on the thread is the process's, as it would be inline: logged, and the run goes on.
     expect(await run('crash: reject')).toMatchObject({ status: 'completed' });
-    await klym.waitFor(/"level":"error",.*"msg":"klym: unhandled rejection \(logged; serving goes on\): Error: the fixture left a rejection on the runner thread/, 'stderr');
+    await klym.waitFor(
+      /"level":"error",.*"msg":"klym: unhandled rejection \(logged; serving goes on\): Error: the fixture left a rejection on the runner thread/,
+      'stderr',
+    );
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
 
     klym.child.kill('SIGTERM');

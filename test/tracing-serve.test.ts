@@ -36,9 +36,15 @@ async function serveOneTask(env: Record<string, string>): Promise<{ stderr: stri
     const [, url] = (await klym.waitFor(/Klym is serving MCP at (http:\/\/127\.0\.0\.1:\d+)\/mcp/)) as [string, string];
     const client = new Client({ name: 'grynya', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`)));
-    const started = await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'Check yourself' }, _meta: { traceparent: `00-${GRYNYA_TRACE}-${GRYNYA_SPAN}-01` } });
+    const started = await client.callTool({
+      name: 'start_async_agent_task',
+      arguments: { prompt: 'Check yourself' },
+      _meta: { traceparent: `00-${GRYNYA_TRACE}-${GRYNYA_SPAN}-01` },
+    });
     taskId = String(payload(started)['task_id']);
-    await expect.poll(async () => payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))['status'], { timeout: 20_000 }).toBe('completed');
+    await expect
+      .poll(async () => payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))['status'], { timeout: 20_000 })
+      .toBe('completed');
     await client.close();
   } finally {
     klym.child.kill('SIGTERM');

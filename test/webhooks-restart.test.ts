@@ -30,7 +30,9 @@ describe('webhooks from klym serve, across a SIGKILL mid-retry', () => {
     const config = {
       tasks: { store: 'sqlite:state/tasks.db' },
       server: { port: 0, tokens: { grynya: OWNER } },
-      webhooks: { ops: { url: receiver.url, secret, events: ['task.started', 'task.completed'], retryDelayMs: 1_000, maxRetryDelayMs: 2_000, timeoutMs: 5_000 } },
+      webhooks: {
+        ops: { url: receiver.url, secret, events: ['task.started', 'task.completed'], retryDelayMs: 1_000, maxRetryDelayMs: 2_000, timeoutMs: 5_000 },
+      },
     };
     writeFileSync(path.join(directory.path, 'klym.config.json'), JSON.stringify(config));
 
@@ -56,13 +58,18 @@ describe('webhooks from klym serve, across a SIGKILL mid-retry', () => {
     // Every request verified with the endpoint's secret; one id per event, the same before and after the restart.
     expect(receiver.requests.filter((request) => request.invalid !== undefined)).toEqual([]);
     const idsByType = new Map<string, Set<string>>();
-    for (const request of receiver.requests) idsByType.set(request.payload?.type ?? '', (idsByType.get(request.payload?.type ?? '') ?? new Set()).add(request.id));
+    for (const request of receiver.requests)
+      idsByType.set(request.payload?.type ?? '', (idsByType.get(request.payload?.type ?? '') ?? new Set()).add(request.id));
     expect([...idsByType.keys()].toSorted()).toEqual(['task.completed', 'task.started']);
     expect([...idsByType.values()].map((ids) => ids.size)).toEqual([1, 1]);
     expect(receiver.requests.filter((request) => request.attempt <= 2).length).toBe(4);
     const payloads = [...receiver.accepted.values()].toSorted((a, b) => a.type.localeCompare(b.type));
     expect(payloads).toEqual([
-      { type: 'task.completed', timestamp: expect.any(String), data: expect.objectContaining({ task_id: id, status: 'completed', principal: 'grynya', finish_reason: 'stop' }) },
+      {
+        type: 'task.completed',
+        timestamp: expect.any(String),
+        data: expect.objectContaining({ task_id: id, status: 'completed', principal: 'grynya', finish_reason: 'stop' }),
+      },
       { type: 'task.started', timestamp: expect.any(String), data: { task_id: id, status: 'running', principal: 'grynya' } },
     ]);
 

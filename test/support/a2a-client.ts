@@ -3,8 +3,11 @@ import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Clie
 
 /** The A2A SDK's own client, from the Agent Card at `url`, sending `token` as a bearer token. */
 export function a2aClient(url: string, token: string): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), Authorization: `Bearer ${token}` } });
-  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl })] }));
+  const fetchImpl: typeof fetch = (input, init) =>
+    fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), Authorization: `Bearer ${token}` } });
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl })] }),
+  );
   return factory.createFromUrl(url);
 }
 

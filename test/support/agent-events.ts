@@ -23,4 +23,5 @@ export function toolStepThenAnswer(toolCalls = 1): AgentEvent['type'][] {
 }
 
 /** The types of `events` in order, `upstream-log` entries left out. */
-export const eventTypes = (events: readonly AgentEvent[]): AgentEvent['type'][] => events.filter((event) => event.type !== 'upstream-log').map((event) => event.type);
+export const eventTypes = (events: readonly AgentEvent[]): AgentEvent['type'][] =>
+  events.filter((event) => event.type !== 'upstream-log').map((event) => event.type);

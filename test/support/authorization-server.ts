@@ -56,15 +56,23 @@ export async function startAuthorizationServer(options: {
       }
       const form = new URLSearchParams(await bodyOf(request));
       const method = request.headers.authorization?.startsWith('Basic ') ? 'client_secret_basic' : form.has('client_assertion') ? 'private_key_jwt' : 'none';
-      const granted = form.get('grant_type') === 'client_credentials' && (method === 'client_secret_basic' ? basicMatches(request, options) : method === 'private_key_jwt' && assertionMatches(form.get('client_assertion') ?? '', issuer, options));
+      const granted =
+        form.get('grant_type') === 'client_credentials' &&
+        (method === 'client_secret_basic'
+          ? basicMatches(request, options)
+          : method === 'private_key_jwt' && assertionMatches(form.get('client_assertion') ?? '', issuer, options));
       tokenRequests.push({ method, granted });
       if (!granted) {
-        response.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_client', error_description: 'the client is not known, or its credentials are wrong' }));
+        response
+          .writeHead(401, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: 'invalid_client', error_description: 'the client is not known, or its credentials are wrong' }));
         return;
       }
       const token = `at-${randomBytes(12).toString('hex')}`;
       tokens.set(token, options.now() + options.lifetimeSeconds * 1_000);
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: token, token_type: 'Bearer', expires_in: options.lifetimeSeconds }));
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ access_token: token, token_type: 'Bearer', expires_in: options.lifetimeSeconds }));
     })();
   });
   http.listen(0, '127.0.0.1');
@@ -90,7 +98,10 @@ async function bodyOf(request: IncomingMessage): Promise<string> {
 }
 
 function basicMatches(request: IncomingMessage, options: { readonly clientId: string; readonly clientSecret?: string }): boolean {
-  const [id, secret] = Buffer.from((request.headers.authorization ?? '').slice('Basic '.length), 'base64').toString('utf8').split(':').map(decodeURIComponent);
+  const [id, secret] = Buffer.from((request.headers.authorization ?? '').slice('Basic '.length), 'base64')
+    .toString('utf8')
+    .split(':')
+    .map(decodeURIComponent);
   return options.clientSecret !== undefined && id === options.clientId && secret === options.clientSecret;
 }
 
@@ -98,8 +109,18 @@ function basicMatches(request: IncomingMessage, options: { readonly clientId: st
 function assertionMatches(assertion: string, issuer: string, options: { readonly clientId: string; readonly publicKey?: KeyObject }): boolean {
   const [header = '', payload = '', signature = ''] = assertion.split('.');
   if (options.publicKey === undefined) return false;
-  const signed = verify('sha256', Buffer.from(`${header}.${payload}`), { key: options.publicKey, dsaEncoding: 'ieee-p1363' }, Buffer.from(signature, 'base64url'));
+  const signed = verify(
+    'sha256',
+    Buffer.from(`${header}.${payload}`),
+    { key: options.publicKey, dsaEncoding: 'ieee-p1363' },
+    Buffer.from(signature, 'base64url'),
+  );
   const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { iss?: string; sub?: string; aud?: string | string[] };
   const audiences = [claims.aud ?? []].flat();
-  return signed && claims.iss === options.clientId && claims.sub === options.clientId && audiences.some((audience) => [issuer, `${issuer}/token`].includes(audience.replace(/\/+$/, '')));
+  return (
+    signed &&
+    claims.iss === options.clientId &&
+    claims.sub === options.clientId &&
+    audiences.some((audience) => [issuer, `${issuer}/token`].includes(audience.replace(/\/+$/, '')))
+  );
 }

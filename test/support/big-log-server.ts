@@ -23,7 +23,11 @@ if (process.argv[1] === import.meta.filename) {
   const server = new McpServer({ name: 'big-log', version: '1.0.0' });
   server.registerTool(
     'read_log',
-    { description: "Reads the night's log.", inputSchema: { lines: z.number().int().positive(), needle_at: z.number().int().min(0) }, annotations: { readOnlyHint: true } },
+    {
+      description: "Reads the night's log.",
+      inputSchema: { lines: z.number().int().positive(), needle_at: z.number().int().min(0) },
+      annotations: { readOnlyHint: true },
+    },
     ({ lines, needle_at: needleAt }) => {
       const text = bigLog(lines, needleAt);
       return { content: [{ type: 'text', text }], structuredContent: { content: text } };

@@ -24,7 +24,12 @@ async function issuerNamedBy(resource: string): Promise<string> {
 /** The credentials a scenario hands the client, as `upstreams.<name>.auth`. */
 async function authOf(context: string | undefined): Promise<UpstreamAuth | undefined> {
   if (context === undefined) return undefined;
-  const { client_id: clientId, client_secret: clientSecret, private_key_pem: privateKey, signing_algorithm: algorithm } = JSON.parse(context) as Record<string, string | undefined>;
+  const {
+    client_id: clientId,
+    client_secret: clientSecret,
+    private_key_pem: privateKey,
+    signing_algorithm: algorithm,
+  } = JSON.parse(context) as Record<string, string | undefined>;
   if (clientId === undefined || (clientSecret === undefined && privateKey === undefined)) return undefined;
   const issuer = await issuerNamedBy(url);
   if (clientSecret !== undefined) return { type: 'client_credentials', clientId, clientSecret, issuer };
@@ -32,7 +37,8 @@ async function authOf(context: string | undefined): Promise<UpstreamAuth | undef
 }
 
 /** A value of a JSON Schema `type`. */
-const sample = (type: string | undefined): unknown => (type === 'number' || type === 'integer' ? 1 : type === 'boolean' ? true : type === 'array' ? [] : type === 'object' ? {} : 'x');
+const sample = (type: string | undefined): unknown =>
+  type === 'number' || type === 'integer' ? 1 : type === 'boolean' ? true : type === 'array' ? [] : type === 'object' ? {} : 'x';
 
 /** Arguments that satisfy `tool`'s input schema's required properties, by their type. */
 function sampleArguments(tool: PoolTool): Record<string, unknown> {
@@ -43,7 +49,9 @@ function sampleArguments(tool: PoolTool): Record<string, unknown> {
 const auth = await authOf(process.env['MCP_CONFORMANCE_CONTEXT']);
 // One session: the suite's test servers keep one client's state (sse-retry answers a call on whichever GET
 // stream opens after it), and a command that makes its calls one by one needs no more.
-const pool = await createSessionPool({ upstreams: { conformance: { url, transport: 'streamable-http', pool: { min: 1, max: 1 }, ...(auth === undefined ? {} : { auth }) } } });
+const pool = await createSessionPool({
+  upstreams: { conformance: { url, transport: 'streamable-http', pool: { min: 1, max: 1 }, ...(auth === undefined ? {} : { auth }) } },
+});
 try {
   const { tools, upstreams } = await pool.listTools();
   const report = upstreams['conformance'];

@@ -67,7 +67,8 @@ export function bookConsumer(name: string, book: RunBook, options: Omit<QueuePro
       book.starts.push({ id: lease.id, on: name });
       book.underWay.set(lease.id, name);
       book.peak.set(principal, Math.max(book.peak.get(principal) ?? 0, running(principal)));
-      for (const other of new Set([...book.underWay.keys()].map(principalOfTask))) if (other !== principal) book.together.add([principal, other].toSorted().join('+'));
+      for (const other of new Set([...book.underWay.keys()].map(principalOfTask)))
+        if (other !== principal) book.together.add([principal, other].toSorted().join('+'));
       options.onStart?.(lease.id);
       const { promise: taken, resolve } = Promise.withResolvers<void>();
       lease.signal.addEventListener('abort', () => resolve(), { once: true });
@@ -84,12 +85,7 @@ export function bookConsumer(name: string, book: RunBook, options: Omit<QueuePro
 }
 
 /** A queue on `url` named `name`, opened as a front (`concurrency` 0) or a worker, with a {@link bookConsumer}. */
-export async function openQueue(
-  url: string,
-  name: string,
-  book: RunBook,
-  process: QueueProcess,
-): Promise<BullmqTaskQueue> {
+export async function openQueue(url: string, name: string, book: RunBook, process: QueueProcess): Promise<BullmqTaskQueue> {
   const queue = await createBullmqTaskQueue({ url, name, ...process.queue });
   queue.open(bookConsumer(process.name, book, process));
   return queue;

@@ -42,7 +42,7 @@ describe('startFakeLlmServer with delayMs', () => {
 const post = (url: string, body: unknown): Promise<Response> => fetch(url, { method: 'POST', body: JSON.stringify(body) });
 
 describe('startFakeLlmServer with a contextWindow', () => {
-  it('answers a request over its window 400 with OpenAI\'s context_length_exceeded, on both APIs, and reports its count as usage below it', async () => {
+  it("answers a request over its window 400 with OpenAI's context_length_exceeded, on both APIs, and reports its count as usage below it", async () => {
     await using llm = await startFakeLlmServer([{ kind: 'turn', text: 'fits' }], { contextWindow: 50 });
     const long = 'word '.repeat(100);
     for (const [path, body] of [

@@ -94,7 +94,8 @@ export async function startFakeLlmServer(
       }
       const decided = decide(received);
       // A turn without usage reports what the fake counted, as a provider reports its count.
-      const reply = counted !== undefined && decided?.kind === 'turn' && decided.usage === undefined ? { ...decided, usage: { input: counted, output: 20 } } : decided;
+      const reply =
+        counted !== undefined && decided?.kind === 'turn' && decided.usage === undefined ? { ...decided, usage: { input: counted, output: 20 } } : decided;
       const onAbandon = (): void => {
         if (closing === undefined) abandoned.push(received);
       };
@@ -200,17 +201,35 @@ function responsesEvents(turn: Turn): unknown[] {
   return events;
 }
 
-const chunk = (choice: unknown): unknown => ({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'fake', choices: [choice] });
+const chunk = (choice: unknown): unknown => ({
+  id: 'chatcmpl-fake',
+  object: 'chat.completion.chunk',
+  created: 1_700_000_000,
+  model: 'fake',
+  choices: [choice],
+});
 
 function chatEvents(turn: Turn): unknown[] {
   const events: unknown[] = [chunk({ index: 0, delta: { role: 'assistant', content: turn.text ?? '' }, finish_reason: null })];
   for (const [number, call] of (turn.toolCalls ?? []).entries()) {
-    const toolCall = { index: number, id: `call_${number}_${Date.now()}`, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.args) } };
+    const toolCall = {
+      index: number,
+      id: `call_${number}_${Date.now()}`,
+      type: 'function',
+      function: { name: call.name, arguments: JSON.stringify(call.args) },
+    };
     events.push(chunk({ index: 0, delta: { tool_calls: [toolCall] }, finish_reason: null }));
   }
   events.push(chunk({ index: 0, delta: {}, finish_reason: (turn.toolCalls ?? []).length > 0 ? 'tool_calls' : 'stop' }));
   const usage = turn.usage ?? { input: 100, output: 20 };
-  events.push({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'fake', choices: [], usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } });
+  events.push({
+    id: 'chatcmpl-fake',
+    object: 'chat.completion.chunk',
+    created: 1_700_000_000,
+    model: 'fake',
+    choices: [],
+    usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output },
+  });
   events.push('[DONE]');
   return events;
 }

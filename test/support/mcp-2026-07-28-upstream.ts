@@ -67,11 +67,15 @@ export async function startMcp20260728Upstream(
       });
       return { content: [{ type: 'text', text: 'released' }] };
     });
-    server.registerTool('log', { description: 'Logs its message, then answers', inputSchema: z.object({ message: z.string() }) }, async ({ message }, context) => {
-      calls.push('log');
-      await context.mcpReq.log('info', message);
-      return { content: [{ type: 'text', text: 'logged' }] };
-    });
+    server.registerTool(
+      'log',
+      { description: 'Logs its message, then answers', inputSchema: z.object({ message: z.string() }) },
+      async ({ message }, context) => {
+        calls.push('log');
+        await context.mcpReq.log('info', message);
+        return { content: [{ type: 'text', text: 'logged' }] };
+      },
+    );
     return server;
   });
   const serve = toNodeHandler(handler);
@@ -79,7 +83,9 @@ export async function startMcp20260728Upstream(
   const listener = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const authorizationServer = options.authorizationServer;
     if (authorizationServer !== undefined && request.url?.startsWith('/.well-known/oauth-protected-resource')) {
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ resource: `${base}/mcp`, authorization_servers: [authorizationServer.issuer] }));
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ resource: `${base}/mcp`, authorization_servers: [authorizationServer.issuer] }));
       return;
     }
     let body = '';

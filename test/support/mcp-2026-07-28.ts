@@ -14,7 +14,12 @@ export interface Mcp20260728PostOptions {
 }
 
 /** Posts one JSON-RPC message as a 2026-07-28 client would, with `token` as its bearer. */
-export async function mcp20260728Post(url: string, token: string | undefined, message: { method: string; params?: Record<string, unknown>; [key: string]: unknown }, options: Mcp20260728PostOptions = {}): Promise<Response> {
+export async function mcp20260728Post(
+  url: string,
+  token: string | undefined,
+  message: { method: string; params?: Record<string, unknown>; [key: string]: unknown },
+  options: Mcp20260728PostOptions = {},
+): Promise<Response> {
   const version = options.protocolVersion ?? '2026-07-28';
   const params = message.params ?? {};
   const envelope = {
@@ -50,9 +55,17 @@ export interface Mcp20260728Answer {
 let nextId = 1;
 
 /** Calls `method` with `params` and reads its one answer (a JSON body, or the last message of an SSE one). */
-export async function mcp20260728Call(url: string, token: string, method: string, params: Record<string, unknown>, options: Mcp20260728PostOptions = {}): Promise<Mcp20260728Answer> {
+export async function mcp20260728Call(
+  url: string,
+  token: string,
+  method: string,
+  params: Record<string, unknown>,
+  options: Mcp20260728PostOptions = {},
+): Promise<Mcp20260728Answer> {
   const response = await mcp20260728Post(url, token, { jsonrpc: '2.0', id: nextId++, method, params }, options);
-  const body = response.headers.get('content-type')?.startsWith('text/event-stream') ? ((await readEvents(response, 10_000)).at(-1) ?? {}) : ((await response.json()) as Record<string, unknown>);
+  const body = response.headers.get('content-type')?.startsWith('text/event-stream')
+    ? ((await readEvents(response, 10_000)).at(-1) ?? {})
+    : ((await response.json()) as Record<string, unknown>);
   return { status: response.status, body, result: body.result as Mcp20260728Answer['result'], error: body.error as Mcp20260728Answer['error'] };
 }
 

@@ -14,7 +14,9 @@ export const scriptedRunner: AgentRunner = (options) => {
   const steps = count === undefined ? 1 : Number(count);
   const answer = count === undefined ? 'done' : `done after ${steps} steps`;
   const script = ({ call }: { call: number }): ScriptedStep =>
-    call <= steps ? { toolCalls: [{ toolName: 'grynya__query_graph', args: { query: 'RETURN 1' } }], usage: { inputTokens: 100, outputTokens: 20 } } : { text: answer };
+    call <= steps
+      ? { toolCalls: [{ toolName: 'grynya__query_graph', args: { query: 'RETURN 1' } }], usage: { inputTokens: 100, outputTokens: 20 } }
+      : { text: answer };
   return runAgent({ ...options, model: createScriptedModel({ steps: script }) });
 };
 
@@ -27,7 +29,12 @@ export interface StreamedCall {
 }
 
 /** Calls `name` as an MCP task through `client.experimental.tasks.callToolStream` and collects every message. */
-export async function streamTool(client: Client, name: string, args: Record<string, unknown>, options: Parameters<Client['experimental']['tasks']['callToolStream']>[2] = {}): Promise<StreamedCall> {
+export async function streamTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+  options: Parameters<Client['experimental']['tasks']['callToolStream']>[2] = {},
+): Promise<StreamedCall> {
   let created: Task | undefined;
   const statuses: Task[] = [];
   let result: CallToolResult | undefined;

@@ -32,7 +32,11 @@ export async function startOidcIssuer(alg: 'RS256' | 'ES256' = 'RS256'): Promise
     const path = new URL(request.url ?? '/', issuer).pathname;
     requests.set(path, (requests.get(path) ?? 0) + 1);
     const body =
-      path === '/.well-known/openid-configuration' ? { issuer, jwks_uri: `${issuer}/jwks`, response_types_supported: ['code'], id_token_signing_alg_values_supported: [alg] } : path === '/jwks' ? jwks : undefined;
+      path === '/.well-known/openid-configuration'
+        ? { issuer, jwks_uri: `${issuer}/jwks`, response_types_supported: ['code'], id_token_signing_alg_values_supported: [alg] }
+        : path === '/jwks'
+          ? jwks
+          : undefined;
     response.writeHead(body === undefined ? 404 : 200, { 'content-type': 'application/json' }).end(JSON.stringify(body ?? { error: 'not_found' }));
   });
   server.listen(0, '127.0.0.1');

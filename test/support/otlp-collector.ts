@@ -83,7 +83,8 @@ function* fields(buffer: Buffer): Generator<Field> {
   }
 }
 
-const messages = (buffer: Buffer, number: number): Buffer[] => [...fields(buffer)].filter((field) => field.number === number && Buffer.isBuffer(field.value)).map((field) => field.value as Buffer);
+const messages = (buffer: Buffer, number: number): Buffer[] =>
+  [...fields(buffer)].filter((field) => field.number === number && Buffer.isBuffer(field.value)).map((field) => field.value as Buffer);
 const first = (buffer: Buffer, number: number): Field['value'] | undefined => [...fields(buffer)].find((field) => field.number === number)?.value;
 
 function attributesOf(buffer: Buffer, number: number): Record<string, string | number | boolean> {

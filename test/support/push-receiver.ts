@@ -50,5 +50,11 @@ export async function startPushReceiver(answer: (request: PushRequest, index: nu
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   };
-  return { origin: `http://127.0.0.1:${port}`, requests, to: (path) => requests.filter((request) => request.path === path), close, [Symbol.asyncDispose]: close };
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    requests,
+    to: (path) => requests.filter((request) => request.path === path),
+    close,
+    [Symbol.asyncDispose]: close,
+  };
 }

@@ -40,10 +40,26 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const port = await freePort();
   const dir = await mkdtemp(path.join(tmpdir(), 'klym-redis-'));
   const args = [
-    '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
-    '--appendonly', options.appendonly ?? 'yes', '--appendfsync', 'everysec',
-    '--maxmemory-policy', options.maxmemoryPolicy ?? 'noeviction',
-    '--protected-mode', 'no', '--daemonize', 'no', '--loglevel', 'notice',
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    options.appendonly ?? 'yes',
+    '--appendfsync',
+    'everysec',
+    '--maxmemory-policy',
+    options.maxmemoryPolicy ?? 'noeviction',
+    '--protected-mode',
+    'no',
+    '--daemonize',
+    'no',
+    '--loglevel',
+    'notice',
     ...(options.args ?? []),
   ];
   let child = await launch(args);
@@ -80,7 +96,8 @@ async function launch(args: readonly string[]): Promise<ChildProcess> {
       if (/Ready to accept connections/.test(seen)) done();
     };
     const onExit = (code: number | null): void => fail(new Error(`redis-server exited with code ${code} before it got ready:\n${seen.slice(-2_000)}`));
-    const onError = (error: Error): void => fail(new Error(`redis-server could not start (is Debian's redis-server package installed? scripts/run.sh installs it): ${error.message}`));
+    const onError = (error: Error): void =>
+      fail(new Error(`redis-server could not start (is Debian's redis-server package installed? scripts/run.sh installs it): ${error.message}`));
     function cleanup(): void {
       clearTimeout(timer);
       child.stdout?.off('data', onData);

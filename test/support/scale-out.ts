@@ -73,7 +73,9 @@ export function modelReply(llmCalls: Map<string, number>, released: Promise<void
     switch (kind) {
       case 'tool':
         if (body.includes('outcome is unknown')) return { kind: 'turn', text: INTERRUPTED_ANSWER };
-        return call === 1 ? { kind: 'turn', toolCalls: [{ name: 'grynya__query_graph', args: { query: 'MATCH (n) RETURN count(n)' } }] } : { kind: 'turn', text: 'The graph answered.' };
+        return call === 1
+          ? { kind: 'turn', toolCalls: [{ name: 'grynya__query_graph', args: { query: 'MATCH (n) RETURN count(n)' } }] }
+          : { kind: 'turn', text: 'The graph answered.' };
       case 'think':
         return call === 1 ? { kind: 'hang' } : { kind: 'turn', text: 'Thought it over.' };
       case 'slow':

@@ -31,7 +31,9 @@ export async function startHarness(options: Partial<KlymServerOptions> = {}): Pr
     async connect(kind, token) {
       const requestInit = token === undefined ? {} : { headers: { Authorization: `Bearer ${token}` } };
       const transport =
-        kind === 'sse' ? new SSEClientTransport(new URL(server.sseUrl), { requestInit }) : new StreamableHTTPClientTransport(new URL(server.mcpUrl), { requestInit });
+        kind === 'sse'
+          ? new SSEClientTransport(new URL(server.sseUrl), { requestInit })
+          : new StreamableHTTPClientTransport(new URL(server.mcpUrl), { requestInit });
       const client = new Client({ name: 'grynya', version: '1.0.0' });
       await client.connect(transport);
       clients.push(client);

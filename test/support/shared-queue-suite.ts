@@ -31,7 +31,9 @@ export function describeSharedQueue(label: string, stores: () => OpenSharedStore
       // Accepted and queued for a worker, which may already have taken it by the time the start answers.
       expect(['pending', 'running']).toContain(task.status);
       expect(await ended(front.tasks, task.id)).toMatchObject({ status: 'completed', result: { finalText: 'Done.' } });
-      expect(await logTypes(front.tasks, task.id)).toEqual(expect.arrayContaining(['task-create', 'task-start', 'run-start', 'llm-response', 'run-end', 'task-end']));
+      expect(await logTypes(front.tasks, task.id)).toEqual(
+        expect.arrayContaining(['task-create', 'task-start', 'run-start', 'llm-response', 'run-end', 'task-end']),
+      );
       expect(tracker.runs.get(task.id)).toEqual([worker.name]);
       expect((await worker.tasks.get(task.id, me)).status).toBe('completed');
       // The front's listeners (an MCP session that started the task) hear of the end made on the worker, once.
@@ -47,7 +49,11 @@ export function describeSharedQueue(label: string, stores: () => OpenSharedStore
       await ended(front.tasks, task.id);
       await expect.poll(() => eventsOf(front, task.id), { timeout: 5_000 }).toEqual(['task-create', 'task-start', 'task-end']);
       // Heard, not had: a listener counting what happened here (metrics) must not count them twice.
-      expect(front.events.filter((event) => event.task.id === task.id).map((event) => 'elsewhere' in event && event.elsewhere === true)).toEqual([false, true, true]);
+      expect(front.events.filter((event) => event.task.id === task.id).map((event) => 'elsewhere' in event && event.elsewhere === true)).toEqual([
+        false,
+        true,
+        true,
+      ]);
     });
 
     it('cancels from a front a run under way on a worker: its upstream call is cancelled, and the worker moves on', async () => {
@@ -110,7 +116,9 @@ export function describeSharedQueue(label: string, stores: () => OpenSharedStore
       expect(tracker.runs.get(task.id)).toEqual([first.name, second.name]);
       expect(grynya.stats.calls.query_graph).toBe(1);
       const entries = (await front.tasks.logs(task.id, me, { limit: 500 })).entries;
-      expect(entries.filter((entry) => entry.type === 'task-resume').map((entry) => entry.data)).toEqual([{ fromStep: 0, interruptedCalls: ['grynya__query_graph'] }]);
+      expect(entries.filter((entry) => entry.type === 'task-resume').map((entry) => entry.data)).toEqual([
+        { fromStep: 0, interruptedCalls: ['grynya__query_graph'] },
+      ]);
       expect(entries.filter((entry) => entry.type === 'task-start' || entry.type === 'task-end')).toHaveLength(2);
     });
 
@@ -124,7 +132,10 @@ export function describeSharedQueue(label: string, stores: () => OpenSharedStore
       await rig.worker({ resumeOnRestart: false });
       await first.tasks.close({ graceMs: 0 });
       const done = await ended(front.tasks, task.id);
-      expect(done).toMatchObject({ status: 'error', error: { code: 'TASK_INTERRUPTED', message: expect.stringContaining('(after step 0); tasks.resumeOnRestart is off') } });
+      expect(done).toMatchObject({
+        status: 'error',
+        error: { code: 'TASK_INTERRUPTED', message: expect.stringContaining('(after step 0); tasks.resumeOnRestart is off') },
+      });
       expect(tracker.runs.get(task.id)).toEqual([first.name]);
       expect(await logTypes(front.tasks, task.id)).toEqual(expect.arrayContaining(['task-start', 'tool-call', 'task-end']));
     });
@@ -166,7 +177,13 @@ export function describeSharedQueue(label: string, stores: () => OpenSharedStore
       await expect.poll(() => grynya.stats.calls.query_graph ?? 0, { timeout: 10_000 }).toBe(1);
       await deleteLock(redis, rig.queueName, task.id);
       const done = await ended(front.tasks, task.id);
-      expect(done).toMatchObject({ status: 'error', error: { code: 'TASK_INTERRUPTED', message: expect.stringMatching(/stopped without finishing it \(after step 0\), once: more than the queue's maxStalledCount of 0/) } });
+      expect(done).toMatchObject({
+        status: 'error',
+        error: {
+          code: 'TASK_INTERRUPTED',
+          message: expect.stringMatching(/stopped without finishing it \(after step 0\), once: more than the queue's maxStalledCount of 0/),
+        },
+      });
     });
 
     it('runs each task once, and never one task on two workers at once', async () => {

@@ -2,7 +2,18 @@
 // (`maxConcurrent: 0`) and workers, each with its own queue connections and its own pool over the fake grynya.
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { expect } from 'vitest';
-import { createScriptedModel, createSessionPool, createTaskManager, runAgent, type AgentRunner, type ScriptedStep, type TaskEvent, type TaskManager, type TaskRecord, type TaskStore } from '@klym/core';
+import {
+  createScriptedModel,
+  createSessionPool,
+  createTaskManager,
+  runAgent,
+  type AgentRunner,
+  type ScriptedStep,
+  type TaskEvent,
+  type TaskManager,
+  type TaskRecord,
+  type TaskStore,
+} from '@klym/core';
 import { createBullmqTaskQueue, type BullmqTaskQueue, type BullmqTaskQueueOptions } from '@klym/core/redis';
 import type { RedisServer } from './redis-server.ts';
 
@@ -42,7 +53,10 @@ export const me = { principal: 'grynya' };
  * `slow` after a moment; `tool` calls grynya's `query_graph` (which hangs while `grynya.faults.hang`), and
  * says so when a resumed run finds the call's outcome unknown; `model` waits until its request is aborted.
  */
-function answer(id: string, tracker: RunTracker): (call: { options: { prompt: readonly { role: string; content: unknown }[]; abortSignal?: AbortSignal } }) => Promise<ScriptedStep> {
+function answer(
+  id: string,
+  tracker: RunTracker,
+): (call: { options: { prompt: readonly { role: string; content: unknown }[]; abortSignal?: AbortSignal } }) => Promise<ScriptedStep> {
   return async ({ options }) => {
     const conversation = JSON.stringify(options.prompt.filter((message) => message.role !== 'system'));
     const [, kind] = /"text":"(quick|slow|tool|model) /.exec(conversation) ?? [];

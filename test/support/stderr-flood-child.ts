@@ -20,7 +20,8 @@ const flood = (newlines: boolean) => ({ toolName: 'fixture__flood_stderr', args:
 const tasks = createTaskManager({
   pool,
   store,
-  run: (options) => runAgent({ ...options, model: createScriptedModel({ steps: [{ toolCalls: [flood(true)] }, { toolCalls: [flood(false)] }, { text: 'flooded' }] }) }),
+  run: (options) =>
+    runAgent({ ...options, model: createScriptedModel({ steps: [{ toolCalls: [flood(true)] }, { toolCalls: [flood(false)] }, { text: 'flooded' }] }) }),
 });
 const me = { principal: 'flood-test' };
 const stderr = () => pool.status().fixture?.stderr ?? { bytes: 0, lines: 0, droppedBytes: 0 };

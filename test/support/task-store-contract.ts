@@ -106,7 +106,9 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
     it('applies a transition only from the given statuses, and once among 100 concurrent ones', async () => {
       await using store = await open();
       await store.insert(taskRecord('t1'));
-      const results = await Promise.all(Array.from({ length: 100 }, (_, index) => store.transition('t1', ['pending'], { status: 'running', currentStep: `runner ${index}` })));
+      const results = await Promise.all(
+        Array.from({ length: 100 }, (_, index) => store.transition('t1', ['pending'], { status: 'running', currentStep: `runner ${index}` })),
+      );
       const applied = results.filter((result) => result !== undefined);
       expect(applied).toHaveLength(1);
       expect(await store.get('t1')).toEqual(applied[0]);
@@ -167,7 +169,13 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       await using store = await open();
       await store.insert(taskRecord('done', { status: 'error', createdAt: '2026-01-01T00:00:00.000Z' }));
       await store.insert(taskRecord('old', { status: 'running', createdAt: '2026-01-01T00:00:01.000Z' }));
-      await store.insert(taskRecord('writing', { status: 'completed', createdAt: '2026-01-01T00:00:02.000Z', writeBack: { status: 'pending', nodeId: 'klym_writing', dayId: 'd' } }));
+      await store.insert(
+        taskRecord('writing', {
+          status: 'completed',
+          createdAt: '2026-01-01T00:00:02.000Z',
+          writeBack: { status: 'pending', nodeId: 'klym_writing', dayId: 'd' },
+        }),
+      );
       await store.insert(taskRecord('new', { createdAt: '2026-01-01T00:00:03.000Z' }));
       await store.insert(taskRecord('written', { status: 'completed', createdAt: '2026-01-01T00:00:04.000Z' }));
       expect(await store.counts()).toEqual({ pending: 1, running: 1, completed: 2, error: 1, cancelled: 0 });
@@ -201,13 +209,30 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       expect((await store.insert(taskRecord('again', { request: { prompt: 'x', idempotencyKey: 'k' } }))).id).toBe('again');
     });
 
-    it('keeps a task\'s artifacts whole, lists them without their text, and evicts them with their task', async () => {
+    it("keeps a task's artifacts whole, lists them without their text, and evicts them with their task", async () => {
       await using store = await open();
       await store.insert(taskRecord('t1', { status: 'running' }));
       await store.insert(taskRecord('t2', { status: 'running' }));
       const text = `${'2026-11-25T03:14:15.926Z svc-7 INFO ok é ✓\n'.repeat(30_000)}last line without newline`;
-      const artifact = { id: 'art_00000000000a', tool: 'fs__read_text_file', bytes: Buffer.byteLength(text), lines: 30_001, tokens: 600_000, createdAt: '2026-01-01T00:00:01.000Z', text };
-      const second = { ...artifact, id: 'art_00000000000b', tool: 'klym__grep_artifact', text: 'one match', bytes: 9, lines: 1, tokens: 3, createdAt: '2026-01-01T00:00:02.000Z' };
+      const artifact = {
+        id: 'art_00000000000a',
+        tool: 'fs__read_text_file',
+        bytes: Buffer.byteLength(text),
+        lines: 30_001,
+        tokens: 600_000,
+        createdAt: '2026-01-01T00:00:01.000Z',
+        text,
+      };
+      const second = {
+        ...artifact,
+        id: 'art_00000000000b',
+        tool: 'klym__grep_artifact',
+        text: 'one match',
+        bytes: 9,
+        lines: 1,
+        tokens: 3,
+        createdAt: '2026-01-01T00:00:02.000Z',
+      };
       await store.saveArtifact('t1', artifact);
       await store.saveArtifact('t1', second);
       expect(await store.loadArtifact('t1', artifact.id)).toEqual(artifact);
@@ -228,7 +253,7 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       expect(await store.artifactBytes()).toBe(0);
     });
 
-    it('keeps an artifact\'s records, and its original JSON byte for byte, which a list never carries', async () => {
+    it("keeps an artifact's records, and its original JSON byte for byte, which a list never carries", async () => {
       await using store = await open();
       await store.insert(taskRecord('t1', { status: 'running' }));
       const original = '{ "status": "success",\n  "results": [ {"id": 1, "label": "é"}, {"id": 2, "label": "✓"} ] }';
@@ -252,12 +277,14 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       expect(await store.artifactBytes()).toBe(json.bytes + records.originalBytes + plain.bytes);
     });
 
-    it('caps a task\'s artifacts atomically: of two saves at once of which one fits, one is kept', async () => {
+    it("caps a task's artifacts atomically: of two saves at once of which one fits, one is kept", async () => {
       await using store = await openCapped({ maxBytesPerTask: 1_000 });
       await store.insert(taskRecord('t1', { status: 'running' }));
       await store.insert(taskRecord('t2', { status: 'running' }));
       await store.saveArtifact('t1', artifactOf('art_00000000000a', 'x'.repeat(300)));
-      const racing = ['art_00000000000b', 'art_00000000000c'].map((id) => store.saveArtifact('t1', artifactOf(id, 'y'.repeat(600), { tool: 'grynya__query_graph', createdAt: '2026-01-01T00:00:02.000Z' })));
+      const racing = ['art_00000000000b', 'art_00000000000c'].map((id) =>
+        store.saveArtifact('t1', artifactOf(id, 'y'.repeat(600), { tool: 'grynya__query_graph', createdAt: '2026-01-01T00:00:02.000Z' })),
+      );
       const settled = await Promise.allSettled(racing);
       expect(settled.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
       const [refused] = settled.filter((outcome) => outcome.status === 'rejected');
@@ -278,7 +305,7 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       expect(await store.artifactBytes()).toBe(1_950);
     });
 
-    it('past the store\'s cap, drops the artifacts of the task that finished first, keeps running tasks\', and refuses when only theirs are left', async () => {
+    it("past the store's cap, drops the artifacts of the task that finished first, keeps running tasks', and refuses when only theirs are left", async () => {
       await using store = await openCapped({ maxBytes: 1_000 });
       for (const id of ['first-started', 'first-finished', 'running', 'another']) await store.insert(taskRecord(id, { status: 'running' }));
       await store.saveArtifact('first-started', artifactOf('art_00000000000a', 'a'.repeat(300)));
@@ -301,7 +328,8 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       // Dropping every finished task's artifacts (300) would not make room for 500: refused, and nothing dropped.
       await expect(store.saveArtifact('another', artifactOf('art_00000000000f', 'f'.repeat(500)))).rejects.toMatchObject({
         code: 'ARTIFACT_LIMIT',
-        message: "Keeping this 500-byte result of fs__read_text_file would pass the task store's 1000 bytes of artifacts (900 kept, 600 of them by tasks not finished yet, which are never dropped)",
+        message:
+          "Keeping this 500-byte result of fs__read_text_file would pass the task store's 1000 bytes of artifacts (900 kept, 600 of them by tasks not finished yet, which are never dropped)",
       });
       expect((await store.listArtifacts('first-started')).map((one) => one.id)).toEqual(['art_00000000000a']);
 
@@ -345,7 +373,9 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       expect((await store.findByIdempotencyKey('alice', 'k1'))?.id).toBe('t1');
       expect((await store.findByIdempotencyKey('bob', 'k1'))?.id).toBe('t3');
       expect(await store.findByIdempotencyKey('alice', 'k2')).toBeUndefined();
-      const racing = await Promise.all(Array.from({ length: 10 }, (_, index) => store.insert(taskRecord(`r${index}`, { request: { prompt: 'r', idempotencyKey: 'k-race' } }))));
+      const racing = await Promise.all(
+        Array.from({ length: 10 }, (_, index) => store.insert(taskRecord(`r${index}`, { request: { prompt: 'r', idempotencyKey: 'k-race' } }))),
+      );
       expect(new Set(racing.map((task) => task.id)).size).toBe(1);
       expect((await store.list()).total).toBe(3);
     });
@@ -359,7 +389,9 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
 
     it('bounds a log exactly as BoundedLog does, page for page', async () => {
       const entry = fc.oneof(
-        fc.record({ text: fc.string({ unit: 'binary', maxLength: 12 }), times: fc.nat(60) }).map(({ text, times }) => ({ type: 'task-start' as const, data: { model: text.repeat(times) } })),
+        fc
+          .record({ text: fc.string({ unit: 'binary', maxLength: 12 }), times: fc.nat(60) })
+          .map(({ text, times }) => ({ type: 'task-start' as const, data: { model: text.repeat(times) } })),
         fc
           .record({ nested: fc.record({ list: fc.array(fc.string({ maxLength: 80 }), { maxLength: 25 }) }), n: fc.integer() })
           .map((args) => ({ type: 'tool-call' as const, data: { step: args.n, toolCallId: 'c1', toolName: 't', args } })),
@@ -431,7 +463,10 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       await store.insert(taskRecord('t1', { status: 'running' }));
       expect(await store.loadCheckpoint('t1')).toBeUndefined();
       const saved: AgentCheckpoint = {
-        ...checkpointOf([userMessage('hi'), { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'grynya__query', input: { q: 1 } }] }], 1),
+        ...checkpointOf(
+          [userMessage('hi'), { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'grynya__query', input: { q: 1 } }] }],
+          1,
+        ),
         current: { step: 2, text: 'thinking', calls: [{ toolCallId: 'c2', toolName: 'grynya__query', input: { q: 2 } }] },
       };
       await store.saveCheckpoint('t1', saved);

@@ -38,7 +38,11 @@ export interface WebhookReceiver extends AsyncDisposable {
 export const webhookSecret = (): string => `whsec_${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')}`;
 
 /** Starts a receiver on 127.0.0.1 (a free port, or `port` to come back on the same one). `answer` decides each answer (default 204). */
-export async function startWebhookReceiver(options: { secret: string; answer?: (request: ReceivedWebhook) => ReceiverAnswer; port?: number }): Promise<WebhookReceiver> {
+export async function startWebhookReceiver(options: {
+  secret: string;
+  answer?: (request: ReceivedWebhook) => ReceiverAnswer;
+  port?: number;
+}): Promise<WebhookReceiver> {
   const verifier = new Webhook(options.secret);
   const requests: ReceivedWebhook[] = [];
   const accepted = new Map<string, NonNullable<ReceivedWebhook['payload']>>();

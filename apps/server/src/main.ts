@@ -31,7 +31,14 @@ if (argv.length === 0) {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  process.exitCode = await runCli(argv, { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd(), signal: interrupt.signal });
+  process.exitCode = await runCli(argv, {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+    env: process.env,
+    cwd: process.cwd(),
+    signal: interrupt.signal,
+  });
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
 }

@@ -223,7 +223,16 @@ export { PROMPT_PROVENANCE_CHARS, dayIdOf, writeBackResult, type WriteBackOption
 // webhooks
 export { createWebhookDispatcher, type WebhookDispatcher, type WebhookDispatcherOptions } from './webhooks/webhook-dispatcher.ts';
 export type { WebhookPayload } from './webhooks/webhook-payload.ts';
-export { ANY_PUBLIC_URL, MAX_PUSH_URL_LENGTH, createPushAllowList, isNonPublicAddress, type HostLookup, type PushAllowList, type PushAllowListOptions, type PushUrlVerdict } from './webhooks/push-allow.ts';
+export {
+  ANY_PUBLIC_URL,
+  MAX_PUSH_URL_LENGTH,
+  createPushAllowList,
+  isNonPublicAddress,
+  type HostLookup,
+  type PushAllowList,
+  type PushAllowListOptions,
+  type PushUrlVerdict,
+} from './webhooks/push-allow.ts';
 export { PUSH_EVENTS, type PushEventType, type PushFormat, type PushOptions, type PushTarget } from './webhooks/push-types.ts';
 export type { PushTargetRequest, TaskPush } from './webhooks/task-push.ts';
 export {

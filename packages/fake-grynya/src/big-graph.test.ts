@@ -88,7 +88,14 @@ describe('bigGraphFacts', () => {
 
 describe('the big graph’s serialized answer', () => {
   it('is what pythonJsonDumps writes for its rows, for any size, seed and variable name', () => {
-    for (const [events, seed, variable] of [[0, 1, 'e'], [1, 1, 'e'], [2, 4, 'x'], [7, 11, 'event'], [60, 2, 'e'], [2500, 1, 'e']] as const) {
+    for (const [events, seed, variable] of [
+      [0, 1, 'e'],
+      [1, 1, 'e'],
+      [2, 4, 'x'],
+      [7, 11, 'event'],
+      [60, 2, 'e'],
+      [2500, 1, 'e'],
+    ] as const) {
       expect(new BigGraph(events, seed).serializedRows(variable)).toBe(pythonJsonDumps(new BigGraph(events, seed).rows(variable)));
     }
   });

@@ -60,7 +60,13 @@ const hex4 = (draw: Draw): string => number(draw, 0x10000).toString(16).padStart
 
 /** Message templates per severity: mostly short, now and then a long one, as logs are. */
 const MESSAGES: Record<EventSeverity, readonly Template[]> = {
-  debug: [() => 'cache hit', () => 'cache miss', (draw) => `gc ${number(draw, 20)} ms`, (draw) => `pool ${number(draw, 64)}/64`, (draw) => `span ${hex4(draw)} end`],
+  debug: [
+    () => 'cache hit',
+    () => 'cache miss',
+    (draw) => `gc ${number(draw, 20)} ms`,
+    (draw) => `pool ${number(draw, 64)}/64`,
+    (draw) => `span ${hex4(draw)} end`,
+  ],
   info: [
     () => 'ok',
     () => 'healthy',
@@ -71,9 +77,18 @@ const MESSAGES: Record<EventSeverity, readonly Template[]> = {
     (draw) => `mail to ${name(draw)}`,
     (draw) => `geo ${pick(draw, CITIES)}`,
   ],
-  warn: [(draw) => `slow query ${number(draw, 5000)} ms`, (draw) => `retry ${1 + number(draw, 3)}/3`, () => 'disk 91% full', (draw) => `rate limited ${name(draw)}`],
+  warn: [
+    (draw) => `slow query ${number(draw, 5000)} ms`,
+    (draw) => `retry ${1 + number(draw, 3)}/3`,
+    () => 'disk 91% full',
+    (draw) => `rate limited ${name(draw)}`,
+  ],
   error: [
-    (draw, service) => `timeout calling ${pick(draw, EVENT_SERVICES.filter((other) => other !== service))} after ${1000 * (1 + number(draw, 30))} ms`,
+    (draw, service) =>
+      `timeout calling ${pick(
+        draw,
+        EVENT_SERVICES.filter((other) => other !== service),
+      )} after ${1000 * (1 + number(draw, 30))} ms`,
     () => 'db connection reset',
     (draw) => `bad token for ${name(draw)}`,
     () => 'card declined',
@@ -226,11 +241,16 @@ export class BigGraph {
   }
 
   /** The rows of `MATCH (<variable>:Event) [WHERE <variable>.<property> = '<equals>'] RETURN <variable> [LIMIT <limit>]`. */
-  rows<Variable extends string>(variable: Variable, filter?: { readonly property: string; readonly equals: string }, limit = Infinity): Record<Variable, BigGraphEvent>[] {
+  rows<Variable extends string>(
+    variable: Variable,
+    filter?: { readonly property: string; readonly equals: string },
+    limit = Infinity,
+  ): Record<Variable, BigGraphEvent>[] {
     const rows: Record<Variable, BigGraphEvent>[] = [];
     for (let index = 0; index < this.events && rows.length < limit; index++) {
       const event = makeEvent(index, this.seed);
-      if (filter === undefined || (event as unknown as Record<string, unknown>)[filter.property] === filter.equals) rows.push({ [variable]: event } as Record<Variable, BigGraphEvent>);
+      if (filter === undefined || (event as unknown as Record<string, unknown>)[filter.property] === filter.equals)
+        rows.push({ [variable]: event } as Record<Variable, BigGraphEvent>);
     }
     return rows;
   }

@@ -52,7 +52,10 @@ if (!Number.isInteger(seed) || seed < 0 || seed > 0xffff_ffff) {
   console.error(`fake-grynya: expected --seed to be an integer from 0 to 4294967295, got ${JSON.stringify(values.seed)}`);
   process.exit(1);
 }
-const allowedHosts = values['allowed-hosts']?.split(',').map((name) => name.trim()).filter(Boolean);
+const allowedHosts = values['allowed-hosts']
+  ?.split(',')
+  .map((name) => name.trim())
+  .filter(Boolean);
 const grynya = await createFakeGrynya({
   port,
   host: values.host,

@@ -59,9 +59,17 @@ describe('the fake grynya-mcp-server', () => {
     const grynya = await fake();
     const client = await connect(grynya, 'sse');
     const session = await call(client, 'create_session', { session_id: 's1', name: 'n', topic: 't', trigger: 'x', date: '2026-11-23', year: 2026 });
-    expect(session).toMatchObject({ isError: false, body: { status: 'success', results: expect.arrayContaining([expect.objectContaining({ status: 'success' })]) } });
+    expect(session).toMatchObject({
+      isError: false,
+      body: { status: 'success', results: expect.arrayContaining([expect.objectContaining({ status: 'success' })]) },
+    });
 
-    const added = await call(client, 'add_node', { node_type: 'Analysis', node_data: { id: 'klym_1', full_text: 'all fine' }, day_id: 'd_2026_11_23', time: '2026-11-23T10:00:00Z' });
+    const added = await call(client, 'add_node', {
+      node_type: 'Analysis',
+      node_data: { id: 'klym_1', full_text: 'all fine' },
+      day_id: 'd_2026_11_23',
+      time: '2026-11-23T10:00:00Z',
+    });
     expect(added.body.status).toBe('success');
     expect(grynya.graph.nodes.get('klym_1')).toEqual({ label: 'Analysis', properties: { id: 'klym_1', full_text: 'all fine' } });
     expect(await call(client, 'query_graph', { query: "MATCH (n {id: 'klym_1'})-[r]->(m) RETURN type(r), m.id" })).toEqual({
@@ -69,20 +77,37 @@ describe('the fake grynya-mcp-server', () => {
       body: { status: 'success', results: [{ 'type(r)': 'HAPPENED_AT', 'm.id': 'd_2026_11_23' }] },
     });
 
-    expect((await call(client, 'link_nodes', { source_id: 's1', target_id: 'klym_1', rel_type: 'PRODUCED' })).body).toMatchObject({ status: 'success', query: expect.any(String) });
+    expect((await call(client, 'link_nodes', { source_id: 's1', target_id: 'klym_1', rel_type: 'PRODUCED' })).body).toMatchObject({
+      status: 'success',
+      query: expect.any(String),
+    });
     expect((await call(client, 'update_last_event', { session_id: 's1', event_id: 'klym_1' })).body.status).toBe('success');
-    expect(grynya.graph.relations.filter((relation) => relation.from === 's1').map((relation) => relation.type).toSorted()).toEqual(['LAST_EVENT', 'PRODUCED', 'STARTED_ON']);
+    expect(
+      grynya.graph.relations
+        .filter((relation) => relation.from === 's1')
+        .map((relation) => relation.type)
+        .toSorted(),
+    ).toEqual(['LAST_EVENT', 'PRODUCED', 'STARTED_ON']);
 
-    expect(await call(client, 'add_node', { node_type: 'Analysis', node_data: { full_text: 'no id' } })).toEqual({ isError: false, body: { status: 'error', message: 'Missing node id' } });
+    expect(await call(client, 'add_node', { node_type: 'Analysis', node_data: { full_text: 'no id' } })).toEqual({
+      isError: false,
+      body: { status: 'error', message: 'Missing node id' },
+    });
     // Graph properties are flat, as in FalkorDB: a map among node_data's values is refused, and nothing is written.
     expect((await call(client, 'add_node', { node_type: 'Analysis', node_data: { id: 'nested', usage: { tokens: 3 } } })).body).toEqual({
       status: 'error',
       message: 'Property values can only be of primitive types or arrays of primitive types (usage)',
     });
     expect(grynya.graph.nodes.has('nested')).toBe(false);
-    expect((await call(client, 'query_graph', { query: 'DROP EVERYTHING' })).body).toMatchObject({ status: 'error', message: expect.stringContaining('DROP EVERYTHING') });
+    expect((await call(client, 'query_graph', { query: 'DROP EVERYTHING' })).body).toMatchObject({
+      status: 'error',
+      message: expect.stringContaining('DROP EVERYTHING'),
+    });
     grynya.faults.dbDisconnected = true;
-    expect(await call(client, 'query_graph', { query: 'RETURN 1' })).toEqual({ isError: false, body: { status: 'error', message: 'FalkorDB is not connected' } });
+    expect(await call(client, 'query_graph', { query: 'RETURN 1' })).toEqual({
+      isError: false,
+      body: { status: 'error', message: 'FalkorDB is not connected' },
+    });
     grynya.faults.dbDisconnected = false;
     grynya.faults.error = 'DB disconnected';
     expect((await call(client, 'query_graph', { query: 'RETURN 1' })).body).toEqual({ status: 'error', message: 'DB disconnected' });
@@ -115,7 +140,9 @@ describe('the fake grynya-mcp-server', () => {
     expect(JSON.parse(text)).toEqual({ status: 'success', results: Array.from({ length: 400 }, (_, index) => eventRow(index, 3)) });
 
     const facts = bigGraphFacts(400, 3);
-    const billing = JSON.parse(await textOf(client, 'query_graph', { query: "MATCH (e:Event) WHERE e.service = 'svc-billing' RETURN e" })) as { results: unknown[] };
+    const billing = JSON.parse(await textOf(client, 'query_graph', { query: "MATCH (e:Event) WHERE e.service = 'svc-billing' RETURN e" })) as {
+      results: unknown[];
+    };
     expect(billing.results).toHaveLength(Object.values(facts.countsByService['svc-billing']).reduce((sum, count) => sum + count, 0));
 
     expect(grynya.loadEvents(25, 8)).toMatchObject({ events: 25, seed: 8 });
@@ -127,8 +154,12 @@ describe('the fake grynya-mcp-server', () => {
   });
 
   it('refuses a big graph out of range before it listens, naming the option', async () => {
-    await expect(createFakeGrynya({ bigGraph: { events: -1 } })).rejects.toThrow(new RangeError('Expected `bigGraph.events` to be an integer from 0 to 1000000, got -1'));
-    await expect(createFakeGrynya({ bigGraph: { events: 10, seed: 0.5 } })).rejects.toThrow(new RangeError('Expected `bigGraph.seed` to be an integer from 0 to 4294967295, got 0.5'));
+    await expect(createFakeGrynya({ bigGraph: { events: -1 } })).rejects.toThrow(
+      new RangeError('Expected `bigGraph.events` to be an integer from 0 to 1000000, got -1'),
+    );
+    await expect(createFakeGrynya({ bigGraph: { events: 10, seed: 0.5 } })).rejects.toThrow(
+      new RangeError('Expected `bigGraph.seed` to be an integer from 0 to 4294967295, got 0.5'),
+    );
   });
 
   it('answers 421 to a Host outside its allow-list, and /health with the database state', async () => {
@@ -151,7 +182,11 @@ describe('the fake grynya-mcp-server', () => {
     let events = '';
     while (!/data: (\S+)/.test(events)) events += new TextDecoder().decode((await reader.read()).value);
     const endpoint = new URL((events.match(/data: (\S+)/) as RegExpMatchArray)[1] as string, grynya.sseUrl);
-    const posted = await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+    const posted = await fetch(endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
     expect(posted.status).toBe(202);
     while (!events.includes('before initialization')) events += new TextDecoder().decode((await reader.read()).value);
     expect(events).toContain('"code":-32600');

@@ -108,7 +108,16 @@ export async function createFakeGrynya(options: FakeGrynyaOptions = {}): Promise
     graph.loadEvents(options.bigGraph.events, options.bigGraph.seed);
   }
   const faults: Faults = { delayMs: 0, hang: false, dbDisconnected: false, error: undefined };
-  const stats: FakeGrynyaStats = { initialize: 0, toolCalls: 0, calls: {}, cancelled: 0, rejectedHost: 0, refusedBeforeInitialize: 0, sessionsOpen: 0, callMeta: [] };
+  const stats: FakeGrynyaStats = {
+    initialize: 0,
+    toolCalls: 0,
+    calls: {},
+    cancelled: 0,
+    rejectedHost: 0,
+    refusedBeforeInitialize: 0,
+    sessionsOpen: 0,
+    callMeta: [],
+  };
   const sseSessions = new Map<string, SSEServerTransport>();
   const httpSessions = new Map<string, NodeStreamableHTTPServerTransport>();
   const servers = new Set<McpServer>();
@@ -152,7 +161,11 @@ export async function createFakeGrynya(options: FakeGrynyaOptions = {}): Promise
         else if (!initialized && message.method !== 'ping') {
           // What the Python SDK answers a session whose client never initialized it (an EventSource that reconnected).
           stats.refusedBeforeInitialize++;
-          void transport.send({ jsonrpc: '2.0', id: message.id, error: { code: ProtocolErrorCode.InvalidRequest, message: 'Received request before initialization was complete' } });
+          void transport.send({
+            jsonrpc: '2.0',
+            id: message.id,
+            error: { code: ProtocolErrorCode.InvalidRequest, message: 'Received request before initialization was complete' },
+          });
           return;
         }
       }

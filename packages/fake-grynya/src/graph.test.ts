@@ -92,7 +92,13 @@ describe('the fake graph’s big graph of Event nodes', () => {
   it('serializes as pythonJsonDumps does, the whole set from a cache kept while the size and seed stay', () => {
     const graph = new Graph();
     const loaded = graph.loadEvents(400, 2);
-    for (const query of ['MATCH (e:Event) RETURN e', 'MATCH (x:Event) RETURN x', "MATCH (e:Event) WHERE e.day = '2026-10-05' RETURN e", 'MATCH (e:Event) RETURN e LIMIT 5', 'RETURN 1']) {
+    for (const query of [
+      'MATCH (e:Event) RETURN e',
+      'MATCH (x:Event) RETURN x',
+      "MATCH (e:Event) WHERE e.day = '2026-10-05' RETURN e",
+      'MATCH (e:Event) RETURN e LIMIT 5',
+      'RETURN 1',
+    ]) {
       expect(graph.queryJson(query)).toBe(pythonJsonDumps(graph.query(query)));
     }
     expect(graph.loadEvents(400, 2)).toBe(loaded);
@@ -106,7 +112,12 @@ describe('the fake graph’s big graph of Event nodes', () => {
     expect(() => new Graph().query('MATCH (e:Event) RETURN e')).toThrow(QueryError);
     const graph = new Graph();
     graph.loadEvents(10);
-    for (const query of ['MATCH (e:Session) RETURN e', 'MATCH (e:event) RETURN e', 'MATCH (e:Event) RETURN x', "MATCH (e:Event) WHERE x.service = 'a' RETURN e"]) {
+    for (const query of [
+      'MATCH (e:Session) RETURN e',
+      'MATCH (e:event) RETURN e',
+      'MATCH (e:Event) RETURN x',
+      "MATCH (e:Event) WHERE x.service = 'a' RETURN e",
+    ]) {
       expect(() => graph.query(query)).toThrow(QueryError);
     }
     expect(() => graph.loadEvents(-5)).toThrow(RangeError);

@@ -13,7 +13,9 @@ describe('pythonJsonDumps writes what Python’s json.dumps writes', () => {
 
   it('escapes with lowercase hex, in keys as in values: Cyrillic, CJK, U+2028, DEL, lone surrogates', () => {
     // json.dumps({"ключ": "Дмитро", "city": "東京"})
-    expect(pythonJsonDumps({ ключ: 'Дмитро', city: '東京' })).toBe(String.raw`{"\u043a\u043b\u044e\u0447": "\u0414\u043c\u0438\u0442\u0440\u043e", "city": "\u6771\u4eac"}`);
+    expect(pythonJsonDumps({ ключ: 'Дмитро', city: '東京' })).toBe(
+      String.raw`{"\u043a\u043b\u044e\u0447": "\u0414\u043c\u0438\u0442\u0440\u043e", "city": "\u6771\u4eac"}`,
+    );
     // json.dumps("\u2028\u2029 \x7f \ud800 \udfff ÿ Ā")
     expect(pythonJsonDumps('\u2028\u2029 \u007f \ud800 \udfff ÿ Ā')).toBe(String.raw`"\u2028\u2029 \u007f \ud800 \udfff \u00ff \u0100"`);
     // json.dumps("🔥💥") — two astral characters, four escapes

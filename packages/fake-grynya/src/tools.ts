@@ -48,27 +48,32 @@ export function createGrynyaServer(context: ToolContext): McpServer {
    * Runs a tool under the fault switches; a database failure becomes `{"status": "error"}` as the real one answers.
    * `work` gives the answer's value, or its JSON text when that is serialized already (the big graph's, cached).
    */
-  const serve = (tool: string, work: () => unknown) => async (_args: unknown, ctx: { mcpReq: { signal: AbortSignal } }): Promise<CallToolResult> => {
-    context.countCall(tool);
-    const stop = AbortSignal.any([ctx.mcpReq.signal, context.dying]);
-    if (context.faults.hang) await new Promise((resolve) => stop.addEventListener('abort', resolve, { once: true }));
-    if (context.faults.delayMs > 0) await abortableDelay(context.faults.delayMs, stop);
-    // A cancelled call does no work; the SDK sends no answer for it anyway.
-    if (stop.aborted) return answer({ status: 'error', message: 'cancelled' });
-    if (context.faults.dbDisconnected) return answer({ status: 'error', message: 'FalkorDB is not connected' });
-    if (context.faults.error !== undefined) return answer({ status: 'error', message: context.faults.error });
-    try {
-      return answer(work());
-    } catch (error) {
-      if (error instanceof QueryError) return answer({ status: 'error', message: error.message });
-      throw error;
-    }
-  };
+  const serve =
+    (tool: string, work: () => unknown) =>
+    async (_args: unknown, ctx: { mcpReq: { signal: AbortSignal } }): Promise<CallToolResult> => {
+      context.countCall(tool);
+      const stop = AbortSignal.any([ctx.mcpReq.signal, context.dying]);
+      if (context.faults.hang) await new Promise((resolve) => stop.addEventListener('abort', resolve, { once: true }));
+      if (context.faults.delayMs > 0) await abortableDelay(context.faults.delayMs, stop);
+      // A cancelled call does no work; the SDK sends no answer for it anyway.
+      if (stop.aborted) return answer({ status: 'error', message: 'cancelled' });
+      if (context.faults.dbDisconnected) return answer({ status: 'error', message: 'FalkorDB is not connected' });
+      if (context.faults.error !== undefined) return answer({ status: 'error', message: context.faults.error });
+      try {
+        return answer(work());
+      } catch (error) {
+        if (error instanceof QueryError) return answer({ status: 'error', message: error.message });
+        throw error;
+      }
+    };
   const { graph } = context;
 
-  server.registerTool('query_graph', { description: 'Run a Cypher query against the knowledge graph and return the rows.', inputSchema: { query: z.string() } }, (args, extra) =>
-    // pythonJsonDumps({ status: 'success', results }), with the rows serialized (or cached) by the graph.
-    serve('query_graph', () => `{"status": "success", "results": ${graph.queryJson(args.query)}}`)(args, extra),
+  server.registerTool(
+    'query_graph',
+    { description: 'Run a Cypher query against the knowledge graph and return the rows.', inputSchema: { query: z.string() } },
+    (args, extra) =>
+      // pythonJsonDumps({ status: 'success', results }), with the rows serialized (or cached) by the graph.
+      serve('query_graph', () => `{"status": "success", "results": ${graph.queryJson(args.query)}}`)(args, extra),
   );
 
   server.registerTool(
@@ -114,13 +119,16 @@ export function createGrynyaServer(context: ToolContext): McpServer {
         if (typeof id !== 'string' || id === '') return { status: 'error', message: 'Missing node id' };
         // FalkorDB refuses `SET n += $props` with a map or an array of maps among the values, as the real server then reports.
         const nested = Object.entries(args.node_data).find(([, value]) => !isPropertyValue(value));
-        if (nested !== undefined) return { status: 'error', message: `Property values can only be of primitive types or arrays of primitive types (${nested[0]})` };
+        if (nested !== undefined)
+          return { status: 'error', message: `Property values can only be of primitive types or arrays of primitive types (${nested[0]})` };
         graph.mergeNode(args.node_type, { ...args.node_data, id });
         const results = [statement(`MERGE (n:${args.node_type} {id: ${cypherString(id)}}) SET n += $props`)];
         if (args.day_id !== null && args.time !== null) {
           graph.mergeNode('Day', { id: args.day_id });
           graph.mergeRelation('HAPPENED_AT', id, args.day_id, { time: args.time });
-          results.push(statement(`MATCH (n {id: ${cypherString(id)}}) MERGE (d:Day {id: ${cypherString(args.day_id)}}) MERGE (n)-[:HAPPENED_AT {time: $time}]->(d)`));
+          results.push(
+            statement(`MATCH (n {id: ${cypherString(id)}}) MERGE (d:Day {id: ${cypherString(args.day_id)}}) MERGE (n)-[:HAPPENED_AT {time: $time}]->(d)`),
+          );
         }
         for (const relation of args.relations) {
           graph.mergeRelation(relation.type, id, relation.target_id, relation.props ?? {});
@@ -139,7 +147,10 @@ export function createGrynyaServer(context: ToolContext): McpServer {
     (args, extra) =>
       serve('link_nodes', () => {
         graph.mergeRelation(args.rel_type, args.source_id, args.target_id, args.props ?? {});
-        return { status: 'success', query: `MATCH (a {id: ${cypherString(args.source_id)}}), (b {id: ${cypherString(args.target_id)}}) MERGE (a)-[:${args.rel_type}]->(b)` };
+        return {
+          status: 'success',
+          query: `MATCH (a {id: ${cypherString(args.source_id)}}), (b {id: ${cypherString(args.target_id)}}) MERGE (a)-[:${args.rel_type}]->(b)`,
+        };
       })(args, extra),
   );
 

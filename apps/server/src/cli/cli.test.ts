@@ -13,7 +13,13 @@ afterAll(() => rmSync(cwd, { recursive: true, force: true }));
 async function klym(argv: string[], io: Partial<CliIo> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const code = await runCli(argv, { cwd, env: {}, ...io, stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) } });
+  const code = await runCli(argv, {
+    cwd,
+    env: {},
+    ...io,
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+  });
   return { code, stdout, stderr };
 }
 
@@ -34,10 +40,21 @@ describe('klym --help', () => {
     // Every option in the help text is one the parser takes, and every option it takes is in the help.
     const named = [...stdout.matchAll(/(?<![\w-])--([a-z][a-z-]*)/g)].map((match) => match[1] as string).filter((option) => !['klym', 'help'].includes(option));
     for (const option of new Set(named)) {
-      const argv = [command, ...(command === 'run' ? ['p'] : []), `--${option}`, ...(['stdio', 'json', 'progress', 'no-progress'].includes(option) ? [] : ['1'])];
+      const argv = [
+        command,
+        ...(command === 'run' ? ['p'] : []),
+        `--${option}`,
+        ...(['stdio', 'json', 'progress', 'no-progress'].includes(option) ? [] : ['1']),
+      ];
       expect(() => parseCommand(argv)).not.toThrow(/Unknown option/);
     }
-    const accepted = { serve: ['stdio', 'host', 'port'], worker: ['host', 'port'], run: ['system-prompt', 'max-steps', 'max-tokens', 'max-cost-usd', 'timeout-ms', 'allow', 'deny', 'policy', 'progress', 'no-progress'], config: ['json'] }[command] ?? [];
+    const accepted =
+      {
+        serve: ['stdio', 'host', 'port'],
+        worker: ['host', 'port'],
+        run: ['system-prompt', 'max-steps', 'max-tokens', 'max-cost-usd', 'timeout-ms', 'allow', 'deny', 'policy', 'progress', 'no-progress'],
+        config: ['json'],
+      }[command] ?? [];
     expect([...accepted, 'config', 'set', 'upstream', 'model', 'log-level'].filter((option) => !named.includes(option))).toEqual([]);
   });
 
@@ -50,7 +67,10 @@ describe('klym --help', () => {
 
 describe('klym config', () => {
   it('prints the effective configuration as YAML with each value’s source, and secrets redacted', async () => {
-    writeFileSync(path.join(cwd, 'klym.config.yaml'), 'llm:\n  model: openai:gpt-4.1-mini\nupstreams:\n  grynya: { url: "http://127.0.0.1:8000/sse", headers: { Authorization: "Bearer file-secret-123" } }\n');
+    writeFileSync(
+      path.join(cwd, 'klym.config.yaml'),
+      'llm:\n  model: openai:gpt-4.1-mini\nupstreams:\n  grynya: { url: "http://127.0.0.1:8000/sse", headers: { Authorization: "Bearer file-secret-123" } }\n',
+    );
     const { code, stdout, stderr } = await klym(['config', '--port', '9200'], { env: { OPENAI_API_KEY: 'sk-env-secret', KLYM_TASKS_CONCURRENCY: '9' } });
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     expect(stdout).toContain('model: openai:gpt-4.1-mini # file klym.config.yaml');

@@ -24,7 +24,10 @@ const DEMO_EVENTS = 20_000;
  */
 export async function runEmbeddedDefault(io: CliIo): Promise<void> {
   const events = demoEvents(io.env.KLYM_DEMO_EVENTS);
-  const grynya = await withPortFallback((port) => createFakeGrynya({ port, allowedHosts: ['localhost'], ...(events === 0 ? {} : { bigGraph: { events } }) }), GRYNYA_PORT);
+  const grynya = await withPortFallback(
+    (port) => createFakeGrynya({ port, allowedHosts: ['localhost'], ...(events === 0 ? {} : { bigGraph: { events } }) }),
+    GRYNYA_PORT,
+  );
   const options: KlymServerOptions = {
     upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', headers: { Host: 'localhost' } } },
     tasks: { models: ['scripted'], writeBack: { upstream: 'grynya' }, store: taskStoreIn(CLI_TASK_STORE, io.cwd), runner: CLI_TASK_RUNNER },
@@ -41,7 +44,9 @@ export async function runEmbeddedDefault(io: CliIo): Promise<void> {
   io.stdout.write(
     [
       `fake grynya-mcp-server: ${grynya.sseUrl} (in-memory graph; allows Host: localhost only, like the real one in Docker)`,
-      ...(events === 0 ? [] : [`  its graph holds ${events.toLocaleString('en-US')} Event rows: MATCH (e:Event) RETURN e answers them on one line (KLYM_DEMO_EVENTS to change)`]),
+      ...(events === 0
+        ? []
+        : [`  its graph holds ${events.toLocaleString('en-US')} Event rows: MATCH (e:Event) RETURN e answers them on one line (KLYM_DEMO_EVENTS to change)`]),
       `Klym is serving MCP at ${server.mcpUrl} (Streamable HTTP) and ${server.sseUrl} (legacy SSE)`,
       `  upstream: grynya over legacy SSE · model: scripted (offline, no key) · REST: ${server.url}/api/tasks · health: ${server.url}/healthz`,
       '',
@@ -74,7 +79,8 @@ export async function runEmbeddedDefault(io: CliIo): Promise<void> {
 function demoEvents(value: string | undefined): number {
   if (value === undefined || value === '') return DEMO_EVENTS;
   const events = Number(value);
-  if (!/^\d+$/.test(value) || events > MAX_EVENTS) throw new KlymError('CONFIG_INVALID', `Expected KLYM_DEMO_EVENTS to be a whole number from 0 to ${MAX_EVENTS}, got ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value) || events > MAX_EVENTS)
+    throw new KlymError('CONFIG_INVALID', `Expected KLYM_DEMO_EVENTS to be a whole number from 0 to ${MAX_EVENTS}, got ${JSON.stringify(value)}`);
   return events;
 }
 

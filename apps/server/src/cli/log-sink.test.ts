@@ -23,7 +23,14 @@ function sinkOver(env: Record<string, string>, isTTY: boolean): { log: ReturnTyp
 describe('the server log (logging.*)', () => {
   it('writes one JSON object a line when stderr is not a terminal, with the fields, secrets scrubbed from the message and fields alike', () => {
     const { log, written } = sinkOver({}, false);
-    log(`klym: serving with ${TOKEN}`, 'warning', { method: 'GET', route: '/api/tasks/:id', status: 200, durationMs: 1.5, principal: 'ops', note: `Bearer ${TOKEN}` });
+    log(`klym: serving with ${TOKEN}`, 'warning', {
+      method: 'GET',
+      route: '/api/tasks/:id',
+      status: 200,
+      durationMs: 1.5,
+      principal: 'ops',
+      note: `Bearer ${TOKEN}`,
+    });
 
     expect(written).toHaveLength(1);
     expect(written[0]?.endsWith('\n')).toBe(true);
@@ -44,7 +51,9 @@ describe('the server log (logging.*)', () => {
     const tty = sinkOver({}, true);
     tty.log('GET /api/tasks/:id 200 1.5 ms (ops)', 'info', { method: 'GET', route: '/api/tasks/:id', status: 200, principal: 'ops' });
     tty.log('klym: an upstream is down', 'error');
-    expect(tty.written[0]).toMatch(/^\d\d:\d\d:\d\d\.\d{3} info {4}GET \/api\/tasks\/:id 200 1\.5 ms \(ops\) method=GET route=\/api\/tasks\/:id status=200 principal=ops\n$/);
+    expect(tty.written[0]).toMatch(
+      /^\d\d:\d\d:\d\d\.\d{3} info {4}GET \/api\/tasks\/:id 200 1\.5 ms \(ops\) method=GET route=\/api\/tasks\/:id status=200 principal=ops\n$/,
+    );
     expect(tty.written[1]).toMatch(/^\d\d:\d\d:\d\d\.\d{3} error {3}klym: an upstream is down\n$/);
 
     const pretty = sinkOver({ KLYM_LOGGING_FORMAT: 'pretty' }, false);
@@ -70,7 +79,10 @@ describe('the server log (logging.*)', () => {
     log('klym: second', 'notice');
     await close();
     expect(written).toEqual([]);
-    const lines = readFileSync(file, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = readFileSync(file, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines).toEqual([expect.objectContaining({ level: 'info', msg: 'klym: first' }), expect.objectContaining({ level: 'notice', msg: 'klym: second' })]);
   });
 });

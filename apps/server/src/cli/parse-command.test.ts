@@ -20,7 +20,24 @@ const refusal = (argv: string[]): string => {
 
 describe('parseCommand', () => {
   it('turns each flag into the key it sets, naming the flag as the source', () => {
-    const parsed = line(['run', 'check', 'the', 'graph', '--model', 'openai:gpt-4.1-mini', '--max-steps', '7', '--allow', 'grynya__*', '--allow', 'memory__read_graph', '--policy', 'read-only', '--log-level', 'debug']);
+    const parsed = line([
+      'run',
+      'check',
+      'the',
+      'graph',
+      '--model',
+      'openai:gpt-4.1-mini',
+      '--max-steps',
+      '7',
+      '--allow',
+      'grynya__*',
+      '--allow',
+      'memory__read_graph',
+      '--policy',
+      'read-only',
+      '--log-level',
+      'debug',
+    ]);
     expect(parsed.prompt).toBe('check the graph');
     expect(parsed.assignments).toEqual([
       { path: ['llm', 'model'], value: 'openai:gpt-4.1-mini', source: 'flag --model' },
@@ -32,7 +49,18 @@ describe('parseCommand', () => {
   });
 
   it('reads --upstream NAME=URL, --set KEY=VALUE and --config for serve', () => {
-    const parsed = line(['serve', '-c', 'klym.yaml', '--upstream', 'grynya=http://127.0.0.1:8000/sse?a=b', '--set', 'tasks.concurrency=8', '--port', '0', '--stdio']);
+    const parsed = line([
+      'serve',
+      '-c',
+      'klym.yaml',
+      '--upstream',
+      'grynya=http://127.0.0.1:8000/sse?a=b',
+      '--set',
+      'tasks.concurrency=8',
+      '--port',
+      '0',
+      '--stdio',
+    ]);
     expect(parsed).toMatchObject({ command: 'serve', configFile: 'klym.yaml', stdio: true });
     expect(parsed.assignments).toEqual([
       { path: ['server', 'port'], value: '0', source: 'flag --port' },

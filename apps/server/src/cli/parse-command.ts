@@ -72,7 +72,8 @@ const KEY_FLAGS: Readonly<Record<string, readonly string[]>> = {
   policy: ['tools', 'policy'],
 };
 
-const usage = (command: string, message: string): KlymError => new KlymError('INVALID_ARGUMENT', `${message} (see \`klym ${command === 'klym' ? '' : `${command} `}--help\`)`);
+const usage = (command: string, message: string): KlymError =>
+  new KlymError('INVALID_ARGUMENT', `${message} (see \`klym ${command === 'klym' ? '' : `${command} `}--help\`)`);
 
 /**
  * Parses `klym`'s arguments (without `node` and the script).

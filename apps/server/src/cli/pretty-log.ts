@@ -1,5 +1,6 @@
 /** A field's value as `key=value` shows it: bare when it is a word or number, else as JSON. */
-const shown = (value: unknown): string => (typeof value === 'string' && /^[\w./:@*-]+$/.test(value)) || typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
+const shown = (value: unknown): string =>
+  (typeof value === 'string' && /^[\w./:@*-]+$/.test(value)) || typeof value === 'number' || typeof value === 'boolean' ? String(value) : JSON.stringify(value);
 
 /**
  * One JSON log line (pino's, with `level` as its name) as a person reads it on a terminal:
@@ -14,6 +15,8 @@ export function prettyLine(json: string): string {
   }
   const { level, time, msg, ...fields } = entry;
   const clock = typeof time === 'string' ? time.slice(11, 23) : '';
-  const extra = Object.entries(fields).map(([key, value]) => ` ${key}=${shown(value)}`).join('');
+  const extra = Object.entries(fields)
+    .map(([key, value]) => ` ${key}=${shown(value)}`)
+    .join('');
   return `${clock} ${String(level).padEnd(7)} ${String(msg ?? '')}${extra}\n`;
 }

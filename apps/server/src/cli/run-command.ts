@@ -42,14 +42,17 @@ export async function runCommand(parsed: CommandLine, io: CliIo): Promise<number
     });
     io.stdout.write(scrub(resultJson(result, unavailable)));
     // An upstream that is down does not end a run (the model is told, and answers with what it has), but whoever ran it should know.
-    for (const { upstream, error } of unavailable) io.stderr.write(scrub(`klym: upstream ${upstream} was unavailable; the run went on without it: ${error.replace(/\s*\n\s*/g, ' ')}\n`));
+    for (const { upstream, error } of unavailable)
+      io.stderr.write(scrub(`klym: upstream ${upstream} was unavailable; the run went on without it: ${error.replace(/\s*\n\s*/g, ' ')}\n`));
     if (result.finishReason === 'cancelled') {
       io.stderr.write('klym: the run was interrupted; its partial result is on stdout\n');
       return EXIT.interrupted;
     }
     return EXIT.ok;
   } catch (error) {
-    const known = isKlymError(error) ? error : new KlymError('INTERNAL', `klym run failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    const known = isKlymError(error)
+      ? error
+      : new KlymError('INTERNAL', `klym run failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     if (controller.signal.aborted && known.code === 'ABORTED') {
       io.stdout.write(scrub(errorJson(known)));
       io.stderr.write('klym: the run was interrupted\n');

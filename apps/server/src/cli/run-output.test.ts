@@ -23,7 +23,15 @@ describe('klym run --progress', () => {
   it('says when a request too long for the model was sent again without older tool results', () => {
     const lines: string[] = [];
     const write = progressWriter({ write: (text: string) => lines.push(text.trimEnd()) }, (text) => text);
-    write({ type: 'context-shrunk', step: 3, droppedResults: 2, tokensBefore: 6_388, tokens: 3_424, window: 6_000, reason: 'the provider refused the request as longer than its context window' });
+    write({
+      type: 'context-shrunk',
+      step: 3,
+      droppedResults: 2,
+      tokensBefore: 6_388,
+      tokens: 3_424,
+      window: 6_000,
+      reason: 'the provider refused the request as longer than its context window',
+    });
     expect(lines).toEqual(["klym · step 3 · too long for the model's window of 6000 tokens: 2 older tool results dropped, sent again"]);
   });
 });

@@ -18,7 +18,9 @@ export function progressWriter(sink: TextSink, scrub: (text: string) => string):
   return (event) => {
     switch (event.type) {
       case 'run-start':
-        write(`model ${event.model} · ${event.tools.length} tools${event.unavailable.length > 0 ? ` · unavailable: ${event.unavailable.map((item) => item.upstream).join(', ')}` : ''}`);
+        write(
+          `model ${event.model} · ${event.tools.length} tools${event.unavailable.length > 0 ? ` · unavailable: ${event.unavailable.map((item) => item.upstream).join(', ')}` : ''}`,
+        );
         break;
       case 'step-start':
         write(`step ${event.step} · thinking · ${tokens} tokens so far`);

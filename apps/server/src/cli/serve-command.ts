@@ -16,7 +16,10 @@ export async function serveCommand(parsed: CommandLine, io: CliIo): Promise<numb
   try {
     if (parsed.stdio) {
       // stdout carries MCP messages only; everything else goes to the log.
-      const stdio = await serveStdio(options, { ...(io.stdin === undefined ? {} : { stdin: io.stdin }), stdout: io.stdout as unknown as NodeJS.WritableStream });
+      const stdio = await serveStdio(options, {
+        ...(io.stdin === undefined ? {} : { stdin: io.stdin }),
+        stdout: io.stdout as unknown as NodeJS.WritableStream,
+      });
       options.log(`klym: serving MCP over stdio${file === undefined ? '' : ` (config ${file})`}; upstreams: ${upstreamNames(config)}`);
       await Promise.race([stdio.closed, stopped]);
       await stdio.close();

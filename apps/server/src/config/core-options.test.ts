@@ -32,17 +32,29 @@ describe('mapping the configuration onto core and the server', () => {
         KLYM_LLM_TEMPERATURE: '0.2',
         KLYM_LLM_MAX_RETRIES: '5',
         KLYM_LLM_CONTEXT_WINDOWS: JSON.stringify({ 'compatible:llama3': 8_192 }),
-        KLYM_UPSTREAMS: JSON.stringify({ kb: { url: 'http://127.0.0.1:9/mcp', headers: { Authorization: 'Bearer upstream-secret-123' }, tools: { readOnlyTools: ['search'] } } }),
+        KLYM_UPSTREAMS: JSON.stringify({
+          kb: { url: 'http://127.0.0.1:9/mcp', headers: { Authorization: 'Bearer upstream-secret-123' }, tools: { readOnlyTools: ['search'] } },
+        }),
       }),
       cwd,
     );
-    expect(options.tasks).toMatchObject({ temperature: 0.2, maxRetries: 5, contextWindows: { 'compatible:llama3': 8_192 }, upstreamTools: { kb: { readOnlyTools: ['search'] } }, mapConcurrency: 4 });
-    expect(serverOptions(configWith({ KLYM_LLM_MAP_MODEL: 'scripted', KLYM_LLM_MAP_CONCURRENCY: '8', KLYM_LLM_ARTIFACT_THRESHOLD_TOKENS: '5000' }), cwd).tasks).toMatchObject({
+    expect(options.tasks).toMatchObject({
+      temperature: 0.2,
+      maxRetries: 5,
+      contextWindows: { 'compatible:llama3': 8_192 },
+      upstreamTools: { kb: { readOnlyTools: ['search'] } },
+      mapConcurrency: 4,
+    });
+    expect(
+      serverOptions(configWith({ KLYM_LLM_MAP_MODEL: 'scripted', KLYM_LLM_MAP_CONCURRENCY: '8', KLYM_LLM_ARTIFACT_THRESHOLD_TOKENS: '5000' }), cwd).tasks,
+    ).toMatchObject({
       mapModel: 'scripted',
       mapConcurrency: 8,
       artifactThresholdTokens: 5_000,
     });
-    expect(() => configWith({ KLYM_LLM_MAP_MODEL: 'gemini-2.5-flash' })).toThrow(/llm\.mapModel = "gemini-2\.5-flash": needs an API key for the google provider/);
+    expect(() => configWith({ KLYM_LLM_MAP_MODEL: 'gemini-2.5-flash' })).toThrow(
+      /llm\.mapModel = "gemini-2\.5-flash": needs an API key for the google provider/,
+    );
     expect(options.tasks?.secrets).toContain('upstream-secret-123');
   });
 
@@ -112,28 +124,56 @@ describe('mapping the configuration onto core and the server', () => {
   });
 
   it('hands writeBack.timeZone to the task service, and refuses a time zone Intl does not know', () => {
-    expect(serverOptions(configWith({ KLYM_WRITE_BACK_TIME_ZONE: 'Europe/Kyiv' }), cwd).tasks?.writeBack).toEqual({ upstream: 'grynya', byDefault: false, timeZone: 'Europe/Kyiv' });
+    expect(serverOptions(configWith({ KLYM_WRITE_BACK_TIME_ZONE: 'Europe/Kyiv' }), cwd).tasks?.writeBack).toEqual({
+      upstream: 'grynya',
+      byDefault: false,
+      timeZone: 'Europe/Kyiv',
+    });
     expect(serverOptions(configWith({}), cwd).tasks?.writeBack).toMatchObject({ timeZone: 'UTC' });
-    expect(() => configWith({ KLYM_WRITE_BACK_TIME_ZONE: 'Mars/Olympus' })).toThrow(/writeBack\.timeZone.*Mars\/Olympus.*IANA time zone.*KLYM_WRITE_BACK_TIME_ZONE/);
+    expect(() => configWith({ KLYM_WRITE_BACK_TIME_ZONE: 'Mars/Olympus' })).toThrow(
+      /writeBack\.timeZone.*Mars\/Olympus.*IANA time zone.*KLYM_WRITE_BACK_TIME_ZONE/,
+    );
   });
 
   it('hands tasks.perPrincipal to the task service, and refuses a limit that is not a positive integer, naming its key', () => {
     expect(serverOptions(configWith({}), cwd).tasks).not.toHaveProperty('perPrincipal');
-    const env = { KLYM_TASKS_PER_PRINCIPAL_MAX_RUNNING: '2', KLYM_TASKS_PER_PRINCIPAL_MAX_QUEUED: '5', KLYM_TASKS_PER_PRINCIPAL_OVERRIDES: JSON.stringify({ 'batch@example.com': { maxQueued: 500 } }) };
-    expect(serverOptions(configWith(env), cwd).tasks?.perPrincipal).toEqual({ maxRunning: 2, maxQueued: 5, overrides: { 'batch@example.com': { maxQueued: 500 } } });
+    const env = {
+      KLYM_TASKS_PER_PRINCIPAL_MAX_RUNNING: '2',
+      KLYM_TASKS_PER_PRINCIPAL_MAX_QUEUED: '5',
+      KLYM_TASKS_PER_PRINCIPAL_OVERRIDES: JSON.stringify({ 'batch@example.com': { maxQueued: 500 } }),
+    };
+    expect(serverOptions(configWith(env), cwd).tasks?.perPrincipal).toEqual({
+      maxRunning: 2,
+      maxQueued: 5,
+      overrides: { 'batch@example.com': { maxQueued: 500 } },
+    });
     expect(serverOptions(configWith({ KLYM_TASKS_PER_PRINCIPAL_MAX_QUEUED: '7' }), cwd).tasks?.perPrincipal).toEqual({ maxQueued: 7 });
-    expect(() => configWith({ KLYM_TASKS_PER_PRINCIPAL_OVERRIDES: JSON.stringify({ batch: { maxRunning: 0 } }) })).toThrow(/tasks\.perPrincipal\.overrides\.batch\.maxRunning/);
+    expect(() => configWith({ KLYM_TASKS_PER_PRINCIPAL_OVERRIDES: JSON.stringify({ batch: { maxRunning: 0 } }) })).toThrow(
+      /tasks\.perPrincipal\.overrides\.batch\.maxRunning/,
+    );
     expect(() => configWith({ KLYM_TASKS_PER_PRINCIPAL_OVERRIDES: JSON.stringify({ batch: { maxWaiting: 5 } }) })).toThrow(/maxWaiting/);
     // Spend per day: tokens a whole number, USD any positive amount.
-    const daily = { KLYM_TASKS_PER_PRINCIPAL_MAX_TOKENS_PER_DAY: '2000000', KLYM_TASKS_PER_PRINCIPAL_MAX_USD_PER_DAY: '2.5', KLYM_TASKS_PER_PRINCIPAL_OVERRIDES: JSON.stringify({ batch: { maxUsdPerDay: 40 } }) };
-    expect(serverOptions(configWith(daily), cwd).tasks?.perPrincipal).toEqual({ maxTokensPerDay: 2_000_000, maxUsdPerDay: 2.5, overrides: { batch: { maxUsdPerDay: 40 } } });
+    const daily = {
+      KLYM_TASKS_PER_PRINCIPAL_MAX_TOKENS_PER_DAY: '2000000',
+      KLYM_TASKS_PER_PRINCIPAL_MAX_USD_PER_DAY: '2.5',
+      KLYM_TASKS_PER_PRINCIPAL_OVERRIDES: JSON.stringify({ batch: { maxUsdPerDay: 40 } }),
+    };
+    expect(serverOptions(configWith(daily), cwd).tasks?.perPrincipal).toEqual({
+      maxTokensPerDay: 2_000_000,
+      maxUsdPerDay: 2.5,
+      overrides: { batch: { maxUsdPerDay: 40 } },
+    });
     expect(() => configWith({ KLYM_TASKS_PER_PRINCIPAL_MAX_TOKENS_PER_DAY: '1.5' })).toThrow(/tasks\.perPrincipal\.maxTokensPerDay/);
     expect(() => configWith({ KLYM_TASKS_PER_PRINCIPAL_MAX_USD_PER_DAY: '0' })).toThrow(/tasks\.perPrincipal\.maxUsdPerDay/);
   });
 
   it('gives llm.apiKey and llm.baseURL to the default model’s provider, and leaves a provider without its key out', () => {
-    expect(modelProviders(configWith({ KLYM_LLM_MODEL: 'compatible:llama3', KLYM_LLM_BASE_URL: 'http://127.0.0.1:11434/v1' }))).toEqual({ compatible: { baseURL: 'http://127.0.0.1:11434/v1' } });
-    expect(modelProviders(configWith({ KLYM_LLM_MODEL: 'gpt-4.1-mini', KLYM_LLM_API_KEY: 'sk-a', KLYM_LLM_API: 'chat', GOOGLE_GENERATIVE_AI_API_KEY: 'g-b' }))).toEqual({
+    expect(modelProviders(configWith({ KLYM_LLM_MODEL: 'compatible:llama3', KLYM_LLM_BASE_URL: 'http://127.0.0.1:11434/v1' }))).toEqual({
+      compatible: { baseURL: 'http://127.0.0.1:11434/v1' },
+    });
+    expect(
+      modelProviders(configWith({ KLYM_LLM_MODEL: 'gpt-4.1-mini', KLYM_LLM_API_KEY: 'sk-a', KLYM_LLM_API: 'chat', GOOGLE_GENERATIVE_AI_API_KEY: 'g-b' })),
+    ).toEqual({
       openai: { apiKey: 'sk-a', api: 'chat' },
       google: { apiKey: 'g-b' },
     });
@@ -180,33 +220,67 @@ describe('mapping the configuration onto core and the server', () => {
     expect(serverOptions(configWith({}), cwd).tasks?.store).toBe(`sqlite:${path.join(cwd, '.klym', 'tasks.db')}`);
     expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'sqlite:data/klym.db' }), '/srv/klym').tasks?.store).toBe('sqlite:/srv/klym/data/klym.db');
     expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'sqlite:/var/lib/klym/tasks.db' }), cwd).tasks?.store).toBe('sqlite:/var/lib/klym/tasks.db');
-    expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'memory', KLYM_TASKS_RESUME_ON_RESTART: 'false' }), cwd).tasks).toMatchObject({ store: 'memory', resumeOnRestart: false });
+    expect(serverOptions(configWith({ KLYM_TASKS_STORE: 'memory', KLYM_TASKS_RESUME_ON_RESTART: 'false' }), cwd).tasks).toMatchObject({
+      store: 'memory',
+      resumeOnRestart: false,
+    });
     expect(() => configWith({ KLYM_TASKS_STORE: 'postgres://db/klym' })).toThrow(
       'tasks.store = "postgres://db/klym": expected "memory", "sqlite:<path>" (e.g. sqlite:.klym/tasks.db) or "redis://host:port/db" (rediss:// for TLS) (env KLYM_TASKS_STORE)',
     );
   });
 
-  it('takes a Redis store and its queue settings; tasks.concurrency 0 only with one; the URL\'s password is a secret', () => {
+  it("takes a Redis store and its queue settings; tasks.concurrency 0 only with one; the URL's password is a secret", () => {
     const config = configWith({ KLYM_TASKS_STORE: 'redis://:hunter2-secret@redis:6379/2', KLYM_TASKS_CONCURRENCY: '0', KLYM_TASKS_LOCK_DURATION_MS: '5000' });
     const options = serverOptions(config, '/srv/klym');
-    expect(options.tasks).toMatchObject({ store: 'redis://:hunter2-secret@redis:6379/2', maxConcurrent: 0, sharedQueue: { lockDurationMs: 5_000, stalledIntervalMs: 10_000 } });
+    expect(options.tasks).toMatchObject({
+      store: 'redis://:hunter2-secret@redis:6379/2',
+      maxConcurrent: 0,
+      sharedQueue: { lockDurationMs: 5_000, stalledIntervalMs: 10_000 },
+    });
     expect(configSecrets(config)).toContain('hunter2-secret');
-    expect(() => configWith({ KLYM_TASKS_CONCURRENCY: '0' })).toThrow('tasks.concurrency = 0: expected at least 1: only with a Redis `tasks.store` can a process run no tasks');
+    expect(() => configWith({ KLYM_TASKS_CONCURRENCY: '0' })).toThrow(
+      'tasks.concurrency = 0: expected at least 1: only with a Redis `tasks.store` can a process run no tasks',
+    );
   });
 
   it('runs tasks on the runner thread by default; `inline` on the thread that serves requests', () => {
     expect(serverOptions(configWith({}), cwd).tasks?.runner).toBe('thread');
     expect(serverOptions(configWith({ KLYM_TASKS_RUNNER: 'inline' }), cwd).tasks?.runner).toBe('inline');
-    expect(() => configWith({ KLYM_TASKS_RUNNER: 'process' })).toThrow('tasks.runner = "process": Invalid option: expected one of "thread"|"inline" (env KLYM_TASKS_RUNNER)');
+    expect(() => configWith({ KLYM_TASKS_RUNNER: 'process' })).toThrow(
+      'tasks.runner = "process": Invalid option: expected one of "thread"|"inline" (env KLYM_TASKS_RUNNER)',
+    );
   });
 
   it('hands the webhook endpoints to the task service with their defaults; `klym config` redacts each secret, and an error never shows one', () => {
     const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
-    const env = { KLYM_WEBHOOKS: JSON.stringify({ ops: { url: 'https://hooks.example.com/klym', secret, events: ['task.started', 'task.failed'] }, audit: { url: 'http://127.0.0.1:9/h', secret, all: true, retryForMs: 60_000 } }) };
+    const env = {
+      KLYM_WEBHOOKS: JSON.stringify({
+        ops: { url: 'https://hooks.example.com/klym', secret, events: ['task.started', 'task.failed'] },
+        audit: { url: 'http://127.0.0.1:9/h', secret, all: true, retryForMs: 60_000 },
+      }),
+    };
     const resolved = resolveConfig({ cwd, env });
     expect(serverOptions(resolved.config, cwd).tasks?.webhooks).toEqual({
-      ops: { url: 'https://hooks.example.com/klym', secret, events: ['task.started', 'task.failed'], all: false, retryForMs: 86_400_000, retryDelayMs: 5_000, maxRetryDelayMs: 3_600_000, timeoutMs: 10_000 },
-      audit: { url: 'http://127.0.0.1:9/h', secret, events: ['task.completed', 'task.failed', 'task.cancelled'], all: true, retryForMs: 60_000, retryDelayMs: 5_000, maxRetryDelayMs: 3_600_000, timeoutMs: 10_000 },
+      ops: {
+        url: 'https://hooks.example.com/klym',
+        secret,
+        events: ['task.started', 'task.failed'],
+        all: false,
+        retryForMs: 86_400_000,
+        retryDelayMs: 5_000,
+        maxRetryDelayMs: 3_600_000,
+        timeoutMs: 10_000,
+      },
+      audit: {
+        url: 'http://127.0.0.1:9/h',
+        secret,
+        events: ['task.completed', 'task.failed', 'task.cancelled'],
+        all: true,
+        retryForMs: 60_000,
+        retryDelayMs: 5_000,
+        maxRetryDelayMs: 3_600_000,
+        timeoutMs: 10_000,
+      },
     });
     expect(configSecrets(resolved.config)).toEqual(expect.arrayContaining([secret, secret.slice('whsec_'.length)]));
     const printed = formatConfigYaml(resolved);
@@ -214,9 +288,13 @@ describe('mapping the configuration onto core and the server', () => {
     expect(printed).not.toContain(secret.slice('whsec_'.length));
 
     const badSecret = 'my-plain-password-123';
-    expect(() => configWith({ KLYM_WEBHOOKS: JSON.stringify({ ops: { url: 'https://hooks.example.com/', secret: badSecret } }) })).toThrow(/webhooks\.ops\.secret = <redacted>: expected `whsec_`/);
+    expect(() => configWith({ KLYM_WEBHOOKS: JSON.stringify({ ops: { url: 'https://hooks.example.com/', secret: badSecret } }) })).toThrow(
+      /webhooks\.ops\.secret = <redacted>: expected `whsec_`/,
+    );
     expect(() => configWith({ KLYM_WEBHOOKS: JSON.stringify({ ops: { url: 'https://hooks.example.com/', secret: badSecret } }) })).not.toThrow(badSecret);
-    expect(() => configWith({ KLYM_WEBHOOKS: JSON.stringify({ ops: { url: 'https://hooks.example.com/', secret, events: ['task.done'] } }) })).toThrow(/webhooks\.ops\.events\[0\] = "task.done": Invalid option/);
+    expect(() => configWith({ KLYM_WEBHOOKS: JSON.stringify({ ops: { url: 'https://hooks.example.com/', secret, events: ['task.done'] } }) })).toThrow(
+      /webhooks\.ops\.events\[0\] = "task.done": Invalid option/,
+    );
     expect(() => configWith({ KLYM_WEBHOOKS: JSON.stringify({ ops: { url: 'https://hooks.example.com/', secret, headers: {} } }) })).toThrow(/headers/);
   });
 
@@ -224,7 +302,10 @@ describe('mapping the configuration onto core and the server', () => {
     const config = configWith({
       OPENAI_API_KEY: 'sk-openai-1',
       KLYM_SERVER_TOKENS: '{"grynya":"0123456789abcdef"}',
-      KLYM_UPSTREAMS: JSON.stringify({ a: { url: 'http://127.0.0.1:1/mcp', headers: { Authorization: 'Bearer upstream-token', Host: 'localhost' } }, b: { command: 'node', env: { GITHUB_TOKEN: 'gh-token', HOME: '/home/x' } } }),
+      KLYM_UPSTREAMS: JSON.stringify({
+        a: { url: 'http://127.0.0.1:1/mcp', headers: { Authorization: 'Bearer upstream-token', Host: 'localhost' } },
+        b: { command: 'node', env: { GITHUB_TOKEN: 'gh-token', HOME: '/home/x' } },
+      }),
     });
     expect(configSecrets(config).toSorted()).toEqual(['0123456789abcdef', 'gh-token', 'sk-openai-1', 'upstream-token']);
   });
@@ -235,7 +316,10 @@ describe('mapping the configuration onto core and the server', () => {
     const keyFile = path.join(cwd, 'upstream-key.pem');
     writeFileSync(keyFile, pem);
     const upstreams = {
-      secret: { url: 'http://127.0.0.1:1/mcp', auth: { type: 'client_credentials', clientId: 'klym', clientSecret: 'cs-0123456789', scope: 'mcp:tools', issuer: 'https://auth.example' } },
+      secret: {
+        url: 'http://127.0.0.1:1/mcp',
+        auth: { type: 'client_credentials', clientId: 'klym', clientSecret: 'cs-0123456789', scope: 'mcp:tools', issuer: 'https://auth.example' },
+      },
       signed: { url: 'http://127.0.0.1:2/mcp', auth: { type: 'private_key_jwt', clientId: 'klym', privateKeyFile: keyFile, issuer: 'https://auth.example' } },
     };
     const config = configWith({ KLYM_UPSTREAMS: JSON.stringify(upstreams) });
@@ -254,16 +338,26 @@ describe('mapping the configuration onto core and the server', () => {
 
   it('refuses `auth` on a stdio upstream, and a key given both inline and as a file, naming the key', () => {
     const auth = { type: 'private_key_jwt', clientId: 'klym', privateKey: 'x', privateKeyFile: '/k.pem', issuer: 'https://auth.example' };
-    expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ a: { url: 'http://127.0.0.1:1/mcp', auth } }) })).toThrow(/upstreams\.a\.auth.*exactly one of `privateKey` or `privateKeyFile`/);
+    expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ a: { url: 'http://127.0.0.1:1/mcp', auth } }) })).toThrow(
+      /upstreams\.a\.auth.*exactly one of `privateKey` or `privateKeyFile`/,
+    );
     const secretAuth = { type: 'client_credentials', clientId: 'klym', clientSecret: 'cs-0123456789', issuer: 'https://auth.example' };
-    expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ b: { command: 'node', auth: secretAuth } }) })).toThrow(/upstreams\.b\.auth: `auth` needs a `url`/);
+    expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ b: { command: 'node', auth: secretAuth } }) })).toThrow(
+      /upstreams\.b\.auth: `auth` needs a `url`/,
+    );
     // Without an issuer the upstream would choose who receives the credentials.
     const { issuer: _issuer, ...unpinned } = secretAuth;
-    expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ c: { url: 'http://127.0.0.1:1/mcp', auth: unpinned } }) })).toThrow(/upstreams\.c\.auth\.issuer.*authorization server/);
+    expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ c: { url: 'http://127.0.0.1:1/mcp', auth: unpinned } }) })).toThrow(
+      /upstreams\.c\.auth\.issuer.*authorization server/,
+    );
     // Plain http only on loopback: elsewhere the secret would cross the network in the clear.
     const plain = { ...secretAuth, issuer: 'http://auth.example' };
-    expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ d: { url: 'http://127.0.0.1:1/mcp', auth: plain } }) })).toThrow(/upstreams\.d\.auth\.issuer.*plain http only on loopback/);
+    expect(() => configWith({ KLYM_UPSTREAMS: JSON.stringify({ d: { url: 'http://127.0.0.1:1/mcp', auth: plain } }) })).toThrow(
+      /upstreams\.d\.auth\.issuer.*plain http only on loopback/,
+    );
     const local = { ...secretAuth, issuer: 'http://127.0.0.1:9000' };
-    expect(serverOptions(configWith({ KLYM_UPSTREAMS: JSON.stringify({ e: { url: 'http://127.0.0.1:1/mcp', auth: local } }) }), cwd).upstreams?.e).toMatchObject({ auth: { issuer: 'http://127.0.0.1:9000' } });
+    expect(
+      serverOptions(configWith({ KLYM_UPSTREAMS: JSON.stringify({ e: { url: 'http://127.0.0.1:1/mcp', auth: local } }) }), cwd).upstreams?.e,
+    ).toMatchObject({ auth: { issuer: 'http://127.0.0.1:9000' } });
   });
 });

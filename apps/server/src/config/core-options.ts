@@ -1,6 +1,17 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { KlymError, RUN_SETTINGS, secretsOf, upstreamAuthSecrets, type AgentBudget, type ModelProviders, type RunSettings, type TaskServiceOptions, type UpstreamConfig, type UpstreamToolRules } from '@klym/core';
+import {
+  KlymError,
+  RUN_SETTINGS,
+  secretsOf,
+  upstreamAuthSecrets,
+  type AgentBudget,
+  type ModelProviders,
+  type RunSettings,
+  type TaskServiceOptions,
+  type UpstreamConfig,
+  type UpstreamToolRules,
+} from '@klym/core';
 import { a2aPush } from '@klym/core/a2a';
 import { defaultResource } from '../server/oauth-options.ts';
 import type { KlymServerOptions } from '../server/server-options.ts';
@@ -31,14 +42,19 @@ function upstreamAuth(name: string, upstream: KlymConfig['upstreams'][string] | 
     return { ...rest, privateKey: readFileSync(privateKeyFile, 'utf8') };
   } catch (error) {
     const why = (error as NodeJS.ErrnoException).code ?? 'unreadable';
-    throw new KlymError('CONFIG_INVALID', `upstreams.${name}.auth.privateKeyFile: cannot read ${JSON.stringify(privateKeyFile)} (${why})`, { upstream: name, cause: error });
+    throw new KlymError('CONFIG_INVALID', `upstreams.${name}.auth.privateKeyFile: cannot read ${JSON.stringify(privateKeyFile)} (${why})`, {
+      upstream: name,
+      cause: error,
+    });
   }
 }
 
 /** Each enabled upstream's tool rules (allow/deny over its own tool names, read-only tools, the self-check's probe). */
 export function upstreamToolRules(config: KlymConfig): Record<string, UpstreamToolRules> {
   return Object.fromEntries(
-    Object.entries(config.upstreams).flatMap(([name, upstream]) => (upstream.disabled === true || upstream.tools === undefined ? [] : [[name, upstream.tools as UpstreamToolRules]])),
+    Object.entries(config.upstreams).flatMap(([name, upstream]) =>
+      upstream.disabled === true || upstream.tools === undefined ? [] : [[name, upstream.tools as UpstreamToolRules]],
+    ),
   );
 }
 
@@ -50,7 +66,12 @@ export function modelProviders(config: KlymConfig): ModelProviders {
   const { openai, google, compatible } = config.llm.providers;
   const own = providerOf(config.llm.model);
   const overlay = (provider: keyof ModelProviders) =>
-    own === provider ? { ...(config.llm.apiKey === undefined ? {} : { apiKey: config.llm.apiKey }), ...(config.llm.baseURL === undefined ? {} : { baseURL: config.llm.baseURL }) } : {};
+    own === provider
+      ? {
+          ...(config.llm.apiKey === undefined ? {} : { apiKey: config.llm.apiKey }),
+          ...(config.llm.baseURL === undefined ? {} : { baseURL: config.llm.baseURL }),
+        }
+      : {};
   const openaiOptions = { ...openai, ...overlay('openai'), ...(own === 'openai' && config.llm.api !== undefined ? { api: config.llm.api } : {}) };
   const compatibleOptions = { ...compatible, ...overlay('compatible') };
   const googleOptions = { ...google, ...overlay('google') };
@@ -173,13 +194,18 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
       log: { maxBytes: config.tasks.logMaxBytes },
       store: taskStoreIn(config.tasks.store, cwd),
       artifactQuery: config.artifacts.query,
-      artifactLimits: { maxBytesPerTask: config.artifacts.maxBytesPerTask, ...(config.artifacts.maxBytes === undefined ? {} : { maxBytes: config.artifacts.maxBytes }) },
+      artifactLimits: {
+        maxBytesPerTask: config.artifacts.maxBytesPerTask,
+        ...(config.artifacts.maxBytes === undefined ? {} : { maxBytes: config.artifacts.maxBytes }),
+      },
       runner: config.tasks.runner,
       sharedQueue: { lockDurationMs: config.tasks.lockDurationMs, stalledIntervalMs: config.tasks.stalledIntervalMs },
       resumeOnRestart: config.tasks.resumeOnRestart,
       writeBack: { upstream: config.writeBack.upstream, byDefault: config.writeBack.enabled, timeZone: config.writeBack.timeZone },
       webhooks: config.webhooks,
-      ...(config.a2a?.pushAllow === undefined || config.a2a.pushAllow.length === 0 ? {} : { push: a2aPush({ allow: config.a2a.pushAllow, ...config.a2a.pushDelivery }) }),
+      ...(config.a2a?.pushAllow === undefined || config.a2a.pushAllow.length === 0
+        ? {}
+        : { push: a2aPush({ allow: config.a2a.pushAllow, ...config.a2a.pushDelivery }) }),
       shutdownGraceMs: config.tasks.shutdownGraceMs,
     },
   };

@@ -29,7 +29,10 @@ describe('klym config output', () => {
       OPENAI_API_KEY: SECRET,
       KLYM_SERVER_TOKENS: JSON.stringify({ grynya: `${SECRET}-0123456789` }),
       KLYM_UPSTREAMS: JSON.stringify({
-        grynya: { url: `http://user:${SECRET}@127.0.0.1:8000/sse?token=${SECRET}&db=main`, headers: { Authorization: `Bearer ${SECRET}`, 'X-Api-Key': SECRET, Host: 'localhost' } },
+        grynya: {
+          url: `http://user:${SECRET}@127.0.0.1:8000/sse?token=${SECRET}&db=main`,
+          headers: { Authorization: `Bearer ${SECRET}`, 'X-Api-Key': SECRET, Host: 'localhost' },
+        },
         memory: { command: 'node', env: { GITHUB_TOKEN: SECRET, MEMORY_FILE_PATH: '/tmp/memory.json' } },
       }),
     },
@@ -54,7 +57,12 @@ describe('klym config output', () => {
     const report = JSON.parse(formatConfigJson(resolved)) as { config: { upstreams: { grynya: { url: string } } }; sources: Record<string, string> };
     expect(JSON.stringify(report)).not.toContain(SECRET);
     expect(report.config.upstreams.grynya.url).toBe('http://user:redacted@127.0.0.1:8000/sse?token=redacted&db=main');
-    expect(report.sources).toMatchObject({ 'server.port': 'flag --port', 'llm.providers.openai.apiKey': 'env OPENAI_API_KEY', 'upstreams.memory.env.GITHUB_TOKEN': 'env KLYM_UPSTREAMS', 'tasks.ttlMs': 'default' });
+    expect(report.sources).toMatchObject({
+      'server.port': 'flag --port',
+      'llm.providers.openai.apiKey': 'env OPENAI_API_KEY',
+      'upstreams.memory.env.GITHUB_TOKEN': 'env KLYM_UPSTREAMS',
+      'tasks.ttlMs': 'default',
+    });
   });
 });
 

@@ -10,13 +10,16 @@ export function nearestName(name: string, known: readonly string[]): string | un
 
 /** Edits (insert, delete, substitute, swap two neighbours) that turn `left` into `right`. */
 function editDistance(left: string, right: string): number {
-  const rows = Array.from({ length: left.length + 1 }, (_row, row) => Array.from({ length: right.length + 1 }, (_column, column) => (row === 0 ? column : column === 0 ? row : 0)));
+  const rows = Array.from({ length: left.length + 1 }, (_row, row) =>
+    Array.from({ length: right.length + 1 }, (_column, column) => (row === 0 ? column : column === 0 ? row : 0)),
+  );
   const at = (row: number, column: number): number => rows[row]?.[column] ?? 0;
   for (let row = 1; row <= left.length; row += 1) {
     for (let column = 1; column <= right.length; column += 1) {
       const cost = left[row - 1] === right[column - 1] ? 0 : 1;
       let distance = Math.min(at(row - 1, column) + 1, at(row, column - 1) + 1, at(row - 1, column - 1) + cost);
-      if (row > 1 && column > 1 && left[row - 1] === right[column - 2] && left[row - 2] === right[column - 1]) distance = Math.min(distance, at(row - 2, column - 2) + 1);
+      if (row > 1 && column > 1 && left[row - 1] === right[column - 2] && left[row - 2] === right[column - 1])
+        distance = Math.min(distance, at(row - 2, column - 2) + 1);
       (rows[row] as number[])[column] = distance;
     }
   }

@@ -41,7 +41,13 @@ describe('config file', () => {
   });
 
   it('prefers klym.config.yaml over .yml and .json, and --config over all of them and KLYM_CONFIG', () => {
-    const cwd = workspace({ 'klym.config.yaml': 'server: { port: 1 }', 'klym.config.yml': 'server: { port: 2 }', 'klym.config.json': '{"server":{"port":3}}', 'other.yaml': 'server: { port: 4 }', 'env.json': '{"server":{"port":5}}' });
+    const cwd = workspace({
+      'klym.config.yaml': 'server: { port: 1 }',
+      'klym.config.yml': 'server: { port: 2 }',
+      'klym.config.json': '{"server":{"port":3}}',
+      'other.yaml': 'server: { port: 4 }',
+      'env.json': '{"server":{"port":5}}',
+    });
     expect(resolveConfig({ cwd }).config.server.port).toBe(1);
     expect(resolveConfig({ cwd, env: { KLYM_CONFIG: 'env.json' } }).config.server.port).toBe(5);
     expect(resolveConfig({ cwd, configFile: 'other.yaml', env: { KLYM_CONFIG: 'env.json' } }).config.server.port).toBe(4);
@@ -77,13 +83,21 @@ describe('environment', () => {
     expect(failure({ cwd: workspace(), env: { KLYM_TASKS_TIMEOUT_MS: '3000000000' } })).toContain(
       'tasks.timeoutMs = 3000000000: expected at most 2147483647 ms (about 24.8 days; Node timers fire at once past that) (env KLYM_TASKS_TIMEOUT_MS)',
     );
-    expect(failure({ cwd: workspace({ 'klym.config.yaml': 'upstreams:\n  a:\n    url: http://127.0.0.1:1/mcp\n    timeouts: { requestMs: 2147483648 }\n' }) })).toContain('upstreams.a.timeouts.requestMs');
+    expect(
+      failure({ cwd: workspace({ 'klym.config.yaml': 'upstreams:\n  a:\n    url: http://127.0.0.1:1/mcp\n    timeouts: { requestMs: 2147483648 }\n' }) }),
+    ).toContain('upstreams.a.timeouts.requestMs');
   });
 
   it('sets any key by KLYM_<PATH>: numbers, booleans, comma or JSON lists, JSON maps', () => {
     const { config, sourceOf } = resolveConfig({
       cwd: workspace({ 'klym.config.yaml': 'server: { port: 1, host: 127.0.0.2 }' }),
-      env: { KLYM_SERVER_PORT: '9002', KLYM_WRITE_BACK_ENABLED: 'true', KLYM_SERVER_ALLOWED_HOSTS: 'klym, grynya', KLYM_READ_ONLY_TOOLS: '["grynya__query_graph"]', KLYM_LLM_PRICES: '{"openai:gpt-4.1-mini":{"inputPerMillion":0.4,"outputPerMillion":1.6}}' },
+      env: {
+        KLYM_SERVER_PORT: '9002',
+        KLYM_WRITE_BACK_ENABLED: 'true',
+        KLYM_SERVER_ALLOWED_HOSTS: 'klym, grynya',
+        KLYM_READ_ONLY_TOOLS: '["grynya__query_graph"]',
+        KLYM_LLM_PRICES: '{"openai:gpt-4.1-mini":{"inputPerMillion":0.4,"outputPerMillion":1.6}}',
+      },
     });
     expect(config.server).toMatchObject({ port: 9002, host: '127.0.0.2', allowedHosts: ['klym', 'grynya'] });
     expect(config.writeBack.enabled).toBe(true);
@@ -106,9 +120,15 @@ describe('environment', () => {
   });
 
   it('an unknown KLYM_ variable is refused with the nearest known one; a wrong value names the variable', () => {
-    expect(failure({ cwd: workspace(), env: { KLYM_SERVER_PROT: '80' } })).toBe('Unknown configuration variable KLYM_SERVER_PROT (from env); did you mean KLYM_SERVER_PORT?');
-    expect(failure({ cwd: workspace(), env: { KLYM_SERVER_PORT: 'eighty' } })).toBe('Invalid configuration: server.port = "eighty": expected number, received string (env KLYM_SERVER_PORT)');
-    expect(failure({ cwd: workspace(), env: { KLYM_UPSTREAMS: '{"grynya":{"url":"ftp://x"}}' } })).toContain('upstreams.grynya.url = "ftp://x": expected an http(s) URL (env KLYM_UPSTREAMS)');
+    expect(failure({ cwd: workspace(), env: { KLYM_SERVER_PROT: '80' } })).toBe(
+      'Unknown configuration variable KLYM_SERVER_PROT (from env); did you mean KLYM_SERVER_PORT?',
+    );
+    expect(failure({ cwd: workspace(), env: { KLYM_SERVER_PORT: 'eighty' } })).toBe(
+      'Invalid configuration: server.port = "eighty": expected number, received string (env KLYM_SERVER_PORT)',
+    );
+    expect(failure({ cwd: workspace(), env: { KLYM_UPSTREAMS: '{"grynya":{"url":"ftp://x"}}' } })).toContain(
+      'upstreams.grynya.url = "ftp://x": expected an http(s) URL (env KLYM_UPSTREAMS)',
+    );
   });
 
   it('never shows a secret in an error', () => {
@@ -121,7 +141,11 @@ describe('environment', () => {
 describe('flags', () => {
   it('win over the environment and the file, and are named as the source', () => {
     const cwd = workspace({ 'klym.config.yaml': 'llm: { model: google:gemini-2.5-flash }' });
-    const { config, sourceOf } = resolveConfig({ cwd, env: { KLYM_LLM_MODEL: 'openai:gpt-4.1' }, flags: [{ path: ['llm', 'model'], value: 'scripted', source: 'flag --model' }] });
+    const { config, sourceOf } = resolveConfig({
+      cwd,
+      env: { KLYM_LLM_MODEL: 'openai:gpt-4.1' },
+      flags: [{ path: ['llm', 'model'], value: 'scripted', source: 'flag --model' }],
+    });
     expect(config.llm.model).toBe('scripted');
     expect(sourceOf(['llm', 'model'])).toBe('flag --model');
   });
@@ -145,7 +169,13 @@ describe('upstreams and mcpServers', () => {
     };
     const { config, sourceOf } = resolveConfig({ cwd: workspace({ 'klym.config.json': JSON.stringify(desktop) }) });
     expect(Object.keys(config.upstreams).toSorted()).toEqual(['everything', 'grynya', 'memory', 'remote']);
-    expect(config.upstreams.grynya).toEqual({ url: 'http://grynya-mcp-server:8000/sse', transport: 'sse', headers: { Host: 'localhost' }, disabled: false, timeouts: { requestMs: 30_000 } });
+    expect(config.upstreams.grynya).toEqual({
+      url: 'http://grynya-mcp-server:8000/sse',
+      transport: 'sse',
+      headers: { Host: 'localhost' },
+      disabled: false,
+      timeouts: { requestMs: 30_000 },
+    });
     expect(config.upstreams.memory).toEqual({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'], env: { MEMORY_FILE_PATH: '/tmp/m.json' } });
     expect(config.upstreams.remote?.transport).toBe('streamable-http');
     expect(sourceOf(['upstreams', 'grynya', 'transport'])).toBe('file klym.config.json');
@@ -170,7 +200,9 @@ describe('upstreams and mcpServers', () => {
     expect(message).toContain('upstreams["bad name"]');
     expect(message).toContain('expected an upstream name of letters and digits');
     expect(message).toContain('upstreams.clash.retries: unknown key');
-    const clash = failure({ cwd: workspace({ 'klym.config.yaml': 'upstreams:\n  clash: { url: "http://127.0.0.1:1/mcp" }\nmcpServers:\n  clash: { command: node }\n' }) });
+    const clash = failure({
+      cwd: workspace({ 'klym.config.yaml': 'upstreams:\n  clash: { url: "http://127.0.0.1:1/mcp" }\nmcpServers:\n  clash: { command: node }\n' }),
+    });
     expect(clash).toContain('mcpServers.clash: an upstream named "clash" is also in `upstreams` (file klym.config.yaml)');
   });
 
@@ -196,7 +228,9 @@ describe('cross-key checks', () => {
     expect(failure({ cwd: workspace(), env: { KLYM_SERVER_HOST: '0.0.0.0' } })).toContain(
       'server.host = "0.0.0.0": binding "0.0.0.0" (not loopback) needs `server.tokens` or `server.oauth` (env KLYM_SERVER_HOST)',
     );
-    expect(resolveConfig({ cwd: workspace(), env: { KLYM_SERVER_HOST: '0.0.0.0', KLYM_SERVER_TOKENS: '{"grynya":"0123456789abcdef"}' } }).config.server.host).toBe('0.0.0.0');
+    expect(
+      resolveConfig({ cwd: workspace(), env: { KLYM_SERVER_HOST: '0.0.0.0', KLYM_SERVER_TOKENS: '{"grynya":"0123456789abcdef"}' } }).config.server.host,
+    ).toBe('0.0.0.0');
     expect(failure({ cwd: workspace(), flags: [{ path: ['tools', 'policy'], value: 'careful', source: 'flag --policy' }] })).toContain(
       'tools.policy = "careful": expected `read-only` or a policy from `policies` (none) (flag --policy)',
     );
@@ -215,10 +249,12 @@ describe('cross-key checks', () => {
 /** A working directory whose config file has `server.oauth` lines `oauth`, after `server` lines. */
 const file = (oauth: string, server = ''): string => workspace({ 'klym.config.yaml': `server:\n${server}  oauth:\n${oauth}` });
 /** Resolves server options with `auth.oauth` of an issuer and `oauth`. */
-const withOauth = (oauth: Record<string, unknown>, port = 8765) => () => resolveServerOptions({ port, auth: { oauth: { issuer: 'https://auth.example.com', ...oauth } } });
+const withOauth =
+  (oauth: Record<string, unknown>, port = 8765) =>
+  () =>
+    resolveServerOptions({ port, auth: { oauth: { issuer: 'https://auth.example.com', ...oauth } } });
 
 describe('server.oauth', () => {
-
   it('takes an issuer and fills in the rest; the server’s options carry it, the resource from the listen address', () => {
     const { config } = resolveConfig({ cwd: file('    issuer: https://auth.example.com/realms/klym\n') });
     expect(config.server.oauth).toEqual({
@@ -228,13 +264,20 @@ describe('server.oauth', () => {
       clockToleranceSeconds: 30,
     });
     const options = resolveServerOptions(serverOptions(config, '/srv'));
-    expect(options.auth?.oauth).toMatchObject({ issuer: 'https://auth.example.com/realms/klym', resource: 'http://127.0.0.1:8765/mcp', audience: 'http://127.0.0.1:8765/mcp' });
+    expect(options.auth?.oauth).toMatchObject({
+      issuer: 'https://auth.example.com/realms/klym',
+      resource: 'http://127.0.0.1:8765/mcp',
+      audience: 'http://127.0.0.1:8765/mcp',
+    });
     expect(options.auth?.oauth?.resourceMetadataUrl).toBe('http://127.0.0.1:8765/.well-known/oauth-protected-resource/mcp');
     // `klym worker` listens elsewhere, and takes the server's tokens on its /metrics.
     const worker = resolveServerOptions({ ...serverOptions(config, '/srv'), host: config.worker.host, port: 0 });
     expect(worker.auth?.oauth?.audience).toBe('http://127.0.0.1:8765/mcp');
     // Every leaf has its variable.
-    const fromEnv = resolveConfig({ cwd: workspace(), env: { KLYM_SERVER_OAUTH_ISSUER: 'https://auth.example.com', KLYM_SERVER_OAUTH_SCOPES_START: 'tasks:write' } });
+    const fromEnv = resolveConfig({
+      cwd: workspace(),
+      env: { KLYM_SERVER_OAUTH_ISSUER: 'https://auth.example.com', KLYM_SERVER_OAUTH_SCOPES_START: 'tasks:write' },
+    });
     expect(fromEnv.config.server.oauth?.scopes).toEqual({ start: 'tasks:write', read: 'klym:read', cancel: 'klym:cancel' });
   });
 
@@ -242,25 +285,39 @@ describe('server.oauth', () => {
     expect(failure({ cwd: file('    issuer: auth.example.com\n') })).toContain(
       'server.oauth.issuer = "auth.example.com": expected an https URL (http only on a loopback host such as 127.0.0.1) (file klym.config.yaml)',
     );
-    expect(failure({ cwd: workspace(), env: { KLYM_SERVER_OAUTH_ISSUER: 'http://auth.example.com' } })).toContain('server.oauth.issuer = "http://auth.example.com": expected an https URL');
+    expect(failure({ cwd: workspace(), env: { KLYM_SERVER_OAUTH_ISSUER: 'http://auth.example.com' } })).toContain(
+      'server.oauth.issuer = "http://auth.example.com": expected an https URL',
+    );
     expect(resolveConfig({ cwd: file('    issuer: http://127.0.0.1:9000\n') }).config.server.oauth?.issuer).toBe('http://127.0.0.1:9000');
-    expect(failure({ cwd: file('    issuer: https://auth.example.com\n    scopes: { start: "klym start" }\n') })).toContain('server.oauth.scopes.start = "klym start": expected a scope token');
-    expect(failure({ cwd: file('    issuer: https://auth.example.com\n    resource: klym.example.com/mcp\n') })).toContain('server.oauth.resource = "klym.example.com/mcp": expected an http(s) URL without a fragment');
-    expect(failure({ cwd: file('    issuer: https://auth.example.com\n    audiance: klym\n') })).toContain('server.oauth.audiance: unknown key (did you mean "audience"?)');
+    expect(failure({ cwd: file('    issuer: https://auth.example.com\n    scopes: { start: "klym start" }\n') })).toContain(
+      'server.oauth.scopes.start = "klym start": expected a scope token',
+    );
+    expect(failure({ cwd: file('    issuer: https://auth.example.com\n    resource: klym.example.com/mcp\n') })).toContain(
+      'server.oauth.resource = "klym.example.com/mcp": expected an http(s) URL without a fragment',
+    );
+    expect(failure({ cwd: file('    issuer: https://auth.example.com\n    audiance: klym\n') })).toContain(
+      'server.oauth.audiance: unknown key (did you mean "audience"?)',
+    );
   });
 
   it('needs `resource` where the listen address cannot be it; with it, serves a non-loopback address without static tokens', () => {
     expect(failure({ cwd: file('    issuer: https://auth.example.com\n', '  port: 0\n') })).toContain(
       "server.oauth.resource: required when the server listens on a free port (0): the URL clients reach Klym's /mcp at, which tokens are bound to",
     );
-    expect(failure({ cwd: file('    issuer: https://auth.example.com\n', '  host: 0.0.0.0\n') })).toContain('server.oauth.resource: required when the server listens on "0.0.0.0"');
+    expect(failure({ cwd: file('    issuer: https://auth.example.com\n', '  host: 0.0.0.0\n') })).toContain(
+      'server.oauth.resource: required when the server listens on "0.0.0.0"',
+    );
     const { config } = resolveConfig({ cwd: file('    issuer: https://auth.example.com\n    resource: https://klym.example.com/mcp\n', '  host: 0.0.0.0\n') });
     expect(resolveServerOptions(serverOptions(config, '/srv')).auth?.oauth?.audience).toBe('https://klym.example.com/mcp');
   });
 
   it('options passed in code get the same checks, each naming its option', () => {
-    expect(withOauth({ issuer: 'ftp://auth.example.com' })).toThrow('Expected `auth.oauth.issuer` to be an https URL (http only on a loopback host), got "ftp://auth.example.com"');
-    expect(withOauth({ resource: 'https://klym.example.com/mcp#frag' })).toThrow('Expected `auth.oauth.resource` to be an http(s) URL without a fragment, got "https://klym.example.com/mcp#frag"');
+    expect(withOauth({ issuer: 'ftp://auth.example.com' })).toThrow(
+      'Expected `auth.oauth.issuer` to be an https URL (http only on a loopback host), got "ftp://auth.example.com"',
+    );
+    expect(withOauth({ resource: 'https://klym.example.com/mcp#frag' })).toThrow(
+      'Expected `auth.oauth.resource` to be an http(s) URL without a fragment, got "https://klym.example.com/mcp#frag"',
+    );
     expect(withOauth({ clockToleranceSeconds: -1 })).toThrow('Expected `auth.oauth.clockToleranceSeconds` to be a number of seconds, 0 or more, got -1');
     expect(withOauth({}, 0)).toThrow('`auth.oauth.resource` is required when the server listens on a free port (0)');
   });

@@ -78,7 +78,10 @@ function finish(parsed: z.output<typeof configObjectSchema>, sources: ReadonlyMa
     const to = `${pathKey(['upstreams', name]).slice(0, -1)},`;
     for (const [key, source] of sources) if (key.startsWith(from)) copied.set(to + key.slice(from.length), source);
     // The desktop clients' names for two keys: their sources follow the value to Klym's name.
-    const renamed = [[['type'], ['transport']], [['timeout'], ['timeouts', 'requestMs']]] as const;
+    const renamed = [
+      [['type'], ['transport']],
+      [['timeout'], ['timeouts', 'requestMs']],
+    ] as const;
     for (const [old, now] of renamed) {
       const source = sources.get(pathKey(['mcpServers', name, ...old]));
       if (source !== undefined && !copied.has(pathKey(['upstreams', name, ...now]))) copied.set(pathKey(['upstreams', name, ...now]), source);
@@ -113,7 +116,11 @@ function describeProblem(path: ConfigPath, message: string, merged: ReturnType<t
 /** A path as a person reads it: `upstreams.grynya.url`, `llm.prices["openai:gpt-4.1"]`. */
 export function displayPath(path: ConfigPath): string {
   if (path.length === 0) return '(top level)';
-  return path.map((segment, index) => (/^[A-Za-z_$][\w$-]*$/.test(segment) ? `${index === 0 ? '' : '.'}${segment}` : /^\d+$/.test(segment) ? `[${segment}]` : `[${JSON.stringify(segment)}]`)).join('');
+  return path
+    .map((segment, index) =>
+      /^[A-Za-z_$][\w$-]*$/.test(segment) ? `${index === 0 ? '' : '.'}${segment}` : /^\d+$/.test(segment) ? `[${segment}]` : `[${JSON.stringify(segment)}]`,
+    )
+    .join('');
 }
 
 function valueAt(values: unknown, path: ConfigPath): unknown {

@@ -4,11 +4,21 @@ import type { z } from 'zod';
 type RunSettingRows = typeof RUN_SETTINGS;
 /** A row's config name within `Section` (`llm`, or '' for the top level), or `never` when the config keeps it elsewhere. */
 type NameIn<Name extends string, Section extends string> = Section extends ''
-  ? Name extends `${string}.${string}` ? never : Name
-  : Name extends `${Section}.${infer Rest}` ? Rest extends `${string}.${string}` ? never : Rest : never;
+  ? Name extends `${string}.${string}`
+    ? never
+    : Name
+  : Name extends `${Section}.${infer Rest}`
+    ? Rest extends `${string}.${string}`
+      ? never
+      : Rest
+    : never;
 /** The rows of {@link RUN_SETTINGS} with a schema that `Section` holds, by their config name. */
 type RunSettingsShape<Section extends string> = {
-  [Key in keyof RunSettingRows as RunSettingRows[Key] extends { readonly config: infer Name extends string; readonly schema: z.ZodType } ? NameIn<Name, Section> : never]: RunSettingRows[Key] extends {
+  [
+    Key in keyof RunSettingRows as RunSettingRows[Key] extends { readonly config: infer Name extends string; readonly schema: z.ZodType }
+      ? NameIn<Name, Section>
+      : never
+  ]: RunSettingRows[Key] extends {
     readonly schema: infer Schema;
   }
     ? Schema

@@ -107,7 +107,10 @@ export function parseText(text: string, kind: ValueKind): unknown {
       return text;
     case 'array':
       if (trimmed.startsWith('[')) return parseJson(trimmed);
-      return trimmed.split(',').map((item) => item.trim()).filter((item) => item !== '');
+      return trimmed
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '');
     case 'record':
     case 'object':
       return trimmed.startsWith('{') ? parseJson(trimmed) : text;

@@ -65,7 +65,10 @@ function isTimeZone(name: string): boolean {
 
 const taskStoreSchema = z
   .string()
-  .regex(/^(?:memory|sqlite:.+|rediss?:\/\/.+)$/s, 'expected "memory", "sqlite:<path>" (e.g. sqlite:.klym/tasks.db) or "redis://host:port/db" (rediss:// for TLS)');
+  .regex(
+    /^(?:memory|sqlite:.+|rediss?:\/\/.+)$/s,
+    'expected "memory", "sqlite:<path>" (e.g. sqlite:.klym/tasks.db) or "redis://host:port/db" (rediss:// for TLS)',
+  );
 
 /**
  * A webhook endpoint: where task events are POSTed, signed. A start names one by its key (`webhook: ops`); a
@@ -75,7 +78,9 @@ const webhookSchema = z.strictObject({
   /** Where events are POSTed (http or https). Redirects are not followed. */
   url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }),
   /** The Standard Webhooks signing secret: `whsec_` and the base64 of 24 to 64 random bytes. Secret. */
-  secret: z.string().regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, 'expected `whsec_` and the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)'),
+  secret: z
+    .string()
+    .regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, 'expected `whsec_` and the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)'),
   /** The events it receives: `task.started`, `task.completed`, `task.failed`, `task.cancelled`. @default ['task.completed', 'task.failed', 'task.cancelled'] */
   events: z
     .array(z.enum(WEBHOOK_EVENTS))
@@ -127,7 +132,10 @@ const oauthSchema = z.strictObject({
     })
     .prefault({}),
   /** The signature algorithms accepted. @default any asymmetric one the issuer's key allows */
-  algorithms: z.array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'])).min(1).optional(),
+  algorithms: z
+    .array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519']))
+    .min(1)
+    .optional(),
   /** How far Klym's and the issuer's clocks may disagree when `exp` and `nbf` are checked, in seconds. @default 30 */
   clockToleranceSeconds: z.number().int().nonnegative().default(OAUTH_DEFAULTS.clockToleranceSeconds),
 });
@@ -306,7 +314,12 @@ export const configObjectSchema = z.strictObject({
       /** TCP port; 0 picks a free one. @default 8765 */
       port: z.number().int().min(0).max(65_535).default(SERVER_DEFAULTS.port),
       /** Bearer tokens by principal (`grynya: <token>`); without any, everyone is `anonymous`. Secret. @default {} */
-      tokens: z.record(z.string().regex(/^[A-Za-z0-9_.@-]+$/, 'expected a principal name of letters, digits and "_.@-"'), z.string().min(16, 'expected a token of at least 16 characters')).default({}),
+      tokens: z
+        .record(
+          z.string().regex(/^[A-Za-z0-9_.@-]+$/, 'expected a principal name of letters, digits and "_.@-"'),
+          z.string().min(16, 'expected a token of at least 16 characters'),
+        )
+        .default({}),
       /**
        * Klym as an OAuth 2.1 resource server: callers may present JWT access tokens of `issuer` (besides `tokens`,
        * which are tried first), each operation behind a scope. @default none: static `tokens` only
@@ -342,7 +355,10 @@ export const configObjectSchema = z.strictObject({
         .array(
           z.string().refine((entry) => {
             const url = entry === '*' || !URL.canParse(entry) ? undefined : new URL(entry);
-            return entry === '*' || (url !== undefined && /^https?:$/.test(url.protocol) && url.username === '' && url.password === '' && url.search === '' && url.hash === '');
+            return (
+              entry === '*' ||
+              (url !== undefined && /^https?:$/.test(url.protocol) && url.username === '' && url.password === '' && url.search === '' && url.hash === '')
+            );
           }, 'expected "*" or an http(s) URL without query, fragment or credentials'),
         )
         .optional(),
@@ -350,7 +366,10 @@ export const configObjectSchema = z.strictObject({
       pushDelivery: z
         .strictObject({
           /** A Standard Webhooks secret to sign each push with, for receivers who hold it: `whsec_` and the base64 of 24 to 64 random bytes. Secret. @default unsigned */
-          secret: z.string().regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, 'expected `whsec_` and the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)').optional(),
+          secret: z
+            .string()
+            .regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, 'expected `whsec_` and the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)')
+            .optional(),
           /** How long a push is retried after its event, in milliseconds; then it is given up. @default 86_400_000 (24 h) */
           retryForMs: positiveMs.optional(),
           /** The delay before the first retry, in milliseconds; it doubles with each attempt, with jitter. @default 5_000 */
@@ -400,17 +419,24 @@ export function crossCheck(config: ParsedConfig): { path: (string | number)[]; m
   for (const key of BUDGET_KEYS) {
     const value = config.budget.default[key];
     const max = config.budget.max[key];
-    if (value !== undefined && max !== undefined && value > max) issues.push({ path: ['budget', 'default', key], message: `expected at most \`budget.max.${key}\` (${max})` });
+    if (value !== undefined && max !== undefined && value > max)
+      issues.push({ path: ['budget', 'default', key], message: `expected at most \`budget.max.${key}\` (${max})` });
   }
   for (const name of Object.keys(config.mcpServers)) {
     if (name in config.upstreams) issues.push({ path: ['mcpServers', name], message: `an upstream named "${name}" is also in \`upstreams\`` });
   }
   if (config.tasks.concurrency === 0 && !/^rediss?:\/\//.test(config.tasks.store)) {
-    issues.push({ path: ['tasks', 'concurrency'], message: 'expected at least 1: only with a Redis `tasks.store` can a process run no tasks (its workers run them)' });
+    issues.push({
+      path: ['tasks', 'concurrency'],
+      message: 'expected at least 1: only with a Redis `tasks.store` can a process run no tasks (its workers run them)',
+    });
   }
   const policy = config.tools.policy;
   if (policy !== undefined && policy !== 'read-only' && !(policy in config.policies)) {
-    issues.push({ path: ['tools', 'policy'], message: `expected \`read-only\` or a policy from \`policies\` (${Object.keys(config.policies).join(', ') || 'none'})` });
+    issues.push({
+      path: ['tools', 'policy'],
+      message: `expected \`read-only\` or a policy from \`policies\` (${Object.keys(config.policies).join(', ') || 'none'})`,
+    });
   }
   const models: [(string | number)[], string][] = [
     [['llm', 'model'], config.llm.model],
@@ -429,7 +455,11 @@ export function crossCheck(config: ParsedConfig): { path: (string | number)[]; m
     }
   }
   config.server.admins.forEach((admin, index) => {
-    if (!Object.hasOwn(config.server.tokens, admin)) issues.push({ path: ['server', 'admins', index], message: `expected a principal of \`server.tokens\` (${Object.keys(config.server.tokens).join(', ') || 'none'})` });
+    if (!Object.hasOwn(config.server.tokens, admin))
+      issues.push({
+        path: ['server', 'admins', index],
+        message: `expected a principal of \`server.tokens\` (${Object.keys(config.server.tokens).join(', ') || 'none'})`,
+      });
   });
   const { oauth, host, port } = config.server;
   if (!isLoopback(host) && Object.keys(config.server.tokens).length === 0 && oauth === undefined) {
@@ -437,11 +467,17 @@ export function crossCheck(config: ParsedConfig): { path: (string | number)[]; m
   }
   for (const [value, principal] of Object.entries(oauth?.principals ?? {})) {
     if (!Object.hasOwn(config.server.tokens, principal)) {
-      issues.push({ path: ['server', 'oauth', 'principals', value], message: `expected a principal of \`server.tokens\` (${Object.keys(config.server.tokens).join(', ') || 'none'})` });
+      issues.push({
+        path: ['server', 'oauth', 'principals', value],
+        message: `expected a principal of \`server.tokens\` (${Object.keys(config.server.tokens).join(', ') || 'none'})`,
+      });
     }
   }
   if (oauth !== undefined && oauth.resource === undefined && (port === 0 || ['0.0.0.0', '::', '[::]'].includes(host))) {
-    issues.push({ path: ['server', 'oauth', 'resource'], message: `required when the server listens on ${port === 0 ? 'a free port (0)' : `"${host}"`}: the URL clients reach Klym's /mcp at, which tokens are bound to` });
+    issues.push({
+      path: ['server', 'oauth', 'resource'],
+      message: `required when the server listens on ${port === 0 ? 'a free port (0)' : `"${host}"`}: the URL clients reach Klym's /mcp at, which tokens are bound to`,
+    });
   }
   return issues;
 }

@@ -88,8 +88,12 @@ export function envLayer(env: Readonly<Record<string, string | undefined>>): Con
  *
  * @throws {KlymError} `CONFIG_INVALID` when the file cannot be read or parsed, or is not a map.
  */
-export function fileLayer(options: { readonly cwd: string; readonly explicit?: string | undefined }): { layer: ConfigLayer | undefined; file: string | undefined } {
-  const candidates = options.explicit === undefined ? CONFIG_FILE_NAMES.map((name) => path.resolve(options.cwd, name)) : [path.resolve(options.cwd, options.explicit)];
+export function fileLayer(options: { readonly cwd: string; readonly explicit?: string | undefined }): {
+  layer: ConfigLayer | undefined;
+  file: string | undefined;
+} {
+  const candidates =
+    options.explicit === undefined ? CONFIG_FILE_NAMES.map((name) => path.resolve(options.cwd, name)) : [path.resolve(options.cwd, options.explicit)];
   for (const file of candidates) {
     let text: string;
     try {
@@ -106,7 +110,8 @@ export function fileLayer(options: { readonly cwd: string; readonly explicit?: s
       throw new KlymError('CONFIG_INVALID', `Config file ${file} is not valid ${file.endsWith('.json') ? 'JSON' : 'YAML'}: ${reason}`, { cause: error });
     }
     values ??= {};
-    if (!isPlainObject(values)) throw new KlymError('CONFIG_INVALID', `Config file ${file} must hold a map of settings, got ${Array.isArray(values) ? 'a list' : typeof values}`);
+    if (!isPlainObject(values))
+      throw new KlymError('CONFIG_INVALID', `Config file ${file} must hold a map of settings, got ${Array.isArray(values) ? 'a list' : typeof values}`);
     const shown = path.relative(options.cwd, file) || file;
     return { layer: { kind: 'file', values, describe: () => `file ${shown.startsWith('..') ? file : shown}` }, file };
   }

@@ -51,7 +51,9 @@ export const upstreamAuthSchema = z.discriminatedUnion('type', [
       scope,
       issuer,
     })
-    .refine((value) => (value.privateKey === undefined) !== (value.privateKeyFile === undefined), { message: 'expected exactly one of `privateKey` or `privateKeyFile`' }),
+    .refine((value) => (value.privateKey === undefined) !== (value.privateKeyFile === undefined), {
+      message: 'expected exactly one of `privateKey` or `privateKeyFile`',
+    }),
 ]);
 
 /** Fields shared by Klym's own upstream entries and the `mcpServers` entries of MCP desktop clients. */
@@ -139,7 +141,12 @@ export const upstreamSchema = z.strictObject(upstreamFields).superRefine((upstre
   } else if (upstream.url !== undefined && upstream.transport === 'stdio') {
     context.addIssue({ code: 'custom', path: ['transport'], message: '`transport: stdio` needs a `command`, not a `url`', input: upstream.transport });
   } else if (upstream.command !== undefined && upstream.transport !== undefined && upstream.transport !== 'stdio') {
-    context.addIssue({ code: 'custom', path: ['transport'], message: `\`transport: ${upstream.transport}\` needs a \`url\`, not a \`command\``, input: upstream.transport });
+    context.addIssue({
+      code: 'custom',
+      path: ['transport'],
+      message: `\`transport: ${upstream.transport}\` needs a \`url\`, not a \`command\``,
+      input: upstream.transport,
+    });
   }
   if (upstream.command !== undefined && upstream.auth !== undefined) {
     context.addIssue({ code: 'custom', path: ['auth'], message: '`auth` needs a `url`: OAuth is for HTTP upstreams', input: upstream.auth.type });

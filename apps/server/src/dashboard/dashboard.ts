@@ -37,11 +37,18 @@ export interface DashboardOptions {
 
 type Env = { Variables: DashboardVariables };
 
-const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = { TASK_NOT_FOUND: 404, ARTIFACT_NOT_FOUND: 404, INVALID_ARGUMENT: 400, SHUTTING_DOWN: 503, STORE_UNAVAILABLE: 503 };
+const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = {
+  TASK_NOT_FOUND: 404,
+  ARTIFACT_NOT_FOUND: 404,
+  INVALID_ARGUMENT: 400,
+  SHUTTING_DOWN: 503,
+  STORE_UNAVAILABLE: 503,
+};
 
 /** Pages run only the dashboard's own script and style; no other site may frame them, or be posted to from them. */
 const PAGE_HEADERS: Readonly<Record<string, string>> = {
-  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'Content-Security-Policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'same-origin',
   'Cache-Control': 'no-store',
@@ -90,7 +97,11 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
 
   app.onError((error, c) => {
     const status = isKlymError(error) ? (STATUS_OF[error.code] ?? 500) : 500;
-    if (status === 500) options.log(`klym: dashboard failed serving ${c.req.method} ${c.req.path}: ${redact.text(error instanceof Error ? error.message : String(error))}`, 'error');
+    if (status === 500)
+      options.log(
+        `klym: dashboard failed serving ${c.req.method} ${c.req.path}: ${redact.text(error instanceof Error ? error.message : String(error))}`,
+        'error',
+      );
     const heading = status === 404 ? 'Not found' : status === 400 ? 'Bad request' : 'Something went wrong';
     const message = isKlymError(error) ? redact.text(error.message) : `Klym failed serving ${c.req.path}`;
     return c.html(messagePage({ ...frame(c), title: heading }, heading, message), status);
@@ -99,12 +110,17 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
   // Only these paths: a sub-app's `use('*')` would reach every route of the app it is mounted on.
   for (const path of ['/', '/dashboard/*']) app.use(path, pageHeaders);
 
-  app.get('/dashboard/assets/dashboard.js', (c) => c.body(assets.js, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=31536000, immutable' }));
-  app.get('/dashboard/assets/dashboard.css', (c) => c.body(assets.css, 200, { 'Content-Type': 'text/css; charset=utf-8', 'Cache-Control': 'public, max-age=31536000, immutable' }));
+  app.get('/dashboard/assets/dashboard.js', (c) =>
+    c.body(assets.js, 200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=31536000, immutable' }),
+  );
+  app.get('/dashboard/assets/dashboard.css', (c) =>
+    c.body(assets.css, 200, { 'Content-Type': 'text/css; charset=utf-8', 'Cache-Control': 'public, max-age=31536000, immutable' }),
+  );
 
   const forms = bodyLimit({ maxSize: 16_384, onError: (c) => c.text('The form is too large', 413) });
   const sameOrigin: MiddlewareHandler<Env> = async (c, next) => {
-    if (!isSameOrigin(c)) return c.html(messagePage({ ...frame(c), title: 'Refused' }, 'Refused', 'A dashboard form must be sent from the dashboard’s own page.'), 403);
+    if (!isSameOrigin(c))
+      return c.html(messagePage({ ...frame(c), title: 'Refused' }, 'Refused', 'A dashboard form must be sent from the dashboard’s own page.'), 403);
     await next();
     return undefined;
   };
@@ -139,7 +155,15 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
     const query = listQuery(c);
     return taskListPart(await tasks.list(c.get('viewer'), query), query, c.get('viewer'));
   };
-  app.get('/', async (c) => render(c, html`<h1>Tasks</h1>${statusFilter(listQuery(c).status)}${await listPart(c)}`, 'Tasks', 'tasks'));
+  app.get('/', async (c) =>
+    render(
+      c,
+      html`<h1>Tasks</h1>
+        ${statusFilter(listQuery(c).status)}${await listPart(c)}`,
+      'Tasks',
+      'tasks',
+    ),
+  );
   app.get('/dashboard/parts/tasks', async (c) => c.html(await listPart(c)));
 
   const taskData = async (c: Context<Env>): Promise<TaskPageData & { readonly log: Awaited<ReturnType<typeof tasks.wholeLog>> }> => {
@@ -147,7 +171,14 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
     const caller = await tasks.callerFor(c.get('viewer'), id);
     const status = await service.status({ task_id: id, full_result: true }, caller.principal);
     const log = await tasks.wholeLog(id, caller);
-    return { status, principal: caller.principal, timeline: buildTimeline(log.entries), dropped: log.dropped, live: mayChange(status.status, status.write_back?.status), log };
+    return {
+      status,
+      principal: caller.principal,
+      timeline: buildTimeline(log.entries),
+      dropped: log.dropped,
+      live: mayChange(status.status, status.write_back?.status),
+      log,
+    };
   };
   app.get('/dashboard/tasks/:id', async (c) => {
     const data = await taskData(c);
@@ -185,8 +216,17 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
     return c.redirect(`/dashboard/tasks/${encodeURIComponent(id)}`, 303);
   });
 
-  const upstreams = (): Html => upstreamsPart(redact.value(service.pool.status()), { tasksRunHere, ...(dashboard.callTotals === undefined ? {} : { callTotals: dashboard.callTotals() }) });
-  app.get('/dashboard/upstreams', (c) => render(c, html`<h1>Upstreams</h1>${upstreams()}`, 'Upstreams', 'upstreams'));
+  const upstreams = (): Html =>
+    upstreamsPart(redact.value(service.pool.status()), { tasksRunHere, ...(dashboard.callTotals === undefined ? {} : { callTotals: dashboard.callTotals() }) });
+  app.get('/dashboard/upstreams', (c) =>
+    render(
+      c,
+      html`<h1>Upstreams</h1>
+        ${upstreams()}`,
+      'Upstreams',
+      'upstreams',
+    ),
+  );
   app.get('/dashboard/parts/upstreams', (c) => c.html(upstreams()));
 
   // A principal sees its own row, as `GET /api/quota` answers it; an admin every configured principal's,
@@ -203,7 +243,15 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
     }
     return principalsPart(data);
   };
-  app.get('/dashboard/principals', async (c) => render(c, html`<h1>Quotas</h1>${await principals(c)}`, 'Quotas', 'principals'));
+  app.get('/dashboard/principals', async (c) =>
+    render(
+      c,
+      html`<h1>Quotas</h1>
+        ${await principals(c)}`,
+      'Quotas',
+      'principals',
+    ),
+  );
   app.get('/dashboard/parts/principals', async (c) => c.html(await principals(c)));
   return app;
 }

@@ -37,7 +37,14 @@ describe('buildTimeline', () => {
 
   it('builds a step from what a bounded log kept: a call whose start was dropped, one still under way', () => {
     const [step] = buildTimeline([
-      entry('tool-error', { step: 4, toolCallId: 'x', toolName: 'grynya__query_graph', durationMs: 30_000, code: 'UPSTREAM_TIMEOUT', message: 'no answer in 30 s' }),
+      entry('tool-error', {
+        step: 4,
+        toolCallId: 'x',
+        toolName: 'grynya__query_graph',
+        durationMs: 30_000,
+        code: 'UPSTREAM_TIMEOUT',
+        message: 'no answer in 30 s',
+      }),
       entry('tool-call', { step: 4, toolCallId: 'y', toolName: 'grynya__query_graph', args: { query: 'RETURN 2' } }),
     ]);
     expect(step).toMatchObject({

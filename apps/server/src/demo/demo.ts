@@ -91,7 +91,9 @@ function describeEntry(entry: Record<string, unknown>): string {
 
 /** Reads the node back from grynya-mcp-server, the way Grynya itself would find it. */
 async function showNode(nodeId: string): Promise<void> {
-  await using pool = await createSessionPool({ upstreams: { grynya: { url: values.grynya, transport: 'sse', headers: { Host: 'localhost' }, pool: { min: 0 } } } });
+  await using pool = await createSessionPool({
+    upstreams: { grynya: { url: values.grynya, transport: 'sse', headers: { Host: 'localhost' }, pool: { min: 0 } } },
+  });
   const query = async (cypher: string): Promise<string> => {
     const result = await pool.callTool('grynya', 'query_graph', { query: cypher }, { timeoutMs: 5_000 });
     return result.content.map((item) => (item.type === 'text' ? item.text : '')).join('');

@@ -1,4 +1,13 @@
-import { TERMINAL_STATUSES, type PrincipalUsage, type TaskEvent, type TaskRefusal, type TaskService, type TaskStatus, type UpstreamCall, type UpstreamStatus } from '@klym/core';
+import {
+  TERMINAL_STATUSES,
+  type PrincipalUsage,
+  type TaskEvent,
+  type TaskRefusal,
+  type TaskService,
+  type TaskStatus,
+  type UpstreamCall,
+  type UpstreamStatus,
+} from '@klym/core';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ServerLog } from '../server/server-options.ts';
 import { registerPrincipalMetrics } from './principal-metrics.ts';
@@ -98,15 +107,24 @@ export function createKlymMetrics(options: KlymMetricsOptions = {}): KlymMetrics
     },
   });
   const started = new Counter({ name: 'klym_tasks_started_total', help: 'Tasks that began running in this process', registers });
-  const resumed = new Counter({ name: 'klym_tasks_resumed_total', help: 'Tasks resumed from their checkpoint in this process (after a restart, or from another worker)', registers });
+  const resumed = new Counter({
+    name: 'klym_tasks_resumed_total',
+    help: 'Tasks resumed from their checkpoint in this process (after a restart, or from another worker)',
+    registers,
+  });
   const duration = new Histogram({
     name: 'klym_task_duration_seconds',
-    help: 'Time from a task\'s start request to its end, queue wait included, by final status; observed where it ended',
+    help: "Time from a task's start request to its end, queue wait included, by final status; observed where it ended",
     labelNames: ['status'],
     buckets: TASK_BUCKETS,
     registers,
   });
-  const calls = new Counter({ name: 'klym_upstream_calls_total', help: 'Upstream tool calls, by upstream, tool and outcome', labelNames: ['upstream', 'tool', 'outcome'], registers });
+  const calls = new Counter({
+    name: 'klym_upstream_calls_total',
+    help: 'Upstream tool calls, by upstream, tool and outcome',
+    labelNames: ['upstream', 'tool', 'outcome'],
+    registers,
+  });
   const callDuration = new Histogram({
     name: 'klym_upstream_call_duration_seconds',
     help: 'Upstream tool call duration, waiting for a session included, by upstream, tool and outcome',
@@ -116,7 +134,7 @@ export function createKlymMetrics(options: KlymMetricsOptions = {}): KlymMetrics
   });
   const upstreamState = new Gauge({
     name: 'klym_upstream_state',
-    help: 'Each upstream\'s state as this process\'s pool sees it: 1 for the state it is in, 0 for the others',
+    help: "Each upstream's state as this process's pool sees it: 1 for the state it is in, 0 for the others",
     labelNames: ['upstream', 'state'],
     registers,
     collect: () => {
@@ -126,8 +144,18 @@ export function createKlymMetrics(options: KlymMetricsOptions = {}): KlymMetrics
       }
     },
   });
-  const tokens = new Counter({ name: 'klym_llm_tokens_total', help: 'LLM tokens of the steps run in this process, by model and kind (input, output)', labelNames: ['model', 'kind'], registers });
-  const cost = new Counter({ name: 'klym_llm_cost_usd_total', help: 'What the steps run in this process cost, in USD, by model (models without a price count nothing)', labelNames: ['model'], registers });
+  const tokens = new Counter({
+    name: 'klym_llm_tokens_total',
+    help: 'LLM tokens of the steps run in this process, by model and kind (input, output)',
+    labelNames: ['model', 'kind'],
+    registers,
+  });
+  const cost = new Counter({
+    name: 'klym_llm_cost_usd_total',
+    help: 'What the steps run in this process cost, in USD, by model (models without a price count nothing)',
+    labelNames: ['model'],
+    registers,
+  });
 
   async function countsOrNothing(): Promise<Readonly<Record<TaskStatus, number>> | undefined> {
     try {

@@ -26,7 +26,10 @@ const usageOf = (principal: string, running: number, queued: number): PrincipalU
 
 /** The two reads the metrics make of a service, each answering or failing as the test says. */
 function serviceOf(reads: { summary: () => Promise<Record<TaskStatus, number>>; usage: (principal: string) => Promise<PrincipalUsage> }): TaskService {
-  return { tasks: { summary: reads.summary, usage: (caller: { principal: string }) => reads.usage(caller.principal) }, pool: { status: () => ({}) } } as unknown as TaskService;
+  return {
+    tasks: { summary: reads.summary, usage: (caller: { principal: string }) => reads.usage(caller.principal) },
+    pool: { status: () => ({}) },
+  } as unknown as TaskService;
 }
 
 async function scrapeOf(reads: Parameters<typeof serviceOf>[0]): Promise<{ samples: Sample[]; warnings: string[] }> {
@@ -38,7 +41,10 @@ async function scrapeOf(reads: Parameters<typeof serviceOf>[0]): Promise<{ sampl
 
 describe('the per-principal metrics', () => {
   it('give the named principals their own series and the rest of the totals to `other`', async () => {
-    const { samples } = await scrapeOf({ summary: async () => TOTALS, usage: async (principal) => (principal === 'alice' ? usageOf('alice', 2, 1) : usageOf('bob', 1, 0)) });
+    const { samples } = await scrapeOf({
+      summary: async () => TOTALS,
+      usage: async (principal) => (principal === 'alice' ? usageOf('alice', 2, 1) : usageOf('bob', 1, 0)),
+    });
     expect(valueOf(samples, 'klym_principal_tasks', { principal: 'alice', status: 'running' })).toBe(2);
     expect(valueOf(samples, 'klym_principal_tasks', { principal: 'other', status: 'running' })).toBe(1);
     expect(valueOf(samples, 'klym_principal_tasks', { principal: 'other', status: 'pending' })).toBe(4);

@@ -91,7 +91,7 @@ export function registerPrincipalMetrics(registry: Registry, options: { readonly
     name: 'klym_task_refusals_total',
     help:
       'Task starts this process refused over a limit, by principal (configured ones by name, else "other") and quota ' +
-      '(maxQueued, maxTokensPerDay, maxUsdPerDay: the principal\'s; tasks.maxQueued: the whole queue\'s)',
+      "(maxQueued, maxTokensPerDay, maxUsdPerDay: the principal's; tasks.maxQueued: the whole queue's)",
     labelNames: ['principal', 'quota'],
     registers,
   });

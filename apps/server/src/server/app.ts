@@ -127,7 +127,8 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
         sessions.stopAccepting();
         // Tasks first (their grace period needs open sessions to poll), then sessions and listen streams, then what tasks ran on.
         const failures: unknown[] = [];
-        for (const step of [() => service.close(), () => sessions.close(), () => mcp20260728.close(), () => tasks.close()]) await step().catch((error: unknown) => void failures.push(error));
+        for (const step of [() => service.close(), () => sessions.close(), () => mcp20260728.close(), () => tasks.close()])
+          await step().catch((error: unknown) => void failures.push(error));
         if (failures.length > 0) throw new AggregateError(failures, 'Klym could not shut down cleanly');
       })();
       return closing;

@@ -24,8 +24,10 @@ function messageFault(value: unknown): string | undefined {
   if ('id' in message && typeof message.id !== 'string' && !Number.isInteger(message.id) && !('error' in message && message.id === null)) {
     return '`id` must be a string or an integer';
   }
-  if (!('method' in message) && !('result' in message) && !('error' in message)) return 'a message needs `method` (a request or notification) or `result`/`error` (a response)';
-  if ('params' in message && (typeof message.params !== 'object' || message.params === null || Array.isArray(message.params))) return '`params` must be an object';
+  if (!('method' in message) && !('result' in message) && !('error' in message))
+    return 'a message needs `method` (a request or notification) or `result`/`error` (a response)';
+  if ('params' in message && (typeof message.params !== 'object' || message.params === null || Array.isArray(message.params)))
+    return '`params` must be an object';
   // The SDK's own schema has the last word, so nothing passes here that its transport would refuse. A request or
   // notification without `_meta` has met every rule that schema has for it above: the parse (a tenth of a
   // poll's CPU) is left to the messages that carry more: responses, and `_meta` with its typed keys.
@@ -58,7 +60,10 @@ export function envelopeError(body: unknown): JSONRPCErrorResponse | undefined {
 
 /** A Standard Schema's issues with `value`, none when it fits (the SDK's spec schemas validate synchronously). */
 type SpecSchema = (typeof specTypeSchemas)[keyof typeof specTypeSchemas];
-function issuesOf(schema: SpecSchema, value: unknown): readonly { readonly message: string; readonly path?: readonly (PropertyKey | { readonly key: PropertyKey })[] | undefined }[] {
+function issuesOf(
+  schema: SpecSchema,
+  value: unknown,
+): readonly { readonly message: string; readonly path?: readonly (PropertyKey | { readonly key: PropertyKey })[] | undefined }[] {
   const outcome = schema['~standard'].validate(value) as { issues?: readonly { message: string; path?: readonly (PropertyKey | { key: PropertyKey })[] }[] };
   return outcome.issues ?? [];
 }
@@ -96,8 +101,14 @@ export function paramsError(message: JSONRPCMessage): JSONRPCErrorResponse | und
   const schema = REQUEST_SCHEMAS[message.method];
   const issues = schema === undefined ? [] : issuesOf(schema, message);
   if (issues.length === 0) return undefined;
-  const faults = issues.slice(0, 3).map((issue) => `\`${(issue.path ?? []).map((part) => String(typeof part === 'object' ? part.key : part)).join('.')}\`: ${inWords(issue.message)}`);
-  return { jsonrpc: '2.0', id: message.id, error: { code: ProtocolErrorCode.InvalidParams, message: `Invalid params for ${message.method}: ${faults.join('; ') || 'they do not fit the method'}` } };
+  const faults = issues
+    .slice(0, 3)
+    .map((issue) => `\`${(issue.path ?? []).map((part) => String(typeof part === 'object' ? part.key : part)).join('.')}\`: ${inWords(issue.message)}`);
+  return {
+    jsonrpc: '2.0',
+    id: message.id,
+    error: { code: ProtocolErrorCode.InvalidParams, message: `Invalid params for ${message.method}: ${faults.join('; ') || 'they do not fit the method'}` },
+  };
 }
 
 /**

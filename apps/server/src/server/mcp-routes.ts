@@ -119,7 +119,8 @@ export function mountMcpRoutes(app: Hono<Env>, { service, sessions, mcp20260728 
     if (!parsed.ok) return parsed.response;
     const extra = { authInfo: authInfo(c.get('principal')), requestInfo: { headers: Object.fromEntries(c.req.raw.headers) } };
     // The SDK's SSE transport takes one message at a time; a batch's answers come on the stream one by one.
-    for (const message of Array.isArray(parsed.body) ? parsed.body : [parsed.body]) await (session.transport as SSEServerTransport).handleMessage(message, extra);
+    for (const message of Array.isArray(parsed.body) ? parsed.body : [parsed.body])
+      await (session.transport as SSEServerTransport).handleMessage(message, extra);
     return c.text('Accepted', 202);
   });
 }

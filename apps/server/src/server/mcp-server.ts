@@ -1,5 +1,14 @@
 import type { TaskService } from '@klym/core';
-import { AGENT_TASK_TOOL_NAME, MCP_TASKS_CAPABILITY, TASK_TOOLS_INSTRUCTIONS, TASK_TOOL_NAMES, answerUnknownToolsAsToolErrors, createMcpTaskStore, registerAgentTaskTool, registerTaskTools } from '@klym/core/mcp';
+import {
+  AGENT_TASK_TOOL_NAME,
+  MCP_TASKS_CAPABILITY,
+  TASK_TOOLS_INSTRUCTIONS,
+  TASK_TOOL_NAMES,
+  answerUnknownToolsAsToolErrors,
+  createMcpTaskStore,
+  registerAgentTaskTool,
+  registerTaskTools,
+} from '@klym/core/mcp';
 import { McpServer, type Transport } from '@modelcontextprotocol/server';
 import { refuseInvalidParams } from './json-rpc.ts';
 

@@ -15,7 +15,10 @@ function answering(answers: Record<string, { status?: number; body: unknown }>):
 
 describe('discoverJwksUri', () => {
   it('tries RFC 8414’s path (inserted before an issuer’s path), then OpenID Connect’s (appended)', async () => {
-    expect(metadataUrlsOf('https://auth.example.com')).toEqual(['https://auth.example.com/.well-known/oauth-authorization-server', 'https://auth.example.com/.well-known/openid-configuration']);
+    expect(metadataUrlsOf('https://auth.example.com')).toEqual([
+      'https://auth.example.com/.well-known/oauth-authorization-server',
+      'https://auth.example.com/.well-known/openid-configuration',
+    ]);
     expect(metadataUrlsOf('https://auth.example.com/realms/klym/')).toEqual([
       'https://auth.example.com/.well-known/oauth-authorization-server/realms/klym',
       'https://auth.example.com/realms/klym/.well-known/openid-configuration',

@@ -32,7 +32,11 @@ export async function discoverJwksUri(issuer: string, options: { readonly fetch?
   for (const url of metadataUrlsOf(issuer)) {
     let response: Response;
     try {
-      response = await fetchImpl(url, { headers: { accept: 'application/json' }, redirect: 'manual', signal: AbortSignal.timeout(options.timeoutMs ?? DISCOVERY_TIMEOUT_MS) });
+      response = await fetchImpl(url, {
+        headers: { accept: 'application/json' },
+        redirect: 'manual',
+        signal: AbortSignal.timeout(options.timeoutMs ?? DISCOVERY_TIMEOUT_MS),
+      });
     } catch (error) {
       const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
       throw new IssuerUnavailableError(`Klym could not reach the issuer ${issuer} for its metadata (${url}): ${reason}`, { cause: error });
@@ -41,9 +45,14 @@ export async function discoverJwksUri(issuer: string, options: { readonly fetch?
       failures.push(`${url} answered 404`);
       continue;
     }
-    const metadata = response.status === 200 ? ((await response.json().catch(() => undefined)) as { issuer?: unknown; jwks_uri?: unknown } | undefined) : undefined;
-    if (metadata === undefined) throw new IssuerUnavailableError(`The issuer ${issuer}'s metadata (${url}) answered ${response.status}${response.status === 200 ? ' with a body that is not JSON' : ''}`);
-    if (metadata.issuer !== issuer) throw new IssuerUnavailableError(`The metadata at ${url} names the issuer ${JSON.stringify(metadata.issuer)}, not ${issuer}`);
+    const metadata =
+      response.status === 200 ? ((await response.json().catch(() => undefined)) as { issuer?: unknown; jwks_uri?: unknown } | undefined) : undefined;
+    if (metadata === undefined)
+      throw new IssuerUnavailableError(
+        `The issuer ${issuer}'s metadata (${url}) answered ${response.status}${response.status === 200 ? ' with a body that is not JSON' : ''}`,
+      );
+    if (metadata.issuer !== issuer)
+      throw new IssuerUnavailableError(`The metadata at ${url} names the issuer ${JSON.stringify(metadata.issuer)}, not ${issuer}`);
     if (typeof metadata.jwks_uri !== 'string' || !isSecureUrl(metadata.jwks_uri)) {
       throw new IssuerUnavailableError(`The metadata at ${url} has no usable \`jwks_uri\` (an https URL), got ${JSON.stringify(metadata.jwks_uri)}`);
     }

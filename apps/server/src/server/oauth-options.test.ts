@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { resolveOAuthOptions } from './oauth-options.ts';
 
 const ISSUER = 'https://auth.example.com';
-const resolve = (principals: Record<string, unknown>) => () => resolveOAuthOptions({ issuer: ISSUER, resource: 'https://klym.example/mcp', principals: principals as Record<string, string> }, '127.0.0.1', 8765);
+const resolve = (principals: Record<string, unknown>) => () =>
+  resolveOAuthOptions({ issuer: ISSUER, resource: 'https://klym.example/mcp', principals: principals as Record<string, string> }, '127.0.0.1', 8765);
 
 describe('resolveOAuthOptions: `principals`, the grants of a static principal to a subject', () => {
   it('is empty by default, and kept as given', () => {

@@ -92,7 +92,10 @@ const invalid = (name: string, expected: string, value: unknown): KlymError =>
 export function defaultResource(host: string, port: number): string {
   const bound = host.replace(/^\[|\]$/g, '');
   if (port === 0 || bound === '0.0.0.0' || bound === '::') {
-    throw new KlymError('CONFIG_INVALID', `\`auth.oauth.resource\` is required when the server listens on ${port === 0 ? 'a free port (0)' : `"${host}"`}: set it to the URL clients reach Klym's /mcp at`);
+    throw new KlymError(
+      'CONFIG_INVALID',
+      `\`auth.oauth.resource\` is required when the server listens on ${port === 0 ? 'a free port (0)' : `"${host}"`}: set it to the URL clients reach Klym's /mcp at`,
+    );
   }
   return `http://${bound.includes(':') ? `[${bound}]` : bound}:${port}/mcp`;
 }
@@ -110,13 +113,15 @@ export function resolveOAuthOptions(options: OAuthResourceOptions, host: string,
   if (options.principalClaim === '') throw invalid('principalClaim', 'a claim name', options.principalClaim);
   for (const [value, principal] of Object.entries(options.principals ?? {})) {
     if (!USABLE_PRINCIPAL.test(value)) throw invalid('principals', `keyed by claim values of 1 to 256 characters`, value);
-    if (typeof principal !== 'string' || !USABLE_PRINCIPAL.test(principal)) throw invalid(`principals.${value}`, 'a principal (1 to 256 characters)', principal);
+    if (typeof principal !== 'string' || !USABLE_PRINCIPAL.test(principal))
+      throw invalid(`principals.${value}`, 'a principal (1 to 256 characters)', principal);
   }
   for (const [operation, scope] of Object.entries(options.scopes ?? {})) {
     if (!SCOPE_TOKEN.test(scope)) throw invalid(`scopes.${operation}`, 'a scope token (no spaces, quotes or backslashes)', scope);
   }
   const tolerance = options.clockToleranceSeconds;
-  if (tolerance !== undefined && !(Number.isFinite(tolerance) && tolerance >= 0)) throw invalid('clockToleranceSeconds', 'a number of seconds, 0 or more', tolerance);
+  if (tolerance !== undefined && !(Number.isFinite(tolerance) && tolerance >= 0))
+    throw invalid('clockToleranceSeconds', 'a number of seconds, 0 or more', tolerance);
   const resource = options.resource ?? defaultResource(host, port);
   return {
     ...options,

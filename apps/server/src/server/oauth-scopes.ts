@@ -31,7 +31,8 @@ function operationOfMessage(message: unknown): KlymOperation | undefined {
   if (typeof message !== 'object' || message === null || !('method' in message) || typeof message.method !== 'string') return undefined; // a response to the server's request
   const { method } = message;
   if (method === 'tools/call') {
-    const name = 'params' in message && typeof message.params === 'object' && message.params !== null && 'name' in message.params ? message.params.name : undefined;
+    const name =
+      'params' in message && typeof message.params === 'object' && message.params !== null && 'name' in message.params ? message.params.name : undefined;
     if (typeof name === 'string' && STARTING_TOOLS.has(name)) return 'start';
     if (typeof name === 'string' && CANCELLING_TOOLS.has(name)) return 'cancel';
     return 'read';
@@ -39,7 +40,10 @@ function operationOfMessage(message: unknown): KlymOperation | undefined {
   if (method === 'tasks/cancel') return 'cancel';
   // A listen naming tasks streams their states and results; one for list changes only is plumbing.
   if (method === 'subscriptions/listen') {
-    const notifications = 'params' in message && typeof message.params === 'object' && message.params !== null && 'notifications' in message.params ? message.params.notifications : undefined;
+    const notifications =
+      'params' in message && typeof message.params === 'object' && message.params !== null && 'notifications' in message.params
+        ? message.params.notifications
+        : undefined;
     return typeof notifications === 'object' && notifications !== null && 'taskIds' in notifications ? 'read' : undefined;
   }
   // `tasks/update` hands a running task its input: it drives a run, as a start does.

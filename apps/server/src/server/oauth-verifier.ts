@@ -56,9 +56,11 @@ function describeRefusal(error: unknown, options: ResolvedOAuthOptions): string 
     return `The access token's \`${error.claim}\` claim is not valid`;
   }
   if (error instanceof errors.JWSSignatureVerificationFailed) return `The access token's signature does not verify with ${options.issuer}'s keys`;
-  if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys) return `The access token is not signed by a key ${options.issuer} publishes`;
+  if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys)
+    return `The access token is not signed by a key ${options.issuer} publishes`;
   // An HMAC `alg` lands here: a JWK Set holds public keys only, so a token signed with a shared secret is never taken.
-  if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported) return 'The access token uses a signature algorithm or header Klym does not accept';
+  if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported)
+    return 'The access token uses a signature algorithm or header Klym does not accept';
   if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid) return 'The bearer token is not a JWT access token';
   return undefined;
 }
@@ -89,7 +91,9 @@ export function createAccessTokenVerifier(
   let keySet: Promise<JWTVerifyGetKey> | undefined;
   const keys = (): Promise<JWTVerifyGetKey> => {
     if (keySet !== undefined) return keySet;
-    const pending = (options.jwksUri === undefined ? discoverJwksUri(options.issuer, dependencies) : Promise.resolve(options.jwksUri)).then((uri) => createRemoteJWKSet(new URL(uri)));
+    const pending = (options.jwksUri === undefined ? discoverJwksUri(options.issuer, dependencies) : Promise.resolve(options.jwksUri)).then((uri) =>
+      createRemoteJWKSet(new URL(uri)),
+    );
     keySet = pending;
     // A failed discovery is tried again by the next token, not remembered: the issuer may be back.
     pending.catch(() => {
@@ -116,11 +120,17 @@ export function createAccessTokenVerifier(
         }));
       } catch (error) {
         const refusal = describeRefusal(error, options);
-        return refusal === undefined ? { ok: false, status: 503, description: describeOutage(error, options) } : { ok: false, status: 401, description: refusal };
+        return refusal === undefined
+          ? { ok: false, status: 503, description: describeOutage(error, options) }
+          : { ok: false, status: 401, description: refusal };
       }
       const claimed = payload[options.principalClaim];
       if (typeof claimed !== 'string' || !USABLE_PRINCIPAL.test(claimed)) {
-        return { ok: false, status: 401, description: `The access token's \`${options.principalClaim}\` claim is not a usable principal: expected a string of 1 to 256 characters` };
+        return {
+          ok: false,
+          status: 401,
+          description: `The access token's \`${options.principalClaim}\` claim is not a usable principal: expected a string of 1 to 256 characters`,
+        };
       }
       const grant = granted.get(claimed);
       if (grant !== undefined) return { ok: true, principal: grant, scopes: scopesOf(payload) };

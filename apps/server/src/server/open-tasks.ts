@@ -72,7 +72,11 @@ export async function openTasks(options: ResolvedServerOptions, observers: TaskO
     }
     let pool: SessionPool | undefined = options.pool;
     if (pool === undefined) {
-      const own = await createSessionPool({ upstreams: options.upstreams ?? {}, onLog: upstreamLog(options), ...(observers.onCall === undefined ? {} : { onCall: observers.onCall }) });
+      const own = await createSessionPool({
+        upstreams: options.upstreams ?? {},
+        onLog: upstreamLog(options),
+        ...(observers.onCall === undefined ? {} : { onCall: observers.onCall }),
+      });
       opened.push(() => own.close());
       pool = own;
     }
@@ -127,8 +131,13 @@ export async function openTasks(options: ResolvedServerOptions, observers: TaskO
  * @throws {KlymError} `CONFIG_INVALID` naming the option that rules the thread out.
  */
 function threadUpstreams(options: ResolvedServerOptions): NonNullable<ResolvedServerOptions['upstreams']> {
-  if (options.tasks.run !== undefined) throw new KlymError('CONFIG_INVALID', "Expected either `tasks.run` or `tasks.runner: 'thread'`, got both: the thread runs core's own agent");
-  if (options.pool !== undefined) throw new KlymError('CONFIG_INVALID', "Expected `upstreams` with `tasks.runner: 'thread'`, got a `pool`: the thread opens its own pool, which cannot be passed across");
+  if (options.tasks.run !== undefined)
+    throw new KlymError('CONFIG_INVALID', "Expected either `tasks.run` or `tasks.runner: 'thread'`, got both: the thread runs core's own agent");
+  if (options.pool !== undefined)
+    throw new KlymError(
+      'CONFIG_INVALID',
+      "Expected `upstreams` with `tasks.runner: 'thread'`, got a `pool`: the thread opens its own pool, which cannot be passed across",
+    );
   return options.upstreams ?? {};
 }
 

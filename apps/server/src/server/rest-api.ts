@@ -1,5 +1,16 @@
 import type { HttpBindings } from '@hono/node-server';
-import { KlymError, cancelTaskSchema, checkTaskSchema, listTasksSchema, parseArgs, queryArtifactsSchema, readArtifactSchema, startTaskSchema, taskLogsSchema, type TaskService } from '@klym/core';
+import {
+  KlymError,
+  cancelTaskSchema,
+  checkTaskSchema,
+  listTasksSchema,
+  parseArgs,
+  queryArtifactsSchema,
+  readArtifactSchema,
+  startTaskSchema,
+  taskLogsSchema,
+  type TaskService,
+} from '@klym/core';
 import type { Hono } from 'hono';
 import type { GuardVariables } from './guards.ts';
 
@@ -7,7 +18,8 @@ type Env = { Bindings: Partial<HttpBindings>; Variables: GuardVariables };
 
 /** A query parameter as a number when it looks like one (the route's schema then checks it), else as given. */
 const numeric = (value: string | undefined): number | string | undefined => (value === undefined ? undefined : /^\d+$/.test(value) ? Number(value) : value);
-const flag = (value: string | undefined): boolean | string | undefined => (value === undefined ? undefined : value === 'true' ? true : value === 'false' ? false : value);
+const flag = (value: string | undefined): boolean | string | undefined =>
+  value === undefined ? undefined : value === 'true' ? true : value === 'false' ? false : value;
 /** A request's JSON body. @throws {KlymError} `INVALID_ARGUMENT` when it is not JSON */
 async function jsonBody(request: Request): Promise<unknown> {
   try {
@@ -16,7 +28,8 @@ async function jsonBody(request: Request): Promise<unknown> {
     throw new KlymError('INVALID_ARGUMENT', '`body`: not valid JSON');
   }
 }
-const defined = (record: Record<string, unknown>): Record<string, unknown> => Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined));
+const defined = (record: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined));
 
 /**
  * The task operations as a small REST API under `/api`, with the same auth and ownership as the MCP
@@ -31,7 +44,12 @@ const defined = (record: Record<string, unknown>): Record<string, unknown> => Ob
 export function mountRestApi(app: Hono<Env>, service: TaskService): void {
   app.post('/api/tasks', async (c) => c.json(await service.start(parseArgs(startTaskSchema, await jsonBody(c.req.raw)), c.get('principal')), 202));
   app.get('/api/tasks', async (c) =>
-    c.json(await service.list(parseArgs(listTasksSchema, defined({ status: c.req.query('status'), cursor: c.req.query('cursor'), limit: numeric(c.req.query('limit')) })), c.get('principal'))),
+    c.json(
+      await service.list(
+        parseArgs(listTasksSchema, defined({ status: c.req.query('status'), cursor: c.req.query('cursor'), limit: numeric(c.req.query('limit')) })),
+        c.get('principal'),
+      ),
+    ),
   );
   app.get('/api/tasks/:id', async (c) =>
     c.json(
@@ -51,7 +69,10 @@ export function mountRestApi(app: Hono<Env>, service: TaskService): void {
   );
   app.get('/api/tasks/:id/logs', async (c) =>
     c.json(
-      await service.logs(parseArgs(taskLogsSchema, defined({ task_id: c.req.param('id'), after: numeric(c.req.query('after')), limit: numeric(c.req.query('limit')) })), c.get('principal')),
+      await service.logs(
+        parseArgs(taskLogsSchema, defined({ task_id: c.req.param('id'), after: numeric(c.req.query('after')), limit: numeric(c.req.query('limit')) })),
+        c.get('principal'),
+      ),
     ),
   );
   app.get('/api/tasks/:id/artifacts/:artifact', async (c) =>
@@ -79,7 +100,8 @@ export function mountRestApi(app: Hono<Env>, service: TaskService): void {
   });
   app.post('/api/tasks/:id/query', async (c) => {
     const body = await jsonBody(c.req.raw);
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new KlymError('INVALID_ARGUMENT', '`body`: expected a JSON object `{ "sql": … }`');
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new KlymError('INVALID_ARGUMENT', '`body`: expected a JSON object `{ "sql": … }`');
     return c.json(await service.queryArtifacts(parseArgs(queryArtifactsSchema, { ...body, task_id: c.req.param('id') }), c.get('principal')));
   });
   app.post('/api/tasks/:id/cancel', async (c) => c.json(await service.cancel(parseArgs(cancelTaskSchema, { task_id: c.req.param('id') }), c.get('principal'))));

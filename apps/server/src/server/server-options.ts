@@ -136,7 +136,8 @@ export function resolveServerOptions(options: KlymServerOptions): ResolvedServer
   check('maxBodyBytes', options.maxBodyBytes, positive, 'a positive number');
   check('sessionIdleMs', options.sessionIdleMs, positive, 'a positive number');
   for (const admin of options.auth?.admins ?? []) {
-    if (!Object.hasOwn(options.auth?.tokens ?? {}, admin)) throw new KlymError('CONFIG_INVALID', `Expected \`auth.admins\` to name principals of \`auth.tokens\`, got "${admin}"`);
+    if (!Object.hasOwn(options.auth?.tokens ?? {}, admin))
+      throw new KlymError('CONFIG_INVALID', `Expected \`auth.admins\` to name principals of \`auth.tokens\`, got "${admin}"`);
   }
   const host = options.host ?? SERVER_DEFAULTS.host;
   const bound = host.replace(/^\[|\]$/g, '').toLowerCase();

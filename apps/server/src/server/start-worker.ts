@@ -35,8 +35,13 @@ export interface RunningKlymWorker extends AsyncDisposable {
 export async function startKlymWorker(options: KlymServerOptions): Promise<RunningKlymWorker> {
   const store = options.tasks?.store;
   const shared = options.tasks?.queue !== undefined || (typeof store === 'string' && /^rediss?:\/\//.test(store));
-  if (!shared) throw new KlymError('CONFIG_INVALID', 'Expected a Redis `tasks.store` (redis://host:port/db) for `klym worker`: a worker takes its tasks from the queue that fronts share there');
-  if (options.tasks?.maxConcurrent === 0) throw new KlymError('CONFIG_INVALID', 'Expected `tasks.concurrency` of at least 1 for `klym worker`, got 0: a worker runs tasks');
+  if (!shared)
+    throw new KlymError(
+      'CONFIG_INVALID',
+      'Expected a Redis `tasks.store` (redis://host:port/db) for `klym worker`: a worker takes its tasks from the queue that fronts share there',
+    );
+  if (options.tasks?.maxConcurrent === 0)
+    throw new KlymError('CONFIG_INVALID', 'Expected `tasks.concurrency` of at least 1 for `klym worker`, got 0: a worker runs tasks');
   const resolved = resolveServerOptions({ ...options, port: options.port ?? SERVER_DEFAULTS.workerPort });
   const metrics = metricsFor(resolved);
   const tasks = await openTasks(resolved, {
@@ -50,7 +55,9 @@ export async function startKlymWorker(options: KlymServerOptions): Promise<Runni
   app.use('*', hostAndOriginGuard(resolved));
   app.get('/healthz', async (c) => c.json({ role: 'worker', ...(await tasks.service.health()) }));
   mountMetrics(app, metrics, resolved);
-  app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route ${c.req.method} ${c.req.path}: a worker serves only GET /healthz and GET /metrics` } }, 404));
+  app.notFound((c) =>
+    c.json({ error: { code: 'NOT_FOUND', message: `No route ${c.req.method} ${c.req.path}: a worker serves only GET /healthz and GET /metrics` } }, 404),
+  );
   const server = serve({ fetch: app.fetch, hostname: resolved.host, port: resolved.port });
   try {
     if (!server.listening) await once(server, 'listening');

@@ -19,7 +19,10 @@ export interface StdioKlym extends AsyncDisposable {
  *
  * @throws {KlymError} `CONFIG_INVALID` when an option is wrong; `STORE_UNAVAILABLE` when the task store cannot be opened.
  */
-export async function serveStdio(options: KlymServerOptions, streams: { stdin?: NodeJS.ReadableStream; stdout?: NodeJS.WritableStream } = {}): Promise<StdioKlym> {
+export async function serveStdio(
+  options: KlymServerOptions,
+  streams: { stdin?: NodeJS.ReadableStream; stdout?: NodeJS.WritableStream } = {},
+): Promise<StdioKlym> {
   const tasks = await openTasks(resolveServerOptions(options));
   const { service } = tasks;
   const transport = new StdioServerTransport(streams.stdin as never, streams.stdout as never);

@@ -63,7 +63,9 @@ export function startTracing(env: Env): ServerTracing | undefined {
     destinations.push(`OTLP http/protobuf to ${hostOf(url)}`);
   }
   const provider = new TracerProvider({
-    resource: defaultResource().merge(resourceFromAttributes({ 'service.name': 'klym' })).merge(detectResources({ detectors: [envDetector] })),
+    resource: defaultResource()
+      .merge(resourceFromAttributes({ 'service.name': 'klym' }))
+      .merge(detectResources({ detectors: [envDetector] })),
     sampler: samplerOf(env),
     spanProcessors: spanExporters.map((exporter) => new BatchSpanProcessor({ exporter })),
   });
@@ -128,6 +130,9 @@ function samplerOf(env: Env): Sampler {
     case 'parentbased_traceidratio':
       return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(fraction) });
     default:
-      throw new KlymError('CONFIG_INVALID', `OTEL_TRACES_SAMPLER=${name}: expected always_on, always_off, traceidratio or parentbased_always_on, parentbased_always_off, parentbased_traceidratio`);
+      throw new KlymError(
+        'CONFIG_INVALID',
+        `OTEL_TRACES_SAMPLER=${name}: expected always_on, always_off, traceidratio or parentbased_always_on, parentbased_always_off, parentbased_traceidratio`,
+      );
   }
 }

@@ -20,7 +20,8 @@ export function tracesExportersOf(env: Env): string[] {
   }
   const names = [...new Set(named.split(',').map((name) => name.trim().toLowerCase()))];
   for (const name of names) {
-    if (!EXPORTERS.has(name)) throw new KlymError('CONFIG_INVALID', `OTEL_TRACES_EXPORTER=${named}: Klym ships the otlp and console exporters (or none), not "${name}"`);
+    if (!EXPORTERS.has(name))
+      throw new KlymError('CONFIG_INVALID', `OTEL_TRACES_EXPORTER=${named}: Klym ships the otlp and console exporters (or none), not "${name}"`);
   }
   return names.includes('none') ? [] : names;
 }

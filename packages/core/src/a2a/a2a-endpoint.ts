@@ -93,7 +93,9 @@ export function createA2aEndpoint(service: TaskService, options: A2aEndpointOpti
       if (id === undefined) return rpcError(null, -32600, 'Invalid Request: expected a JSON-RPC 2.0 request object ({ jsonrpc: "2.0", method, id, params })');
       const version = headers.get(A2A_VERSION_HEADER) ?? undefined;
       if (version !== A2A_PROTOCOL_VERSION) {
-        const refusal = new VersionNotSupportedError(`A2A protocol version ${version === undefined ? '(none: send the A2A-Version header)' : `'${version}'`} is not supported; Klym speaks ${A2A_PROTOCOL_VERSION}`);
+        const refusal = new VersionNotSupportedError(
+          `A2A protocol version ${version === undefined ? '(none: send the A2A-Version header)' : `'${version}'`} is not supported; Klym speaks ${A2A_PROTOCOL_VERSION}`,
+        );
         return Response.json({ jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(refusal) });
       }
       const context = new ServerCallContext({ user: { isAuthenticated: true, userName: principal }, requestedVersion: version });
@@ -108,7 +110,8 @@ export function createA2aEndpoint(service: TaskService, options: A2aEndpointOpti
         return Response.json({ jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(error) });
       }
       const encoder = new TextEncoder();
-      const frame = (event: unknown, type?: string): Uint8Array => encoder.encode(`${type === undefined ? '' : `event: ${type}\n`}data: ${JSON.stringify(event)}\n\n`);
+      const frame = (event: unknown, type?: string): Uint8Array =>
+        encoder.encode(`${type === undefined ? '' : `event: ${type}\n`}data: ${JSON.stringify(event)}\n\n`);
       const stream = new ReadableStream<Uint8Array>({
         start(controller) {
           if (first.done !== true) controller.enqueue(frame(first.value));

@@ -30,7 +30,8 @@ export async function listA2aTasks(service: TaskService, caller: Caller, params:
   const pageSize = params.pageSize ?? 50;
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 200) throw new RequestMalformedError(`\`pageSize\`: expected 1 to 200, got ${pageSize}`);
   const after = params.statusTimestampAfter === undefined ? undefined : Date.parse(params.statusTimestampAfter);
-  if (after !== undefined && Number.isNaN(after)) throw new RequestMalformedError(`\`statusTimestampAfter\`: expected an ISO 8601 time, got ${JSON.stringify(params.statusTimestampAfter)}`);
+  if (after !== undefined && Number.isNaN(after))
+    throw new RequestMalformedError(`\`statusTimestampAfter\`: expected an ISO 8601 time, got ${JSON.stringify(params.statusTimestampAfter)}`);
   const none: ListTasksResponse = { tasks: [], nextPageToken: '', pageSize, totalSize: 0 };
   // A state Klym never has (input-required, rejected, auth-required) matches no task.
   if (params.status !== 0 && status === undefined) return none;

@@ -22,7 +22,10 @@ export const a2aPushFormat: PushFormat = {
       case 'task.result': {
         const artifact = task.artifacts.find((candidate) => candidate.artifactId === RESULT_ARTIFACT_ID);
         if (artifact === undefined) return undefined;
-        return response({ $case: 'artifactUpdate', value: { taskId: task.id, contextId: task.contextId, artifact, append: false, lastChunk: true, metadata: undefined } });
+        return response({
+          $case: 'artifactUpdate',
+          value: { taskId: task.id, contextId: task.contextId, artifact, append: false, lastChunk: true, metadata: undefined },
+        });
       }
       default:
         return response({ $case: 'statusUpdate', value: { taskId: task.id, contextId: task.contextId, status: task.status, metadata: task.metadata } });
@@ -49,11 +52,20 @@ export function pushTargetRequestOf(config: TaskPushNotificationConfig): PushTar
     url: config.url,
     ...(config.id === '' ? {} : { id: config.id }),
     ...(config.token === '' ? {} : { token: config.token }),
-    ...(authentication === undefined || authentication.scheme === '' ? {} : { authentication: { scheme: authentication.scheme, credentials: authentication.credentials } }),
+    ...(authentication === undefined || authentication.scheme === ''
+      ? {}
+      : { authentication: { scheme: authentication.scheme, credentials: authentication.credentials } }),
   };
 }
 
 /** A task's push target as A2A's `TaskPushNotificationConfig`: as the caller gave it, with its id and task id. */
 export function toPushConfig(taskId: string, target: PushTarget): TaskPushNotificationConfig {
-  return { tenant: '', id: target.id, taskId, url: target.url, token: target.token ?? '', authentication: target.authentication === undefined ? undefined : { ...target.authentication } };
+  return {
+    tenant: '',
+    id: target.id,
+    taskId,
+    url: target.url,
+    token: target.token ?? '',
+    authentication: target.authentication === undefined ? undefined : { ...target.authentication },
+  };
 }

@@ -72,7 +72,9 @@ const guarded =
 /** The service's push targets, or the spec's refusal when it sends no push notifications. */
 function pushOf(service: TaskService): TaskPush {
   if (service.push === undefined) {
-    throw new PushNotificationNotSupportedError('Klym sends no push notifications here (the operator set no a2a.pushAllow): poll GetTask, use SubscribeToTask, or a configured webhook (metadata.klym.webhook)');
+    throw new PushNotificationNotSupportedError(
+      'Klym sends no push notifications here (the operator set no a2a.pushAllow): poll GetTask, use SubscribeToTask, or a configured webhook (metadata.klym.webhook)',
+    );
   }
   return service.push;
 }
@@ -104,7 +106,10 @@ async function assertPushUrl(push: TaskPush, url: string): Promise<void> {
  */
 export function createA2aRequestHandler(service: TaskService, options: A2aRequestHandlerOptions): A2ARequestHandler {
   const maxBlockMs = options.maxBlockMs ?? 60_000;
-  const watchOptions = (signal?: AbortSignal) => ({ ...(signal === undefined ? {} : { signal }), ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }) });
+  const watchOptions = (signal?: AbortSignal) => ({
+    ...(signal === undefined ? {} : { signal }),
+    ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
+  });
 
   const read = async (id: string, caller: Caller): Promise<Task> => {
     const { task, artifacts } = await service.tasks.read(id, caller, { tail: 0 });
@@ -117,7 +122,9 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
     if (message === undefined) throw new RequestMalformedError('`message` is required');
     if (message.taskId !== '') {
       await service.tasks.get(message.taskId, caller); // TASK_NOT_FOUND for an unknown or another principal's id
-      throw new UnsupportedOperationError(`Task ${message.taskId} takes no follow-up message: a Klym task runs one prompt to its end; send a new message (without taskId) for new work`);
+      throw new UnsupportedOperationError(
+        `Task ${message.taskId} takes no follow-up message: a Klym task runs one prompt to its end; send a new message (without taskId) for new work`,
+      );
     }
     const texts: string[] = [];
     for (const part of message.parts) {
@@ -128,8 +135,14 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
     if (metadata !== undefined && (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata))) {
       throw new RequestMalformedError(`\`metadata.${KLYM_METADATA_KEY}\`: expected an object of ${METADATA_FIELDS.join(', ')}`);
     }
-    const extra = Object.fromEntries(Object.entries(metadata ?? {}).map(([key, value]) => [(METADATA_FIELDS as readonly string[]).includes(key) ? key : `${KLYM_METADATA_KEY}.${key}`, value]));
-    const args = parseArgs(startTaskSchema, { ...extra, prompt: texts.join('\n'), ...(message.messageId === '' ? {} : { idempotency_key: message.messageId }) });
+    const extra = Object.fromEntries(
+      Object.entries(metadata ?? {}).map(([key, value]) => [(METADATA_FIELDS as readonly string[]).includes(key) ? key : `${KLYM_METADATA_KEY}.${key}`, value]),
+    );
+    const args = parseArgs(startTaskSchema, {
+      ...extra,
+      prompt: texts.join('\n'),
+      ...(message.messageId === '' ? {} : { idempotency_key: message.messageId }),
+    });
     // A push config is admitted before the task starts: a refused URL starts nothing.
     const config = params.configuration?.taskPushNotificationConfig;
     let startOptions: StartOptions | undefined;
@@ -202,7 +215,8 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
     cancelTask: guarded(async (params, context) => {
       const caller = callerOf(context);
       const outcome = await service.cancel({ task_id: params.id }, caller.principal);
-      if (!outcome.cancelled && isTerminal(outcome.status)) throw new TaskNotCancelableError(`Task ${params.id} has already ended (${outcome.status}): ${outcome.message}`);
+      if (!outcome.cancelled && isTerminal(outcome.status))
+        throw new TaskNotCancelableError(`Task ${params.id} has already ended (${outcome.status}): ${outcome.message}`);
       return read(params.id, caller);
     }),
     createTaskPushNotificationConfig: guarded(async (params, context) => {

@@ -23,12 +23,22 @@ const textOf = (task: ReturnType<typeof toA2aTask>): string | undefined => {
 describe('a Klym task as an A2A Task', () => {
   it('keeps the id, and says the step while it works', () => {
     const task = toA2aTask(base);
-    expect(task).toMatchObject({ id: 'task-1', contextId: 'task-1', status: { state: TaskState.TASK_STATE_WORKING, timestamp: base.startedAt }, artifacts: [] });
+    expect(task).toMatchObject({
+      id: 'task-1',
+      contextId: 'task-1',
+      status: { state: TaskState.TASK_STATE_WORKING, timestamp: base.startedAt },
+      artifacts: [],
+    });
     expect(textOf(task)).toBe('step 2: calling grynya__query_graph');
   });
 
   it('fails with the Klym code in the message, and is canceled with its reason', () => {
-    const failed = toA2aTask({ ...base, status: 'error', finishedAt: '2026-11-27T04:01:00.000Z', error: { code: 'BUDGET_EXCEEDED', message: 'The task ran out of steps' } });
+    const failed = toA2aTask({
+      ...base,
+      status: 'error',
+      finishedAt: '2026-11-27T04:01:00.000Z',
+      error: { code: 'BUDGET_EXCEEDED', message: 'The task ran out of steps' },
+    });
     expect(failed.status).toMatchObject({ state: TaskState.TASK_STATE_FAILED, timestamp: '2026-11-27T04:01:00.000Z' });
     expect(textOf(failed)).toBe('BUDGET_EXCEEDED: The task ran out of steps');
     expect(textOf(toA2aTask({ ...base, status: 'cancelled', cancelReason: 'shutdown' }))).toBe('Cancelled: shutdown');
@@ -41,7 +51,10 @@ describe('a Klym task as an A2A Task', () => {
     const task = toA2aTask({ ...base, status: 'completed', result }, [artifact]);
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(task.artifacts[0]).toMatchObject({ artifactId: 'result', parts: [{ content: { $case: 'text', value: 'The answer' } }] });
-    expect(task.artifacts[1]).toMatchObject({ artifactId: artifact.id, parts: [{ content: { $case: 'data', value: { id: artifact.id, bytes: 5_000_000, lines: 80_000 } } }] });
+    expect(task.artifacts[1]).toMatchObject({
+      artifactId: artifact.id,
+      parts: [{ content: { $case: 'data', value: { id: artifact.id, bytes: 5_000_000, lines: 80_000 } } }],
+    });
     expect(JSON.stringify(task).length).toBeLessThan(2_000);
   });
 

@@ -20,7 +20,12 @@ export function klymStatusOf(state: TaskState): TaskStatus | undefined {
 export const RESULT_ARTIFACT_ID = 'result';
 
 const textPart = (text: string): Part => ({ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' });
-const dataPart = (value: Record<string, unknown>): Part => ({ content: { $case: 'data', value }, metadata: undefined, filename: '', mediaType: 'application/json' });
+const dataPart = (value: Record<string, unknown>): Part => ({
+  content: { $case: 'data', value },
+  metadata: undefined,
+  filename: '',
+  mediaType: 'application/json',
+});
 
 /** What the agent says of the task now: the step while it runs, the Klym code when it failed, why it was cancelled. */
 function statusText(task: TaskRecord): string | undefined {
@@ -39,7 +44,16 @@ function statusText(task: TaskRecord): string | undefined {
 
 /** An agent message about `task`, as A2A carries it in `status.message`. */
 export function agentMessage(task: TaskRecord, text: string): Message {
-  return { messageId: `${task.id}:${task.status}`, contextId: task.id, taskId: task.id, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId: `${task.id}:${task.status}`,
+    contextId: task.id,
+    taskId: task.id,
+    role: Role.ROLE_AGENT,
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 
 /**
@@ -52,7 +66,14 @@ export function toA2aTask(task: TaskRecord, artifacts: readonly ArtifactInfo[] =
   const text = statusText(task);
   const listed: Artifact[] = [];
   if (task.status === 'completed' && task.result !== undefined) {
-    listed.push({ artifactId: RESULT_ARTIFACT_ID, name: 'result', description: 'The final answer', parts: [textPart(task.result.finalText)], metadata: undefined, extensions: [] });
+    listed.push({
+      artifactId: RESULT_ARTIFACT_ID,
+      name: 'result',
+      description: 'The final answer',
+      parts: [textPart(task.result.finalText)],
+      metadata: undefined,
+      extensions: [],
+    });
   }
   for (const artifact of artifacts) {
     listed.push({
@@ -67,7 +88,11 @@ export function toA2aTask(task: TaskRecord, artifacts: readonly ArtifactInfo[] =
   return {
     id: task.id,
     contextId: task.id,
-    status: { state: A2A_STATE_OF[task.status], message: text === undefined ? undefined : agentMessage(task, text), timestamp: task.finishedAt ?? task.startedAt ?? task.createdAt },
+    status: {
+      state: A2A_STATE_OF[task.status],
+      message: text === undefined ? undefined : agentMessage(task, text),
+      timestamp: task.finishedAt ?? task.startedAt ?? task.createdAt,
+    },
     artifacts: listed,
     history: [],
     metadata: { klym: { status: task.status, ...(task.request.model === undefined ? {} : { model: task.request.model }), steps: task.usage.steps } },

@@ -17,7 +17,12 @@ const ISSUER = 'https://auth.example.com/tenant';
 async function service(options: { push?: boolean } = {}): Promise<TaskService> {
   const pool = await createSessionPool({ upstreams: {} });
   cleanups.push(() => pool.close());
-  const created = createTaskService({ pool, shutdownGraceMs: 0, run: async () => runResult('done'), ...(options.push === true ? { push: a2aPush({ allow: ['https://hooks.example.com'] }) } : {}) });
+  const created = createTaskService({
+    pool,
+    shutdownGraceMs: 0,
+    run: async () => runResult('done'),
+    ...(options.push === true ? { push: a2aPush({ allow: ['https://hooks.example.com'] }) } : {}),
+  });
   cleanups.push(() => created.close());
   return created;
 }
@@ -45,10 +50,19 @@ describe('the Agent Card', () => {
   it('writes the OAuth2 scheme’s flows from the issuer’s metadata, with Klym’s scopes described', async () => {
     const server = issuer((url) =>
       url === 'https://auth.example.com/.well-known/oauth-authorization-server/tenant'
-        ? Response.json({ issuer: ISSUER, authorization_endpoint: `${ISSUER}/authorize`, token_endpoint: `${ISSUER}/token`, grant_types_supported: ['authorization_code', 'client_credentials'] })
+        ? Response.json({
+            issuer: ISSUER,
+            authorization_endpoint: `${ISSUER}/authorize`,
+            token_endpoint: `${ISSUER}/token`,
+            grant_types_supported: ['authorization_code', 'client_credentials'],
+          })
         : new Response('', { status: 404 }),
     );
-    const endpoint = createA2aEndpoint(await service(), { version: '1.0.0', fetch: server.fetch, security: { bearer: true, oauth: { issuer: ISSUER, scopes: SCOPES } } });
+    const endpoint = createA2aEndpoint(await service(), {
+      version: '1.0.0',
+      fetch: server.fetch,
+      security: { bearer: true, oauth: { issuer: ISSUER, scopes: SCOPES } },
+    });
     const card = await endpoint.card('http://127.0.0.1:1/');
     expect(card).toMatchObject({
       securitySchemes: {
@@ -60,7 +74,11 @@ describe('the Agent Card', () => {
                 authorizationUrl: `${ISSUER}/authorize`,
                 tokenUrl: `${ISSUER}/token`,
                 pkceRequired: true,
-                scopes: { 'klym:start': expect.stringContaining('SendMessage'), 'klym:read': expect.stringContaining('GetTask'), 'klym:cancel': expect.stringContaining('CancelTask') },
+                scopes: {
+                  'klym:start': expect.stringContaining('SendMessage'),
+                  'klym:read': expect.stringContaining('GetTask'),
+                  'klym:cancel': expect.stringContaining('CancelTask'),
+                },
               },
             },
           },
@@ -77,7 +95,8 @@ describe('the Agent Card', () => {
     });
     const endpoint = createA2aEndpoint(await service(), { version: '1.0.0', fetch: server.fetch, security: { oauth: { issuer: ISSUER, scopes: SCOPES } } });
     for (let card = 0; card < 3; card++) {
-      const scheme = ((await endpoint.card('http://127.0.0.1:1/')) as { securitySchemes: { oauth2: { oauth2SecurityScheme: Record<string, unknown> } } }).securitySchemes.oauth2.oauth2SecurityScheme;
+      const scheme = ((await endpoint.card('http://127.0.0.1:1/')) as { securitySchemes: { oauth2: { oauth2SecurityScheme: Record<string, unknown> } } })
+        .securitySchemes.oauth2.oauth2SecurityScheme;
       expect(scheme).not.toHaveProperty('flows');
       expect(scheme).toHaveProperty('oauth2MetadataUrl');
     }
@@ -89,7 +108,9 @@ describe('oauthFlowsOf', () => {
   it('picks the authorization code flow, else client credentials, else the device flow, else none', () => {
     const endpoints = { authorization_endpoint: 'https://a/authorize', token_endpoint: 'https://a/token', device_authorization_endpoint: 'https://a/device' };
     expect(oauthFlowsOf(endpoints, SCOPES)?.flow?.$case).toBe('authorizationCode');
-    expect(oauthFlowsOf({ ...endpoints, grant_types_supported: ['client_credentials'] }, SCOPES)).toMatchObject({ flow: { $case: 'clientCredentials', value: { tokenUrl: 'https://a/token' } } });
+    expect(oauthFlowsOf({ ...endpoints, grant_types_supported: ['client_credentials'] }, SCOPES)).toMatchObject({
+      flow: { $case: 'clientCredentials', value: { tokenUrl: 'https://a/token' } },
+    });
     expect(oauthFlowsOf({ ...endpoints, grant_types_supported: ['urn:ietf:params:oauth:grant-type:device_code'] }, SCOPES)).toMatchObject({
       flow: { $case: 'deviceCode', value: { deviceAuthorizationUrl: 'https://a/device' } },
     });

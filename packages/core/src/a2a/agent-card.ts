@@ -106,7 +106,9 @@ function securityOf(security: AgentCardSecurity): Pick<AgentCard, 'securitySchem
   const securitySchemes: Record<string, SecurityScheme> = {};
   const securityRequirements: SecurityRequirement[] = [];
   if (security.bearer === true || security.oauth !== undefined) {
-    securitySchemes['bearer'] = { scheme: { $case: 'httpAuthSecurityScheme', value: { description: 'A bearer token, as /mcp takes it', scheme: 'bearer', bearerFormat: '' } } };
+    securitySchemes['bearer'] = {
+      scheme: { $case: 'httpAuthSecurityScheme', value: { description: 'A bearer token, as /mcp takes it', scheme: 'bearer', bearerFormat: '' } },
+    };
     securityRequirements.push({ schemes: { bearer: { list: [] } } });
   }
   if (security.oauth !== undefined) {

@@ -19,7 +19,12 @@ export interface WatchTaskOptions {
  * is seen at once; one elsewhere (a worker on a shared queue) within `pollIntervalMs`.
  * @throws {KlymError} `TASK_NOT_FOUND` when `caller` cannot see the task (or it was evicted meanwhile)
  */
-export async function* watchTask(service: TaskService, id: string, caller: Caller, options: WatchTaskOptions = {}): AsyncGenerator<TaskRecord, void, undefined> {
+export async function* watchTask(
+  service: TaskService,
+  id: string,
+  caller: Caller,
+  options: WatchTaskOptions = {},
+): AsyncGenerator<TaskRecord, void, undefined> {
   const { signal } = options;
   const pollIntervalMs = options.pollIntervalMs ?? 1_000;
   let changed = false;

@@ -51,7 +51,8 @@ export function resolveBudget(budget: AgentBudget = {}): ResolvedBudget {
  */
 export function spentBudget(budget: ResolvedBudget, usage: AgentUsage, costUsd: number | undefined): BudgetHit | undefined {
   if (budget.maxTokens !== undefined && usage.totalTokens >= budget.maxTokens) return { name: 'tokens', limit: budget.maxTokens, used: usage.totalTokens };
-  if (budget.maxCostUsd !== undefined && costUsd !== undefined && costUsd >= budget.maxCostUsd) return { name: 'cost', limit: budget.maxCostUsd, used: costUsd };
+  if (budget.maxCostUsd !== undefined && costUsd !== undefined && costUsd >= budget.maxCostUsd)
+    return { name: 'cost', limit: budget.maxCostUsd, used: costUsd };
   return undefined;
 }
 

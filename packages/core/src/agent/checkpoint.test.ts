@@ -56,7 +56,13 @@ describe('resumeFrom', () => {
       { role: 'user', content: 'Do it' },
       { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'old', toolName: 'box__read', input: {} }] },
       { role: 'user', content: 'Go on' },
-      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'a', toolName: 'box__read', input: {} }, { type: 'tool-call', toolCallId: 'b', toolName: 'box__write', input: {} }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool-call', toolCallId: 'a', toolName: 'box__read', input: {} },
+          { type: 'tool-call', toolCallId: 'b', toolName: 'box__write', input: {} },
+        ],
+      },
       { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'a', toolName: 'box__read', output: { type: 'text', value: 'ok' } }] },
     ];
 
@@ -68,7 +74,10 @@ describe('resumeFrom', () => {
   });
 
   it('changes nothing for a checkpoint taken between steps', () => {
-    const messages: ModelMessage[] = [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello.' }];
+    const messages: ModelMessage[] = [
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: 'Hello.' },
+    ];
     expect(resumeFrom({ steps: 1, messages, texts: ['Hello.'], usage, elapsedMs: 0, toolCalls: 0, current: { step: 2, text: 'Hal', calls: [] } })).toEqual({
       messages,
       texts: ['Hello.'],
@@ -79,13 +88,16 @@ describe('resumeFrom', () => {
 });
 
 describe('createCheckpointer with a store that answers later (a store on another thread)', () => {
-  it("holds each call until its record is stored; a record that failed fails its own call unsent, and only that call is forgotten", async () => {
+  it('holds each call until its record is stored; a record that failed fails its own call unsent, and only that call is forgotten', async () => {
     const saved: AgentCheckpoint[] = [];
     const answers: { resolve(): void; reject(error: Error): void }[] = [];
-    const checkpoints = createCheckpointer((checkpoint) => {
-      saved.push(checkpoint);
-      return new Promise<void>((resolve, reject) => void answers.push({ resolve, reject }));
-    }, () => 0);
+    const checkpoints = createCheckpointer(
+      (checkpoint) => {
+        saved.push(checkpoint);
+        return new Promise<void>((resolve, reject) => void answers.push({ resolve, reject }));
+      },
+      () => 0,
+    );
     checkpoints.beginStep(1, { steps: 0, messages: [{ role: 'user', content: 'Do it' }], texts: [], usage, toolCalls: 0 });
 
     const sent: string[] = [];

@@ -35,7 +35,10 @@ export interface Checkpointer extends StepProgress {
  * listener that throws (or returns a Promise that rejects) has failed to store the checkpoint: before a
  * call's request, the call then fails unsent (`STORE_UNAVAILABLE`); any other time, the run goes on.
  */
-export function createCheckpointer(onCheckpoint: ((checkpoint: AgentCheckpoint, taken: CheckpointTaken) => void) | undefined, elapsedMs: () => number): Checkpointer {
+export function createCheckpointer(
+  onCheckpoint: ((checkpoint: AgentCheckpoint, taken: CheckpointTaken) => void) | undefined,
+  elapsedMs: () => number,
+): Checkpointer {
   let done: CompletedRun | undefined;
   let current: { step: number; text: string; calls: InFlightToolCall[] } | undefined;
   /**
@@ -53,7 +56,11 @@ export function createCheckpointer(onCheckpoint: ((checkpoint: AgentCheckpoint, 
     try {
       const returned: unknown = onCheckpoint(checkpoint, strict ? BEFORE_CALL : NOT_BEFORE_CALL);
       if (returned instanceof Promise) {
-        if (strict) return returned.then(() => {}, (error: unknown) => Promise.reject(unsent(error)));
+        if (strict)
+          return returned.then(
+            () => {},
+            (error: unknown) => Promise.reject(unsent(error)),
+          );
         returned.catch(() => {});
       }
     } catch (error) {
@@ -155,7 +162,12 @@ export function resumeFrom(checkpoint: AgentCheckpoint): ResumedRun {
       { role: 'assistant', content: assistant },
       {
         role: 'tool',
-        content: calls.map((call) => ({ type: 'tool-result' as const, toolCallId: call.toolCallId, toolName: call.toolName, output: call.output ?? unknown(call.toolCallId) })),
+        content: calls.map((call) => ({
+          type: 'tool-result' as const,
+          toolCallId: call.toolCallId,
+          toolName: call.toolName,
+          output: call.output ?? unknown(call.toolCallId),
+        })),
       },
     );
     if (text !== '') texts.push(text);
@@ -179,7 +191,9 @@ function unansweredTailCalls(messages: readonly ModelMessage[]): { toolCallId: s
     for (const part of message.content) if (part.type === 'tool-result') answered.add(part.toolCallId);
   }
   return assistant.content.flatMap((part) =>
-    part.type === 'tool-call' && part.providerExecuted !== true && !answered.has(part.toolCallId) ? [{ toolCallId: part.toolCallId, toolName: part.toolName }] : [],
+    part.type === 'tool-call' && part.providerExecuted !== true && !answered.has(part.toolCallId)
+      ? [{ toolCallId: part.toolCallId, toolName: part.toolName }]
+      : [],
   );
 }
 

@@ -8,12 +8,15 @@ import type { TokenCounter } from './token-count.ts';
 const chars: TokenCounter = { tokenizer: 'estimate', count: (text) => text.length };
 const user = (text: string): ModelMessage => ({ role: 'user', content: text });
 const call = (id: string): ModelMessage => ({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName: 't', input: {} }] });
-const result = (id: string, text: string): ModelMessage => ({ role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 't', output: { type: 'text', value: text } }] });
+const result = (id: string, text: string): ModelMessage => ({
+  role: 'tool',
+  content: [{ type: 'tool-result', toolCallId: id, toolName: 't', output: { type: 'text', value: text } }],
+});
 const windowOf = (model: string, contextWindows?: Record<string, number>) =>
   createContextWindow({ model, counter: chars, system: 'sys', tools: {}, ...(contextWindows === undefined ? {} : { contextWindows }) });
 
-describe('a model\'s context window', () => {
-  it('is configured (by provider:model, then id), else built in (a dated snapshot takes its model\'s), else a small default', () => {
+describe("a model's context window", () => {
+  it("is configured (by provider:model, then id), else built in (a dated snapshot takes its model's), else a small default", () => {
     expect(contextWindowOf('openai:gpt-4.1-mini')).toEqual({ tokens: 1_047_576, source: 'built-in' });
     expect(contextWindowOf('openai:gpt-4o-mini-2024-07-18')).toEqual({ tokens: 128_000, source: 'built-in' });
     expect(contextWindowOf('openai:gpt-4o-2024-08-06')).toEqual({ tokens: 128_000, source: 'built-in' });
@@ -26,7 +29,7 @@ describe('a model\'s context window', () => {
     expect(contextWindowOf('scripted:script').tokens).toBe(Number.POSITIVE_INFINITY);
   });
 
-  it('makes a tenth of the window the artifacts\' threshold; the scripted model\'s is a tenth of 128,000', () => {
+  it("makes a tenth of the window the artifacts' threshold; the scripted model's is a tenth of 128,000", () => {
     expect(artifactThreshold('openai:gpt-4.1-mini')).toBe(104_757);
     expect(artifactThreshold('openai:gpt-4.1-mini', { 'gpt-4.1-mini': 20_000 })).toBe(2_000);
     expect(artifactThreshold('compatible:llama3')).toBe(3_276);
@@ -51,7 +54,9 @@ describe('a model\'s context window', () => {
     expect(error.message).toBe(
       'The request to model compatible:llama3 would take 922 tokens (estimated), more than its context window of 1000 tokens (configured) less 100 kept for the answer; it was not sent',
     );
-    expect(windowOf('compatible:mystery').overflow(40_000).message).toContain("Klym's window for a model it does not know; set `llm.contextWindows` for compatible:mystery");
+    expect(windowOf('compatible:mystery').overflow(40_000).message).toContain(
+      "Klym's window for a model it does not know; set `llm.contextWindows` for compatible:mystery",
+    );
   });
 
   it('corrects its count by the usage reported: the reported count plus what was added, scaled up only, never below what was reported', () => {
@@ -70,9 +75,17 @@ describe('a model\'s context window', () => {
     expect(window.requestTokens([user('x')])).toBe(2 * (15 + 3 + 4 + 1));
   });
 
-  it('shrinks by dropping the oldest tool results from what is sent, never the latest step\'s nor the user\'s', () => {
+  it("shrinks by dropping the oldest tool results from what is sent, never the latest step's nor the user's", () => {
     const window = windowOf('compatible:llama3', { llama3: 10_000 });
-    const messages = [user('task'), call('a'), result('a', 'A'.repeat(3_000)), call('b'), result('b', 'B'.repeat(3_000)), call('c'), result('c', 'C'.repeat(3_000))];
+    const messages = [
+      user('task'),
+      call('a'),
+      result('a', 'A'.repeat(3_000)),
+      call('b'),
+      result('b', 'B'.repeat(3_000)),
+      call('c'),
+      result('c', 'C'.repeat(3_000)),
+    ];
     expect(window.fits(messages).fits).toBe(false);
     const shrunk = window.shrink(messages);
     expect(shrunk?.dropped).toBe(1);
@@ -85,7 +98,13 @@ describe('a model\'s context window', () => {
     expect(JSON.stringify(messages)).toContain('AAA');
     expect(window.sendable([...messages, call('d')])[2]).toBe(sent[2]);
     // A later shrink may drop another result of a message already sent without one.
-    const pair = [user('task'), call('x'), { role: 'tool', content: [...(result('x', 'X'.repeat(3_000)).content as []), ...(result('y', 'Y'.repeat(3_000)).content as [])] } as ModelMessage, call('z'), result('z', 'Z')];
+    const pair = [
+      user('task'),
+      call('x'),
+      { role: 'tool', content: [...(result('x', 'X'.repeat(3_000)).content as []), ...(result('y', 'Y'.repeat(3_000)).content as [])] } as ModelMessage,
+      call('z'),
+      result('z', 'Z'),
+    ];
     expect(window.shrink(pair, 5_000)?.dropped).toBe(1);
     expect(JSON.stringify(window.sendable(pair)[2])).toContain('YYY');
     expect(window.shrink(pair, 1_000)?.dropped).toBe(1);
@@ -122,14 +141,17 @@ describe('contextLengthExceeded', () => {
   it("reads OpenAI's context_length_exceeded and Gemini's token count error, with their figures", () => {
     const openai = JSON.stringify({
       error: {
-        message: "This model's maximum context length is 6000 tokens. However, your messages resulted in 6388 tokens. Please reduce the length of the messages.",
+        message:
+          "This model's maximum context length is 6000 tokens. However, your messages resulted in 6388 tokens. Please reduce the length of the messages.",
         type: 'invalid_request_error',
         param: 'messages',
         code: 'context_length_exceeded',
       },
     });
     expect(contextLengthExceeded(apiError(400, openai))).toEqual({ window: 6_000, tokens: 6_388 });
-    const gemini = JSON.stringify({ error: { code: 400, message: 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).', status: 'INVALID_ARGUMENT' } });
+    const gemini = JSON.stringify({
+      error: { code: 400, message: 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).', status: 'INVALID_ARGUMENT' },
+    });
     expect(contextLengthExceeded(apiError(400, gemini))).toEqual({ window: 1_048_576, tokens: 1_200_000 });
     expect(contextLengthExceeded(apiError(400, '{"error":{"code":"context_length_exceeded","message":"too long"}}'))).toEqual({});
     // Wrapped by the SDK's retries.

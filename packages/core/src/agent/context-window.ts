@@ -202,7 +202,11 @@ export function createContextWindow(options: ContextWindowOptions): ContextWindo
     sendable,
     overflow(tokens, cause) {
       const where =
-        source === 'default' ? `Klym's window for a model it does not know; set \`llm.contextWindows\` for ${model}` : source === 'provider' ? 'as the provider said' : source;
+        source === 'default'
+          ? `Klym's window for a model it does not know; set \`llm.contextWindows\` for ${model}`
+          : source === 'provider'
+            ? 'as the provider said'
+            : source;
       const how = counter.tokenizer === 'estimate' ? 'estimated' : `counted with ${counter.tokenizer}`;
       const outcome = cause === undefined ? 'it was not sent' : 'the provider refused it, and dropping older tool results would not make it fit';
       return new KlymError(
@@ -257,7 +261,10 @@ export function contextLengthExceeded(error: unknown): ContextLengthExceeded | u
   for (let current: unknown = error, depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
     const { statusCode, responseBody, message } = current as { statusCode?: unknown; responseBody?: unknown; message?: unknown };
     const text = `${typeof responseBody === 'string' ? responseBody : ''} ${typeof message === 'string' ? message : ''}`;
-    if ((statusCode === undefined || statusCode === 400) && /context_length_exceeded|maximum context length|input token count.{0,40}exceeds the maximum/is.test(text)) {
+    if (
+      (statusCode === undefined || statusCode === 400) &&
+      /context_length_exceeded|maximum context length|input token count.{0,40}exceeds the maximum/is.test(text)
+    ) {
       const openai = /maximum context length is (\d+) tokens.*?resulted in (\d+) tokens/is.exec(text);
       if (openai !== null) return { window: Number(openai[1]), tokens: Number(openai[2]) };
       const gemini = /input token count \(?(\d+)\)? exceeds the maximum number of tokens allowed \(?(\d+)\)?/is.exec(text);

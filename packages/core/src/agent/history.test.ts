@@ -2,7 +2,13 @@ import type { ModelMessage } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { interruptedStepMessages, removeOrphanedToolCalls } from './history.ts';
 
-const call = (toolCallId: string, providerExecuted?: boolean) => ({ type: 'tool-call' as const, toolCallId, toolName: 't', input: {}, ...(providerExecuted ? { providerExecuted } : {}) });
+const call = (toolCallId: string, providerExecuted?: boolean) => ({
+  type: 'tool-call' as const,
+  toolCallId,
+  toolName: 't',
+  input: {},
+  ...(providerExecuted ? { providerExecuted } : {}),
+});
 const result = (toolCallId: string) => ({ type: 'tool-result' as const, toolCallId, toolName: 't', output: { type: 'text' as const, value: 'ok' } });
 
 describe('removeOrphanedToolCalls', () => {
@@ -27,7 +33,10 @@ describe('removeOrphanedToolCalls', () => {
   });
 
   it('keeps a sound conversation and calls the provider executed', () => {
-    const messages: ModelMessage[] = [{ role: 'assistant', content: [call('web', true), call('a')] }, { role: 'tool', content: [result('a')] }];
+    const messages: ModelMessage[] = [
+      { role: 'assistant', content: [call('web', true), call('a')] },
+      { role: 'tool', content: [result('a')] },
+    ];
     expect(removeOrphanedToolCalls(messages)).toEqual({ messages, removed: [] });
   });
 });
@@ -40,7 +49,14 @@ describe('interruptedStepMessages', () => {
         { toolCallId: 'b', toolName: 't', input: {} },
       ]),
     ).toEqual([
-      { role: 'assistant', content: [{ type: 'text', text: 'half' }, { type: 'tool-call', toolCallId: 'a', toolName: 't', input: { q: 1 } }, { type: 'tool-call', toolCallId: 'b', toolName: 't', input: {} }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'half' },
+          { type: 'tool-call', toolCallId: 'a', toolName: 't', input: { q: 1 } },
+          { type: 'tool-call', toolCallId: 'b', toolName: 't', input: {} },
+        ],
+      },
       { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'a', toolName: 't', output: { type: 'text', value: 'ok' } }] },
     ]);
     expect(interruptedStepMessages('', [])).toEqual([]);

@@ -69,7 +69,12 @@ export function interruptedStepMessages(text: string, toolCalls: readonly Stream
   if (answered.length > 0) {
     messages.push({
       role: 'tool',
-      content: answered.map((call) => ({ type: 'tool-result' as const, toolCallId: call.toolCallId, toolName: call.toolName, output: call.output as ToolResultOutput })),
+      content: answered.map((call) => ({
+        type: 'tool-result' as const,
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        output: call.output as ToolResultOutput,
+      })),
     });
   }
   return messages;

@@ -10,7 +10,10 @@ beforeEach(() => {
   process.env.GOOGLE_GENERATIVE_AI_API_KEY = 'from-the-environment';
 });
 afterEach(() => {
-  for (const [name, value] of [['OPENAI_API_KEY', saved.key], ['GOOGLE_GENERATIVE_AI_API_KEY', saved.google]] as const) {
+  for (const [name, value] of [
+    ['OPENAI_API_KEY', saved.key],
+    ['GOOGLE_GENERATIVE_AI_API_KEY', saved.google],
+  ] as const) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }
@@ -38,10 +41,16 @@ describe('resolveModel', () => {
     expect(resolveModel('compatible:qwen2.5', providers).model.provider).toBe('compatible.chat');
   });
 
-  it('takes a bare name with a tag (Ollama\'s llama3.1:8b) as a bare name, not as a provider prefix', () => {
-    expect(resolveModel('llama3.1:8b', providers)).toMatchObject({ name: 'compatible:llama3.1:8b', model: { provider: 'compatible.chat', modelId: 'llama3.1:8b' } });
+  it("takes a bare name with a tag (Ollama's llama3.1:8b) as a bare name, not as a provider prefix", () => {
+    expect(resolveModel('llama3.1:8b', providers)).toMatchObject({
+      name: 'compatible:llama3.1:8b',
+      model: { provider: 'compatible.chat', modelId: 'llama3.1:8b' },
+    });
     expect(resolveModel('compatible:qwen2.5:7b', providers).name).toBe('compatible:qwen2.5:7b');
-    expect(failure(() => resolveModel('llama3.1:8b'))).toMatchObject({ code: 'MODEL_ERROR', message: expect.stringContaining('No provider matches model "llama3.1:8b"') });
+    expect(failure(() => resolveModel('llama3.1:8b'))).toMatchObject({
+      code: 'MODEL_ERROR',
+      message: expect.stringContaining('No provider matches model "llama3.1:8b"'),
+    });
   });
 
   it('uses the Responses API by default and Chat Completions on request', () => {
@@ -55,7 +64,12 @@ describe('resolveModel', () => {
   });
 
   it('streams real providers (a cancelled step keeps its partial text), and not the scripted model, named or given', () => {
-    expect(['openai:gpt-4.1', 'google:gemini-2.5-flash', 'compatible:llama3', 'gpt-4.1-mini'].map((name) => resolveModel(name, providers).streams)).toEqual([true, true, true, true]);
+    expect(['openai:gpt-4.1', 'google:gemini-2.5-flash', 'compatible:llama3', 'gpt-4.1-mini'].map((name) => resolveModel(name, providers).streams)).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
     expect(resolveModel(undefined).streams).toBe(false);
     expect(resolveModel('scripted').streams).toBe(false);
     expect(resolveModel(createScriptedModel({ steps: [{ text: 'hi' }] })).streams).toBe(false);
@@ -71,7 +85,10 @@ describe('resolveModel', () => {
   });
 
   it('refuses a name no provider matches, and a model that is not of specification v4', () => {
-    expect(failure(() => resolveModel('llama3'))).toMatchObject({ code: 'MODEL_ERROR', message: expect.stringContaining('No provider matches model "llama3"') });
+    expect(failure(() => resolveModel('llama3'))).toMatchObject({
+      code: 'MODEL_ERROR',
+      message: expect.stringContaining('No provider matches model "llama3"'),
+    });
     expect(failure(() => resolveModel('anthropic:claude'))).toMatchObject({ code: 'MODEL_ERROR' });
     const old = { specificationVersion: 'v2', provider: 'old', modelId: 'm' } as never;
     expect(failure(() => resolveModel(old))).toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('specification v4, got v2') });

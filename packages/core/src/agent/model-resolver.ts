@@ -38,7 +38,10 @@ export function resolveModel(model: string | LanguageModel | undefined, provider
   if (model === undefined || model === 'scripted') return scripted();
   if (typeof model !== 'string') {
     if (model.specificationVersion !== 'v4') {
-      throw new KlymError('CONFIG_INVALID', `Expected an AI SDK language model of specification v4, got ${model.specificationVersion} (${model.provider}:${model.modelId})`);
+      throw new KlymError(
+        'CONFIG_INVALID',
+        `Expected an AI SDK language model of specification v4, got ${model.specificationVersion} (${model.provider}:${model.modelId})`,
+      );
     }
     return { model, name: `${model.provider.split('.')[0]}:${model.modelId}`, streams: streamsModel(model) };
   }

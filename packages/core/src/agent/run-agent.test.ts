@@ -11,7 +11,10 @@ import type { AgentEvent } from './types.ts';
 function loggingServer(): McpServer {
   const server = new McpServer({ name: 'logger', version: '1.0.0' }, { capabilities: { logging: {} } });
   server.registerTool('work', { inputSchema: { job: z.string() } }, async ({ job }, extra) => {
-    await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger: 'worker', data: `starting ${job} with token tok-upstream-123456` } });
+    await extra.sendNotification({
+      method: 'notifications/message',
+      params: { level: 'info', logger: 'worker', data: `starting ${job} with token tok-upstream-123456` },
+    });
     return { content: [{ type: 'text', text: `${job} done` }] };
   });
   return server;

@@ -225,7 +225,14 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     const visible = new Set([...catalog.allowed.map((tool) => tool.name), ...Object.keys(builtIns)]);
     const visibleModel = withVisibleTools(model, visible);
     const system = renderSystemPrompt(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, catalog.describe());
-    const contextWindow = createContextWindow({ model: name, contextWindows: options.contextWindows, counter, system, tools, visible: (toolName) => visible.has(toolName) });
+    const contextWindow = createContextWindow({
+      model: name,
+      contextWindows: options.contextWindows,
+      counter,
+      system,
+      tools,
+      visible: (toolName) => visible.has(toolName),
+    });
     // Compacted against the whole request as the window counts it: the system prompt and the tools included.
     const compaction: Compaction = {
       budgetTokens: Math.floor(ARTIFACT_DEFAULTS.compactShare * workingWindow(contextWindow.window)),
@@ -282,7 +289,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
         progress: checkpoints,
         ...(tracing === undefined ? {} : { telemetry: tracing.telemetry }),
       };
-      const outcome = await runStepInWindow(input, contextWindow, (sent) => (tracing === undefined ? runStep(sent) : tracing.step(currentStep, () => runStep(sent))));
+      const outcome = await runStepInWindow(input, contextWindow, (sent) =>
+        tracing === undefined ? runStep(sent) : tracing.step(currentStep, () => runStep(sent)),
+      );
       // A new array, never `push`: the checkpoints handed out hold the old one, and it must not change under them.
       if (outcome.messages.length > 0) messages = messages.concat(outcome.messages);
       if (outcome.text !== '') {
@@ -316,7 +325,15 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     const failure = isKlymError(error, 'CONTEXT_OVERFLOW')
       ? new KlymError('CONTEXT_OVERFLOW', redactor.text(error.message), error.cause === undefined ? {} : { cause: redactor.value(error.cause) })
       : new KlymError('MODEL_ERROR', redactor.text(`Model ${name} failed: ${describeModelError(error)}`), { cause: redactor.value(error) });
-    emit({ type: 'run-end', finishReason: 'error', steps, usage, costUsd: costOf(usage, price), elapsedMs: elapsed(), error: { code: failure.code, message: failure.message } });
+    emit({
+      type: 'run-end',
+      finishReason: 'error',
+      steps,
+      usage,
+      costUsd: costOf(usage, price),
+      elapsedMs: elapsed(),
+      error: { code: failure.code, message: failure.message },
+    });
     tracing?.end({ finishReason: 'error', usage, error: failure });
     return failure;
   }
@@ -346,7 +363,8 @@ function invalid(message: string): never {
 function checkOptions(options: RunAgentOptions): void {
   if (options.pool === undefined || typeof options.pool.listTools !== 'function') invalid('Expected `pool` to be a session pool');
   if (typeof options.prompt !== 'string') invalid(`Expected \`prompt\` to be a string, got ${typeof options.prompt}`);
-  if (options.temperature !== undefined && !Number.isFinite(options.temperature)) invalid(`Expected \`temperature\` to be a number, got ${String(options.temperature)}`);
+  if (options.temperature !== undefined && !Number.isFinite(options.temperature))
+    invalid(`Expected \`temperature\` to be a number, got ${String(options.temperature)}`);
   if (options.maxRetries !== undefined && (!Number.isInteger(options.maxRetries) || options.maxRetries < 0)) {
     invalid(`Expected \`maxRetries\` to be an integer ≥ 0, got ${String(options.maxRetries)}`);
   }
@@ -358,9 +376,11 @@ function checkOptions(options: RunAgentOptions): void {
     invalid(`Expected \`toolTimeoutMs\` to be a positive integer, got ${String(options.toolTimeoutMs)}`);
   }
   if (options.messages?.some((message) => message.role === 'system')) invalid('Expected `messages` without system messages; pass `systemPrompt` instead');
-  if (options.onCheckpoint !== undefined && typeof options.onCheckpoint !== 'function') invalid(`Expected \`onCheckpoint\` to be a function, got ${typeof options.onCheckpoint}`);
+  if (options.onCheckpoint !== undefined && typeof options.onCheckpoint !== 'function')
+    invalid(`Expected \`onCheckpoint\` to be a function, got ${typeof options.onCheckpoint}`);
   for (const [model, tokens] of Object.entries(options.contextWindows ?? {})) {
-    if (!Number.isInteger(tokens) || tokens <= 0) invalid(`Expected \`contextWindows[${JSON.stringify(model)}]\` to be a positive integer, got ${String(tokens)}`);
+    if (!Number.isInteger(tokens) || tokens <= 0)
+      invalid(`Expected \`contextWindows[${JSON.stringify(model)}]\` to be a positive integer, got ${String(tokens)}`);
   }
   if (options.resume !== undefined) assertCheckpoint(options.resume);
 }

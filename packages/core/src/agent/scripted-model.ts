@@ -60,10 +60,7 @@ export function createScriptedModel(options: ScriptedModelOptions = {}): Languag
       callOptions.abortSignal?.throwIfAborted();
       const step = await next(callOptions);
       await delay(callOptions.abortSignal);
-      const content = [
-        ...(step.text === undefined || step.text === '' ? [] : [{ type: 'text' as const, text: step.text }]),
-        ...toolCallParts(step),
-      ];
+      const content = [...(step.text === undefined || step.text === '' ? [] : [{ type: 'text' as const, text: step.text }]), ...toolCallParts(step)];
       return { content, finishReason: finishReasonOf(step), usage: usageOf(step), warnings: [] };
     },
     async doStream(callOptions) {

@@ -33,7 +33,15 @@ export async function runStepInWindow(input: StepInput, window: ContextWindow, r
   const target = said.window === undefined ? Math.min(window.fits(input.messages).limit, Math.floor(before * SHRINK_WITHOUT_FIGURES)) : undefined;
   const shrunk = window.shrink(input.messages, target);
   if (shrunk === undefined || shrunk.dropped === 0) return notSent(window.overflow(before, first.error));
-  input.emit({ type: 'context-shrunk', step: input.step, droppedResults: shrunk.dropped, tokensBefore: before, tokens: shrunk.tokens, window: window.window, reason: 'the provider refused the request as longer than its context window' });
+  input.emit({
+    type: 'context-shrunk',
+    step: input.step,
+    droppedResults: shrunk.dropped,
+    tokensBefore: before,
+    tokens: shrunk.tokens,
+    window: window.window,
+    reason: 'the provider refused the request as longer than its context window',
+  });
   const retried = window.sendable(input.messages);
   const second = await run({ ...input, messages: retried, ...counted(window, shrunk.tokens) });
   const again = second.error === undefined ? undefined : contextLengthExceeded(second.error);

@@ -103,7 +103,10 @@ export function createStepRecord(input: StepInput): StepRecord {
         ? ZERO_USAGE
         : stepUsage(reported, {
             input: reported?.inputTokens === undefined ? inputChars(input) : 0,
-            output: reported?.outputTokens === undefined ? text.length + reasoningChars + made.reduce((sum, call) => sum + JSON.stringify(call.input ?? {}).length, 0) : 0,
+            output:
+              reported?.outputTokens === undefined
+                ? text.length + reasoningChars + made.reduce((sum, call) => sum + JSON.stringify(call.input ?? {}).length, 0)
+                : 0,
           });
       if (finishReason !== undefined) emit({ type: 'llm-response', step, finishReason, usage, text });
 
@@ -138,7 +141,8 @@ function classifyToolError(error: unknown): { code: ToolErrorCode; message: stri
   if (isKlymError(error)) return { code: error.code, message: error.message };
   const name = error instanceof Error ? error.name : '';
   const message = error instanceof Error ? error.message : String(error);
-  if (name === 'AI_NoSuchToolError' || message.startsWith('AI_NoSuchToolError')) return { code: 'NO_SUCH_TOOL', message: message.replace(/^AI_NoSuchToolError:\s*/, '') };
+  if (name === 'AI_NoSuchToolError' || message.startsWith('AI_NoSuchToolError'))
+    return { code: 'NO_SUCH_TOOL', message: message.replace(/^AI_NoSuchToolError:\s*/, '') };
   if (name === 'AI_InvalidToolInputError' || message.startsWith('AI_InvalidToolInputError')) {
     return { code: 'INVALID_TOOL_INPUT', message: message.replace(/^AI_InvalidToolInputError:\s*/, '') };
   }

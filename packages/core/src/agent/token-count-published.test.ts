@@ -65,8 +65,20 @@ describe("Klym's token counts against the OpenAI API's, for the cookbook's examp
 
   // The cookbook's models of cl100k_base, which Klym does not have: it estimates, and must never count under.
   const estimated = [
-    ...['gpt-3.5-turbo', 'gpt-4-0613', 'gpt-4'].map((model) => ({ model, example: 'conversation', messages: CHAT_EXAMPLE, tools: {}, counts: CHAT_EXAMPLE_PROMPT_TOKENS })),
-    ...['gpt-3.5-turbo', 'gpt-4'].map((model) => ({ model, example: 'tool', messages: TOOLS_EXAMPLE, tools: weatherTool(), counts: TOOLS_EXAMPLE_PROMPT_TOKENS })),
+    ...['gpt-3.5-turbo', 'gpt-4-0613', 'gpt-4'].map((model) => ({
+      model,
+      example: 'conversation',
+      messages: CHAT_EXAMPLE,
+      tools: {},
+      counts: CHAT_EXAMPLE_PROMPT_TOKENS,
+    })),
+    ...['gpt-3.5-turbo', 'gpt-4'].map((model) => ({
+      model,
+      example: 'tool',
+      messages: TOOLS_EXAMPLE,
+      tools: weatherTool(),
+      counts: TOOLS_EXAMPLE_PROMPT_TOKENS,
+    })),
   ];
   for (const { model, example, messages, tools, counts } of estimated) {
     it(`estimates the cookbook's ${example} for ${model} at no less than the API counted`, async () => {

@@ -18,8 +18,10 @@ const count = (text: string): number => text.length;
 
 describe('token counting', () => {
   it('counts the OpenAI models of o200k_base with it, and estimates every other model', () => {
-    for (const model of ['openai:gpt-4.1-mini', 'openai:gpt-4o', 'openai:gpt-5-nano', 'openai:o4-mini', 'openai:gpt-4.1-mini-2025-04-14']) expect(tokenizerOf(model)).toBe('o200k_base');
-    for (const model of ['google:gemini-2.5-flash', 'compatible:llama3', 'openai:gpt-3.5-turbo', 'mock-provider:mock-model-id']) expect(tokenizerOf(model)).toBe('estimate');
+    for (const model of ['openai:gpt-4.1-mini', 'openai:gpt-4o', 'openai:gpt-5-nano', 'openai:o4-mini', 'openai:gpt-4.1-mini-2025-04-14'])
+      expect(tokenizerOf(model)).toBe('o200k_base');
+    for (const model of ['google:gemini-2.5-flash', 'compatible:llama3', 'openai:gpt-3.5-turbo', 'mock-provider:mock-model-id'])
+      expect(tokenizerOf(model)).toBe('estimate');
   });
 
   it('counts with the real tokenizer, special tokens as plain text', async () => {
@@ -54,7 +56,10 @@ describe('token counting', () => {
   });
 
   it('counts a message by what the model reads: texts, tool calls and results, a file as a fixed cost', () => {
-    const result: ModelMessage = { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 't', output: { type: 'text', value: 'x'.repeat(1_000) } }] };
+    const result: ModelMessage = {
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 't', output: { type: 'text', value: 'x'.repeat(1_000) } }],
+    };
     expect(messageTokens(result, count)).toBe(3 + 4 + 6 + 2 + 1 + 1_000);
     const call: ModelMessage = { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 't', input: { a: 1 } }] };
     expect(messageTokens(call, count)).toBe(3 + 9 + 6 + 2 + 1 + 7);

@@ -180,7 +180,11 @@ export function createMessagesCounter(count: (text: string) => number): (message
   };
 }
 
-type ToolOutput = Extract<ModelMessage, { role: 'tool' }>['content'][number] extends infer Part ? (Part extends { type: 'tool-result'; output: infer O } ? O : never) : never;
+type ToolOutput = Extract<ModelMessage, { role: 'tool' }>['content'][number] extends infer Part
+  ? Part extends { type: 'tool-result'; output: infer O }
+    ? O
+    : never
+  : never;
 
 function outputTokens(output: ToolOutput, count: (text: string) => number): number {
   switch (output.type) {

@@ -204,7 +204,14 @@ export type AgentEvent =
       readonly code: ToolErrorCode;
       readonly message: string;
     }
-  | { readonly type: 'tool-denied'; readonly step: number; readonly toolCallId: string; readonly toolName: string; readonly policy: string; readonly reason: string }
+  | {
+      readonly type: 'tool-denied';
+      readonly step: number;
+      readonly toolCallId: string;
+      readonly toolName: string;
+      readonly policy: string;
+      readonly reason: string;
+    }
   | { readonly type: 'orphan-removed'; readonly step: number; readonly toolCallIds: readonly string[] }
   /** A tool result too big to send was kept whole as an artifact; the model was given a reference to it. */
   | {
@@ -218,7 +225,14 @@ export type AgentEvent =
    * The conversation would have passed its share of the window: `results` older tool results were replaced
    * by their artifact's reference, then `steps` older steps folded into a digest.
    */
-  | { readonly type: 'history-compacted'; readonly step: number; readonly results: number; readonly steps: number; readonly tokensBefore: number; readonly tokensAfter: number }
+  | {
+      readonly type: 'history-compacted';
+      readonly step: number;
+      readonly results: number;
+      readonly steps: number;
+      readonly tokensBefore: number;
+      readonly tokensAfter: number;
+    }
   /**
    * `klym__query_artifact` answered: its SQL, the rows and columns of its answer, the artifacts it read, and
    * how long it took (loading tables included); `kept` names the artifact a too-big answer was kept as.
@@ -393,4 +407,3 @@ type RunWiring = 'pool' | 'scope' | 'signal' | 'budgetSignal' | 'beforeStep' | '
  * whence the service's option and the server's config key: the compiler asks for it.
  */
 export type RunSettings = Omit<RunAgentOptions, RunWiring> & { readonly model?: string };
-

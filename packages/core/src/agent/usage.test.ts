@@ -8,7 +8,10 @@ describe('usage and cost', () => {
     expect(stepUsage(undefined, { input: 4_001, output: 400 })).toEqual({ inputTokens: 1_001, outputTokens: 100, totalTokens: 1_101, estimated: true });
     const partial = { inputTokens: 10, outputTokens: undefined } as Parameters<typeof stepUsage>[0];
     expect(stepUsage(partial, { input: 0, output: 8 })).toEqual({ inputTokens: 10, outputTokens: 2, totalTokens: 12, estimated: true });
-    expect(addUsage(stepUsage(reported, { input: 0, output: 0 }), stepUsage(undefined, { input: 4, output: 4 }))).toMatchObject({ totalTokens: 17, estimated: true });
+    expect(addUsage(stepUsage(reported, { input: 0, output: 0 }), stepUsage(undefined, { input: 4, output: 4 }))).toMatchObject({
+      totalTokens: 17,
+      estimated: true,
+    });
   });
 
   it('prices by provider:model, then by model id, then the defaults; unknown is undefined', () => {

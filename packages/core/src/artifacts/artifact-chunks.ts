@@ -48,7 +48,13 @@ const pieceLabel = (n: number, first: number, last: number, length: number): str
  * The piece of `line` from `start` that fits `budget` tokens, counted piece by piece, never the whole line
  * again: guessed by `ratio` (characters a token), shrunk while it counts too many, grown once when far under.
  */
-function cutPiece(line: string, start: number, budget: number, ratio: number, count: (text: string) => number): { readonly end: number; readonly tokens: number } {
+function cutPiece(
+  line: string,
+  start: number,
+  budget: number,
+  ratio: number,
+  count: (text: string) => number,
+): { readonly end: number; readonly tokens: number } {
   const guess = (chars: number): number => cutAt(line, start, start + Math.max(1, Math.floor(chars)));
   let end = guess(budget * ratio * PIECE_GUESS);
   let tokens = count(line.slice(start, end));
@@ -161,7 +167,10 @@ export function halveChunk(index: LineIndex, chunk: Chunk): readonly [Chunk, Chu
   let before = 0;
   while (before + size(at) < half) before += size(at++);
   const middle = segments[at] as Segment;
-  const boundaries = [...(at > 0 ? [{ position: before, last: at - 1 }] : []), ...(at < segments.length - 1 ? [{ position: before + size(at), last: at }] : [])];
+  const boundaries = [
+    ...(at > 0 ? [{ position: before, last: at - 1 }] : []),
+    ...(at < segments.length - 1 ? [{ position: before + size(at), last: at }] : []),
+  ];
   const nearest = boundaries.toSorted((a, b) => Math.abs(a.position - half) - Math.abs(b.position - half))[0];
   const atBoundary = (last: number): readonly [Chunk, Chunk] => {
     const end = segments[last] as Segment;

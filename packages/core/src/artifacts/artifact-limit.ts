@@ -50,7 +50,10 @@ export function tasksToEvict(finished: readonly EvictableArtifacts[], used: numb
 
 /** `ARTIFACT_LIMIT` for a save that would pass its task's cap. */
 export const taskLimitError = (artifact: StoredArtifact, maxBytes: number, kept: number): KlymError =>
-  new KlymError('ARTIFACT_LIMIT', `Keeping this ${keptBytes(artifact)}-byte result of ${artifact.tool} would pass the task's ${maxBytes} bytes of artifacts (${kept} kept)`);
+  new KlymError(
+    'ARTIFACT_LIMIT',
+    `Keeping this ${keptBytes(artifact)}-byte result of ${artifact.tool} would pass the task's ${maxBytes} bytes of artifacts (${kept} kept)`,
+  );
 
 /** `ARTIFACT_LIMIT` for a save that would pass the store's cap even once every finished task's artifacts were dropped. */
 export const storeLimitError = (artifact: StoredArtifact, maxBytes: number, used: number, evictable: number): KlymError =>

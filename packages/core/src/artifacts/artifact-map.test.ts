@@ -56,7 +56,8 @@ function reassemble(bodies: readonly string[]): string[] {
         if (n !== lines.length) throw wrong(row, `Line ${lines.length} expected`);
         lines.push(text);
       } else {
-        if (n !== lines.length - 1 || first !== (lines[n] as string).length) throw wrong(row, `Line ${lines.length - 1} from character ${lines.at(-1)?.length} expected`);
+        if (n !== lines.length - 1 || first !== (lines[n] as string).length)
+          throw wrong(row, `Line ${lines.length - 1} from character ${lines.at(-1)?.length} expected`);
         lines[n] += text;
       }
     }
@@ -94,7 +95,12 @@ function jsonLine(bytes: number): string {
   const records: string[] = [];
   let length = 2;
   for (let n = 0; length < bytes; n++) {
-    const record = JSON.stringify({ id: n, node: `svc-${n % 17}`, status: n % 7 === 0 ? 'ERROR' : 'ok', note: n % 5 === 0 ? `café Київ 🚀${n}` : `latency=${(n * 37) % 1000}ms` });
+    const record = JSON.stringify({
+      id: n,
+      node: `svc-${n % 17}`,
+      status: n % 7 === 0 ? 'ERROR' : 'ok',
+      note: n % 5 === 0 ? `café Київ 🚀${n}` : `latency=${(n * 37) % 1000}ms`,
+    });
     records.push(record);
     length += record.length + 1;
   }
@@ -105,7 +111,9 @@ function jsonLine(bytes: number): string {
 const short = (n: number): string => `2026-11-25T03:14:${String(n % 60).padStart(2, '0')}Z svc-${n % 13} INFO request ok id=${n.toString(16)}`;
 
 /** A provider's answer to a map call: seen, 1,000 tokens in, 10 out. */
-const seen = (): { stream: ReadableStream<LanguageModelStreamPart> } => ({ stream: convertArrayToReadableStream(mockTurnParts({ text: 'seen', usage: { input: 1_000, output: 10 } })) });
+const seen = (): { stream: ReadableStream<LanguageModelStreamPart> } => ({
+  stream: convertArrayToReadableStream(mockTurnParts({ text: 'seen', usage: { input: 1_000, output: 10 } })),
+});
 
 /** A call that hangs until it is aborted. */
 const hanging = (options: LanguageModelCallOptions): Promise<never> =>
@@ -199,13 +207,19 @@ describe('mapLines on a line longer than a chunk', () => {
 describe('mapLines against a provider that refuses a call as too long', () => {
   it('splits a refused chunk and sends both halves: the map succeeds, and no request over the window was answered', async () => {
     const WINDOW = 3_000;
-    const text = Array.from({ length: 2_000 }, (_, n) => `2026-11-25T03:14:15Z svc-${n % 13} ${n % 9 === 0 ? 'ERROR' : 'INFO'} id=${n.toString(16)}`).join('\n');
+    const text = Array.from({ length: 2_000 }, (_, n) => `2026-11-25T03:14:15Z svc-${n % 13} ${n % 9 === 0 ? 'ERROR' : 'INFO'} id=${n.toString(16)}`).join(
+      '\n',
+    );
     const answered: FakeRequest[] = [];
     // The model answers each call with the lines it was given (the fake refuses any request over its window first).
     const reply = (request: FakeRequest): FakeReply => {
       answered.push(request);
       const input = (request.json as { input: { role: string; content: { text: string }[] }[] }).input;
-      const prompt = input.find((item) => item.role === 'user')?.content.map((part) => part.text).join('') ?? '';
+      const prompt =
+        input
+          .find((item) => item.role === 'user')
+          ?.content.map((part) => part.text)
+          .join('') ?? '';
       return { kind: 'turn', text: bodyOf(prompt) };
     };
     await using llm = await startFakeLlmServer(reply, { contextWindow: WINDOW });
@@ -213,7 +227,11 @@ describe('mapLines against a provider that refuses a call as too long', () => {
     let spent: AgentUsage = ZERO_USAGE;
 
     // Told a window four times the fake's: its first chunks are refused.
-    const outcome = await mapLines(indexLines(text), 'Count the ERROR lines.', mapping(model, { streams: true, windowTokens: 4 * WINDOW, concurrency: 2, onUsage: (used) => (spent = addUsage(spent, used)) }));
+    const outcome = await mapLines(
+      indexLines(text),
+      'Count the ERROR lines.',
+      mapping(model, { streams: true, windowTokens: 4 * WINDOW, concurrency: 2, onUsage: (used) => (spent = addUsage(spent, used)) }),
+    );
 
     expect(reassemble(outcome.answers.map((answer) => answer.text))).toEqual(text.split('\n'));
     // Refused at first, the two calls under way at once; after that, sized by the window the refusal named, and never refused again.
@@ -231,7 +249,14 @@ describe('mapLines against a provider that refuses a call as too long', () => {
     const refusing = createMockModel(
       Array.from({ length: 20 }, () => () => {
         calls++;
-        throw new APICallError({ message: 'Bad Request', url: 'http://127.0.0.1/v1/responses', requestBodyValues: {}, statusCode: 400, responseBody: '{"error":{"code":"context_length_exceeded"}}', isRetryable: false });
+        throw new APICallError({
+          message: 'Bad Request',
+          url: 'http://127.0.0.1/v1/responses',
+          requestBodyValues: {},
+          statusCode: 400,
+          responseBody: '{"error":{"code":"context_length_exceeded"}}',
+          isRetryable: false,
+        });
       }),
     );
     const text = Array.from({ length: 500 }, (_, n) => `line ${n} svc-${n % 13} INFO ok`).join('\n');
@@ -300,9 +325,16 @@ describe("mapLines within its run's budget", () => {
       }),
     );
 
-    const failing = mapLines(indexLines(text), 'Count the lines.', mapping(model, { streams: true, chunkTokens: 2_000, concurrency: 2, onUsage: (used) => told.push(used) }));
+    const failing = mapLines(
+      indexLines(text),
+      'Count the lines.',
+      mapping(model, { streams: true, chunkTokens: 2_000, concurrency: 2, onUsage: (used) => told.push(used) }),
+    );
 
-    await expect(failing).rejects.toMatchObject({ code: 'MODEL_ERROR', message: expect.stringMatching(/^The map's call on lines \d+-\d+ failed: Internal server error$/) });
+    await expect(failing).rejects.toMatchObject({
+      code: 'MODEL_ERROR',
+      message: expect.stringMatching(/^The map's call on lines \d+-\d+ failed: Internal server error$/),
+    });
     expect(calls).toBe(4);
     expect(told.filter((used) => !used.estimated)).toEqual([
       { inputTokens: 1_000, outputTokens: 10, totalTokens: 1_010, estimated: false },
@@ -326,7 +358,11 @@ describe("mapLines within its run's budget", () => {
       }),
     );
 
-    const cancelled = mapLines(indexLines(text), 'Count the lines.', mapping(model, { streams: true, chunkTokens: 2_000, concurrency: 3, signal: controller.signal, onUsage: (used) => told.push(used) }));
+    const cancelled = mapLines(
+      indexLines(text),
+      'Count the lines.',
+      mapping(model, { streams: true, chunkTokens: 2_000, concurrency: 3, signal: controller.signal, onUsage: (used) => told.push(used) }),
+    );
 
     await expect(cancelled).rejects.toMatchObject({ code: 'ABORTED' });
     expect(calls).toBe(3);

@@ -106,7 +106,9 @@ export function chunkLabel(answer: Pick<ChunkAnswer, 'from' | 'to' | 'pieces'>):
  * A streamed call's whole text and usage, once it ended; rejects with its error. The SDK hands a stream's
  * error to `onError` and rejects `text` with a `NoOutputGeneratedError` that does not say it: the first is kept.
  */
-async function streamed(call: Parameters<typeof streamText>[0]): Promise<{ readonly text: string; readonly usage: { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined } }> {
+async function streamed(
+  call: Parameters<typeof streamText>[0],
+): Promise<{ readonly text: string; readonly usage: { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined } }> {
   let failure: unknown;
   const result = streamText({ ...call, onError: ({ error }) => void (failure ??= error) });
   try {
@@ -175,7 +177,12 @@ export async function mapLines(index: LineIndex, instruction: string, mapping: A
       const result = mapping.streams ? await streamed(call) : await generateText(call);
       const input = result.usage.inputTokens ?? tokens;
       const output = result.usage.outputTokens ?? count(result.text);
-      spend({ inputTokens: input, outputTokens: output, totalTokens: input + output, estimated: result.usage.inputTokens === undefined || result.usage.outputTokens === undefined });
+      spend({
+        inputTokens: input,
+        outputTokens: output,
+        totalTokens: input + output,
+        estimated: result.usage.inputTokens === undefined || result.usage.outputTokens === undefined,
+      });
       return [{ from: chunk.from, to: chunk.to, ...withPieces(chunkPieces(index, chunk)), text: result.text.trim() }];
     } catch (error) {
       // A call cut off was sent: the provider read its input.
@@ -189,7 +196,9 @@ export async function mapLines(index: LineIndex, instruction: string, mapping: A
         return halves(chunk, refusals + 1, error);
       }
       failed.abort();
-      throw new KlymError('MODEL_ERROR', `The map's call on ${chunkLabel({ ...chunk, ...withPieces(chunkPieces(index, chunk)) })} failed: ${describe(error)}`, { cause: error });
+      throw new KlymError('MODEL_ERROR', `The map's call on ${chunkLabel({ ...chunk, ...withPieces(chunkPieces(index, chunk)) })} failed: ${describe(error)}`, {
+        cause: error,
+      });
     }
   };
   // Halved before it was sent, a chunk always can be, down to one character; refused, only `MAX_REFUSALS` times.
@@ -198,7 +207,10 @@ export async function mapLines(index: LineIndex, instruction: string, mapping: A
     if (parts === undefined) {
       failed.abort();
       const label = chunkLabel({ ...chunk, ...withPieces(chunkPieces(index, chunk)) });
-      const why = refusal === undefined ? `counts more than the ${limit} tokens a map call may` : `was refused as longer than the model's context window, even halved ${MAX_REFUSALS} times: ${describe(refusal)}`;
+      const why =
+        refusal === undefined
+          ? `counts more than the ${limit} tokens a map call may`
+          : `was refused as longer than the model's context window, even halved ${MAX_REFUSALS} times: ${describe(refusal)}`;
       throw new KlymError('CONTEXT_OVERFLOW', `The map's call on ${label} ${why}`, refusal === undefined ? {} : { cause: refusal });
     }
     const first = await answer(parts[0], refusals);

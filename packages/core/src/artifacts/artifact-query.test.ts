@@ -32,7 +32,9 @@ function log(lines: number): string {
   const out: string[] = [];
   for (let n = 0; n < lines; n++) {
     const level = n % 7 === 0 ? 'ERROR' : 'INFO';
-    out.push(`2026-11-25T03:14:${String(n % 60).padStart(2, '0')}Z svc=${SERVICES[(n * 3) % SERVICES.length]} ${level} #${n} ${n % 900}ms${n % 2 === 1 ? '\r' : ''}`);
+    out.push(
+      `2026-11-25T03:14:${String(n % 60).padStart(2, '0')}Z svc=${SERVICES[(n * 3) % SERVICES.length]} ${level} #${n} ${n % 900}ms${n % 2 === 1 ? '\r' : ''}`,
+    );
   }
   return `${out.join('\n')}\n`;
 }
@@ -94,12 +96,17 @@ describe('createArtifactQuery', () => {
     const text = log(5_000);
     const kept = artifact(text);
     await using duck = createArtifactQuery({ source: await backendOf(kept) });
-    const lines = text.split('\n').slice(0, -1).map((line) => line.replace(/\r$/, ''));
+    const lines = text
+      .split('\n')
+      .slice(0, -1)
+      .map((line) => line.replace(/\r$/, ''));
     const errors = countBy(
       lines.filter((line) => line.includes(' ERROR ')),
       (line) => /svc=(\w+)/.exec(line)?.[1] as string,
     );
-    const answer = await duck.query(`SELECT regexp_extract(line, 'svc=(\\w+)', 1) AS service, count(*) FROM ${kept.id} WHERE line LIKE '% ERROR %' GROUP BY ALL`);
+    const answer = await duck.query(
+      `SELECT regexp_extract(line, 'svc=(\\w+)', 1) AS service, count(*) FROM ${kept.id} WHERE line LIKE '% ERROR %' GROUP BY ALL`,
+    );
     expect(asCounts(answer)).toEqual(errors);
     expect(answer.tables).toEqual([kept.id]);
     expect(answer.columns).toEqual([
@@ -144,7 +151,9 @@ describe('createArtifactQuery', () => {
       (row) => row.e.service,
     );
     expect(errors.rows.map(([service, count]) => [service, count])).toEqual(Object.entries(expected).toSorted(([a], [b]) => a.localeCompare(b)));
-    expect(errors.rows.reduce((sum, row) => sum + (row[2] as number), 0)).toBe(results.filter((row) => row.e.severity === 'error').reduce((sum, row) => sum + row.e.latency_ms, 0));
+    expect(errors.rows.reduce((sum, row) => sum + (row[2] as number), 0)).toBe(
+      results.filter((row) => row.e.severity === 'error').reduce((sum, row) => sum + row.e.latency_ms, 0),
+    );
 
     // Line 0 is the envelope; record k is line k + 1, as klym__read_artifact and grep number it. The records' own `n` is `n_1`.
     const lines = kept.text.split('\n');
@@ -163,7 +172,7 @@ describe('createArtifactQuery', () => {
     ]);
   });
 
-  it("names a column for every key: quoted where it is no identifier, `n` and keys that differ only in case renamed, a key only ever null as JSON", async () => {
+  it('names a column for every key: quoted where it is no identifier, `n` and keys that differ only in case renamed, a key only ever null as JSON', async () => {
     const rows = [
       { n: 7, 'my key': 'a,b', A: 1, a: 2, 'say "hi"': true, '': 'empty', always: null, nested: { 'x y': [1, 2] } },
       { n: 8, 'my key': 'c', A: 3, a: 4, 'say "hi"': false, '': 'e', always: null, nested: { 'x y': [] } },
@@ -224,7 +233,9 @@ describe('createArtifactQuery', () => {
     }
     expect(existsSync(written)).toBe(false);
     // No temporary directory: past its memory a query fails rather than write to disk.
-    const settings = await duck.query("SELECT current_setting('memory_limit'), current_setting('threads'), current_setting('enable_external_access'), current_setting('temp_directory')");
+    const settings = await duck.query(
+      "SELECT current_setting('memory_limit'), current_setting('threads'), current_setting('enable_external_access'), current_setting('temp_directory')",
+    );
     expect(settings.rows).toEqual([['128.0 MiB', 2, false, '']]);
     expect((await duck.query(`SELECT count(*) FROM ${kept.id}`)).rows).toEqual([[10]]);
   });
@@ -234,14 +245,20 @@ describe('createArtifactQuery', () => {
     await using duck = createArtifactQuery({ source: await backendOf(kept) });
     const scratch = await duck.query(`CREATE TABLE errors AS SELECT * FROM ${kept.id} WHERE line LIKE '% ERROR %'; SELECT count(*) FROM errors`);
     expect(scratch.rows).toEqual([[43]]);
-    await expect(duck.query('SELECT count(*) FROM errors')).rejects.toMatchObject({ code: 'QUERY_FAILED', message: expect.stringContaining('Table with name errors does not exist') });
+    await expect(duck.query('SELECT count(*) FROM errors')).rejects.toMatchObject({
+      code: 'QUERY_FAILED',
+      message: expect.stringContaining('Table with name errors does not exist'),
+    });
 
     await duck.query(`DROP TABLE ${kept.id}; SELECT 1`);
     await duck.query(`DELETE FROM ${kept.id}; ATTACH ':memory:' AS elsewhere; USE elsewhere; SELECT 1`);
     const after = await duck.query(`SELECT count(*) FROM ${kept.id}`);
     expect(after).toMatchObject({ rows: [[300]], loadedMs: 0 });
 
-    await expect(duck.query(`COMMIT; DROP TABLE ${kept.id}`)).rejects.toMatchObject({ code: 'QUERY_FAILED', message: expect.stringContaining('BEGIN, COMMIT and ROLLBACK are refused') });
+    await expect(duck.query(`COMMIT; DROP TABLE ${kept.id}`)).rejects.toMatchObject({
+      code: 'QUERY_FAILED',
+      message: expect.stringContaining('BEGIN, COMMIT and ROLLBACK are refused'),
+    });
     await expect(duck.query(`DELETE FROM ${kept.id}; COMMIT`)).rejects.toMatchObject({ code: 'QUERY_FAILED' });
     expect((await duck.query(`SELECT count(*) FROM ${kept.id}`)).rows).toEqual([[300]]);
   });
@@ -283,7 +300,9 @@ describe('createArtifactQuery', () => {
     const error = await duck.query(big).catch((caught: unknown) => caught);
     expect(error).toMatchObject({
       code: 'QUERY_FAILED',
-      message: expect.stringMatching(/^The query needed more memory than the task's DuckDB may use, 64 MiB \(`memoryMiB`.*DuckDB said: Out of Memory Error: failed to allocate/),
+      message: expect.stringMatching(
+        /^The query needed more memory than the task's DuckDB may use, 64 MiB \(`memoryMiB`.*DuckDB said: Out of Memory Error: failed to allocate/,
+      ),
     });
     // DuckDB's advice to raise the limit is left out: the limit is locked.
     expect((error as Error).message).not.toContain('SET memory_limit');
@@ -293,8 +312,14 @@ describe('createArtifactQuery', () => {
   it('fails an answer of more than maxRows rows, naming the limit', async () => {
     await using duck = createArtifactQuery({ source: await backendOf(), maxRows: 5_000 });
     expect((await duck.query('SELECT * FROM range(5000)')).rows).toHaveLength(5_000);
-    await expect(duck.query('SELECT * FROM range(5001)')).rejects.toMatchObject({ code: 'QUERY_FAILED', message: expect.stringContaining('more than 5,000 rows') });
-    await expect(duck.query('SELECT * FROM range(1000000000000)')).rejects.toMatchObject({ code: 'QUERY_FAILED', message: expect.stringContaining('`maxRows`') });
+    await expect(duck.query('SELECT * FROM range(5001)')).rejects.toMatchObject({
+      code: 'QUERY_FAILED',
+      message: expect.stringContaining('more than 5,000 rows'),
+    });
+    await expect(duck.query('SELECT * FROM range(1000000000000)')).rejects.toMatchObject({
+      code: 'QUERY_FAILED',
+      message: expect.stringContaining('`maxRows`'),
+    });
   });
 
   it('gives values as JSON: big integers as strings, decimals as numbers, times as ISO 8601, blobs as hex, nested values as arrays and objects', async () => {
@@ -302,8 +327,22 @@ describe('createArtifactQuery', () => {
     const answer = await duck.query(
       "SELECT 9007199254740993::BIGINT, 12::HUGEINT, 1.25::DECIMAL(10, 2), DATE '2024-01-02', TIMESTAMP '2024-01-02 03:04:05.123', '\\x00\\xFFa'::BLOB, [1, 2], {'a': {'b': 'c'}}, '{\"k\": [true]}'::JSON, NULL, 'NaN'::DOUBLE",
     );
-    expect(answer.rows).toEqual([['9007199254740993', 12, 1.25, '2024-01-02', '2024-01-02T03:04:05.123', '00ff61', [1, 2], { a: { b: 'c' } }, '{"k": [true]}', null, 'NaN']]);
-    expect(answer.columns.map((column) => column.type)).toEqual(['BIGINT', 'HUGEINT', 'DECIMAL(10,2)', 'DATE', 'TIMESTAMP', 'BLOB', 'INTEGER[]', 'STRUCT("a" STRUCT("b" VARCHAR))', 'VARCHAR', 'INTEGER', 'DOUBLE']);
+    expect(answer.rows).toEqual([
+      ['9007199254740993', 12, 1.25, '2024-01-02', '2024-01-02T03:04:05.123', '00ff61', [1, 2], { a: { b: 'c' } }, '{"k": [true]}', null, 'NaN'],
+    ]);
+    expect(answer.columns.map((column) => column.type)).toEqual([
+      'BIGINT',
+      'HUGEINT',
+      'DECIMAL(10,2)',
+      'DATE',
+      'TIMESTAMP',
+      'BLOB',
+      'INTEGER[]',
+      'STRUCT("a" STRUCT("b" VARCHAR))',
+      'VARCHAR',
+      'INTEGER',
+      'DOUBLE',
+    ]);
   });
 
   it('closes idempotently, interrupting a query under way; later queries are refused', async () => {
@@ -319,14 +358,20 @@ describe('createArtifactQuery', () => {
 
   it('refuses a query without a statement', async () => {
     await using duck = createArtifactQuery({ source: await backendOf() });
-    for (const sql of ['', '  ', '-- only a comment', ';']) await expect(duck.query(sql)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^Expected `sql` to/) });
-    await expect(duck.query('SELEC 1')).rejects.toMatchObject({ code: 'QUERY_FAILED', message: expect.stringContaining('Parser Error: syntax error at or near "SELEC"') });
+    for (const sql of ['', '  ', '-- only a comment', ';'])
+      await expect(duck.query(sql)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^Expected `sql` to/) });
+    await expect(duck.query('SELEC 1')).rejects.toMatchObject({
+      code: 'QUERY_FAILED',
+      message: expect.stringContaining('Parser Error: syntax error at or near "SELEC"'),
+    });
   });
 
   it('checks its options', () => {
     const source = { load: async () => undefined, list: async () => [] };
     expect(() => createArtifactQuery({ source, memoryMiB: 0 })).toThrow('Expected `memoryMiB` to be a positive integer, got 0');
-    expect(() => createArtifactQuery({ source, timeoutMs: 2 ** 31 })).toThrow('Expected `timeoutMs` to be a positive integer of at most 2147483647, got 2147483648');
+    expect(() => createArtifactQuery({ source, timeoutMs: 2 ** 31 })).toThrow(
+      'Expected `timeoutMs` to be a positive integer of at most 2147483647, got 2147483648',
+    );
   });
 
   it('loads 120,000 records and a 400,000-line log (timings printed, not asserted)', async () => {

@@ -199,7 +199,11 @@ export function createArtifactQuery(options: ArtifactQueryOptions): ArtifactQuer
    * not there is loaded again). Says which of `ids` the task has, and how long loading took (0 when nothing
    * was loaded); an id the task has not is left for DuckDB to miss, as it may be a string's.
    */
-  const ensureTables = async (connection: DuckDBConnection, ids: readonly string[], check: () => void): Promise<{ readonly tables: string[]; readonly loadedMs: number }> => {
+  const ensureTables = async (
+    connection: DuckDBConnection,
+    ids: readonly string[],
+    check: () => void,
+  ): Promise<{ readonly tables: string[]; readonly loadedMs: number }> => {
     if (ids.length === 0) return { tables: [], loadedMs: 0 };
     const catalog = await connection.runAndReadAll("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'");
     const loaded = new Set(catalog.getRows().map((row) => String(row[0])));
@@ -247,7 +251,8 @@ export function createArtifactQuery(options: ArtifactQueryOptions): ArtifactQuer
 
   return {
     query(sql, call = {}) {
-      if (typeof sql !== 'string' || sql.trim() === '') return Promise.reject(new KlymError('INVALID_ARGUMENT', 'Expected `sql` to be a query, got an empty text'));
+      if (typeof sql !== 'string' || sql.trim() === '')
+        return Promise.reject(new KlymError('INVALID_ARGUMENT', 'Expected `sql` to be a query, got an empty text'));
       return session(call, async (connection, check) => {
         const started = performance.now();
         const { tables, loadedMs } = await ensureTables(connection, tablesIn(sql), check);
@@ -289,7 +294,9 @@ async function openDatabase(memoryMiB: number, threads: number): Promise<DuckDBI
     }
   } catch (error) {
     instance.closeSync();
-    throw new KlymError('QUERY_FAILED', `DuckDB could not be set up for the task's queries: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new KlymError('QUERY_FAILED', `DuckDB could not be set up for the task's queries: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
   }
   return instance;
 }
@@ -298,7 +305,8 @@ async function openDatabase(memoryMiB: number, threads: number): Promise<DuckDBI
 async function runStatements(connection: DuckDBConnection, sql: string, check: () => void): Promise<DuckDBResult> {
   const statements = await connection.extractStatements(sql).catch((error: unknown) => {
     // A text of comments or semicolons alone has no statement, which the bindings say only this way.
-    if (error instanceof Error && error.message === 'Error in native callback') throw new KlymError('INVALID_ARGUMENT', 'Expected `sql` to hold a statement, got none');
+    if (error instanceof Error && error.message === 'Error in native callback')
+      throw new KlymError('INVALID_ARGUMENT', 'Expected `sql` to hold a statement, got none');
     throw error;
   });
   for (let at = 0; ; at++) {
@@ -323,7 +331,10 @@ async function readAnswer(result: DuckDBResult, maxRows: number, check: () => vo
   for (let chunk = await result.fetchChunk(); chunk !== null && chunk.rowCount > 0; chunk = await result.fetchChunk()) {
     check();
     if (rows.length + chunk.rowCount > maxRows) {
-      throw new KlymError('QUERY_FAILED', `The answer has more than ${maxRows.toLocaleString('en-US')} rows, the most a query may give (\`maxRows\`): aggregate it (GROUP BY, count, sum) or add a LIMIT`);
+      throw new KlymError(
+        'QUERY_FAILED',
+        `The answer has more than ${maxRows.toLocaleString('en-US')} rows, the most a query may give (\`maxRows\`): aggregate it (GROUP BY, count, sum) or add a LIMIT`,
+      );
     }
     for (const row of chunk.convertRows(toJson)) rows.push(row);
   }
@@ -335,7 +346,10 @@ const stopped = (reason: Stop, timeoutMs: number): KlymError =>
     ? new KlymError('ABORTED', 'The query was cancelled')
     : reason === 'close'
       ? new KlymError('ABORTED', "The query was stopped: the task's DuckDB is closed")
-      : new KlymError('QUERY_FAILED', `The query ran past its time limit of ${timeoutMs.toLocaleString('en-US')} ms (\`timeoutMs\`) and was stopped: filter or aggregate sooner, or query less at once`);
+      : new KlymError(
+          'QUERY_FAILED',
+          `The query ran past its time limit of ${timeoutMs.toLocaleString('en-US')} ms (\`timeoutMs\`) and was stopped: filter or aggregate sooner, or query less at once`,
+        );
 
 /** `error` as a KlymError: DuckDB's message quoted, an out-of-memory one with the limit it hit. */
 function failed(error: unknown, memoryMiB: number, what = 'The query'): KlymError {
@@ -344,14 +358,21 @@ function failed(error: unknown, memoryMiB: number, what = 'The query'): KlymErro
   if (message.startsWith('Out of Memory Error')) {
     // DuckDB's advice after its first paragraph is to SET a higher limit, which is locked here.
     const said = message.split('\n\n')[0];
-    return new KlymError('QUERY_FAILED', `${what} needed more memory than the task's DuckDB may use, ${memoryMiB} MiB (\`memoryMiB\`, loaded tables included): filter or aggregate sooner, select fewer columns. DuckDB said: ${said}`, { cause: error });
+    return new KlymError(
+      'QUERY_FAILED',
+      `${what} needed more memory than the task's DuckDB may use, ${memoryMiB} MiB (\`memoryMiB\`, loaded tables included): filter or aggregate sooner, select fewer columns. DuckDB said: ${said}`,
+      { cause: error },
+    );
   }
   return new KlymError('QUERY_FAILED', `${what} failed. DuckDB said: ${message}`, { cause: error });
 }
 
 function positiveInteger(name: string, value: number, code: 'CONFIG_INVALID' | 'INVALID_ARGUMENT', max = Number.MAX_SAFE_INTEGER): number {
   if (!Number.isSafeInteger(value) || value <= 0 || value > max) {
-    throw new KlymError(code, `Expected \`${name}\` to be a positive integer${max === Number.MAX_SAFE_INTEGER ? '' : ` of at most ${max}`}, got ${String(value)}`);
+    throw new KlymError(
+      code,
+      `Expected \`${name}\` to be a positive integer${max === Number.MAX_SAFE_INTEGER ? '' : ` of at most ${max}`}, got ${String(value)}`,
+    );
   }
   return value;
 }

@@ -50,7 +50,10 @@ export function recordsOf(text: string): RecordsLayout | undefined {
  */
 export function recordsFrom(rows: readonly Record<string, unknown>[]): RecordsLayout {
   const text = rows.map((row) => JSON.stringify(row)).join('\n');
-  return { text, records: { count: rows.length, firstLine: 0, path: [], keys: rows.length === 0 ? [] : keysOf(rows[0] as Record<string, Json>), originalBytes: 0 } };
+  return {
+    text,
+    records: { count: rows.length, firstLine: 0, path: [], keys: rows.length === 0 ? [] : keysOf(rows[0] as Record<string, Json>), originalBytes: 0 },
+  };
 }
 
 /** The biggest array whose elements are all objects, breadth of the search bounded by `MAX_DEPTH`. */

@@ -10,7 +10,8 @@ function log(lines: number, needleAt: number): string {
   const out: string[] = [];
   for (let n = 0; n < lines; n++) {
     if (n === needleAt) out.push(`2026-11-25T03:14:15.${String(n % 1000).padStart(3, '0')}Z svc-7 FATAL the needle: disk /dev/sdq failed`);
-    else if (n % 1000 === 999) out.push(`2026-11-25T03:14:15.${String(n % 1000).padStart(3, '0')}Z svc-${n % 13} ERROR request failed code=5${n % 10}2 id=${n.toString(16)}`);
+    else if (n % 1000 === 999)
+      out.push(`2026-11-25T03:14:15.${String(n % 1000).padStart(3, '0')}Z svc-${n % 13} ERROR request failed code=5${n % 10}2 id=${n.toString(16)}`);
     else out.push(`2026-11-25T03:14:15.${String(n % 1000).padStart(3, '0')}Z svc-${n % 13} INFO request ok code=200 id=${n.toString(16)}`);
   }
   return `${out.join('\n')}\n`;
@@ -19,7 +20,14 @@ function log(lines: number, needleAt: number): string {
 /** A graph answer as grynya-mcp-server gives it: Python's `json.dumps`, one line, `n` Event rows. */
 function graphAnswer(rows: number): string {
   const results = Array.from({ length: rows }, (_, n) => ({
-    e: { id: `ev-${n}`, label: 'Event', service: `svc-${n % 7}`, severity: n % 10 === 0 ? 'error' : 'info', trace_id: `tr-${(n * 7919).toString(16).padStart(8, '0')}`, message: `step ${n} of the night` },
+    e: {
+      id: `ev-${n}`,
+      label: 'Event',
+      service: `svc-${n % 7}`,
+      severity: n % 10 === 0 ? 'error' : 'info',
+      trace_id: `tr-${(n * 7919).toString(16).padStart(8, '0')}`,
+      message: `step ${n} of the night`,
+    },
   }));
   return JSON.stringify({ status: 'success', results }).replaceAll('","', '", "').replaceAll('":', '": ');
 }
@@ -40,7 +48,13 @@ describe('createArtifactStore', () => {
   it('keeps a text whole and counts its bytes, lines and tokens; reads it by pages of lines', async () => {
     const artifacts = createArtifactStore();
     const info = await artifacts.put('fs__read_text_file', LOG);
-    expect(info).toMatchObject({ id: expect.stringMatching(/^art_[0-9a-f]{12}$/), tool: 'fs__read_text_file', bytes: Buffer.byteLength(LOG), lines: 20_000, tokens: estimateTokens(LOG) });
+    expect(info).toMatchObject({
+      id: expect.stringMatching(/^art_[0-9a-f]{12}$/),
+      tool: 'fs__read_text_file',
+      bytes: Buffer.byteLength(LOG),
+      lines: 20_000,
+      tokens: estimateTokens(LOG),
+    });
     expect(info.records).toBeUndefined();
     const slice = await artifacts.read(info.id, { offset: 12_344, limit: 3 });
     expect(slice.lines.map((line) => line.text)).toEqual(LOG.split('\n').slice(12_344, 12_347));
@@ -91,7 +105,12 @@ describe('createArtifactStore', () => {
     const { id } = await artifacts.put('fs__read_text_file', LOG);
     const needle = await artifacts.grep(id, 'FATAL.*needle', { context: 1 });
     expect(needle.total).toBe(1);
-    expect(needle.matches[0]).toMatchObject({ line: 12_345, text: expect.stringContaining('disk /dev/sdq failed'), before: [LOG.split('\n')[12_344]], after: [LOG.split('\n')[12_346]] });
+    expect(needle.matches[0]).toMatchObject({
+      line: 12_345,
+      text: expect.stringContaining('disk /dev/sdq failed'),
+      before: [LOG.split('\n')[12_344]],
+      after: [LOG.split('\n')[12_346]],
+    });
     const errors = await artifacts.grep(id, 'ERROR .* code=5\\d2', { maxMatches: 5 });
     expect(errors.total).toBe(20);
     expect(errors.matches.map((match) => match.line)).toEqual([999, 1_999, 2_999, 3_999, 4_999]);
@@ -135,25 +154,52 @@ describe('createArtifactStore', () => {
     expect(info.lines).toBe(3_001);
     expect((await backend.load(info.id))?.original).toBe(answer);
     const page = await artifacts.read(info.id, { limit: 2 });
-    expect(page.lines.map((line) => line.text)).toEqual(['{"status":"success","results":"[3000 records: lines 1-3000 of this artifact]"}', JSON.stringify(JSON.parse(answer).results[0])]);
+    expect(page.lines.map((line) => line.text)).toEqual([
+      '{"status":"success","results":"[3000 records: lines 1-3000 of this artifact]"}',
+      JSON.stringify(JSON.parse(answer).results[0]),
+    ]);
     const trace = `tr-${(2_345 * 7919).toString(16).padStart(8, '0')}`;
     const found = await artifacts.grep(info.id, trace);
     expect(found.matches[0]).toMatchObject({ line: 2_346, text: expect.stringContaining('"message":"step 2345 of the night"') });
     // A bare array has no envelope; JSON without an array of objects, and text that only looks like JSON, stay as they are.
     expect((await artifacts.put('t', JSON.stringify([{ a: 1 }, { a: 2 }]))).records).toMatchObject({ count: 2, firstLine: 0, path: [], keys: ['a'] });
-    expect((await artifacts.put('t', JSON.stringify({ rows: [[1, 2], [3, 4]] }))).records).toBeUndefined();
+    expect(
+      (
+        await artifacts.put(
+          't',
+          JSON.stringify({
+            rows: [
+              [1, 2],
+              [3, 4],
+            ],
+          }),
+        )
+      ).records,
+    ).toBeUndefined();
     expect((await artifacts.put('t', '{"status": "success", "results": [')).records).toBeUndefined();
   });
 
   it('refuses bad input with an error the model can read, naming what was wrong', async () => {
     const artifacts = createArtifactStore({ maxBytes: 1_000_000 });
     const { id } = await artifacts.put('fs__read_text_file', 'one\ntwo\nthree\n');
-    await expect(artifacts.read(id, { offset: 3 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: `\`offset\`: 3 is past the end of ${id}, which has 3 lines (0 to 2)` });
+    await expect(artifacts.read(id, { offset: 3 })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: `\`offset\`: 3 is past the end of ${id}, which has 3 lines (0 to 2)`,
+    });
     await expect(artifacts.read(id, { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`limit`/) });
-    await expect(artifacts.read(id, { offset: 1, charOffset: 3 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: '`char_offset`: expected a character of line 1 (0 to 2), got 3' });
-    await expect(artifacts.grep(id, '(unclosed')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`pattern`: .*missing closing \)/) });
+    await expect(artifacts.read(id, { offset: 1, charOffset: 3 })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: '`char_offset`: expected a character of line 1 (0 to 2), got 3',
+    });
+    await expect(artifacts.grep(id, '(unclosed')).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/^`pattern`: .*missing closing \)/),
+    });
     await expect(artifacts.grep(id, '(a)\\1')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`pattern`:/) });
-    await expect(artifacts.read('art_000000000000')).rejects.toMatchObject({ code: 'ARTIFACT_NOT_FOUND', message: `No artifact "art_000000000000" in this task: this task has ${id}` });
+    await expect(artifacts.read('art_000000000000')).rejects.toMatchObject({
+      code: 'ARTIFACT_NOT_FOUND',
+      message: `No artifact "art_000000000000" in this task: this task has ${id}`,
+    });
     await expect(artifacts.put('fs__read_text_file', 'x'.repeat(1_000_000))).rejects.toMatchObject({
       code: 'ARTIFACT_LIMIT',
       message: expect.stringMatching(/1000000-byte result of fs__read_text_file would pass the task's 1000000 bytes of artifacts \(14 kept\)/),
@@ -173,7 +219,14 @@ function nthIndexOf(text: string, part: string, nth: number): number {
 function keeping(thresholdTokens: number): ResultKeeping & { kept: string[] } {
   const kept: string[] = [];
   const pageTokens = Math.floor(thresholdTokens * 0.75);
-  return { artifacts: createArtifactStore({ pageTokens }), thresholdTokens, pageTokens, countTokens: estimateTokens, onKept: (artifact) => void kept.push(artifact.id), kept };
+  return {
+    artifacts: createArtifactStore({ pageTokens }),
+    thresholdTokens,
+    pageTokens,
+    countTokens: estimateTokens,
+    onKept: (artifact) => void kept.push(artifact.id),
+    kept,
+  };
 }
 
 describe('keepBigResult', () => {
@@ -205,7 +258,9 @@ describe('keepBigResult', () => {
     expect(text).toContain(
       'It is JSON, kept as 2,000 records, one compact object per line (lines 1-2000); the first has keys e.id, e.label, e.service, e.severity, e.trace_id, e.message; line 0 holds the rest of the document, the array was at "results".',
     );
-    expect(text).toContain(`Query it with SQL as table ${artifact?.id}: columns n (the line number, as the line tools number it), e STRUCT(id, label, service, severity, trace_id, message)`);
+    expect(text).toContain(
+      `Query it with SQL as table ${artifact?.id}: columns n (the line number, as the line tools number it), e STRUCT(id, label, service, severity, trace_id, message)`,
+    );
     expect(text).toContain(`klym__query_artifact { "sql": "SELECT … FROM ${artifact?.id} …" }`);
     // Every line of the preview is a whole record, not the first 300 characters of one line.
     expect(text).toContain(`1: ${JSON.stringify(JSON.parse(graphAnswer(1)).results[0])}`);
@@ -243,7 +298,9 @@ describe('keepBigResult', () => {
     const goOn = Number(/read on with "offset": (\d+)\.$/.exec(most)?.[1]);
     expect(most).toContain(`${goOn - 1}: ${LOG.split('\n')[goOn - 1]}`);
     const grep = await run('klym__grep_artifact', { artifact: id, pattern: 'needle' });
-    expect(grep).toBe(`artifact ${id}: 1 match of "needle" among its 20,000 lines (line: text; 0-based; in a long line, line[from-to of length] around each match):\n12345: ${LOG.split('\n')[12_345]}`);
+    expect(grep).toBe(
+      `artifact ${id}: 1 match of "needle" among its 20,000 lines (line: text; 0-based; in a long line, line[from-to of length] around each match):\n12345: ${LOG.split('\n')[12_345]}`,
+    );
     const many = await run('klym__grep_artifact', { artifact: id, pattern: 'INFO', max_matches: 500, context: 2 });
     expect(many).toMatch(/^artifact art_[0-9a-f]{12}: .* the whole result of klym__grep_artifact/);
     expect(keep.kept).toHaveLength(1);
@@ -275,6 +332,8 @@ describe('klym__map_artifact', () => {
     // Each chunk's model saw exactly its range's lines, and each range starts where the one before ended.
     expect(ranges.map(([from, to, seen]) => seen === (to as number) - (from as number) + 1)).not.toContain(false);
     expect(ranges.slice(1).map(([from], index) => from === (ranges[index]?.[1] as number) + 1)).not.toContain(false);
-    await expect(execute({ artifact: 'art_000000000000', instruction: 'x' }, { toolCallId: 'c2', messages: [] })).rejects.toMatchObject({ code: 'ARTIFACT_NOT_FOUND' });
+    await expect(execute({ artifact: 'art_000000000000', instruction: 'x' }, { toolCallId: 'c2', messages: [] })).rejects.toMatchObject({
+      code: 'ARTIFACT_NOT_FOUND',
+    });
   });
 });

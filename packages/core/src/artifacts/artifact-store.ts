@@ -120,7 +120,8 @@ export interface ArtifactStore {
  */
 export function createMemoryArtifacts(options: { readonly maxBytes?: number } = {}): ArtifactBackend {
   const { maxBytes = ARTIFACT_DEFAULTS.maxBytesPerTask } = options;
-  if (!Number.isInteger(maxBytes) || maxBytes <= 0) throw new KlymError('CONFIG_INVALID', `Expected the artifacts' \`maxBytes\` to be a positive integer, got ${maxBytes}`);
+  if (!Number.isInteger(maxBytes) || maxBytes <= 0)
+    throw new KlymError('CONFIG_INVALID', `Expected the artifacts' \`maxBytes\` to be a positive integer, got ${maxBytes}`);
   const kept = new Map<string, StoredArtifact>();
   let used = 0;
   return {
@@ -150,11 +151,13 @@ export function createMemoryArtifacts(options: { readonly maxBytes?: number } = 
  */
 export function createArtifactStore(options: ArtifactStoreOptions = {}): ArtifactStore {
   const maxBytes = options.maxBytes ?? ARTIFACT_DEFAULTS.maxBytesPerTask;
-  if (!Number.isInteger(maxBytes) || maxBytes <= 0) throw new KlymError('CONFIG_INVALID', `Expected the artifacts' \`maxBytes\` to be a positive integer, got ${maxBytes}`);
+  if (!Number.isInteger(maxBytes) || maxBytes <= 0)
+    throw new KlymError('CONFIG_INVALID', `Expected the artifacts' \`maxBytes\` to be a positive integer, got ${maxBytes}`);
   const backend = options.backend ?? createMemoryArtifacts({ maxBytes });
   const countTokens = options.countTokens ?? estimateTokens;
   const pageTokens = options.pageTokens ?? ARTIFACT_DEFAULTS.pageTokens;
-  if (!Number.isInteger(pageTokens) || pageTokens < 100) throw new KlymError('CONFIG_INVALID', `Expected the artifacts' \`pageTokens\` to be an integer of 100 or more, got ${pageTokens}`);
+  if (!Number.isInteger(pageTokens) || pageTokens < 100)
+    throw new KlymError('CONFIG_INVALID', `Expected the artifacts' \`pageTokens\` to be an integer of 100 or more, got ${pageTokens}`);
   let last: { readonly artifact: ArtifactInfo; readonly index: LineIndex } | undefined;
 
   const lines = async (id: string): Promise<{ readonly artifact: ArtifactInfo; readonly index: LineIndex }> => {
@@ -201,7 +204,10 @@ export function createArtifactStore(options: ArtifactStoreOptions = {}): Artifac
       if (!Number.isInteger(limit) || limit < 1) throw new KlymError('INVALID_ARGUMENT', `\`limit\`: expected a positive number of lines, got ${limit}`);
       const firstLength = index.count === 0 ? 0 : index.line(offset).length;
       if (!Number.isInteger(charOffset) || charOffset < 0 || (charOffset > 0 && charOffset >= firstLength)) {
-        throw new KlymError('INVALID_ARGUMENT', `\`char_offset\`: expected a character of line ${offset} (0 to ${Math.max(0, firstLength - 1)}), got ${charOffset}`);
+        throw new KlymError(
+          'INVALID_ARGUMENT',
+          `\`char_offset\`: expected a character of line ${offset} (0 to ${Math.max(0, firstLength - 1)}), got ${charOffset}`,
+        );
       }
       return readPage(artifact, index, offset, charOffset, Math.min(limit, ARTIFACT_DEFAULTS.maxReadLines), request.pageTokens ?? pageTokens, countTokens);
     },
@@ -211,7 +217,10 @@ export function createArtifactStore(options: ArtifactStoreOptions = {}): Artifac
       try {
         compiled = RE2JS.compile(pattern);
       } catch (error) {
-        throw new KlymError('INVALID_ARGUMENT', `\`pattern\`: ${error instanceof Error ? error.message : String(error)} (RE2 syntax: no backreferences or lookarounds)`);
+        throw new KlymError(
+          'INVALID_ARGUMENT',
+          `\`pattern\`: ${error instanceof Error ? error.message : String(error)} (RE2 syntax: no backreferences or lookarounds)`,
+        );
       }
       const context = Math.min(Math.max(0, Math.trunc(grepOptions.context ?? 0)), ARTIFACT_DEFAULTS.maxGrepContext);
       const maxMatches = Math.min(Math.max(1, Math.trunc(grepOptions.maxMatches ?? ARTIFACT_DEFAULTS.grepMatches)), ARTIFACT_DEFAULTS.maxGrepMatches);

@@ -8,7 +8,8 @@ import { artifactTools, type ResultKeeping } from './artifact-tools.ts';
 /** A log of `lines` lines: every 7th an ERROR of one of 5 services. */
 function log(lines: number): string {
   const out: string[] = [];
-  for (let n = 0; n < lines; n++) out.push(`2026-11-25T03:14:15Z svc-${n % 5} ${n % 7 === 3 ? 'ERROR request failed' : 'INFO request ok'} id=${n.toString(16)}`);
+  for (let n = 0; n < lines; n++)
+    out.push(`2026-11-25T03:14:15Z svc-${n % 5} ${n % 7 === 3 ? 'ERROR request failed' : 'INFO request ok'} id=${n.toString(16)}`);
   return `${out.join('\n')}\n`;
 }
 const LOG = log(20_000);
@@ -67,12 +68,17 @@ describe('klym__query_artifact with the other tools', () => {
     // Only the ERROR lines: ~2,857 rows, far more than a page.
     const selected = await run('klym__query_artifact', { sql: `SELECT n, line FROM ${id} WHERE line LIKE '% ERROR %' ORDER BY n` });
     const errors = LOG.split('\n').filter((line) => line.includes(' ERROR ')).length;
-    expect(selected).toMatch(new RegExp(`^${errors.toLocaleString('en-US')} rows, too many to send: kept as artifact (art_[0-9a-f]{12}), a table with columns n BIGINT, line VARCHAR`));
+    expect(selected).toMatch(
+      new RegExp(`^${errors.toLocaleString('en-US')} rows, too many to send: kept as artifact (art_[0-9a-f]{12}), a table with columns n BIGINT, line VARCHAR`),
+    );
     expect(estimateTokens(selected)).toBeLessThan(1_000);
     const kept = /kept as artifact (art_[0-9a-f]{12})/.exec(selected)?.[1] as string;
 
     // The map reads the kept rows, not the whole log, and its answers are a table too.
-    const mapped = await run('klym__map_artifact', { artifact: kept, instruction: 'Count the ERROR lines per service; answer as a JSON object {service: count}.' });
+    const mapped = await run('klym__map_artifact', {
+      artifact: kept,
+      instruction: 'Count the ERROR lines per service; answer as a JSON object {service: count}.',
+    });
     expect(mapCalls()).toBeGreaterThan(3);
     const [, table, columns = ''] = /The answers are also table (art_[0-9a-f]{12}) \(columns ([^;]*);/.exec(mapped) ?? [];
     // Every answer's fields are named, not only the first answer's.
@@ -88,18 +94,31 @@ describe('klym__query_artifact with the other tools', () => {
   it('answers a small result inline as CSV, and a bad query as a tool error quoting DuckDB', async () => {
     const { keep, run } = tools(4_000);
     const { id } = await keep.artifacts.put('fs__read_text_file', LOG);
-    const counts = await run('klym__query_artifact', { sql: `SELECT regexp_extract(line, 'svc-\\d') AS service, count(*) AS errors FROM ${id} WHERE line LIKE '% ERROR %' GROUP BY ALL ORDER BY service` });
+    const counts = await run('klym__query_artifact', {
+      sql: `SELECT regexp_extract(line, 'svc-\\d') AS service, count(*) AS errors FROM ${id} WHERE line LIKE '% ERROR %' GROUP BY ALL ORDER BY service`,
+    });
     expect(counts).toBe(`5 rows from ${id} (CSV):\nservice,errors\n${[0, 1, 2, 3, 4].map((k) => `svc-${k},${errorsOf(`svc-${k}`)}`).join('\n')}`);
-    await expect(run('klym__query_artifact', { sql: `SELECT nope FROM ${id}` })).rejects.toMatchObject({ code: 'QUERY_FAILED', message: expect.stringContaining('nope') });
-    await expect(run('klym__query_artifact', { sql: 'SELECT * FROM art_000000000000' })).rejects.toMatchObject({ code: 'ARTIFACT_NOT_FOUND', message: expect.stringContaining(id) });
+    await expect(run('klym__query_artifact', { sql: `SELECT nope FROM ${id}` })).rejects.toMatchObject({
+      code: 'QUERY_FAILED',
+      message: expect.stringContaining('nope'),
+    });
+    await expect(run('klym__query_artifact', { sql: 'SELECT * FROM art_000000000000' })).rejects.toMatchObject({
+      code: 'ARTIFACT_NOT_FOUND',
+      message: expect.stringContaining(id),
+    });
   });
 
   it('says which lines a map split, and keeps every piece of a long line in the table', async () => {
     const { keep, run, mapCalls } = tools(4_000);
     const long = Array.from({ length: 30_000 }, (_, n) => `svc-${n % 5} ERROR`).join(' ');
     const { id } = await keep.artifacts.put('grynya__query_graph', `first line\n${long}\nlast line\n`, 'text');
-    const mapped = await run('klym__map_artifact', { artifact: id, instruction: 'Count the ERROR words per service; answer as a JSON object {service: count}.' });
-    const split = new RegExp(`Line 1 \\(${long.length.toLocaleString('en-US')} characters\\) was too long for one chunk: it was split over (\\d+) consecutive chunks`).exec(mapped);
+    const mapped = await run('klym__map_artifact', {
+      artifact: id,
+      instruction: 'Count the ERROR words per service; answer as a JSON object {service: count}.',
+    });
+    const split = new RegExp(
+      `Line 1 \\(${long.length.toLocaleString('en-US')} characters\\) was too long for one chunk: it was split over (\\d+) consecutive chunks`,
+    ).exec(mapped);
     expect(Number(split?.[1])).toBeGreaterThan(2);
     const table = /The answers are also table (art_[0-9a-f]{12})/.exec(mapped)?.[1] as string;
     // Added up over the pieces, every ERROR of the long line is counted once (a word cut at a piece's edge is the one allowance).

@@ -48,7 +48,12 @@ const READ_INPUT = zodSchema(
   z.strictObject({
     artifact: z.string().describe('The artifact id, `art_…`, from the line that introduced it.'),
     offset: z.number().int().min(0).optional().describe('The first line to give, 0-based.'),
-    char_offset: z.number().int().min(0).optional().describe('Where to start in line `offset`, in characters: to read on inside a long line, as a page that stopped in one says.'),
+    char_offset: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe('Where to start in line `offset`, in characters: to read on inside a long line, as a page that stopped in one says.'),
     limit: z.number().int().min(1).max(ARTIFACT_DEFAULTS.maxReadLines).optional().describe(`How many lines, at most ${ARTIFACT_DEFAULTS.maxReadLines}.`),
   }),
 );
@@ -57,7 +62,13 @@ const GREP_INPUT = zodSchema(
     artifact: z.string().describe('The artifact id, `art_…`.'),
     pattern: z.string().min(1).max(1_000).describe('An RE2 regular expression (no backreferences or lookarounds).'),
     context: z.number().int().min(0).max(ARTIFACT_DEFAULTS.maxGrepContext).optional().describe('Lines before and after each match. Default 0.'),
-    max_matches: z.number().int().min(1).max(ARTIFACT_DEFAULTS.maxGrepMatches).optional().describe(`Matches to give at most. Default ${ARTIFACT_DEFAULTS.grepMatches}.`),
+    max_matches: z
+      .number()
+      .int()
+      .min(1)
+      .max(ARTIFACT_DEFAULTS.maxGrepMatches)
+      .optional()
+      .describe(`Matches to give at most. Default ${ARTIFACT_DEFAULTS.grepMatches}.`),
   }),
 );
 const QUERY_INPUT = zodSchema(
@@ -93,13 +104,18 @@ export function artifactReference(artifact: ArtifactInfo, index: LineIndex, opti
     ...(options.queries === true ? [`Query it with SQL as table ${artifact.id}: ${tableColumns(artifact)}.`] : []),
     `First lines (line: text; 0-based):`,
     ...head,
-    ...(tail.length === 0 ? [] : [index.count > shown * 2 ? `… ${count(index.count - shown * 2)} lines not shown …` : '', 'Last lines:', ...tail].filter((part) => part !== '')),
+    ...(tail.length === 0
+      ? []
+      : [index.count > shown * 2 ? `… ${count(index.count - shown * 2)} lines not shown …` : '', 'Last lines:', ...tail].filter((part) => part !== '')),
     `Read lines with ${ARTIFACT_TOOL_NAMES.read} { "artifact": "${artifact.id}", "offset": <first line>, "limit": <lines, at most ${ARTIFACT_DEFAULTS.maxReadLines}>${long ? ', "char_offset": <where to start inside line "offset">' : ''} }; search it with ${ARTIFACT_TOOL_NAMES.grep} { "artifact": "${artifact.id}", "pattern": "<RE2 regular expression>" }${options.queries === true ? `; count, sum and filter it exactly with ${ARTIFACT_TOOL_NAMES.query} { "sql": "SELECT … FROM ${artifact.id} …" }` : ''}.`,
   ].join('\n');
 }
 
 function recordsLine(records: ArtifactRecords): string {
-  const where = records.firstLine === 0 ? 'the document was an array' : `line 0 holds the rest of the document, the array was at ${records.path.map((key) => JSON.stringify(key)).join('.')}`;
+  const where =
+    records.firstLine === 0
+      ? 'the document was an array'
+      : `line 0 holds the rest of the document, the array was at ${records.path.map((key) => JSON.stringify(key)).join('.')}`;
   const keys = records.keys.length === 0 ? 'no keys' : `keys ${records.keys.join(', ')}${records.keys.length >= MAX_RECORD_KEYS ? ', …' : ''}`;
   const last = records.firstLine + records.count - 1;
   return `It is JSON, kept as ${count(records.count)} records, one compact object per line (lines ${records.firstLine}-${last}); the first has ${keys}; ${where}.`;
@@ -156,8 +172,14 @@ export function sliceText(slice: ArtifactSlice): string {
   const { artifact, offset, lines, next } = slice;
   const last = lines.at(-1);
   const header =
-    last === undefined ? `artifact ${artifact.id} is empty` : `artifact ${artifact.id}, lines ${offset}-${last.n} of ${count(artifact.lines)} (line: text; 0-based; a part of a long line is shown as line[from-to of length]):`;
-  const shown = lines.map((line) => (line.fromChar === undefined ? `${line.n}: ${line.text}` : `${line.n}[chars ${line.fromChar}-${line.fromChar + line.text.length} of ${line.length}]: ${line.text}`));
+    last === undefined
+      ? `artifact ${artifact.id} is empty`
+      : `artifact ${artifact.id}, lines ${offset}-${last.n} of ${count(artifact.lines)} (line: text; 0-based; a part of a long line is shown as line[from-to of length]):`;
+  const shown = lines.map((line) =>
+    line.fromChar === undefined
+      ? `${line.n}: ${line.text}`
+      : `${line.n}[chars ${line.fromChar}-${line.fromChar + line.text.length} of ${line.length}]: ${line.text}`,
+  );
   let footer = '(end of the artifact)';
   if (next !== undefined && next.charOffset !== undefined) {
     footer = `… line ${next.offset} goes on from character ${next.charOffset}: read on with "offset": ${next.offset}, "char_offset": ${next.charOffset}.`;
@@ -171,7 +193,9 @@ function grepText(found: ArtifactGrep, pattern: string): string {
   const { artifact, matches, total, lines } = found;
   if (total === 0) return `artifact ${artifact.id}: no line of its ${count(artifact.lines)} matches ${JSON.stringify(pattern)}.`;
   const inLines = lines === total ? '' : ` in ${count(lines)} lines`;
-  const parts = [`artifact ${artifact.id}: ${count(total)} match${total === 1 ? '' : 'es'} of ${JSON.stringify(pattern)}${inLines} among its ${count(artifact.lines)} lines${matches.length < total ? `; the first ${matches.length} shown` : ''} (line: text; 0-based; in a long line, line[from-to of length] around each match):`];
+  const parts = [
+    `artifact ${artifact.id}: ${count(total)} match${total === 1 ? '' : 'es'} of ${JSON.stringify(pattern)}${inLines} among its ${count(artifact.lines)} lines${matches.length < total ? `; the first ${matches.length} shown` : ''} (line: text; 0-based; in a long line, line[from-to of length] around each match):`,
+  ];
   let shownMatches = 0;
   for (const match of matches) {
     const context = match.before.length > 0 || match.after.length > 0;
@@ -183,13 +207,17 @@ function grepText(found: ArtifactGrep, pattern: string): string {
     } else {
       const { fromChar, matchAt, length } = match.window;
       const end = fromChar + match.text.length;
-      parts.push(`${match.line}[chars ${fromChar}-${end} of ${length}, match at ${matchAt}]: ${fromChar > 0 ? '…' : ''}${match.text}${end < length ? '…' : ''}`);
+      parts.push(
+        `${match.line}[chars ${fromChar}-${end} of ${length}, match at ${matchAt}]: ${fromChar > 0 ? '…' : ''}${match.text}${end < length ? '…' : ''}`,
+      );
       shownMatches++;
     }
     match.after.forEach((line, index) => parts.push(`${match.line + 1 + index}- ${line}`));
   }
   if (total > shownMatches) {
-    parts.push(`… ${count(total - shownMatches)} more matches not shown: narrow the pattern, raise "max_matches" (at most ${ARTIFACT_DEFAULTS.maxGrepMatches}), or count them exactly with ${ARTIFACT_TOOL_NAMES.query}.`);
+    parts.push(
+      `… ${count(total - shownMatches)} more matches not shown: narrow the pattern, raise "max_matches" (at most ${ARTIFACT_DEFAULTS.maxGrepMatches}), or count them exactly with ${ARTIFACT_TOOL_NAMES.query}.`,
+    );
   }
   return parts.join('\n');
 }
@@ -203,7 +231,8 @@ function mapHeader(artifact: ArtifactInfo, instruction: string, outcome: MapOutc
       ? `artifact ${artifact.id}: ${JSON.stringify(instruction)} answered on each of ${chunks} of its ${count(artifact.lines)} lines, in order:`
       : `artifact ${artifact.id}: the map stopped early (${stopped.reason}): ${JSON.stringify(instruction)} was answered on ${chunks} only, covering ${coverage(answers)} of its ${count(artifact.lines)} lines; the rest was not read.`,
     ...splitLines.map(
-      (split) => `Line ${split.line} (${count(split.chars)} characters) was too long for one chunk: it was split over ${split.chunks} consecutive chunks; combine their answers (a record may be cut at a chunk's edge).`,
+      (split) =>
+        `Line ${split.line} (${count(split.chars)} characters) was too long for one chunk: it was split over ${split.chunks} consecutive chunks; combine their answers (a record may be cut at a chunk's edge).`,
     ),
     `The answers are also table ${table.id} (columns n, ${columns.join(', ')}; a field an answer lacks is NULL): combine them exactly with ${ARTIFACT_TOOL_NAMES.query} rather than by hand, e.g. SELECT sum(…) FROM ${table.id}.`,
   ];
@@ -227,7 +256,10 @@ function coverage(answers: readonly ChunkAnswer[]): string {
 function answerRows(answers: readonly ChunkAnswer[]): Record<string, unknown>[] {
   return answers.map((chunk) => {
     const fields = jsonObjectIn(chunk.text);
-    const own = fields === undefined ? {} : Object.fromEntries(Object.entries(fields).map(([key, value]) => [['from', 'to', 'answer', 'label'].includes(key) ? `answer_${key}` : key, value]));
+    const own =
+      fields === undefined
+        ? {}
+        : Object.fromEntries(Object.entries(fields).map(([key, value]) => [['from', 'to', 'answer', 'label'].includes(key) ? `answer_${key}` : key, value]));
     return { from: chunk.from, to: chunk.to, label: chunkLabel(chunk), answer: chunk.text, ...own };
   });
 }
@@ -263,7 +295,13 @@ export function artifactTools(keeping: ResultKeeping): ToolSet {
       inputSchema: READ_INPUT,
       // A page is never an artifact itself: it is sized under the threshold, so reading one never loops.
       execute: async ({ artifact, offset, limit, char_offset: charOffset }) =>
-        sliceText(await artifacts.read(artifact, { ...(offset === undefined ? {} : { offset }), ...(charOffset === undefined ? {} : { charOffset }), ...(limit === undefined ? {} : { limit }) })),
+        sliceText(
+          await artifacts.read(artifact, {
+            ...(offset === undefined ? {} : { offset }),
+            ...(charOffset === undefined ? {} : { charOffset }),
+            ...(limit === undefined ? {} : { limit }),
+          }),
+        ),
     }),
     [ARTIFACT_TOOL_NAMES.grep]: tool({
       description:
@@ -273,7 +311,10 @@ export function artifactTools(keeping: ResultKeeping): ToolSet {
       execute: async ({ artifact, pattern, context, max_matches: maxMatches }) =>
         answer(
           ARTIFACT_TOOL_NAMES.grep,
-          grepText(await artifacts.grep(artifact, pattern, { ...(context === undefined ? {} : { context }), ...(maxMatches === undefined ? {} : { maxMatches }) }), pattern),
+          grepText(
+            await artifacts.grep(artifact, pattern, { ...(context === undefined ? {} : { context }), ...(maxMatches === undefined ? {} : { maxMatches }) }),
+            pattern,
+          ),
           keeping,
         ),
     }),

@@ -17,7 +17,10 @@ const EARLIER: ModelMessage[] = [
 function step(n: number): ModelMessage[] {
   const toolCallId = `call-${n}`;
   return [
-    { role: 'assistant', content: [{ type: 'tool-call', toolCallId, toolName: 'grynya__query_graph', input: { query: `MATCH (n) RETURN n SKIP ${n * 100} LIMIT 100` } }] },
+    {
+      role: 'assistant',
+      content: [{ type: 'tool-call', toolCallId, toolName: 'grynya__query_graph', input: { query: `MATCH (n) RETURN n SKIP ${n * 100} LIMIT 100` } }],
+    },
     { role: 'tool', content: [{ type: 'tool-result', toolCallId, toolName: 'grynya__query_graph', output: { type: 'text', value: `row ${n}\n`.repeat(90) } }] },
   ];
 }
@@ -56,7 +59,9 @@ describe('compactHistory', () => {
       folds++;
       messages = compacted.messages;
       expect(messages.slice(0, EARLIER.length + 1)).toEqual([...EARLIER, { role: 'user', content: PROMPT }]);
-      expect(messages.filter((message) => message.role === 'user' && typeof message.content === 'string' && message.content.startsWith('[Klym folded'))).toHaveLength(1);
+      expect(
+        messages.filter((message) => message.role === 'user' && typeof message.content === 'string' && message.content.startsWith('[Klym folded')),
+      ).toHaveLength(1);
     }
     expect(folds).toBeGreaterThan(1);
   });

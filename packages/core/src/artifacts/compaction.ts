@@ -53,7 +53,8 @@ type Output = ToolResultPart['output'];
 /** A result's text, when it is text the model reads (not an error, not media). */
 function outputText(output: Output): string | undefined {
   if (output.type === 'text') return output.value;
-  if (output.type === 'content' && output.value.every((item) => item.type === 'text')) return output.value.map((item) => (item as { text: string }).text).join('\n');
+  if (output.type === 'content' && output.value.every((item) => item.type === 'text'))
+    return output.value.map((item) => (item as { text: string }).text).join('\n');
   return undefined;
 }
 

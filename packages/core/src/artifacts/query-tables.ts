@@ -92,7 +92,9 @@ export async function loadArtifact(connection: DuckDBConnection, artifact: Store
   await connection.run(`CREATE OR REPLACE TEMPORARY TABLE ${STAGING} (n BIGINT, line VARCHAR)`);
   try {
     await loadLines(connection, STAGING, text, artifact.records.firstLine);
-    const sampled = await connection.runAndReadAll(`SELECT json_group_structure(line::JSON)::VARCHAR FROM (SELECT line FROM ${STAGING} LIMIT ${RECORDS_SAMPLE})`);
+    const sampled = await connection.runAndReadAll(
+      `SELECT json_group_structure(line::JSON)::VARCHAR FROM (SELECT line FROM ${STAGING} LIMIT ${RECORDS_SAMPLE})`,
+    );
     const structure = sampled.getRows()[0]?.[0];
     const columns = recordColumns(typeof structure === 'string' ? (JSON.parse(structure) as unknown) : null);
     if (columns === undefined) {
@@ -100,7 +102,9 @@ export async function loadArtifact(connection: DuckDBConnection, artifact: Store
       return;
     }
     const select = columns.names.map((name, at) => `struct_extract_at(r, ${at + 1}) AS ${quoteName(name)}`).join(', ');
-    await connection.run(`CREATE TABLE ${table} AS SELECT n, ${select} FROM (SELECT n, json_transform(line, $1) AS r FROM ${STAGING})`, [JSON.stringify(columns.structure)]);
+    await connection.run(`CREATE TABLE ${table} AS SELECT n, ${select} FROM (SELECT n, json_transform(line, $1) AS r FROM ${STAGING})`, [
+      JSON.stringify(columns.structure),
+    ]);
   } finally {
     await connection.run(`DROP TABLE IF EXISTS ${STAGING}`);
   }

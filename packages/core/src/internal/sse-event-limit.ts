@@ -75,7 +75,7 @@ export function limitSseEvents(limit: MessageLimit, pending: () => readonly Requ
     transform(chunk, controller) {
       const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
       let start = 0;
-      for (let position = 0; ; ) {
+      for (let position = 0; ;) {
         const newline = bytes.indexOf(10, position);
         if (newline === -1) {
           if (position < bytes.length) {

@@ -69,7 +69,11 @@ describe('createUpstreamFetch', () => {
       body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
       headers: { host: 'grynya.internal', authorization: 'Bearer t0ken', 'x-trace': 'klym', 'content-type': 'application/json', accept: '*/*' },
     });
-    expect({ status: response.status, ok: response.ok, session: response.headers.get('mcp-session-id') }).toEqual({ status: 200, ok: true, session: 'session-1' });
+    expect({ status: response.status, ok: response.ok, session: response.headers.get('mcp-session-id') }).toEqual({
+      status: 200,
+      ok: true,
+      session: 'session-1',
+    });
     expect(await response.json()).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
   });
 
@@ -171,7 +175,14 @@ describe('createUpstreamFetch, its limit on a message', () => {
     });
     const { fetch } = limited();
     const declared = await (await fetch(`${upstream.url}/declared`, message())).json();
-    expect(declared).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: MESSAGE_TOO_LARGE_CODE, data: { klymMessageTooLarge: { bytes: Buffer.byteLength(answer(1, 'x'.repeat(5_000))), complete: true, limit: 1_000 } } } });
+    expect(declared).toMatchObject({
+      jsonrpc: '2.0',
+      id: 1,
+      error: {
+        code: MESSAGE_TOO_LARGE_CODE,
+        data: { klymMessageTooLarge: { bytes: Buffer.byteLength(answer(1, 'x'.repeat(5_000))), complete: true, limit: 1_000 } },
+      },
+    });
     const chunked = await (await fetch(`${upstream.url}/chunked`, message())).json();
     expect(chunked).toMatchObject({ id: 1, error: { code: MESSAGE_TOO_LARGE_CODE, data: { klymMessageTooLarge: { bytes: 1_000, complete: false } } } });
   });
@@ -198,9 +209,15 @@ describe('createUpstreamFetch, its limit on a message', () => {
     const events = all.filter((event) => !ended.includes(event));
     expect(events).toHaveLength(4);
     expect(events[0]).toBe(small.trimEnd());
-    expect(JSON.parse((events[1] ?? '').replace('event: message\ndata: ', ''))).toMatchObject({ id: 1, error: { code: MESSAGE_TOO_LARGE_CODE, data: { klymMessageTooLarge: { bytes: Buffer.byteLength(big), complete: true } } } });
+    expect(JSON.parse((events[1] ?? '').replace('event: message\ndata: ', ''))).toMatchObject({
+      id: 1,
+      error: { code: MESSAGE_TOO_LARGE_CODE, data: { klymMessageTooLarge: { bytes: Buffer.byteLength(big), complete: true } } },
+    });
     expect(events[2]).toBe(small.trimEnd());
-    expect(JSON.parse((events[3] ?? '').replace('event: message\ndata: ', ''))).toMatchObject({ id: 3, error: { data: { klymMessageTooLarge: { bytes: Buffer.byteLength(barely), complete: true } } } });
+    expect(JSON.parse((events[3] ?? '').replace('event: message\ndata: ', ''))).toMatchObject({
+      id: 3,
+      error: { data: { klymMessageTooLarge: { bytes: Buffer.byteLength(barely), complete: true } } },
+    });
     expect(dropped).toEqual([expect.objectContaining({ bytes: Buffer.byteLength(note), complete: true })]);
   });
 

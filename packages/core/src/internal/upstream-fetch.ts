@@ -90,7 +90,8 @@ async function readJsonAnswer(answer: Dispatcher.ResponseData, headers: Headers,
   // A Content-Length says the whole size; a body cut off after the limit says only that it was larger.
   const message = declared > maxMessageBytes ? { bytes: declared, complete: true } : { bytes: maxMessageBytes, complete: false };
   const ids = requestIds(sent);
-  if (ids.length === 0) throw new Error(`it answered with ${describeSize(message)}, over its limit of ${maxMessageBytes} bytes (maxMessageBytes), a POST that sent no request`);
+  if (ids.length === 0)
+    throw new Error(`it answered with ${describeSize(message)}, over its limit of ${maxMessageBytes} bytes (maxMessageBytes), a POST that sent no request`);
   const answers = ids.map((id) => tooLargeAnswer(id, message, maxMessageBytes));
   headers.set('content-type', 'application/json');
   headers.delete('content-length');
@@ -167,8 +168,7 @@ function isEventStream(contentType: string | string[] | undefined): boolean {
 }
 
 function setHostHeader(host: string): Dispatcher.DispatcherComposeInterceptor {
-  return (dispatch) => (options, handler) =>
-    dispatch({ ...options, headers: { ...headersToRecord(options.headers), host } }, handler);
+  return (dispatch) => (options, handler) => dispatch({ ...options, headers: { ...headersToRecord(options.headers), host } }, handler);
 }
 
 function headersToRecord(headers: Dispatcher.DispatchOptions['headers']): Record<string, string | string[]> {

@@ -45,7 +45,10 @@ export async function asTaskRpc<Result>(work: () => Promise<Result>): Promise<Re
  */
 export function parseAgentTaskArgs(args: unknown): StartTaskArgs {
   const parsed = AGENT_TASK_TOOL.inputSchema.safeParse(args ?? {});
-  if (!parsed.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool run_agent_task: ${argumentFaults(parsed.error)}`, { code: 'INVALID_ARGUMENT' });
+  if (!parsed.success)
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for tool run_agent_task: ${argumentFaults(parsed.error)}`, {
+      code: 'INVALID_ARGUMENT',
+    });
   return parsed.data;
 }
 
@@ -56,7 +59,11 @@ export function parseAgentTaskArgs(args: unknown): StartTaskArgs {
  * `CallToolResult`: the handler given to the SDK here is never called.
  */
 export function listAgentTaskTool(server: McpServer, description: string): RegisteredTool {
-  return server.registerTool(AGENT_TASK_TOOL.name, { title: AGENT_TASK_TOOL.title, description, inputSchema: AGENT_TASK_TOOL.inputSchema, annotations: AGENT_TASK_TOOL.annotations }, () => {
-    throw new Error('run_agent_task is answered in front of the tool handlers');
-  });
+  return server.registerTool(
+    AGENT_TASK_TOOL.name,
+    { title: AGENT_TASK_TOOL.title, description, inputSchema: AGENT_TASK_TOOL.inputSchema, annotations: AGENT_TASK_TOOL.annotations },
+    () => {
+      throw new Error('run_agent_task is answered in front of the tool handlers');
+    },
+  );
 }

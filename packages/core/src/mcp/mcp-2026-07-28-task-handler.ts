@@ -60,9 +60,24 @@ export function createMcp20260728TaskHandler(service: TaskService, options: Mcp2
 
   return {
     async fetch(request, requestOptions) {
-      const body = requestOptions?.parsedBody ?? (request.method === 'POST' ? await request.clone().json().catch(() => undefined) : undefined);
+      const body =
+        requestOptions?.parsedBody ??
+        (request.method === 'POST'
+          ? await request
+              .clone()
+              .json()
+              .catch(() => undefined)
+          : undefined);
       const listen = taskListenOf(request, body);
-      if (listen !== undefined) return serveTaskListen(service, listen, { principal: principalOf(requestOptions?.authInfo), pollIntervalMs, keepAliveMs, signal: request.signal, open: listens, serverInfo: options.info });
+      if (listen !== undefined)
+        return serveTaskListen(service, listen, {
+          principal: principalOf(requestOptions?.authInfo),
+          pollIntervalMs,
+          keepAliveMs,
+          signal: request.signal,
+          open: listens,
+          serverInfo: options.info,
+        });
       return handler.fetch(request, {
         ...(requestOptions?.authInfo === undefined ? {} : { authInfo: { ...requestOptions.authInfo } }),
         ...(body === undefined ? {} : { parsedBody: body }),
@@ -82,7 +97,8 @@ export function createMcp20260728TaskHandler(service: TaskService, options: Mcp2
  */
 const MAX_IDLE_SERVERS = 16;
 
-const optional = <Key extends string>(key: Key, value: string | undefined): { [K in Key]?: string } => (value === undefined ? {} : ({ [key]: value } as { [K in Key]: string }));
+const optional = <Key extends string>(key: Key, value: string | undefined): { [K in Key]?: string } =>
+  value === undefined ? {} : ({ [key]: value } as { [K in Key]: string });
 
 /** The `subscriptions/listen` request for task notifications that `request` is, when it is a well-formed 2026 one. */
 function taskListenOf(request: Request, body: unknown): JSONRPCRequest | undefined {

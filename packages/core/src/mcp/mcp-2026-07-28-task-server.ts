@@ -48,12 +48,15 @@ export const principalOf = (authInfo?: { readonly clientId?: string }): string =
 
 /** Whether a 2026-07-28 request's envelope declares the Tasks extension. */
 export function declaresTasksExtension(envelope: unknown): boolean {
-  const capabilities = (envelope as Record<string, { extensions?: Record<string, unknown> } | undefined> | undefined)?.['io.modelcontextprotocol/clientCapabilities'];
+  const capabilities = (envelope as Record<string, { extensions?: Record<string, unknown> } | undefined> | undefined)?.[
+    'io.modelcontextprotocol/clientCapabilities'
+  ];
   return capabilities?.extensions?.[TASKS_EXTENSION_ID] !== undefined;
 }
 
 /** The `-32021` a request without the extension gets where only a task will do. */
-export const missingTasksExtension = (): MissingRequiredClientCapabilityError => new MissingRequiredClientCapabilityError({ requiredCapabilities: TASKS_REQUIRED });
+export const missingTasksExtension = (): MissingRequiredClientCapabilityError =>
+  new MissingRequiredClientCapabilityError({ requiredCapabilities: TASKS_REQUIRED });
 
 /**
  * Reads a task of `principal` as the extension shows it; another principal's task, or an evicted one, is the
@@ -82,7 +85,11 @@ export async function toMcp20260728Task(service: TaskService, task: TaskRecord, 
   const status = MCP_STATUS[task.status] as Mcp20260728Task['status'];
   if (task.status === 'error') {
     const code = task.error?.code ?? 'INTERNAL';
-    return { ...base, status, error: { code: ProtocolErrorCode.InternalError, message: `${code}: ${task.error?.message ?? 'the task failed'}`, data: { code } } };
+    return {
+      ...base,
+      status,
+      error: { code: ProtocolErrorCode.InternalError, message: `${code}: ${task.error?.message ?? 'the task failed'}`, data: { code } },
+    };
   }
   if (task.status !== 'completed') return { ...base, status };
   return { ...base, status, result: toToolResult(task, await service.status({ task_id: task.id }, principal)) as Record<string, unknown> };
@@ -135,12 +142,17 @@ export function createMcp20260728TaskServer(service: TaskService, options: Mcp20
   };
   answerBeforeTools(server, AGENT_TASK_TOOL.name, runAgentTask);
 
-  const withTask = <Params extends { taskId: string }>(run: (params: Params, principal: string) => Promise<Record<string, unknown>>) =>
+  const withTask =
+    <Params extends { taskId: string }>(run: (params: Params, principal: string) => Promise<Record<string, unknown>>) =>
     async (params: Params, ctx: Context): Promise<Record<string, unknown>> => {
       if (!declaresTasksExtension(ctx.mcpReq.envelope)) throw missingTasksExtension();
       return run(params, callerOf(ctx));
     };
-  server.server.setRequestHandler('tasks/get', { params: TASK_ID_PARAMS, result: ANY_RESULT }, withTask(({ taskId }, principal) => readMcp20260728Task(service, taskId, principal, pollIntervalMs)) as never);
+  server.server.setRequestHandler(
+    'tasks/get',
+    { params: TASK_ID_PARAMS, result: ANY_RESULT },
+    withTask(({ taskId }, principal) => readMcp20260728Task(service, taskId, principal, pollIntervalMs)) as never,
+  );
   // Klym never asks its caller anything (no task is ever input_required): every input response answers no
   // outstanding request, and the spec has those ignored. The task must still be the caller's.
   server.server.setRequestHandler(
@@ -166,5 +178,8 @@ export function createMcp20260728TaskServer(service: TaskService, options: Mcp20
 /** Makes `tools/call` of `name` answer `run` (whose errors stay JSON-RPC errors), and every other tool as the SDK's own `tools/call` does. */
 function answerBeforeTools(server: McpServer, name: string, run: (params: { arguments?: unknown }, ctx: never) => Promise<Record<string, unknown>>): void {
   const tools = currentHandler(server, 'tools/call');
-  server.server.setRequestHandler('tools/call', (request, ctx) => (request.params.name === name ? run(request.params, ctx as never) : tools(request, ctx as never)) as never);
+  server.server.setRequestHandler(
+    'tools/call',
+    (request, ctx) => (request.params.name === name ? run(request.params, ctx as never) : tools(request, ctx as never)) as never,
+  );
 }

@@ -21,7 +21,8 @@ afterEach(async () => {
 const quick: AgentRunner = async () => runResult('fine');
 
 /** A run that goes on until it is aborted. */
-const hanging: AgentRunner = (options) => new Promise((_, reject) => options.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true }));
+const hanging: AgentRunner = (options) =>
+  new Promise((_, reject) => options.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true }));
 
 function echo(): McpServer {
   const server = new McpServer({ name: 'echo', version: '1.0.0' });
@@ -32,7 +33,10 @@ function echo(): McpServer {
 async function taskService(options: { maxQueued?: number; maxConcurrent?: number; run?: AgentRunner } = {}): Promise<TaskService> {
   const pool = await createSessionPool({ upstreams: { demo: createInMemoryUpstream(echo) } });
   const service = createTaskService({ pool, run: quick, shutdownGraceMs: 0, ...options });
-  cleanups.push(() => pool.close(), () => service.close());
+  cleanups.push(
+    () => pool.close(),
+    () => service.close(),
+  );
   await pool.warmedUp();
   return service;
 }

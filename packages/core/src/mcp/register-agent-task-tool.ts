@@ -26,8 +26,7 @@ interface HandlerContext {
 const cursorParams = z.looseObject({ cursor: z.string().optional() }).optional();
 
 /** A task method's handler, its failures as the JSON-RPC errors the tasks spec names. */
-const answering =
-  <Params, Result>(run: (params: Params, ctx: HandlerContext) => Promise<Result>) =>
+const answering = <Params, Result>(run: (params: Params, ctx: HandlerContext) => Promise<Result>) =>
   ((params: Params, ctx: HandlerContext) => asTaskRpc(() => run(params, ctx))) as never;
 
 /**
@@ -73,7 +72,8 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
   // Set as it is, not through setRequestHandler: the SDK would check the answer as a CallToolResult.
   replaceHandler(server, 'tools/call', (async (request: Parameters<Handler>[0], ctx: HandlerContext) => {
     if (request.params.name !== AGENT_TASK_TOOL.name) return tools(request, ctx as never);
-    if (request.params.task === undefined) throw new ProtocolError(-32602, 'run_agent_task runs only as a task: call it with `task` (MCP tasks, 2025-11-25), or use start_async_agent_task');
+    if (request.params.task === undefined)
+      throw new ProtocolError(-32602, 'run_agent_task runs only as a task: call it with `task` (MCP tasks, 2025-11-25), or use start_async_agent_task');
     const args = parseAgentTaskArgs(request.params.arguments);
     const task = await asTaskRpc(() => store.start(args, request.params['_meta']));
     started.add(task.taskId);
@@ -98,8 +98,16 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
       return { ...result, _meta: { ...result['_meta'], [RELATED_TASK]: { taskId } } };
     }),
   );
-  server.server.setRequestHandler('tasks/list', { params: cursorParams, result: ANY_RESULT }, answering(async (params: { cursor?: string } | undefined) => store.listTasks(params?.cursor)));
-  server.server.setRequestHandler('tasks/cancel', { params: TASK_ID_PARAMS, result: ANY_RESULT }, answering(async ({ taskId }: { taskId: string }) => store.cancelTask(taskId)));
+  server.server.setRequestHandler(
+    'tasks/list',
+    { params: cursorParams, result: ANY_RESULT },
+    answering(async (params: { cursor?: string } | undefined) => store.listTasks(params?.cursor)),
+  );
+  server.server.setRequestHandler(
+    'tasks/cancel',
+    { params: TASK_ID_PARAMS, result: ANY_RESULT },
+    answering(async ({ taskId }: { taskId: string }) => store.cancelTask(taskId)),
+  );
 
   /**
    * Resolves once `taskId` has ended (it is looked at each `pollInterval`, and at once when this process hears

@@ -24,18 +24,24 @@ const quick: AgentRunner = async (options) => {
 };
 
 /** A run that goes on until it is aborted, as one waiting on a hung upstream does. */
-const hanging: AgentRunner = (options) => new Promise((_, reject) => options.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true }));
+const hanging: AgentRunner = (options) =>
+  new Promise((_, reject) => options.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true }));
 
 function echo(): McpServer {
   const server = new McpServer({ name: 'echo', version: '1.0.0' });
-  server.registerTool('echo', { inputSchema: { text: z.string() }, annotations: { readOnlyHint: true } }, ({ text }) => ({ content: [{ type: 'text', text }] }));
+  server.registerTool('echo', { inputSchema: { text: z.string() }, annotations: { readOnlyHint: true } }, ({ text }) => ({
+    content: [{ type: 'text', text }],
+  }));
   return server;
 }
 
 async function taskService(): Promise<TaskService> {
   const pool: SessionPool = await createSessionPool({ upstreams: { demo: createInMemoryUpstream(echo) } });
   const service = createTaskService({ pool, run: quick, shutdownGraceMs: 0 });
-  cleanups.push(() => pool.close(), () => service.close());
+  cleanups.push(
+    () => pool.close(),
+    () => service.close(),
+  );
   await pool.warmedUp();
   return service;
 }
@@ -62,7 +68,15 @@ describe('registerTaskTools', () => {
   it('serves the seven task tools on any McpServer, with their annotations and input schemas', async () => {
     const client = await connect(await taskService());
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(['start_async_agent_task', 'check_task_status', 'read_task_artifact', 'query_task_artifact', 'cancel_agent_task', 'list_agent_tasks', 'describe_capabilities']);
+    expect(tools.map((tool) => tool.name)).toEqual([
+      'start_async_agent_task',
+      'check_task_status',
+      'read_task_artifact',
+      'query_task_artifact',
+      'cancel_agent_task',
+      'list_agent_tasks',
+      'describe_capabilities',
+    ]);
     const start = tools.find((tool) => tool.name === 'start_async_agent_task');
     expect(start).toMatchObject({ annotations: { readOnlyHint: false, openWorldHint: true }, inputSchema: { required: ['prompt'] } });
     expect(Object.keys(start?.inputSchema.properties ?? {})).toContain('idempotency_key');
@@ -80,18 +94,36 @@ describe('registerTaskTools', () => {
     expect(payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'work', idempotency_key: 'k1' } })).task_id).toBe(taskId);
 
     await expect.poll(async () => payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).status).toBe('completed');
-    expect(payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))).toMatchObject({ result: 'fine', budget: { steps: 1, max_steps: 25 } });
-    expect(payload(await client.callTool({ name: 'list_agent_tasks', arguments: { limit: 1 } }))).toMatchObject({ total: 1, tasks: [{ task_id: taskId, status: 'completed', prompt: 'work' }] });
-    expect(payload(await client.callTool({ name: 'cancel_agent_task', arguments: { task_id: taskId } }))).toMatchObject({ cancelled: false, status: 'completed' });
-    expect(payload(await client.callTool({ name: 'describe_capabilities', arguments: {} }))).toMatchObject({ tools: [{ name: 'demo__echo', read_only: true }], models: ['scripted'] });
+    expect(payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))).toMatchObject({
+      result: 'fine',
+      budget: { steps: 1, max_steps: 25 },
+    });
+    expect(payload(await client.callTool({ name: 'list_agent_tasks', arguments: { limit: 1 } }))).toMatchObject({
+      total: 1,
+      tasks: [{ task_id: taskId, status: 'completed', prompt: 'work' }],
+    });
+    expect(payload(await client.callTool({ name: 'cancel_agent_task', arguments: { task_id: taskId } }))).toMatchObject({
+      cancelled: false,
+      status: 'completed',
+    });
+    expect(payload(await client.callTool({ name: 'describe_capabilities', arguments: {} }))).toMatchObject({
+      tools: [{ name: 'demo__echo', read_only: true }],
+      models: ['scripted'],
+    });
   });
 
   it('answers failures as isError results with a code and a message naming what is wrong', async () => {
     const client = await connect(await taskService());
     const unknown = await client.callTool({ name: 'check_task_status', arguments: { task_id: 'does-not-exist' } });
-    expect(unknown).toMatchObject({ isError: true, structuredContent: { error: { code: 'TASK_NOT_FOUND', message: expect.stringMatching(/No task "does-not-exist"/) } } });
+    expect(unknown).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'TASK_NOT_FOUND', message: expect.stringMatching(/No task "does-not-exist"/) } },
+    });
     const model = await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'x', model: 'gpt-4o' } });
-    expect(model).toMatchObject({ isError: true, structuredContent: { error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`model`:.*scripted/) } } });
+    expect(model).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`model`:.*scripted/) } },
+    });
     const cursor = await client.callTool({ name: 'list_agent_tasks', arguments: { cursor: 'bogus' } });
     expect(cursor).toMatchObject({ isError: true, structuredContent: { error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`cursor`/) } } });
   });
@@ -99,12 +131,18 @@ describe('registerTaskTools', () => {
   it("refuses a start past the caller's own quota as an isError result naming it, and tells the caller its quota and each waiting task's place", async () => {
     const pool: SessionPool = await createSessionPool({ upstreams: { demo: createInMemoryUpstream(echo) } });
     const service = createTaskService({ pool, run: hanging, maxConcurrent: 1, perPrincipal: { maxQueued: 1 }, shutdownGraceMs: 0 });
-    cleanups.push(() => pool.close(), () => service.close());
+    cleanups.push(
+      () => pool.close(),
+      () => service.close(),
+    );
     const client = await connect(service);
     const start = () => client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'work' } });
     payload(await start());
     const waiting = String(payload(await start()).task_id);
-    expect(payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: waiting } }))).toMatchObject({ status: 'pending', queue_position: 0 });
+    expect(payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: waiting } }))).toMatchObject({
+      status: 'pending',
+      queue_position: 0,
+    });
     expect(await start()).toMatchObject({
       isError: true,
       structuredContent: { error: { code: 'QUOTA_EXCEEDED', message: expect.stringMatching(/^Principal anonymous has 1 task waiting, its maxQueued is 1 /) } },
@@ -123,7 +161,10 @@ describe('registerTaskTools', () => {
     const { task_id: taskId } = payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'mine' } }));
     expect((await service.tasks.get(String(taskId), { principal: 'grynya' })).principal).toBe('grynya');
     const stranger = await connect(service);
-    expect(await stranger.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).toMatchObject({ isError: true, structuredContent: { error: { code: 'TASK_NOT_FOUND' } } });
+    expect(await stranger.callTool({ name: 'check_task_status', arguments: { task_id: taskId } })).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: 'TASK_NOT_FOUND' } },
+    });
   });
 
   it('logs the end of a task to the session that started it, at or above the level it set, and to no other', async () => {
@@ -150,7 +191,10 @@ describe('registerTaskTools', () => {
     const pool: SessionPool = await createSessionPool({ upstreams: { demo: createInMemoryUpstream(echo) } });
     const store = createMemoryTaskStore();
     const service = createTaskService({ pool, run: hanging, store, shutdownGraceMs: 50 });
-    cleanups.push(() => pool.close(), () => store.close());
+    cleanups.push(
+      () => pool.close(),
+      () => store.close(),
+    );
     const client = await connect(service);
     const seen: unknown[] = [];
     client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => void seen.push(notification.params.data));
@@ -159,6 +203,9 @@ describe('registerTaskTools', () => {
 
     await service.close();
     await expect.poll(() => seen).toContainEqual(`task ${taskId} ended: cancelled (shutdown)`);
-    expect(payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))).toMatchObject({ status: 'cancelled', cancel_reason: 'shutdown' });
+    expect(payload(await client.callTool({ name: 'check_task_status', arguments: { task_id: taskId } }))).toMatchObject({
+      status: 'cancelled',
+      cancel_reason: 'shutdown',
+    });
   });
 });

@@ -47,7 +47,8 @@ export type SdkRequestHandler = (request: { params: { name: string; arguments?: 
  */
 function handlersOf(server: McpServer): Map<string, SdkRequestHandler> {
   const handlers = (server.server as unknown as Record<string, Map<string, SdkRequestHandler> | undefined>)['_requestHandlers'];
-  if (!(handlers instanceof Map)) throw moved('@modelcontextprotocol/server', "The MCP SDK's Server keeps its request handlers elsewhere than `_requestHandlers`");
+  if (!(handlers instanceof Map))
+    throw moved('@modelcontextprotocol/server', "The MCP SDK's Server keeps its request handlers elsewhere than `_requestHandlers`");
   return handlers;
 }
 
@@ -96,7 +97,11 @@ export function replaceHandler(server: McpServer, method: string, handler: SdkRe
 export function answerUnknownToolsAsToolErrors(server: McpServer, known: readonly string[]): void {
   const names = new Set(known);
   const tools = currentHandler(server, 'tools/call');
-  server.server.setRequestHandler('tools/call', (request, ctx) =>
-    (names.has(request.params.name) ? tools(request, ctx as never) : Promise.resolve({ isError: true, content: [{ type: 'text', text: `Tool ${request.params.name} not found` }] })) as never,
+  server.server.setRequestHandler(
+    'tools/call',
+    (request, ctx) =>
+      (names.has(request.params.name)
+        ? tools(request, ctx as never)
+        : Promise.resolve({ isError: true, content: [{ type: 'text', text: `Tool ${request.params.name} not found` }] })) as never,
   );
 }

@@ -53,7 +53,8 @@ export async function serveTaskListen(service: TaskService, message: JSONRPCRequ
   }
   const caller = { principal: options.principal };
   // Another principal's or an unknown id is left out of the acknowledgement; a store that cannot answer is an error, not an empty listen.
-  const visible = (id: string): Promise<TaskRecord | undefined> => service.tasks.get(id, caller).catch((error: unknown) => (isKlymError(error, 'TASK_NOT_FOUND') ? undefined : Promise.reject(error)));
+  const visible = (id: string): Promise<TaskRecord | undefined> =>
+    service.tasks.get(id, caller).catch((error: unknown) => (isKlymError(error, 'TASK_NOT_FOUND') ? undefined : Promise.reject(error)));
   let found: (TaskRecord | undefined)[];
   try {
     found = await Promise.all([...new Set(requested as string[])].map(visible));
@@ -87,7 +88,10 @@ export async function serveTaskListen(service: TaskService, message: JSONRPCRequ
   keepAlive.unref();
   const end = (graceful: boolean): void => {
     if (closed) return;
-    if (graceful) write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { resultType: 'complete', _meta: { ...subscription, [SERVER_INFO_META_KEY]: options.serverInfo } } })}\n\n`);
+    if (graceful)
+      write(
+        `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { resultType: 'complete', _meta: { ...subscription, [SERVER_INFO_META_KEY]: options.serverInfo } } })}\n\n`,
+      );
     closed = true;
     unsubscribe();
     clearInterval(keepAlive);
@@ -138,5 +142,8 @@ export async function serveTaskListen(service: TaskService, message: JSONRPCRequ
   });
   if (options.signal.aborted) closeSilently();
   else options.signal.addEventListener('abort', closeSilently, { once: true });
-  return new Response(stream, { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' } });
+  return new Response(stream, {
+    status: 200,
+    headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' },
+  });
 }

@@ -1,6 +1,14 @@
 import type { z } from 'zod';
 import { isKlymError } from '../errors.ts';
-import { cancelTaskSchema, checkTaskSchema, listTasksSchema, noArgumentsSchema, queryArtifactsSchema, readArtifactSchema, startTaskSchema } from '../tasks/task-request.ts';
+import {
+  cancelTaskSchema,
+  checkTaskSchema,
+  listTasksSchema,
+  noArgumentsSchema,
+  queryArtifactsSchema,
+  readArtifactSchema,
+  startTaskSchema,
+} from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { startOptionsOf } from './start-options.ts';
 
@@ -23,7 +31,12 @@ export interface TaskToolDefinition<Schema extends z.ZodType = z.ZodType> {
     readonly title: string;
     readonly description: string;
     readonly inputSchema: Schema;
-    readonly annotations: { readonly readOnlyHint: boolean; readonly destructiveHint?: boolean; readonly idempotentHint?: boolean; readonly openWorldHint: boolean };
+    readonly annotations: {
+      readonly readOnlyHint: boolean;
+      readonly destructiveHint?: boolean;
+      readonly idempotentHint?: boolean;
+      readonly openWorldHint: boolean;
+    };
   };
   readonly run: (service: TaskService, args: z.output<Schema>, principal: string, meta: unknown) => Promise<object>;
 }
@@ -114,8 +127,7 @@ export const TASK_TOOLS: readonly TaskToolDefinition[] = [
     config: {
       title: 'Cancel a background task',
       description:
-        'Stops a pending or running task (its tool calls in flight are cancelled upstream). A task that already ended ' +
-        'stays as it was; the reply says so.',
+        'Stops a pending or running task (its tool calls in flight are cancelled upstream). A task that already ended stays as it was; the reply says so.',
       inputSchema: cancelTaskSchema,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },

@@ -19,7 +19,10 @@ export function neverReachedUpstream(error: unknown): boolean {
  * or with a message over its `maxMessageBytes`, which was skipped whole.
  */
 export function leavesSessionSound(error: unknown): boolean {
-  return (error instanceof ProtocolError && (error.code === ProtocolErrorCode.InvalidParams || error.code === ProtocolErrorCode.MethodNotFound)) || isMessageTooLarge(error);
+  return (
+    (error instanceof ProtocolError && (error.code === ProtocolErrorCode.InvalidParams || error.code === ProtocolErrorCode.MethodNotFound)) ||
+    isMessageTooLarge(error)
+  );
 }
 
 /**
@@ -52,11 +55,11 @@ export function callError(
   if (tooLarge !== undefined) return tooLarge;
   const lost = context.broken ?? (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed ? error : undefined);
   if (lost !== undefined) {
-    return new KlymError(
-      'UPSTREAM_UNAVAILABLE',
-      `Upstream "${upstream}" was lost during ${toolName} (${describe(lost)}); the call may or may not have run`,
-      { upstream, toolName, cause: error },
-    );
+    return new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${upstream}" was lost during ${toolName} (${describe(lost)}); the call may or may not have run`, {
+      upstream,
+      toolName,
+      cause: error,
+    });
   }
   return new KlymError('UPSTREAM_ERROR', `Upstream "${upstream}" failed ${toolName}: ${describe(error)}`, { upstream, toolName, cause: error });
 }

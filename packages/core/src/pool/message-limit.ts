@@ -72,7 +72,9 @@ export class OversizedScan {
   }
 
   end(complete: boolean): OversizedMessage {
-    const tail = this.#tailFull ? Buffer.concat([this.#tail.subarray(this.#tailAt), this.#tail.subarray(0, this.#tailAt)]) : this.#tail.subarray(0, this.#tailAt);
+    const tail = this.#tailFull
+      ? Buffer.concat([this.#tail.subarray(this.#tailAt), this.#tail.subarray(0, this.#tailAt)])
+      : this.#tail.subarray(0, this.#tailAt);
     return { bytes: this.#bytes, complete, head: this.#head.toString('utf8', 0, this.#headLength), tail: tail.toString('utf8') };
   }
 }
@@ -88,7 +90,9 @@ const TRAILING_MEMBER = new RegExp(String.raw`,\s*"([^"\\]+)"\s*:\s*(${SCALAR})\
  * notification, a request). Serializers put `id` at one end — the TypeScript SDK last, Python's pydantic
  * before `result` — and no member of a nested object can pass for a top-level one at either end.
  */
-export function readEnds(json: Pick<OversizedMessage, 'head' | 'tail'>): { readonly answer: false } | { readonly answer: true; readonly id: RequestId | undefined } {
+export function readEnds(
+  json: Pick<OversizedMessage, 'head' | 'tail'>,
+): { readonly answer: false } | { readonly answer: true; readonly id: RequestId | undefined } {
   const members = new Map<string, string>();
   let rest = json.head.replace(/^\s*\{/, '');
   let first: string | undefined;
@@ -123,7 +127,15 @@ interface TooLargeDetails {
 /** The JSON-RPC error answer to request `id` that takes the place of an answer over `limit`. */
 export function tooLargeAnswer(id: RequestId, message: Pick<OversizedMessage, 'bytes' | 'complete'>, limit: number): JSONRPCMessage {
   const data: TooLargeDetails = { bytes: message.bytes, complete: message.complete, limit };
-  return { jsonrpc: '2.0', id, error: { code: MESSAGE_TOO_LARGE_CODE, message: `The answer was ${describeSize(data)}, over the limit of ${limit} bytes`, data: { klymMessageTooLarge: data } } };
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: MESSAGE_TOO_LARGE_CODE,
+      message: `The answer was ${describeSize(data)}, over the limit of ${limit} bytes`,
+      data: { klymMessageTooLarge: data },
+    },
+  };
 }
 
 /**
@@ -190,5 +202,7 @@ export function replaceOversized(message: OversizedMessage, limit: MessageLimit,
   }
   const id = ends.id ?? (pending.length === 1 ? pending[0] : undefined);
   if (id !== undefined) return tooLargeAnswer(id, message, limit.maxMessageBytes);
-  throw new Error(`it answered with ${describeSize(message)}, over its limit of ${limit.maxMessageBytes} bytes (maxMessageBytes), and the request it answered could not be told`);
+  throw new Error(
+    `it answered with ${describeSize(message)}, over its limit of ${limit.maxMessageBytes} bytes (maxMessageBytes), and the request it answered could not be told`,
+  );
 }

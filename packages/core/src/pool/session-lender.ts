@@ -192,7 +192,10 @@ export class SessionLender implements SessionSource {
       } catch (error) {
         if (signal?.aborted) {
           // generic-pool cannot withdraw a waiter: hand back what it gets later.
-          pending.then((late) => (isFailure(late) ? this.#drop(late) : this.put(late, true)), () => {});
+          pending.then(
+            (late) => (isFailure(late) ? this.#drop(late) : this.put(late, true)),
+            () => {},
+          );
           throw error;
         }
         if (this.#closing) throw new KlymError('POOL_CLOSED', `The pool is closed; upstream "${name}" takes no more calls`, { upstream: name });

@@ -14,7 +14,12 @@ export function lendLog(session: UpstreamSession, onLog: ((entry: UpstreamLogEnt
  * to the call. At once, without a promise, where both allow it: a stdio session whose caller listens to
  * its log first lets one event-loop turn pass, and a source may need time to take it back.
  */
-export function handBack(source: SessionSource, session: UpstreamSession, sound: boolean, onLog: ((entry: UpstreamLogEntry) => void) | undefined): void | Promise<void> {
+export function handBack(
+  source: SessionSource,
+  session: UpstreamSession,
+  sound: boolean,
+  onLog: ((entry: UpstreamLogEntry) => void) | undefined,
+): void | Promise<void> {
   // Stderr comes on its own pipe: lines the child wrote before answering may be read just after the answer.
   if (session.transport === 'stdio' && onLog !== undefined) return new Promise(setImmediate).then(() => giveBack(source, session, sound));
   return giveBack(source, session, sound);

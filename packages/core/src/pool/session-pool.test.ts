@@ -170,7 +170,10 @@ describe('createSessionPool', () => {
       return server;
     };
     const clock = createManualClock();
-    const pool = await createSessionPool({ upstreams: { waiting: createInMemoryUpstream(watched, { pool: { min: 2, max: 2 }, timeouts: { connectMs: 50 } }) }, clock });
+    const pool = await createSessionPool({
+      upstreams: { waiting: createInMemoryUpstream(watched, { pool: { min: 2, max: 2 }, timeouts: { connectMs: 50 } }) },
+      clock,
+    });
     await pool.warmedUp();
     await pool.callTool('waiting', 'wait', { ms: 0 });
     // Past connectMs: when a connect's timer would have fired, had it been left running.

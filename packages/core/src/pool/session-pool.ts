@@ -121,7 +121,12 @@ export interface SessionPool extends AsyncDisposable {
 export async function createSessionPool(options: SessionPoolOptions): Promise<SessionPool> {
   const configs = Object.entries(options.upstreams).map(([name, config]) => resolveUpstreamConfig(name, config));
   const clock = options.clock ?? realClock;
-  const upstreamOptions = { clientInfo: options.clientInfo ?? { name: 'klym', version: '0.1.0' }, onLog: options.onLog ?? (() => {}), onCall: options.onCall, clock };
+  const upstreamOptions = {
+    clientInfo: options.clientInfo ?? { name: 'klym', version: '0.1.0' },
+    onLog: options.onLog ?? (() => {}),
+    onCall: options.onCall,
+    clock,
+  };
   const upstreams = new Map(configs.map((config) => [config.name, new Upstream(config, upstreamOptions)]));
   const toolIndex = new Map<string, { upstream: string; toolName: string }>();
   const scopes = new Set<OpenSessionScope>();
@@ -150,7 +155,10 @@ export async function createSessionPool(options: SessionPoolOptions): Promise<Se
       [...upstreams.keys()].forEach((name, index) => {
         const listing = listings[index] as PromiseSettledResult<readonly Tool[]>;
         if (listing.status === 'rejected') {
-          const error = listing.reason instanceof KlymError ? listing.reason : new KlymError('UPSTREAM_ERROR', `Upstream "${name}" could not list its tools`, { upstream: name, cause: listing.reason });
+          const error =
+            listing.reason instanceof KlymError
+              ? listing.reason
+              : new KlymError('UPSTREAM_ERROR', `Upstream "${name}" could not list its tools`, { upstream: name, cause: listing.reason });
           report[name] = { ok: false, error };
           return;
         }
@@ -205,7 +213,12 @@ export async function createSessionPool(options: SessionPoolOptions): Promise<Se
     [Symbol.asyncDispose]: () => pool.close(),
   };
 
-  async function callInOwnScope(upstream: string, toolName: string, args: Record<string, unknown>, callOptions: CallToolOptions | undefined): Promise<CallToolResult> {
+  async function callInOwnScope(
+    upstream: string,
+    toolName: string,
+    args: Record<string, unknown>,
+    callOptions: CallToolOptions | undefined,
+  ): Promise<CallToolResult> {
     const scope = pool.openScope(`${upstream}/${toolName} call`);
     try {
       return await scope.callTool(upstream, toolName, args, callOptions);

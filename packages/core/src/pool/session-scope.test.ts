@@ -69,7 +69,10 @@ describe('sessionScope', () => {
     await alice.close();
     expect(upstream.sessions.closed).toBe(1);
     expect(textOf(await bob.callTool('state', 'get'))).toBe('holds "bob"');
-    await expect(alice.callTool('state', 'get')).rejects.toMatchObject({ code: 'POOL_CLOSED', message: 'The session scope "alice" is closed; no call to state/get' });
+    await expect(alice.callTool('state', 'get')).rejects.toMatchObject({
+      code: 'POOL_CLOSED',
+      message: 'The session scope "alice" is closed; no call to state/get',
+    });
   });
 
   it('task: scopes hold at most `pool.max` sessions; one more waits for a session, up to `acquireMs`, and gets a fresh one', async () => {
@@ -99,7 +102,9 @@ describe('sessionScope', () => {
     await alice.callTool('state', 'set', { value: 'alice' });
     await expect(alice.callTool('state', 'hang', {}, { timeoutMs: 50 })).rejects.toMatchObject({
       code: 'UPSTREAM_TIMEOUT',
-      message: expect.stringContaining('The scope "alice" lost its session to upstream "state", and with it whatever state the upstream kept for it; the next call opens a fresh session'),
+      message: expect.stringContaining(
+        'The scope "alice" lost its session to upstream "state", and with it whatever state the upstream kept for it; the next call opens a fresh session',
+      ),
     });
     expect(textOf(await alice.callTool('state', 'get'))).toBe('holds ""');
     expect(textOf(await alice.callTool('state', 'get'))).toBe('holds ""');

@@ -70,7 +70,9 @@ export function openSessionScope(id: string, upstreamNamed: (name: string) => Up
     id,
     callTool(upstreamName, toolName, args = {}, options = {}) {
       if (closing !== undefined || ended !== undefined) {
-        return Promise.reject(new KlymError('POOL_CLOSED', `The session scope "${id}" is closed; no call to ${upstreamName}/${toolName}`, { upstream: upstreamName, toolName }));
+        return Promise.reject(
+          new KlymError('POOL_CLOSED', `The session scope "${id}" is closed; no call to ${upstreamName}/${toolName}`, { upstream: upstreamName, toolName }),
+        );
       }
       let upstream: Upstream;
       try {
@@ -78,7 +80,9 @@ export function openSessionScope(id: string, upstreamNamed: (name: string) => Up
       } catch (error) {
         return Promise.reject(error);
       }
-      return upstream.config.sessionScope === 'task' ? callHeld(upstream, toolName, args, options) : upstream.callTool(toolName, args, options, undefined, inFlight);
+      return upstream.config.sessionScope === 'task'
+        ? callHeld(upstream, toolName, args, options)
+        : upstream.callTool(toolName, args, options, undefined, inFlight);
     },
     close() {
       closing ??= (async () => {

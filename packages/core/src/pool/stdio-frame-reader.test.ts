@@ -40,7 +40,13 @@ describe('StdioFrameReader', () => {
       const { frames, read } = reader();
       feed(frames, `${answer(7, 'y'.repeat(50_000))}${answer(8, 'after')}`, size);
       const [tooLarge, after] = read() as [{ id: number; error: { code: number; data: unknown } }, { id: number; result: unknown }];
-      expect(tooLarge).toMatchObject({ id: 7, error: { code: MESSAGE_TOO_LARGE_CODE, data: { klymMessageTooLarge: { bytes: Buffer.byteLength(answer(7, 'y'.repeat(50_000))) - 1, complete: true, limit: LIMIT } } } });
+      expect(tooLarge).toMatchObject({
+        id: 7,
+        error: {
+          code: MESSAGE_TOO_LARGE_CODE,
+          data: { klymMessageTooLarge: { bytes: Buffer.byteLength(answer(7, 'y'.repeat(50_000))) - 1, complete: true, limit: LIMIT } },
+        },
+      });
       expect(after).toMatchObject({ id: 8, result: { content: [{ text: 'after' }] } });
     }
   });

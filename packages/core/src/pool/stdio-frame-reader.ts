@@ -29,7 +29,7 @@ export class StdioFrameReader {
   }
 
   append(chunk: Buffer): void {
-    for (let start = 0; start < chunk.length; ) {
+    for (let start = 0; start < chunk.length;) {
       const newline = chunk.indexOf(10, start);
       const end = newline === -1 ? chunk.length : newline;
       if (end > start) this.#take(chunk.subarray(start, end));

@@ -27,7 +27,11 @@ export function assertUpstreamName(name: string): void {
     );
   }
   if (name === BUILT_IN_NAMESPACE) {
-    throw new KlymError('CONFIG_INVALID', `Expected an upstream name other than "${BUILT_IN_NAMESPACE}": Klym's own tools (${BUILT_IN_NAMESPACE}__read_artifact, …) are named under it`, { upstream: name });
+    throw new KlymError(
+      'CONFIG_INVALID',
+      `Expected an upstream name other than "${BUILT_IN_NAMESPACE}": Klym's own tools (${BUILT_IN_NAMESPACE}__read_artifact, …) are named under it`,
+      { upstream: name },
+    );
   }
 }
 

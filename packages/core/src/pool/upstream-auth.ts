@@ -48,8 +48,7 @@ export type UpstreamAuth =
 
 /** An upstream's `auth` with its algorithm settled. */
 export type ResolvedUpstreamAuth =
-  | Extract<UpstreamAuth, { type: 'client_credentials' }>
-  | (Extract<UpstreamAuth, { type: 'private_key_jwt' }> & { readonly algorithm: string });
+  Extract<UpstreamAuth, { type: 'client_credentials' }> | (Extract<UpstreamAuth, { type: 'private_key_jwt' }> & { readonly algorithm: string });
 
 /** The secrets `auth` holds, for redaction: the client secret, or the private key (whole, and line by line). */
 export function upstreamAuthSecrets(upstreamAuth: UpstreamAuth | undefined): string[] {
@@ -65,7 +64,8 @@ export function upstreamAuthSecrets(upstreamAuth: UpstreamAuth | undefined): str
  */
 export function resolveUpstreamAuth(upstreamAuth: UpstreamAuth): ResolvedUpstreamAuth {
   const type = (upstreamAuth as { type?: unknown }).type;
-  if (type !== 'client_credentials' && type !== 'private_key_jwt') throw new Error(`expected \`auth.type\` to be "client_credentials" or "private_key_jwt", got ${JSON.stringify(type)}`);
+  if (type !== 'client_credentials' && type !== 'private_key_jwt')
+    throw new Error(`expected \`auth.type\` to be "client_credentials" or "private_key_jwt", got ${JSON.stringify(type)}`);
   if (typeof upstreamAuth.clientId !== 'string' || upstreamAuth.clientId === '') throw new Error('expected `auth.clientId` to be a non-empty string');
   const issuer: unknown = upstreamAuth.issuer;
   if (typeof issuer !== 'string' || !isSecureIssuer(issuer)) {
@@ -75,7 +75,8 @@ export function resolveUpstreamAuth(upstreamAuth: UpstreamAuth): ResolvedUpstrea
     );
   }
   if (upstreamAuth.type === 'client_credentials') {
-    if (typeof upstreamAuth.clientSecret !== 'string' || upstreamAuth.clientSecret === '') throw new Error('expected `auth.clientSecret` to be a non-empty string');
+    if (typeof upstreamAuth.clientSecret !== 'string' || upstreamAuth.clientSecret === '')
+      throw new Error('expected `auth.clientSecret` to be a non-empty string');
     return upstreamAuth;
   }
   let algorithm: string;
@@ -83,7 +84,9 @@ export function resolveUpstreamAuth(upstreamAuth: UpstreamAuth): ResolvedUpstrea
     algorithm = upstreamAuth.algorithm ?? algorithmOf(upstreamAuth.privateKey);
   } catch (error) {
     // The key's own parse error may quote it: say what is wrong, not what it held.
-    throw new Error(`expected \`auth.privateKey\` to be a PEM private key (${error instanceof Error && 'code' in error ? String(error.code) : 'unreadable'})`, { cause: error });
+    throw new Error(`expected \`auth.privateKey\` to be a PEM private key (${error instanceof Error && 'code' in error ? String(error.code) : 'unreadable'})`, {
+      cause: error,
+    });
   }
   return { ...upstreamAuth, algorithm };
 }

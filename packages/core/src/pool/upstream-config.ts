@@ -154,7 +154,8 @@ export function resolveUpstreamConfig(name: string, config: UpstreamConfig): Res
   const transport = config.connect ? 'custom' : config.command === undefined ? (config.transport ?? 'auto') : 'stdio';
 
   const protocol = config.protocol ?? (transport === 'stdio' ? '2025-11-25' : 'auto');
-  if (!['auto', '2025-11-25', '2026-07-28'].includes(protocol)) fail(`expected \`protocol\` to be "auto", "2025-11-25" or "2026-07-28", got ${JSON.stringify(protocol)}`);
+  if (!['auto', '2025-11-25', '2026-07-28'].includes(protocol))
+    fail(`expected \`protocol\` to be "auto", "2025-11-25" or "2026-07-28", got ${JSON.stringify(protocol)}`);
   if (protocol === '2026-07-28' && transport === 'sse') fail('`protocol: "2026-07-28"` needs Streamable HTTP (or stdio): legacy SSE speaks 2025-11-25 only');
 
   let upstreamAuth: ResolvedUpstreamAuth | undefined;

@@ -165,7 +165,12 @@ export async function openSession(
     // The GET stream is optional (for what a server sends unasked); a server without one should answer 405,
     // which the SDK takes in its stride, but some answer 404. Calls go on over POST; only that stream is lost.
     if (error instanceof SdkHttpError && error.status === 404 && error.code === SdkErrorCode.ClientHttpFailedToOpenStream) {
-      hooks.onLog({ upstream: config.name, source: 'notification', level: 'warning', message: 'it offers no GET stream (HTTP 404 instead of 405): what it would send unasked there is not received; calls go on' });
+      hooks.onLog({
+        upstream: config.name,
+        source: 'notification',
+        level: 'warning',
+        message: 'it offers no GET stream (HTTP 404 instead of 405): what it would send unasked there is not received; calls go on',
+      });
       return;
     }
     markBroken(error, true);
@@ -197,11 +202,17 @@ export async function openSession(
   try {
     opened = trackSends(createTransport(config, transport, hooks, log, sent), sending, sent);
     const prior = transport === 'sse' ? undefined : hooks.verdict;
-    await raceAbort(client.connect(opened, { timeout: config.connectMs, signal: connecting.signal, ...(prior === undefined ? {} : { prior }) }), connecting.signal);
+    await raceAbort(
+      client.connect(opened, { timeout: config.connectMs, signal: connecting.signal, ...(prior === undefined ? {} : { prior }) }),
+      connecting.signal,
+    );
     // A connect from a remembered verdict opens no `subscriptions/listen` stream by itself: open it here. It
     // carries the tool list's changes, and its end is what tells an idle stateless session its upstream went.
     if (prior?.kind === 'modern' && client.getServerCapabilities()?.tools?.listChanged === true) {
-      const subscription = await raceAbort(client.listen({ toolsListChanged: true }, { timeout: config.connectMs, signal: connecting.signal }), connecting.signal);
+      const subscription = await raceAbort(
+        client.listen({ toolsListChanged: true }, { timeout: config.connectMs, signal: connecting.signal }),
+        connecting.signal,
+      );
       void subscription.closed.then((how) => {
         if (how !== 'local') markBroken(new Error('its subscriptions/listen stream ended'), true);
       });

@@ -19,7 +19,13 @@ const BYTES_PER_SECOND = 64 * 1024;
  * dropped is counted in `counts`, and one warning says so when a flood starts being dropped. The rate is
  * measured on `clock`.
  */
-export function readStderr(stream: Readable, upstream: string, log: (entry: UpstreamLogEntry) => void, counts: StderrCounts, clock: Pick<PoolClock, 'now'>): void {
+export function readStderr(
+  stream: Readable,
+  upstream: string,
+  log: (entry: UpstreamLogEntry) => void,
+  counts: StderrCounts,
+  clock: Pick<PoolClock, 'now'>,
+): void {
   let budget = BURST_BYTES;
   let refilledAt = clock.now();
   let dropping = false;

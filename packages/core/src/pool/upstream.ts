@@ -142,7 +142,13 @@ export class Upstream {
    * Calls `toolName` on a pooled session (or one `source` holds) and gives the session back; one that broke
    * is replaced. `calls` is where a scope keeps the calls it may abort.
    */
-  callTool(toolName: string, args: Record<string, unknown>, options: CallToolOptions = {}, source?: SessionSource, calls?: Set<InFlightCall>): Promise<CallToolResult> {
+  callTool(
+    toolName: string,
+    args: Record<string, unknown>,
+    options: CallToolOptions = {},
+    source?: SessionSource,
+    calls?: Set<InFlightCall>,
+  ): Promise<CallToolResult> {
     const use = (session: UpstreamSession, call: InFlightCall): Promise<CallToolResult> => requestTool(this.config, session, call, toolName, args, options);
     const calling = this.#withSession({ what: toolName, options, use, source, calls, counts: this.#calls });
     const { onCall } = this.#options;
@@ -193,11 +199,14 @@ export class Upstream {
     this.#closing = true;
     this.clock.clearTimeout(this.#probeTimer);
     this.#closed.abort(new KlymError('POOL_CLOSED', `The pool closed while connecting to upstream "${this.name}"`, { upstream: this.name }));
-    const timer = this.clock.setTimeout(() => {
-      for (const call of this.#inFlight) {
-        call.fail(new KlymError('POOL_CLOSED', `The pool closed before the call to upstream "${this.name}" finished`, { upstream: this.name }));
-      }
-    }, Math.max(0, deadline - this.clock.now()));
+    const timer = this.clock.setTimeout(
+      () => {
+        for (const call of this.#inFlight) {
+          call.fail(new KlymError('POOL_CLOSED', `The pool closed before the call to upstream "${this.name}" finished`, { upstream: this.name }));
+        }
+      },
+      Math.max(0, deadline - this.clock.now()),
+    );
     try {
       await this.#sessions.close();
     } finally {
@@ -271,7 +280,11 @@ export class Upstream {
   }
 
   async #create(): Promise<Pooled> {
-    if (this.#closing) return connectFailure(new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name }), this.clock.now());
+    if (this.#closing)
+      return connectFailure(
+        new KlymError('POOL_CLOSED', `The pool is closed; upstream "${this.name}" takes no more calls`, { upstream: this.name }),
+        this.clock.now(),
+      );
     if (!this.#breaker.tryAttempt()) {
       // A probe timer may fire a millisecond before the breaker's clock allows it: keep the chain going.
       this.#scheduleProbe();
@@ -305,7 +318,10 @@ export class Upstream {
         const livedMs = this.clock.now() - connectedAt;
         if (byUpstream && livedMs < this.config.breaker.cooldownMs && !this.#closing) {
           const lost = `its session closed ${Math.round(livedMs)} ms after connecting (${describe(reason)})`;
-          this.#connectFailed(new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${this.name}" is unavailable: ${lost}`, { upstream: this.name, cause: reason }), 'closed-after-connect');
+          this.#connectFailed(
+            new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${this.name}" is unavailable: ${lost}`, { upstream: this.name, cause: reason }),
+            'closed-after-connect',
+          );
         }
         this.#keepMinimum(true);
       },
@@ -329,7 +345,9 @@ export class Upstream {
       proving.unref?.();
       return session;
     } catch (error) {
-      const failure = isKlymError(error) ? error : new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${this.name}" is unavailable: ${describe(error)}`, { upstream: this.name, cause: error });
+      const failure = isKlymError(error)
+        ? error
+        : new KlymError('UPSTREAM_UNAVAILABLE', `Upstream "${this.name}" is unavailable: ${describe(error)}`, { upstream: this.name, cause: error });
       this.#connectFailed(failure, 'connect-failed');
       const endedAt = this.clock.now();
       return connectFailure(failure, endedAt, endedAt - startedAt < this.config.connectMs);

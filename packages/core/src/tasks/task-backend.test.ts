@@ -64,7 +64,10 @@ describe('openTaskBackend', () => {
   it('refuses a spec of another scheme, naming it (never its password) and what is accepted', async () => {
     for (const spec of ['postgres://klym:hunter22@db:5432/klym', 'sqlite:', 'file:tasks.db', 'Memory']) {
       const refused = await openTaskBackend(spec).catch((error: unknown) => error);
-      expect(refused).toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('Expected the task store to be "memory", "sqlite:<path>" or "redis://') });
+      expect(refused).toMatchObject({
+        code: 'CONFIG_INVALID',
+        message: expect.stringContaining('Expected the task store to be "memory", "sqlite:<path>" or "redis://'),
+      });
       expect((refused as Error).message).toContain(`got "${spec.replace('hunter22', '***')}"`);
       expect((refused as Error).message).not.toContain('hunter22');
     }

@@ -56,7 +56,10 @@ const ACCEPTED = '"memory", "sqlite:<path>" or "redis://[user:password@]host:por
  * ```
  */
 export async function openTaskBackend(spec: string, options: TaskBackendOptions = {}): Promise<TaskBackend> {
-  const storeOptions = { ...(options.log === undefined ? {} : { log: options.log }), ...(options.artifacts === undefined ? {} : { artifacts: options.artifacts }) };
+  const storeOptions = {
+    ...(options.log === undefined ? {} : { log: options.log }),
+    ...(options.artifacts === undefined ? {} : { artifacts: options.artifacts }),
+  };
   if (spec === 'memory') return backendOf(createMemoryTaskStore(storeOptions), createInProcessTaskQueue());
   if (spec.startsWith('sqlite:') && spec.length > 'sqlite:'.length) {
     const file = path.resolve(spec.slice('sqlite:'.length));
@@ -72,10 +75,17 @@ export async function openTaskBackend(spec: string, options: TaskBackendOptions 
   }
   if (/^rediss?:\/\//.test(spec)) {
     // Loaded only when asked for; their errors name host:port/db, never the password.
-    const [{ createRedisTaskStore }, { createBullmqTaskQueue }] = await Promise.all([import('./store/redis/redis-task-store.ts'), import('./queue/bullmq-task-queue.ts')]);
+    const [{ createRedisTaskStore }, { createBullmqTaskQueue }] = await Promise.all([
+      import('./store/redis/redis-task-store.ts'),
+      import('./queue/bullmq-task-queue.ts'),
+    ]);
     const store = await createRedisTaskStore({ url: spec, ...storeOptions });
     try {
-      const queue = await createBullmqTaskQueue({ url: spec, ...options.sharedQueue, ...(options.onQueueLog === undefined ? {} : { onLog: options.onQueueLog }) });
+      const queue = await createBullmqTaskQueue({
+        url: spec,
+        ...options.sharedQueue,
+        ...(options.onQueueLog === undefined ? {} : { onLog: options.onQueueLog }),
+      });
       return backendOf(store, queue, store.warnings);
     } catch (error) {
       await store.close().catch(() => {});

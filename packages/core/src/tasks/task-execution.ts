@@ -111,7 +111,12 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       principal: task.principal,
       finishReason: task.result?.finishReason ?? 'unknown',
     };
-    const outcome = await writeBackResult(context.pool, { id: task.id, text, time: new Date(task.finishedAt ?? Date.now()), provenance }, context.writeBack, tracing);
+    const outcome = await writeBackResult(
+      context.pool,
+      { id: task.id, text, time: new Date(task.finishedAt ?? Date.now()), provenance },
+      context.writeBack,
+      tracing,
+    );
     const updated = await store.update(task.id, { writeBack: outcome.error === undefined ? outcome : { ...outcome, error: redact.text(outcome.error) } });
     log(task.id, 'write-back', { ...outcome });
     if (updated !== undefined) emit({ type: 'task-write-back', task: updated });
@@ -164,7 +169,10 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     if (resumed) {
       const fromStep = checkpoint?.steps ?? 0;
       await store.update(id, { resumes: [...(task.resumes ?? []), fromStep] });
-      log(id, 'task-resume', { fromStep, interruptedCalls: checkpoint?.current?.calls.filter((call) => call.output === undefined).map((call) => call.toolName) ?? [] });
+      log(id, 'task-resume', {
+        fromStep,
+        interruptedCalls: checkpoint?.current?.calls.filter((call) => call.output === undefined).map((call) => call.toolName) ?? [],
+      });
       emit({ type: 'task-resume', task });
       context.announce('task-resume', id);
     } else {
@@ -179,7 +187,10 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     lease.signal.addEventListener('abort', onLeaseAbort, { once: true });
     // The limit counts run time across restarts, as the run's own budgets do.
     const leftMs = Math.max(0, context.taskTimeoutMs - spentMs);
-    const timer = setTimeout(() => controller.abort(new KlymError('TASK_TIMEOUT', `Task ${id} ran past its run-time limit of ${context.taskTimeoutMs} ms`)), leftMs);
+    const timer = setTimeout(
+      () => controller.abort(new KlymError('TASK_TIMEOUT', `Task ${id} ran past its run-time limit of ${context.taskTimeoutMs} ms`)),
+      leftMs,
+    );
     const progress = createProgress(store, task);
     // A step-end's cost is the run's so far, a resumed task's earlier steps included: a step's own is the difference.
     let costSoFar = task.usage.costUsd ?? 0;
@@ -219,10 +230,28 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     const tracing = span === undefined ? undefined : { ...context.tracing, ...(span.carrier === undefined ? {} : { parent: span.carrier }) };
     // Kept in the task's store: a resumed run, or a worker that took the task over, reads them again.
     const artifacts = taskArtifacts(store, id, context.queries, controller.signal);
-    const runOptions = runOptionsOf(task, { pool: context.pool, scope, artifacts, defaults, secrets: context.secrets, taskTimeoutMs: context.taskTimeoutMs, signal: controller.signal, budgetSignal: budget.signal, beforeStep, onEvent, onCheckpoint, checkpoint, tracing });
+    const runOptions = runOptionsOf(task, {
+      pool: context.pool,
+      scope,
+      artifacts,
+      defaults,
+      secrets: context.secrets,
+      taskTimeoutMs: context.taskTimeoutMs,
+      signal: controller.signal,
+      budgetSignal: budget.signal,
+      beforeStep,
+      onEvent,
+      onCheckpoint,
+      checkpoint,
+      tracing,
+    });
     try {
-      const result = await raceAbort(Promise.resolve().then(() => context.run(runOptions)), controller.signal).finally(progress.save);
-      if (result.finishReason === 'cancelled' || controller.signal.aborted) throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);
+      const result = await raceAbort(
+        Promise.resolve().then(() => context.run(runOptions)),
+        controller.signal,
+      ).finally(progress.save);
+      if (result.finishReason === 'cancelled' || controller.signal.aborted)
+        throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);
       if (!(await lease.holds())) return 'left';
       const record = task.request.recordResult ?? context.writeBack?.byDefault ?? false;
       const done = await finish(id, ['running'], completionOf(task, result, { checkpoint, writeBack: record, redact }));

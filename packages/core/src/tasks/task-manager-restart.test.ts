@@ -106,7 +106,8 @@ describe('createTaskManager over a store a dead process left', () => {
       upstreams: ['grynya'],
       openScope: () => ({ close: async () => {} }),
       callTool: async (_upstream: string, tool: string, args: Record<string, unknown>) => (
-        calls.push({ tool, args }), { content: [{ type: 'text', text: '{"status":"success"}' }] }
+        calls.push({ tool, args }),
+        { content: [{ type: 'text', text: '{"status":"success"}' }] }
       ),
     } as unknown as SessionPool;
     manager = createTaskManager({ pool: writingPool, run, store });

@@ -240,6 +240,8 @@ describe('createTaskManager', () => {
     expect(() => createTaskManager({ pool, queue: shared(), maxConcurrent: 0 })).toThrow(/shared task queue needs a `store`/);
     manager = createTaskManager({ pool, queue: shared(), store: createMemoryTaskStore(), maxConcurrent: 0 });
     expect(await manager.start({ prompt: 'for a worker' }, me)).toMatchObject({ status: 'pending', currentStep: 'queued' });
-    expect(() => createTaskManager({ pool, queue: shared(), store: createMemoryTaskStore(), maxConcurrent: -1 })).toThrow(/`maxConcurrent` to be a number of at least 0, got -1/);
+    expect(() => createTaskManager({ pool, queue: shared(), store: createMemoryTaskStore(), maxConcurrent: -1 })).toThrow(
+      /`maxConcurrent` to be a number of at least 0, got -1/,
+    );
   });
 });

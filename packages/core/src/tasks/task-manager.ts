@@ -248,7 +248,10 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     ? atLeastZero('maxConcurrent', options.maxConcurrent ?? TASK_DEFAULTS.concurrency)
     : positive('maxConcurrent', options.maxConcurrent ?? TASK_DEFAULTS.concurrency);
   if (queue.shared && options.store === undefined) {
-    throw new KlymError('CONFIG_INVALID', 'A shared task queue needs a `store` that every process sharing it uses too; the default in-memory store is this process\'s own');
+    throw new KlymError(
+      'CONFIG_INVALID',
+      "A shared task queue needs a `store` that every process sharing it uses too; the default in-memory store is this process's own",
+    );
   }
   const maxQueued = positive('maxQueued', options.maxQueued ?? TASK_DEFAULTS.maxQueued);
   const taskTimeoutMs = positive('taskTimeoutMs', options.taskTimeoutMs ?? TASK_DEFAULTS.timeoutMs);
@@ -378,7 +381,11 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       }
       const { placement, startsAtOnce } = await admission.admit(caller.principal).catch((error: unknown) => {
         if (isKlymError(error, 'QUOTA_EXCEEDED') || isKlymError(error, 'TASK_QUEUE_FULL')) {
-          const refusal: TaskRefusal = { principal: caller.principal, code: isKlymError(error, 'QUOTA_EXCEEDED') ? 'QUOTA_EXCEEDED' : 'TASK_QUEUE_FULL', ...(error.quota === undefined ? {} : { quota: error.quota }) };
+          const refusal: TaskRefusal = {
+            principal: caller.principal,
+            code: isKlymError(error, 'QUOTA_EXCEEDED') ? 'QUOTA_EXCEEDED' : 'TASK_QUEUE_FULL',
+            ...(error.quota === undefined ? {} : { quota: error.quota }),
+          };
           try {
             options.onRefuse?.(refusal);
           } catch {
@@ -403,7 +410,10 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       if (stored.id !== id) return stored; // another start with the same key won
       // close() began while the store wrote: it has already swept the queue, so this task must not run.
       if (closing) return (await finish(id, ['pending'], { status: 'cancelled', currentStep: 'cancelled', cancelReason: closeReason })) ?? task;
-      log(id, 'task-create', { model: request.model ?? defaults.model ?? 'default', recordResult: request.recordResult ?? options.writeBack?.byDefault ?? false });
+      log(id, 'task-create', {
+        model: request.model ?? defaults.model ?? 'default',
+        recordResult: request.recordResult ?? options.writeBack?.byDefault ?? false,
+      });
       emit({ type: 'task-create', task });
       try {
         await queue.add(id, placement);

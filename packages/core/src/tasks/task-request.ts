@@ -36,13 +36,17 @@ const startTaskShape = {
     .min(1)
     .max(200)
     .optional()
-    .describe('Your key for this start: starting again with the same key answers the task it started (whatever its status) instead of a new one. Use it to retry safely.'),
+    .describe(
+      'Your key for this start: starting again with the same key answers the task it started (whatever its status) instead of a new one. Use it to retry safely.',
+    ),
   webhook: z
     .string()
     .min(1)
     .max(100)
     .optional()
-    .describe("The name of one of the server's configured webhook endpoints, to be told when this task starts or ends (the endpoint's configuration says which). A name only: never a URL."),
+    .describe(
+      "The name of one of the server's configured webhook endpoints, to be told when this task starts or ends (the endpoint's configuration says which). A name only: never a URL.",
+    ),
 };
 
 /** Arguments of `check_task_status` (also `GET /api/tasks/:id`). */
@@ -65,12 +69,25 @@ const readArtifactShape = {
   task_id: taskId.describe('The id start_async_agent_task returned.'),
   artifact: z.string().min(1).max(100).describe('An artifact id (`art_…`) that check_task_status lists.'),
   offset: z.number().int().min(0).optional().describe('The first line to give, 0-based. Default 0. With `original`, the first character.'),
-  char_offset: z.number().int().min(0).optional().describe('Where to start inside line `offset`, in characters, to read on in a long line (`next_char_offset`). Default 0.'),
-  limit: z.number().int().min(1).max(500).optional().describe('Lines to give, at most 500. Default 100. A page also stops when it is full: `next_offset` says where to read on.'),
+  char_offset: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('Where to start inside line `offset`, in characters, to read on in a long line (`next_char_offset`). Default 0.'),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(500)
+    .optional()
+    .describe('Lines to give, at most 500. Default 100. A page also stops when it is full: `next_offset` says where to read on.'),
   original: z
     .boolean()
     .optional()
-    .describe('Read the result as the tool gave it (a JSON answer kept as records: its original text, byte for byte), by characters from `offset`, instead of by lines.'),
+    .describe(
+      'Read the result as the tool gave it (a JSON answer kept as records: its original text, byte for byte), by characters from `offset`, instead of by lines.',
+    ),
 };
 
 /** Arguments of `query_task_artifact` (also the body of `POST /api/tasks/:id/query`). */
@@ -80,7 +97,9 @@ const queryArtifactsShape = {
     .string()
     .min(1)
     .max(20_000)
-    .describe("One SQL query (DuckDB) over the task's artifacts, each a table named by its id (`SELECT … FROM art_… …`): text artifacts have columns n, line; JSON records one column per key."),
+    .describe(
+      "One SQL query (DuckDB) over the task's artifacts, each a table named by its id (`SELECT … FROM art_… …`): text artifacts have columns n, line; JSON records one column per key.",
+    ),
 };
 
 /** Arguments of `cancel_agent_task`. */
@@ -199,7 +218,8 @@ async function narrowTools(asked: ToolSelection | undefined, limits: RequestLimi
   const server = limits.selection ?? {};
   if (asked?.policy !== undefined) {
     const known = [READ_ONLY_POLICY, ...Object.keys(limits.policies ?? {})];
-    if (!known.includes(asked.policy)) throw new KlymError('INVALID_ARGUMENT', `\`tools.policy\`: "${asked.policy.slice(0, 80)}" is not a policy here; choose one of: ${known.join(', ')}`);
+    if (!known.includes(asked.policy))
+      throw new KlymError('INVALID_ARGUMENT', `\`tools.policy\`: "${asked.policy.slice(0, 80)}" is not a policy here; choose one of: ${known.join(', ')}`);
     if (server.policy !== undefined && server.policy !== asked.policy) {
       throw new KlymError('INVALID_ARGUMENT', `\`tools.policy\`: tasks here always run under the policy "${server.policy}"`);
     }

@@ -24,8 +24,12 @@ const ok = (text: string) => ({ content: [{ type: 'text' as const, text }] });
 /** A small graph server: one read-only tool by annotation, one read-only by configuration only, two that write. */
 function graphServer(): McpServer {
   const server = new McpServer({ name: 'graph', version: '1.0.0' });
-  server.registerTool('get_node', { description: 'A node by id', inputSchema: { id: z.string() }, annotations: { readOnlyHint: true } }, ({ id }) => ok(`node ${id}`));
-  server.registerTool('query_graph', { description: 'Runs a Cypher query', inputSchema: { query: z.string() } }, () => ok('{"status":"success","result":[[3]]}'));
+  server.registerTool('get_node', { description: 'A node by id', inputSchema: { id: z.string() }, annotations: { readOnlyHint: true } }, ({ id }) =>
+    ok(`node ${id}`),
+  );
+  server.registerTool('query_graph', { description: 'Runs a Cypher query', inputSchema: { query: z.string() } }, () =>
+    ok('{"status":"success","result":[[3]]}'),
+  );
   server.registerTool('add_node', { description: 'Adds a node', inputSchema: { id: z.string() } }, () => ok('{"status":"success"}'));
   server.registerTool('delete_node', { description: 'Deletes a node', inputSchema: { id: z.string() } }, () => ok('{"status":"success"}'));
   return server;
@@ -50,11 +54,11 @@ const scripted =
   (options) =>
     runAgent({ ...options, model: createMockModel(steps()) });
 
-const finishesAtOnce: AgentRunner = async () =>
-  runResult('done', { usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2, estimated: false } });
+const finishesAtOnce: AgentRunner = async () => runResult('done', { usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2, estimated: false } });
 
 /** Runs that last until cancelled. */
-const held: AgentRunner = (options) => new Promise((resolve) => options.signal?.addEventListener('abort', () => resolve(runResult('stopped', { finishReason: 'cancelled' })), { once: true }));
+const held: AgentRunner = (options) =>
+  new Promise((resolve) => options.signal?.addEventListener('abort', () => resolve(runResult('stopped', { finishReason: 'cancelled' })), { once: true }));
 
 /** A text of `length` characters that JSON escapes the most: quotes, backslashes, newlines, control characters. */
 const longest = (length: number, unit = '"\\\n\u0001é'): string => unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
@@ -133,7 +137,12 @@ describe('createTaskService: capabilities', () => {
       { name: 'grynya__get_node', read_only: true, description: 'A node by id' },
       { name: 'grynya__query_graph', read_only: true, description: 'Runs a Cypher query' },
     ]);
-    expect(described).toMatchObject({ upstreams: { grynya: { state: 'ready', tools: 4 } }, default_model: 'scripted', policies: ['read-only'], server_tool_policy: { policy: 'read-only' } });
+    expect(described).toMatchObject({
+      upstreams: { grynya: { state: 'ready', tools: 4 } },
+      default_model: 'scripted',
+      policies: ['read-only'],
+      server_tool_policy: { policy: 'read-only' },
+    });
   });
 
   it('removes secret-shaped text from an upstream error, and configured secrets too', async () => {
@@ -176,7 +185,9 @@ describe('createTaskService: tasks', () => {
     const starts = Array.from({ length: 16 }, (_, index) => klym.start({ prompt: `burst ${index}` }, 'grynya'));
     const storedWhenAnswered = await klym.status({ task_id: taskId }, 'grynya').then(() => inserted.length);
     expect(storedWhenAnswered).toBe(0);
-    expect((await Promise.all(starts)).map((view) => view.status)).toEqual(Array.from({ length: 16 }, () => expect.stringMatching(/pending|running|completed/)));
+    expect((await Promise.all(starts)).map((view) => view.status)).toEqual(
+      Array.from({ length: 16 }, () => expect.stringMatching(/pending|running|completed/)),
+    );
     expect(inserted).toHaveLength(16);
   });
 
@@ -199,7 +210,10 @@ describe('createTaskService: tasks', () => {
     expect(pages).toBe(3);
     expect(seen).toEqual(ids.toReversed());
     expect((await klym.list({ limit: 7 }, 'grynya')).tasks.map((task) => task.prompt)).toEqual(Array.from({ length: 7 }, (_, index) => `task ${119 - index}`));
-    await expect(klym.list({ cursor: 'not-a-cursor' }, 'grynya')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`cursor`/) });
+    await expect(klym.list({ cursor: 'not-a-cursor' }, 'grynya')).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/^`cursor`/),
+    });
   });
 
   it('answers a start with an idempotency key the principal used before with that task, whatever its status', async () => {
@@ -218,7 +232,10 @@ describe('createTaskService: tasks', () => {
   it("shows the final answer by default, not every step's narration, with the budget's use beside its limits and the elapsed time", async () => {
     const finalAnswer = `The graph holds 3 nodes. ${'Details. '.repeat(60)}`;
     const klym = service(await graphPool(), {
-      run: scripted(() => [{ text: 'Let me query the graph first.', toolCalls: [{ name: 'grynya__query_graph', args: { query: 'MATCH (n) RETURN count(n)' } }] }, { text: finalAnswer }]),
+      run: scripted(() => [
+        { text: 'Let me query the graph first.', toolCalls: [{ name: 'grynya__query_graph', args: { query: 'MATCH (n) RETURN count(n)' } }] },
+        { text: finalAnswer },
+      ]),
       maxBudget: { maxSteps: 10, maxTokens: 10_000 },
     });
     const { task_id: taskId } = await klym.start({ prompt: 'Count the nodes', budget: { max_steps: 4 } }, 'grynya');
@@ -249,14 +266,24 @@ describe('createTaskService: tasks', () => {
     const longestTask: TaskRecord = {
       id,
       principal: 'grynya',
-      request: { prompt: longest(200_000), model: `compatible:${'m'.repeat(189)}`, budget: { maxSteps: 100, maxTokens: 1e9, maxCostUsd: 1_000_000.5, timeoutMs: 2_147_483_647 } },
+      request: {
+        prompt: longest(200_000),
+        model: `compatible:${'m'.repeat(189)}`,
+        budget: { maxSteps: 100, maxTokens: 1e9, maxCostUsd: 1_000_000.5, timeoutMs: 2_147_483_647 },
+      },
       status: 'completed',
       createdAt: '2026-01-01T00:00:00.000Z',
       startedAt: '2026-01-01T00:00:01.000Z',
       finishedAt: '2026-01-01T10:00:00.000Z',
       currentStep: `step 100: ${tool} answered with an error ${longest(4_000)}`,
       usage: { steps: 100, inputTokens: 5e8, outputTokens: 5e8, totalTokens: 1e9, costUsd: 999_999.123456789 },
-      result: { text: longest(100_000), finalText: longest(50_000), finishReason: `budget:${longest(100)}`, model: `compatible:${'m'.repeat(189)}`, toolCalls: 1_000 },
+      result: {
+        text: longest(100_000),
+        finalText: longest(50_000),
+        finishReason: `budget:${longest(100)}`,
+        model: `compatible:${'m'.repeat(189)}`,
+        toolCalls: 1_000,
+      },
       writeBack: { status: 'failed', nodeId: `klym_${id}`, dayId: 'd_2026_01_01', error: longest(4_000) },
       elapsedMs: 2_147_483_647,
       resumes: Array.from({ length: 1_000 }, (_, index) => index + 1),
@@ -271,7 +298,12 @@ describe('createTaskService: tasks', () => {
       { ...unfinished, id: `${id.slice(0, 21)}2`, status: 'cancelled', cancelReason: longest(1_000) },
     ];
     const running: TaskRecord = { ...unfinished, id: `${id.slice(0, 21)}3`, status: 'running', finishedAt: undefined };
-    const chimera: TaskRecord = { ...longestTask, id: `${id.slice(0, 21)}4`, error: { code: 'INTERNAL', message: longest(4_000) }, cancelReason: longest(1_000) };
+    const chimera: TaskRecord = {
+      ...longestTask,
+      id: `${id.slice(0, 21)}4`,
+      error: { code: 'INTERNAL', message: longest(4_000) },
+      cancelReason: longest(1_000),
+    };
     for (const task of [...tasks, chimera]) {
       await store.insert(task);
       for (let index = 0; index < 10; index++) {
@@ -287,14 +319,25 @@ describe('createTaskService: tasks', () => {
     for (const task of tasks) {
       const glance = await klym.status({ task_id: task.id }, 'grynya');
       expect(JSON.stringify(glance).length).toBeLessThanOrEqual(1_200);
-      expect(glance).toMatchObject({ task_id: task.id, status: task.status, budget: { steps: 100, max_steps: 100 }, resumed_from: [991, 992, 993, 994, 995, 996, 997, 998, 999, 1_000], resumes: 1_000 });
+      expect(glance).toMatchObject({
+        task_id: task.id,
+        status: task.status,
+        budget: { steps: 100, max_steps: 100 },
+        resumed_from: [991, 992, 993, 994, 995, 996, 997, 998, 999, 1_000],
+        resumes: 1_000,
+      });
       expect(glance.log?.entries.length).toBeGreaterThan(0);
     }
     const { step } = await klym.status({ task_id: running.id }, 'grynya');
     expect(step).toMatch(/^step 100: grynya__q{56} answered with an error .*…$/s);
     expect(JSON.stringify(step).length).toBeLessThanOrEqual(102);
     const completed = await klym.status({ task_id: longestTask.id }, 'grynya');
-    expect(completed).toMatchObject({ result: expect.stringMatching(/…$/), result_truncated: true, result_chars: 50_000, write_back: { status: 'failed', node_id: `klym_${id}` } });
+    expect(completed).toMatchObject({
+      result: expect.stringMatching(/…$/),
+      result_truncated: true,
+      result_chars: 50_000,
+      write_back: { status: 'failed', node_id: `klym_${id}` },
+    });
     expect(JSON.stringify(await klym.status({ task_id: chimera.id }, 'grynya')).length).toBeLessThanOrEqual(1_200);
   });
 
@@ -335,11 +378,22 @@ describe('createTaskService: tasks', () => {
     });
     expect(await klym.cancel({ task_id: taskId }, 'grynya')).toMatchObject({ cancelled: false, status: 'completed' });
     await expect(klym.cancel({ task_id: taskId }, 'mallory')).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
-    expect(await klym.logs({ task_id: taskId, limit: 2 }, 'grynya')).toMatchObject({ task_id: taskId, entries: [{ seq: 1, type: 'task-create' }, { seq: 2, type: 'task-start' }], more: true });
+    expect(await klym.logs({ task_id: taskId, limit: 2 }, 'grynya')).toMatchObject({
+      task_id: taskId,
+      entries: [
+        { seq: 1, type: 'task-create' },
+        { seq: 2, type: 'task-start' },
+      ],
+      more: true,
+    });
   });
 
   it('shows a waiting task its queue_position, and each caller its own quotas and use', async () => {
-    const klym = service(await graphPool(), { run: held, maxConcurrent: 1, perPrincipal: { maxQueued: 3, overrides: { batch: { maxRunning: 1, maxQueued: 10 } } } });
+    const klym = service(await graphPool(), {
+      run: held,
+      maxConcurrent: 1,
+      perPrincipal: { maxQueued: 3, overrides: { batch: { maxRunning: 1, maxQueued: 10 } } },
+    });
     const started: string[] = [];
     for (const prompt of ['b1', 'b2', 'b3']) started.push((await klym.start({ prompt }, 'batch')).task_id);
     const { task_id: mine } = await klym.start({ prompt: 'g1' }, 'grynya');
@@ -347,8 +401,18 @@ describe('createTaskService: tasks', () => {
     // Grynya's first goes before batch's second and third.
     expect(await klym.status({ task_id: mine }, 'grynya')).toMatchObject({ status: 'pending', step: 'queued', queue_position: 0 });
     expect(await klym.status({ task_id: started[2] as string }, 'batch')).toMatchObject({ queue_position: 2 });
-    expect(await klym.quota('batch')).toEqual({ principal: 'batch', quotas: { max_running: 1, max_queued: 10 }, use: { running: 1, queued: 2, tokens_today: 0, usd_today: 0 }, day_resets_at: expect.any(String) });
-    expect((await klym.capabilities('grynya')).quota).toEqual({ principal: 'grynya', quotas: { max_queued: 3 }, use: { running: 0, queued: 1, tokens_today: 0, usd_today: 0 }, day_resets_at: expect.any(String) });
+    expect(await klym.quota('batch')).toEqual({
+      principal: 'batch',
+      quotas: { max_running: 1, max_queued: 10 },
+      use: { running: 1, queued: 2, tokens_today: 0, usd_today: 0 },
+      day_resets_at: expect.any(String),
+    });
+    expect((await klym.capabilities('grynya')).quota).toEqual({
+      principal: 'grynya',
+      quotas: { max_queued: 3 },
+      use: { running: 0, queued: 1, tokens_today: 0, usd_today: 0 },
+      day_resets_at: expect.any(String),
+    });
     expect(await klym.capabilities()).not.toHaveProperty('quota');
   });
 });

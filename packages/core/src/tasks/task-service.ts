@@ -211,7 +211,10 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     tasks,
     pool,
     ttlMs: options.ttlMs ?? TASK_DEFAULTS.ttlMs,
-    push: push === undefined || store === undefined || webhooks === undefined ? undefined : createTaskPush({ tasks, store, dispatcher: webhooks, options: push.resolved }),
+    push:
+      push === undefined || store === undefined || webhooks === undefined
+        ? undefined
+        : createTaskPush({ tasks, store, dispatcher: webhooks, options: push.resolved }),
     async start(args, principal, startOptions) {
       // A start costs the serving thread more than any read, and callers send them in bursts: its work waits
       // for the loop's next check phase, so the requests read in the same turn (Grynya's status polls) are
@@ -232,7 +235,9 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       const { task, log, artifacts, queuePosition } = await tasks.read(
         args.task_id,
         { principal },
-        paging ? { after: args.log_after, limit: args.max_log_entries ?? TASK_DEFAULTS.statusLogPageSize } : { tail: args.max_log_entries ?? TASK_DEFAULTS.glanceLogEntries },
+        paging
+          ? { after: args.log_after, limit: args.max_log_entries ?? TASK_DEFAULTS.statusLogPageSize }
+          : { tail: args.max_log_entries ?? TASK_DEFAULTS.glanceLogEntries },
       );
       const glance = !paging && args.full_result !== true && args.max_log_entries === undefined;
       return viewTaskStatus(task, log, {
@@ -245,16 +250,30 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       });
     },
     async logs(args, principal) {
-      const page = await tasks.logs(args.task_id, { principal }, { after: args.after ?? 0, limit: Math.min(args.limit ?? TASK_DEFAULTS.logPageSize, TASK_DEFAULTS.maxLogPageSize) });
+      const page = await tasks.logs(
+        args.task_id,
+        { principal },
+        { after: args.after ?? 0, limit: Math.min(args.limit ?? TASK_DEFAULTS.logPageSize, TASK_DEFAULTS.maxLogPageSize) },
+      );
       return { task_id: args.task_id, ...viewLogPage(page, true) };
     },
     async readArtifact(args, principal) {
       if (args.original === true) {
         const { artifact, text } = await tasks.artifactOriginal(args.task_id, { principal }, args.artifact);
         const offset = args.offset ?? 0;
-        if (offset > 0 && offset >= text.length) throw new KlymError('INVALID_ARGUMENT', `\`offset\`: ${offset} is past the end of ${artifact.id}'s original text, which has ${text.length} characters`);
+        if (offset > 0 && offset >= text.length)
+          throw new KlymError(
+            'INVALID_ARGUMENT',
+            `\`offset\`: ${offset} is past the end of ${artifact.id}'s original text, which has ${text.length} characters`,
+          );
         const end = Math.min(text.length, offset + TASK_DEFAULTS.originalPageChars);
-        return { task_id: args.task_id, artifact: viewArtifact(artifact), offset, text: text.slice(offset, end), ...(end < text.length ? { next_offset: end } : {}) };
+        return {
+          task_id: args.task_id,
+          artifact: viewArtifact(artifact),
+          offset,
+          text: text.slice(offset, end),
+          ...(end < text.length ? { next_offset: end } : {}),
+        };
       }
       const slice = await tasks.readArtifact(args.task_id, { principal }, args.artifact, {
         ...(args.offset === undefined ? {} : { offset: args.offset }),
@@ -282,11 +301,10 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       return { task_id: outcome.task.id, cancelled: outcome.cancelled, status: outcome.task.status, message: outcome.message };
     },
     async list(args, principal) {
-      const page = await tasks.list(
-        { principal },
-        args.status === undefined ? {} : { status: args.status },
-        { limit: args.limit ?? TASK_DEFAULTS.listPageSize, ...(args.cursor === undefined ? {} : { cursor: args.cursor }) },
-      );
+      const page = await tasks.list({ principal }, args.status === undefined ? {} : { status: args.status }, {
+        limit: args.limit ?? TASK_DEFAULTS.listPageSize,
+        ...(args.cursor === undefined ? {} : { cursor: args.cursor }),
+      });
       return viewTaskList(page);
     },
     async capabilities(principal) {

@@ -28,7 +28,11 @@ export interface TracedCall {
  * request's `params._meta`, so that the upstream's own span is its child. The span is a child of the active
  * one (the AI SDK's `execute_tool`), else of `tracing.parent`.
  */
-export async function traceToolCall(tracing: ToolCallTracing, call: TracedCall, send: (meta: TraceCarrier | undefined) => Promise<CallToolResult>): Promise<CallToolResult> {
+export async function traceToolCall(
+  tracing: ToolCallTracing,
+  call: TracedCall,
+  send: (meta: TraceCarrier | undefined) => Promise<CallToolResult>,
+): Promise<CallToolResult> {
   const active = context.active();
   const parent = trace.getSpan(active) === undefined ? tracing.parent() : active;
   const span = tracing.tracer.startSpan(

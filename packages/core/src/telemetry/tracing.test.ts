@@ -89,7 +89,10 @@ async function serviceOver(pool: SessionPool, options: Partial<TaskServiceOption
   await server.connect(serverSide);
   const client = new Client({ name: 'grynya', version: '1.0.0' });
   await client.connect(clientSide);
-  cleanups.push(() => service.close(), () => client.close());
+  cleanups.push(
+    () => service.close(),
+    () => client.close(),
+  );
   return { service, client };
 }
 
@@ -107,7 +110,10 @@ function tree(spans: readonly ReadableSpan[]) {
   const byId = new Map(spans.map((span) => [span.spanContext().spanId, span]));
   const named = (name: string): ReadableSpan => {
     const found = spans.filter((span) => span.name === name);
-    expect(found.map((span) => span.name), `spans named ${name} among ${spans.map((span) => span.name).join(', ')}`).toEqual([name]);
+    expect(
+      found.map((span) => span.name),
+      `spans named ${name} among ${spans.map((span) => span.name).join(', ')}`,
+    ).toEqual([name]);
     return found[0] as ReadableSpan;
   };
   const parentOf = (span: ReadableSpan): ReadableSpan | undefined => byId.get(span.parentSpanContext?.spanId ?? '');
@@ -128,7 +134,7 @@ describe('tracing a task', () => {
     const task = await startAndWait(client, service, { traceparent: `00-${GRYNYA_TRACE}-${GRYNYA_SPAN}-01`, tracestate: 'grynya=1' });
     expect(task.status).toBe('completed');
 
-    const spans = (await finishedSpans());
+    const spans = await finishedSpans();
     const { named, parentOf, ancestors } = tree(spans);
     expect(new Set(spans.map((span) => span.spanContext().traceId))).toEqual(new Set([GRYNYA_TRACE]));
 
@@ -165,7 +171,10 @@ describe('tracing a task', () => {
     expect(broken.status.code).toBe(SpanStatusCode.ERROR);
 
     // What the upstream received is the context of the call's own span.
-    expect(received.find((call) => call.tool === 'query')?.meta).toMatchObject({ traceparent: `00-${GRYNYA_TRACE}-${query.spanContext().spanId}-01`, tracestate: 'grynya=1' });
+    expect(received.find((call) => call.tool === 'query')?.meta).toMatchObject({
+      traceparent: `00-${GRYNYA_TRACE}-${query.spanContext().spanId}-01`,
+      tracestate: 'grynya=1',
+    });
     expect(received.find((call) => call.tool === 'broken')?.meta).toMatchObject({ traceparent: `00-${GRYNYA_TRACE}-${broken.spanContext().spanId}-01` });
   });
 
@@ -173,7 +182,7 @@ describe('tracing a task', () => {
     const pool = await openPool([]);
     const { service, client } = await serviceOver(pool, { tracing: {} });
     await startAndWait(client, service, { traceparent: 'not-a-traceparent' });
-    const taskSpan = tree((await finishedSpans())).named('klym task');
+    const taskSpan = tree(await finishedSpans()).named('klym task');
     expect(taskSpan.parentSpanContext).toBeUndefined();
     expect(taskSpan.spanContext().traceId).not.toBe(GRYNYA_TRACE);
   });
@@ -186,7 +195,7 @@ describe('tracing a task', () => {
     expect(task.status).toBe('completed');
     expect(received.map((call) => call.tool)).toEqual(['query', 'broken']);
     expect(received.every((call) => call.meta?.['traceparent'] === undefined)).toBe(true);
-    expect((await finishedSpans())).toEqual([]);
+    expect(await finishedSpans()).toEqual([]);
   });
 });
 
@@ -195,12 +204,22 @@ describe('tracing a run', () => {
     const received: Received = [];
     const pool = await openPool(received);
     const outer = trace.getTracer('test').startSpan('outer');
-    const model = createScriptedModel({ steps: [{ toolCalls: [{ toolName: 'graph__query', args: { q: 'x' } }, { toolName: 'graph__missing_tool', args: {} }] }, { text: 'done' }] });
+    const model = createScriptedModel({
+      steps: [
+        {
+          toolCalls: [
+            { toolName: 'graph__query', args: { q: 'x' } },
+            { toolName: 'graph__missing_tool', args: {} },
+          ],
+        },
+        { text: 'done' },
+      ],
+    });
     const result = await context.with(trace.setSpan(context.active(), outer), () => runAgent({ pool, prompt: 'go', model, tracing: {} }));
     outer.end();
     expect(result.finishReason).toBe('stop');
 
-    const spans = (await finishedSpans());
+    const spans = await finishedSpans();
     const { named, ancestors } = tree(spans);
     expect(ancestors(named('invoke_agent klym'))).toEqual(['outer']);
     expect(named('invoke_agent klym').attributes).toMatchObject({ 'gen_ai.response.finish_reasons': ['stop'] });
@@ -216,7 +235,11 @@ describe('tracing a run', () => {
       upstreams: {
         graph: createInMemoryUpstream(() => {
           const server = new UpstreamServer({ name: 'graph', version: '1.0.0' });
-          server.registerTool('hang', { annotations: { readOnlyHint: true } }, (extra) => new Promise((resolve) => extra.signal.addEventListener('abort', () => resolve({ content: [] }))));
+          server.registerTool(
+            'hang',
+            { annotations: { readOnlyHint: true } },
+            (extra) => new Promise((resolve) => extra.signal.addEventListener('abort', () => resolve({ content: [] }))),
+          );
           return server;
         }),
       },
@@ -224,7 +247,7 @@ describe('tracing a run', () => {
     cleanups.push(() => pool.close());
     const model = createMockModel([{ toolCalls: [{ name: 'graph__hang', args: {} }] }, { text: 'gave up' }]);
     await runAgent({ pool, prompt: 'go', model, toolTimeoutMs: 100, tracing: {} });
-    const hang = tree((await finishedSpans())).named('tools/call hang');
+    const hang = tree(await finishedSpans()).named('tools/call hang');
     expect(hang.attributes['error.type']).toBe('UPSTREAM_TIMEOUT');
     expect(hang.status).toMatchObject({ code: SpanStatusCode.ERROR, message: expect.stringContaining('hang') });
   });

@@ -11,7 +11,11 @@ function server(tools: Record<string, { readOnly?: boolean; args?: boolean }>): 
     for (const [name, options] of Object.entries(tools)) {
       mcp.registerTool(
         name,
-        { description: `The ${name} tool`, inputSchema: options.args ? { text: z.string() } : {}, ...(options.readOnly ? { annotations: { readOnlyHint: true } } : {}) },
+        {
+          description: `The ${name} tool`,
+          inputSchema: options.args ? { text: z.string() } : {},
+          ...(options.readOnly ? { annotations: { readOnlyHint: true } } : {}),
+        },
         () => ({ content: [{ type: 'text' as const, text: `${name} ran` }], structuredContent: { tool: name } }),
       );
     }
@@ -25,7 +29,9 @@ afterEach(async () => {
 });
 
 async function poolOf(upstreams: Record<string, Record<string, { readOnly?: boolean; args?: boolean }>>): Promise<SessionPool> {
-  const pool = await createSessionPool({ upstreams: Object.fromEntries(Object.entries(upstreams).map(([name, tools]) => [name, createInMemoryUpstream(server(tools))])) });
+  const pool = await createSessionPool({
+    upstreams: Object.fromEntries(Object.entries(upstreams).map(([name, tools]) => [name, createInMemoryUpstream(server(tools))])),
+  });
   pools.push(pool);
   return pool;
 }
@@ -39,11 +45,23 @@ describe('createToolCatalog', () => {
       picked: { ping_db: { args: true } },
     });
 
-    const catalog = await createToolCatalog({ pool, selection: { policy: 'read-only' }, upstreams: { picked: { probe: { tool: 'ping_db', args: { text: 'hi' } }, readOnlyTools: ['ping_*'] } } });
+    const catalog = await createToolCatalog({
+      pool,
+      selection: { policy: 'read-only' },
+      upstreams: { picked: { probe: { tool: 'ping_db', args: { text: 'hi' } }, readOnlyTools: ['ping_*'] } },
+    });
 
     expect(catalog.allowed.map((tool) => tool.name)).toEqual(['docs__search', 'docs__stats', 'picked__ping_db']);
-    expect(catalog.tools.find((tool) => tool.name === 'docs__write')).toMatchObject({ readOnly: false, access: { allowed: false, policy: 'policy "read-only"' } });
-    expect(catalog.upstreams).toEqual({ docs: { ok: true, toolCount: 3 }, graph: { ok: true, toolCount: 2 }, tools: { ok: true, toolCount: 1 }, picked: { ok: true, toolCount: 1 } });
+    expect(catalog.tools.find((tool) => tool.name === 'docs__write')).toMatchObject({
+      readOnly: false,
+      access: { allowed: false, policy: 'policy "read-only"' },
+    });
+    expect(catalog.upstreams).toEqual({
+      docs: { ok: true, toolCount: 3 },
+      graph: { ok: true, toolCount: 2 },
+      tools: { ok: true, toolCount: 1 },
+      picked: { ok: true, toolCount: 1 },
+    });
     expect(catalog.probes).toEqual({
       docs: { ok: true, toolName: 'docs__stats', args: {} },
       graph: { ok: false, reason: expect.stringContaining('its probe graph__query_graph is denied by policy "read-only"') },

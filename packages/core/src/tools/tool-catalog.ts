@@ -181,7 +181,10 @@ function toAiTool(tool: CatalogTool, pool: SessionPool, validators: Validators, 
     execute: async (input, { toolCallId, abortSignal }) => {
       const access = tool.access;
       if (!access.allowed) {
-        throw new KlymError('TOOL_DENIED', `Tool ${tool.name} is denied by ${access.policy}: ${access.reason}`, { upstream: tool.upstream, toolName: tool.originalName });
+        throw new KlymError('TOOL_DENIED', `Tool ${tool.name} is denied by ${access.policy}: ${access.reason}`, {
+          upstream: tool.upstream,
+          toolName: tool.originalName,
+        });
       }
       const recorded = hooks.onRequest?.({ toolCallId, toolName: tool.name, input });
       // Awaited only when it is a Promise: a synchronous store's record costs the call no extra tick.
@@ -196,7 +199,10 @@ function toAiTool(tool: CatalogTool, pool: SessionPool, validators: Validators, 
         });
       let result: CallToolResult;
       try {
-        result = hooks.tracing === undefined ? await send() : await traceToolCall(hooks.tracing, { upstream: tool.upstream, toolName: tool.originalName, toolCallId }, send);
+        result =
+          hooks.tracing === undefined
+            ? await send()
+            : await traceToolCall(hooks.tracing, { upstream: tool.upstream, toolName: tool.originalName, toolCallId }, send);
       } finally {
         hooks.onDuration?.(toolCallId, performance.now() - started);
       }

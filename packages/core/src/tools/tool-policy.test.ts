@@ -58,7 +58,11 @@ describe('toolAccess', () => {
       selection: { deny: ['*__query_graph'], policy: 'read-only' },
     };
     expect(toolAccess(addNode, rules)).toEqual({ allowed: false, policy: 'upstream "grynya" rules', reason: '"add_node" matches the deny pattern "add_*"' });
-    expect(toolAccess(query, rules)).toEqual({ allowed: false, policy: 'run deny list', reason: '"grynya__query_graph" matches the deny pattern "*__query_graph"' });
+    expect(toolAccess(query, rules)).toEqual({
+      allowed: false,
+      policy: 'run deny list',
+      reason: '"grynya__query_graph" matches the deny pattern "*__query_graph"',
+    });
     expect(toolAccess(query, { selection: { allow: ['memory__*'] } })).toMatchObject({ allowed: false, policy: 'run allow list' });
     expect(toolAccess(readGraph, { upstreams: { memory: { allow: ['search_*'] } } })).toMatchObject({ allowed: false, policy: 'upstream "memory" rules' });
   });

@@ -3,11 +3,12 @@ import { isReadOnlyTool, toolAccess, type AccessRules } from './tool-policy.ts';
 
 /** An upstream's probe as resolved against its listed tools: a call to make, or why there is none. */
 export type ResolvedProbe =
-  | { readonly ok: true; readonly toolName: string; readonly args: Readonly<Record<string, unknown>> }
-  | { readonly ok: false; readonly reason: string };
+  { readonly ok: true; readonly toolName: string; readonly args: Readonly<Record<string, unknown>> } | { readonly ok: false; readonly reason: string };
 
 /** Probes that are known to be harmless on well-known servers: grynya-mcp-server's `query_graph` with `RETURN 1`. */
-const KNOWN_PROBES: readonly { readonly tool: string; readonly args: Readonly<Record<string, unknown>> }[] = [{ tool: 'query_graph', args: { query: 'RETURN 1' } }];
+const KNOWN_PROBES: readonly { readonly tool: string; readonly args: Readonly<Record<string, unknown>> }[] = [
+  { tool: 'query_graph', args: { query: 'RETURN 1' } },
+];
 
 const needsNoArguments = (tool: PoolTool): boolean => (tool.inputSchema.required ?? []).length === 0;
 
@@ -28,7 +29,9 @@ export function resolveProbe(upstream: string, tools: readonly PoolTool[], rules
   const configured = rules.upstreams?.[upstream]?.probe;
   if (configured !== undefined) {
     const tool = own.find((candidate) => candidate.originalName === configured.tool);
-    return tool === undefined ? { ok: false, reason: `its configured probe tool "${configured.tool}" is not among its tools` } : usable(tool, configured.args ?? {});
+    return tool === undefined
+      ? { ok: false, reason: `its configured probe tool "${configured.tool}" is not among its tools` }
+      : usable(tool, configured.args ?? {});
   }
   for (const known of KNOWN_PROBES) {
     const tool = own.find((candidate) => candidate.originalName === known.tool);

@@ -4,11 +4,20 @@ import { createResultTexts, failureOf, previewOf, resultText, toModelOutput } fr
 
 describe('tool results as the model reads them', () => {
   it('passes text as text', () => {
-    expect(toModelOutput({ content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] })).toEqual({ type: 'text', value: 'a\nb' });
+    expect(
+      toModelOutput({
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'text', text: 'b' },
+        ],
+      }),
+    ).toEqual({ type: 'text', value: 'a\nb' });
   });
 
   it('adds structuredContent unless a text item already holds that JSON', () => {
-    expect(resultText({ content: [{ type: 'text', text: 'Weather below' }], structuredContent: { temperature: 3 } })).toBe('Weather below\nstructuredContent: {"temperature":3}');
+    expect(resultText({ content: [{ type: 'text', text: 'Weather below' }], structuredContent: { temperature: 3 } })).toBe(
+      'Weather below\nstructuredContent: {"temperature":3}',
+    );
     expect(resultText({ content: [{ type: 'text', text: '{ "temperature": 3 }' }], structuredContent: { temperature: 3 } })).toBe('{ "temperature": 3 }');
     expect(resultText({ content: [], structuredContent: { ok: true } })).toBe('structuredContent: {"ok":true}');
   });

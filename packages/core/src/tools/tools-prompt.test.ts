@@ -25,10 +25,20 @@ describe('describeTools', () => {
           required: ['node_type', 'node_data'],
         },
       },
-      { name: 'grynya__drop', upstream: 'grynya', originalName: 'drop', readOnly: false, access: { allowed: false, policy: 'policy "read-only"', reason: 'not read-only' }, inputSchema: { type: 'object' } },
+      {
+        name: 'grynya__drop',
+        upstream: 'grynya',
+        originalName: 'drop',
+        readOnly: false,
+        access: { allowed: false, policy: 'policy "read-only"', reason: 'not read-only' },
+        inputSchema: { type: 'object' },
+      },
     ];
 
-    const text = describeTools({ tools, upstreams: { grynya: { ok: true, toolCount: 2 }, memory: { ok: false, error: 'Upstream "memory" is unavailable: spawn ENOENT' } } });
+    const text = describeTools({
+      tools,
+      upstreams: { grynya: { ok: true, toolCount: 2 }, memory: { ok: false, error: 'Upstream "memory" is unavailable: spawn ENOENT' } },
+    });
 
     expect(text).toBe(
       [
@@ -76,7 +86,10 @@ describe('createToolDescriber', () => {
   it('describes a catalog as describeTools does, run after run', () => {
     const describer = createToolDescriber();
     const catalogs = [
-      { tools: [tool('grynya__query_graph', 'Run a query'), tool('grynya__drop', undefined, false)], upstreams: { grynya: { ok: true, toolCount: 2 } as const } },
+      {
+        tools: [tool('grynya__query_graph', 'Run a query'), tool('grynya__drop', undefined, false)],
+        upstreams: { grynya: { ok: true, toolCount: 2 } as const },
+      },
       { tools: [tool('grynya__query_graph', 'Run a query', false)], upstreams: { grynya: { ok: true, toolCount: 1 } as const } },
     ];
     for (const catalog of [...catalogs, ...catalogs]) expect(describer.describe(catalog)).toBe(describeTools(catalog));
@@ -84,7 +97,12 @@ describe('createToolDescriber', () => {
 
   it("sizes the tools' definitions as their JSON, whatever tools share a schema", () => {
     const describer = createToolDescriber();
-    const sets = [[], [tool('grynya__query_graph', 'Run a query')], [tool('grynya__query_graph', 'Run a query'), tool('grynya__other')], [tool('grynya__renamed', 'Another text')]];
+    const sets = [
+      [],
+      [tool('grynya__query_graph', 'Run a query')],
+      [tool('grynya__query_graph', 'Run a query'), tool('grynya__other')],
+      [tool('grynya__renamed', 'Another text')],
+    ];
     for (const tools of [...sets, ...sets]) expect(describer.definitionChars(tools)).toBe(json(tools));
   });
 });

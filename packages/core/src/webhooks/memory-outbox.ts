@@ -32,10 +32,12 @@ export function createMemoryOutbox(): WebhookOutbox {
       return true;
     },
     async dueOfWebhookMessages(ids) {
-      return new Map(ids.flatMap((id) => {
-        const stored = messages.get(id);
-        return stored === undefined ? [] : [[id, stored.nextAttemptAt] as const];
-      }));
+      return new Map(
+        ids.flatMap((id) => {
+          const stored = messages.get(id);
+          return stored === undefined ? [] : [[id, stored.nextAttemptAt] as const];
+        }),
+      );
     },
   };
 }

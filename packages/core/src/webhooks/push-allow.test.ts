@@ -12,15 +12,25 @@ const lookup =
 
 const allowed = (url: string) => ({ allowed: true, url });
 /** Each URL with its verdict, so that a failure names the URL. */
-const verdicts = async (allow: PushAllowList, urls: readonly string[]) => Object.fromEntries(await Promise.all(urls.map(async (url) => [url, await allow.check(url)] as const)));
+const verdicts = async (allow: PushAllowList, urls: readonly string[]) =>
+  Object.fromEntries(await Promise.all(urls.map(async (url) => [url, await allow.check(url)] as const)));
 const each = <T>(keys: readonly string[], value: T) => Object.fromEntries(keys.map((key) => [key, value]));
 const judged = (addresses: readonly string[]) => Object.fromEntries(addresses.map((address) => [address, isNonPublicAddress(address)]));
-const refused = (reason: RegExp | string) => ({ allowed: false, reason: typeof reason === 'string' ? expect.stringContaining(reason) : expect.stringMatching(reason) });
+const refused = (reason: RegExp | string) => ({
+  allowed: false,
+  reason: typeof reason === 'string' ? expect.stringContaining(reason) : expect.stringMatching(reason),
+});
 
 describe('createPushAllowList', () => {
   it('admits a URL of an entry’s origin whose path is the entry’s or below it, and nothing else', async () => {
     const allow = createPushAllowList(['https://hooks.example.com/a2a', 'https://ops.example.com', 'https://both.example.com/in/']);
-    for (const url of ['https://hooks.example.com/a2a', 'https://hooks.example.com/a2a/', 'https://hooks.example.com/a2a/task?id=1', 'https://ops.example.com/anything/at/all', 'https://both.example.com/in/x']) {
+    for (const url of [
+      'https://hooks.example.com/a2a',
+      'https://hooks.example.com/a2a/',
+      'https://hooks.example.com/a2a/task?id=1',
+      'https://ops.example.com/anything/at/all',
+      'https://both.example.com/in/x',
+    ]) {
       expect(await allow.check(url)).toEqual(allowed(url));
     }
     // The URL parser's normal form is what is compared: case, default port, dot segments.
@@ -41,7 +51,9 @@ describe('createPushAllowList', () => {
   });
 
   it('admits a loopback or private receiver only through an entry naming it', async () => {
-    const allow = createPushAllowList(['http://127.0.0.1:9000/hooks', 'http://localhost:9001', 'http://[::1]:9002', 'http://10.1.2.3', '*'], { lookup: lookup({}) });
+    const allow = createPushAllowList(['http://127.0.0.1:9000/hooks', 'http://localhost:9001', 'http://[::1]:9002', 'http://10.1.2.3', '*'], {
+      lookup: lookup({}),
+    });
     expect(await allow.check('http://127.0.0.1:9000/hooks/a2a')).toEqual(allowed('http://127.0.0.1:9000/hooks/a2a'));
     expect(await allow.check('http://localhost:9001/x')).toEqual(allowed('http://localhost:9001/x'));
     expect(await allow.check('http://[::1]:9002/x')).toEqual(allowed('http://[::1]:9002/x'));
@@ -55,7 +67,11 @@ describe('createPushAllowList', () => {
 
   it('lets `*` admit public hosts only: by address, and by every address a name resolves to', async () => {
     const allow = createPushAllowList(['*'], {
-      lookup: lookup({ 'public.example.com': ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'], 'sneaky.example.com': ['93.184.215.14', '10.0.0.7'], 'none.example.com': [] }),
+      lookup: lookup({
+        'public.example.com': ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
+        'sneaky.example.com': ['93.184.215.14', '10.0.0.7'],
+        'none.example.com': [],
+      }),
     });
     expect(await allow.check('https://public.example.com/hook')).toEqual(allowed('https://public.example.com/hook'));
     expect(await allow.check('http://93.184.215.14/hook')).toEqual(allowed('http://93.184.215.14/hook'));
@@ -97,7 +113,14 @@ describe('createPushAllowList', () => {
 
   it('admits nothing when empty, and refuses an entry that is neither `*` nor a plain http(s) URL', async () => {
     expect(await createPushAllowList([]).check('https://hooks.example.com/')).toEqual(refused('matches no entry'));
-    const entries = ['hooks.example.com', 'ftp://hooks.example.com', 'https://hooks.example.com/?q=1', 'https://hooks.example.com/#x', 'https://u:p@hooks.example.com', '**'];
+    const entries = [
+      'hooks.example.com',
+      'ftp://hooks.example.com',
+      'https://hooks.example.com/?q=1',
+      'https://hooks.example.com/#x',
+      'https://u:p@hooks.example.com',
+      '**',
+    ];
     const thrown = entries.map((entry) => {
       try {
         createPushAllowList([entry]);
@@ -112,7 +135,23 @@ describe('createPushAllowList', () => {
 
 describe('isNonPublicAddress', () => {
   it('knows loopback, private, link-local and reserved ranges from public ones', () => {
-    const inside = ['127.0.0.1', '10.0.0.1', '172.16.0.1', '192.168.0.1', '169.254.1.1', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::', '::1', 'fc00::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1'];
+    const inside = [
+      '127.0.0.1',
+      '10.0.0.1',
+      '172.16.0.1',
+      '192.168.0.1',
+      '169.254.1.1',
+      '100.64.0.1',
+      '0.0.0.0',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::',
+      '::1',
+      'fc00::1',
+      'fe80::1',
+      'ff02::1',
+      '::ffff:127.0.0.1',
+    ];
     const outside = ['8.8.8.8', '93.184.215.14', '172.32.0.1', '2606:4700::1111', '::ffff:8.8.8.8', 'example.com'];
     expect(judged(inside)).toEqual(each(inside, true));
     expect(judged(outside)).toEqual(each(outside, false));

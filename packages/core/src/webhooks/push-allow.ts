@@ -126,13 +126,18 @@ export function createPushAllowList(entries: readonly string[], options: PushAll
     }
     const url = URL.canParse(entry) ? new URL(entry) : undefined;
     if (url === undefined || !/^https?:$/.test(url.protocol) || url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
-      throw new KlymError('CONFIG_INVALID', `Expected each entry of \`${name}\` to be "*" or an http(s) URL without query, fragment or credentials, got ${JSON.stringify(entry.slice(0, 200))}`);
+      throw new KlymError(
+        'CONFIG_INVALID',
+        `Expected each entry of \`${name}\` to be "*" or an http(s) URL without query, fragment or credentials, got ${JSON.stringify(entry.slice(0, 200))}`,
+      );
     }
     prefixes.push({ text: entry, origin: url.origin, path: url.pathname });
   }
 
   const named = (url: URL): boolean =>
-    prefixes.some(({ origin, path }) => origin === url.origin && (path === '/' || url.pathname === path || url.pathname.startsWith(path.endsWith('/') ? path : `${path}/`)));
+    prefixes.some(
+      ({ origin, path }) => origin === url.origin && (path === '/' || url.pathname === path || url.pathname.startsWith(path.endsWith('/') ? path : `${path}/`)),
+    );
 
   /** Why `url`'s host is not public, or `undefined` when every address it has is. */
   const notPublic = async (url: URL): Promise<string | undefined> => {
@@ -163,12 +168,16 @@ export function createPushAllowList(entries: readonly string[], options: PushAll
       }
       const url = new URL(text);
       if (!/^https?:$/.test(url.protocol)) return { allowed: false, reason: `The push URL must be http(s), got ${url.protocol}` };
-      if (url.username !== '' || url.password !== '') return { allowed: false, reason: 'The push URL must not carry a user name or password: send credentials in `authentication`' };
+      if (url.username !== '' || url.password !== '')
+        return { allowed: false, reason: 'The push URL must not carry a user name or password: send credentials in `authentication`' };
       if (named(url)) return { allowed: true, url: url.href };
       if (!anyPublic) return { allowed: false, reason: `Klym sends no push notification to ${shown(url)}: it matches no entry of ${name}` };
       const why = await notPublic(url);
       if (why === undefined) return { allowed: true, url: url.href };
-      return { allowed: false, reason: `Klym sends no push notification to ${shown(url)}: ${why}, which "*" in ${name} does not admit (only an entry naming it does)` };
+      return {
+        allowed: false,
+        reason: `Klym sends no push notification to ${shown(url)}: ${why}, which "*" in ${name} does not admit (only an entry naming it does)`,
+      };
     },
   };
 }

@@ -87,7 +87,13 @@ export function pushEventsOf(event: TaskEvent): readonly PushEventType[] {
  * has a body for, each body passed through `redact`, its id a hash of task, target and type (storing it twice
  * stores one).
  */
-export function pushMessages(task: TaskRecord, targets: readonly PushTarget[], types: readonly PushEventType[], format: PushFormat, redact: Redactor): WebhookMessage[] {
+export function pushMessages(
+  task: TaskRecord,
+  targets: readonly PushTarget[],
+  types: readonly PushEventType[],
+  format: PushFormat,
+  redact: Redactor,
+): WebhookMessage[] {
   const now = Date.now();
   const messages: WebhookMessage[] = [];
   for (const type of types) {
@@ -96,7 +102,16 @@ export function pushMessages(task: TaskRecord, targets: readonly PushTarget[], t
     const payload = JSON.stringify(redact.value(body));
     for (const target of targets) {
       const endpoint = pushEndpoint(target);
-      messages.push({ id: webhookMessageId(task.id, endpoint, type), taskId: task.id, endpoint, type, payload, createdAt: now, attempts: 0, nextAttemptAt: now });
+      messages.push({
+        id: webhookMessageId(task.id, endpoint, type),
+        taskId: task.id,
+        endpoint,
+        type,
+        payload,
+        createdAt: now,
+        attempts: 0,
+        nextAttemptAt: now,
+      });
     }
   }
   return messages;
@@ -113,10 +128,15 @@ export function earlierPushMessages(message: Pick<WebhookMessage, 'taskId' | 'en
  * allow-list again (the operator may have narrowed it since). A reason instead when the target was deleted,
  * the task is no longer kept, or the URL is refused.
  */
-export async function pushAttemptTarget(store: TaskStore, message: WebhookMessage, options: ResolvedPushOptions): Promise<AttemptTarget | { readonly refused: string }> {
+export async function pushAttemptTarget(
+  store: TaskStore,
+  message: WebhookMessage,
+  options: ResolvedPushOptions,
+): Promise<AttemptTarget | { readonly refused: string }> {
   const task = await store.get(message.taskId);
   const target = task?.push?.find((candidate) => pushEndpoint(candidate) === message.endpoint);
-  if (target === undefined) return { refused: `the push config ${message.endpoint.slice(PUSH_ENDPOINT_PREFIX.length)} was deleted, or its task is no longer kept` };
+  if (target === undefined)
+    return { refused: `the push config ${message.endpoint.slice(PUSH_ENDPOINT_PREFIX.length)} was deleted, or its task is no longer kept` };
   const verdict = await options.allow.check(target.url);
   if (!verdict.allowed) return { refused: verdict.reason };
   return {

@@ -5,13 +5,19 @@ import { retryDelay } from './retry-delay.ts';
 describe('retryDelay', () => {
   it('doubles from retryDelayMs up to maxRetryDelayMs, keeping between half of it and all of it', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 200 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), fc.integer({ min: 1, max: 60_000 }), fc.integer({ min: 1, max: 100 }), (attempt, random, retryDelayMs, factor) => {
-        const maxRetryDelayMs = retryDelayMs * factor;
-        const ceiling = Math.min(maxRetryDelayMs, retryDelayMs * 2 ** (attempt - 1));
-        const delay = retryDelay(attempt, { retryDelayMs, maxRetryDelayMs }, () => random);
-        expect(delay).toBeGreaterThanOrEqual(Math.floor(ceiling / 2));
-        expect(delay).toBeLessThanOrEqual(ceiling);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 200 }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        fc.integer({ min: 1, max: 60_000 }),
+        fc.integer({ min: 1, max: 100 }),
+        (attempt, random, retryDelayMs, factor) => {
+          const maxRetryDelayMs = retryDelayMs * factor;
+          const ceiling = Math.min(maxRetryDelayMs, retryDelayMs * 2 ** (attempt - 1));
+          const delay = retryDelay(attempt, { retryDelayMs, maxRetryDelayMs }, () => random);
+          expect(delay).toBeGreaterThanOrEqual(Math.floor(ceiling / 2));
+          expect(delay).toBeLessThanOrEqual(ceiling);
+        },
+      ),
     );
   });
 

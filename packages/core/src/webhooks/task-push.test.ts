@@ -77,7 +77,11 @@ describe('TaskService push targets', () => {
     expect(hooks.requests.map((request) => (request.json as { status: string }).status)).toEqual(['pending', 'pending', 'running', 'completed', 'completed']);
     expect(hooks.requests[0]?.headers['webhook-id']).toBe(hooks.requests[1]?.headers['webhook-id']);
     for (const request of hooks.requests) {
-      expect(request.headers).toMatchObject({ authorization: `Bearer ${CREDENTIALS}`, 'x-a2a-notification-token': TOKEN, 'content-type': 'application/test+json' });
+      expect(request.headers).toMatchObject({
+        authorization: `Bearer ${CREDENTIALS}`,
+        'x-a2a-notification-token': TOKEN,
+        'content-type': 'application/test+json',
+      });
       expect(request.headers).not.toHaveProperty('webhook-signature');
     }
     await vi.waitFor(async () => expect((await klym.logs({ task_id }, 'grynya')).entries.filter((entry) => entry.type === 'webhook-delivery')).toHaveLength(5));
@@ -117,14 +121,24 @@ describe('TaskService push targets', () => {
 
     // On a finished task, a new target hears its end at once.
     await klym.push.set(task_id, { principal: 'grynya' }, { id: 'late', url: `${hooks.origin}/late` });
-    await vi.waitFor(() => expect(hooks.to('/late').map((request) => request.json)).toEqual([{ type: 'task.snapshot', status: 'completed' }]), { timeout: 5_000 });
+    await vi.waitFor(() => expect(hooks.to('/late').map((request) => request.json)).toEqual([{ type: 'task.snapshot', status: 'completed' }]), {
+      timeout: 5_000,
+    });
 
     // Refusals: another principal's task, a URL outside the list, one target too many.
     await expect(klym.push.set(task_id, { principal: 'other' }, { url: `${hooks.origin}/x` })).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
     await expect(klym.push.list(task_id, { principal: 'other' })).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
-    await expect(klym.push.set(task_id, { principal: 'grynya' }, { url: 'http://127.0.0.1:1/x' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('matches no entry') });
-    await expect(klym.push.set(task_id, { principal: 'grynya' }, { url: `${hooks.origin}/third` })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('delete one first') });
-    await expect(klym.push.admit({ url: `${hooks.origin}/x`, authentication: { scheme: 'Bearer', credentials: 'a\r\nX-Injected: 1' } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(klym.push.set(task_id, { principal: 'grynya' }, { url: 'http://127.0.0.1:1/x' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('matches no entry'),
+    });
+    await expect(klym.push.set(task_id, { principal: 'grynya' }, { url: `${hooks.origin}/third` })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('delete one first'),
+    });
+    await expect(klym.push.admit({ url: `${hooks.origin}/x`, authentication: { scheme: 'Bearer', credentials: 'a\r\nX-Injected: 1' } })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
   });
 });
 
@@ -148,7 +162,12 @@ describe('push messages in the stores’ outboxes', () => {
         { ...message, id: 'm2', nextAttemptAt: 5_000 },
       ]);
       expect(await store.dueOfWebhookMessages([])).toEqual(new Map());
-      expect(await store.dueOfWebhookMessages(['m1', 'm2', 'nope'])).toEqual(new Map([['m1', 1_000], ['m2', 5_000]]));
+      expect(await store.dueOfWebhookMessages(['m1', 'm2', 'nope'])).toEqual(
+        new Map([
+          ['m1', 1_000],
+          ['m2', 5_000],
+        ]),
+      );
       const [claim] = await store.claimWebhookMessages(2_000, 10_000, 10);
       expect(await store.dueOfWebhookMessages(['m1'])).toEqual(new Map([['m1', 12_000]]));
       if (claim !== undefined) await store.settleWebhookMessage(claim, 'done');
@@ -162,17 +181,27 @@ describe('push messages in the stores’ outboxes', () => {
     const prefix = `push-two-${crypto.randomUUID()}:`;
     const front = await createRedisTaskStore({ url: redis.url, prefix });
     const worker = await createRedisTaskStore({ url: redis.url, prefix });
-    cleanups.push(() => front.close(), () => worker.close());
+    cleanups.push(
+      () => front.close(),
+      () => worker.close(),
+    );
     const push: PushOptions = { allow: [hooks.origin], format, ...FAST };
     const frontHooks = createWebhookDispatcher({ store: front, endpoints: {}, push, pollMs: 20, closeGraceMs: 0 });
     const workerHooks = createWebhookDispatcher({ store: worker, endpoints: {}, push, pollMs: 20, closeGraceMs: 0 });
-    cleanups.push(() => frontHooks.close(), () => workerHooks.close());
+    cleanups.push(
+      () => frontHooks.close(),
+      () => workerHooks.close(),
+    );
 
     const created = await front.insert(taskRecord('t1', { push: [{ id: 'a', url: `${hooks.origin}/a` }] }));
     await frontHooks.enqueue({ type: 'task-create', task: created });
     const started = await worker.transition('t1', ['pending'], { status: 'running', startedAt: '2026-01-01T00:00:01.000Z' });
     await workerHooks.enqueue({ type: 'task-start', task: started ?? created });
-    const ended = await worker.transition('t1', ['running'], { status: 'error', finishedAt: '2026-01-01T00:00:02.000Z', error: { code: 'TASK_INTERRUPTED', message: 'gone' } });
+    const ended = await worker.transition('t1', ['running'], {
+      status: 'error',
+      finishedAt: '2026-01-01T00:00:02.000Z',
+      error: { code: 'TASK_INTERRUPTED', message: 'gone' },
+    });
     await workerHooks.enqueue({ type: 'task-end', task: ended ?? created });
     // The front hears of the end too, from the queue: it stores nothing for it.
     await frontHooks.enqueue({ type: 'task-end', task: ended ?? created, elsewhere: true });

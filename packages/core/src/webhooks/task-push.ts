@@ -69,7 +69,9 @@ export function createTaskPush({ tasks, store, dispatcher, options }: TaskPushCo
       id,
       url: verdict.url,
       ...(token === undefined || token === '' ? {} : { token }),
-      ...(authentication === undefined || authentication.scheme === '' ? {} : { authentication: { scheme: authentication.scheme, credentials: authentication.credentials } }),
+      ...(authentication === undefined || authentication.scheme === ''
+        ? {}
+        : { authentication: { scheme: authentication.scheme, credentials: authentication.credentials } }),
     };
   };
 

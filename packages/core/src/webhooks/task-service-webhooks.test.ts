@@ -17,7 +17,8 @@ const PROVIDER_KEY = 'sk-provider-key-of-klym-0123456789';
 const answers: AgentRunner = async () => runResult(`All done; the key was ${PROVIDER_KEY}.`);
 
 /** A run that lasts until it is cancelled. */
-const hangs: AgentRunner = (options) => new Promise((_, reject) => options.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true }));
+const hangs: AgentRunner = (options) =>
+  new Promise((_, reject) => options.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true }));
 
 async function service(options: Partial<TaskServiceOptions>): Promise<TaskService> {
   const pool = await createSessionPool({ upstreams: {} });
@@ -43,15 +44,23 @@ describe('createTaskService with webhooks', () => {
       message: '`webhook`: "opz" is not a webhook endpoint here; choose one of: ops, audit',
     });
     const bare = await service({});
-    await expect(bare.start({ prompt: 'p', webhook: 'ops' }, 'grynya')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('none is configured here') });
+    await expect(bare.start({ prompt: 'p', webhook: 'ops' }, 'grynya')).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('none is configured here'),
+    });
     expect((await klym.tasks.list({ principal: 'grynya' })).total).toBe(0);
   });
 
   it('never takes a URL from a caller: there is no such argument', async () => {
     const ops = await receiver();
     const klym = await service({ webhooks: { ops: { url: ops.url, secret: ops.secret } } });
-    for (const args of [{ prompt: 'p', webhook_url: 'http://169.254.169.254/latest/meta-data' }, { prompt: 'p', webhook: { url: 'http://169.254.169.254/' } }]) {
-      expect(() => parseArgs(startTaskSchema, args)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`webhook(_url)?`/) }));
+    for (const args of [
+      { prompt: 'p', webhook_url: 'http://169.254.169.254/latest/meta-data' },
+      { prompt: 'p', webhook: { url: 'http://169.254.169.254/' } },
+    ]) {
+      expect(() => parseArgs(startTaskSchema, args)).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`webhook(_url)?`/) }),
+      );
     }
     await expect(klym.start({ prompt: 'p', webhook: 'http://169.254.169.254/' }, 'grynya')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     expect(ops.requests).toEqual([]);
@@ -65,7 +74,11 @@ describe('createTaskService with webhooks', () => {
     expect(ops.requests.every((request) => request.invalid === undefined)).toBe(true);
     expect([...ops.accepted.values()]).toEqual([
       { type: 'task.started', timestamp: expect.any(String), data: { task_id, status: 'running', principal: 'grynya' } },
-      { type: 'task.completed', timestamp: expect.any(String), data: { task_id, status: 'completed', principal: 'grynya', finish_reason: 'stop', result_preview: 'All done; the key was [redacted].' } },
+      {
+        type: 'task.completed',
+        timestamp: expect.any(String),
+        data: { task_id, status: 'completed', principal: 'grynya', finish_reason: 'stop', result_preview: 'All done; the key was [redacted].' },
+      },
     ]);
     await vi.waitFor(async () => expect((await klym.logs({ task_id }, 'grynya')).entries.filter((entry) => entry.type === 'webhook-delivery')).toHaveLength(2));
     const log = await klym.logs({ task_id }, 'grynya');
@@ -76,7 +89,12 @@ describe('createTaskService with webhooks', () => {
     // A glance names the outcome within its one line per entry.
     const glance = await klym.status({ task_id }, 'grynya');
     expect(glance.log?.entries.at(-1)).toMatchObject({ type: 'webhook-delivery', text: expect.stringContaining('"outcome":"delivered"') });
-    const seen = JSON.stringify([log, await klym.status({ task_id, full_result: true }, 'grynya'), await klym.capabilities(), ops.requests.map((request) => request.body)]);
+    const seen = JSON.stringify([
+      log,
+      await klym.status({ task_id, full_result: true }, 'grynya'),
+      await klym.capabilities(),
+      ops.requests.map((request) => request.body),
+    ]);
     for (const secret of [ops.secret, ops.secret.slice('whsec_'.length), PROVIDER_KEY]) expect(seen).not.toContain(secret);
   });
 
@@ -87,6 +105,12 @@ describe('createTaskService with webhooks', () => {
     await vi.waitFor(async () => expect((await klym.status({ task_id }, 'grynya')).status).toBe('running'));
     await klym.cancel({ task_id }, 'grynya');
     await vi.waitFor(() => expect(audit.accepted.size).toBe(1), { timeout: 5_000 });
-    expect([...audit.accepted.values()]).toEqual([{ type: 'task.cancelled', timestamp: expect.any(String), data: { task_id, status: 'cancelled', principal: 'grynya', cancel_reason: 'cancelled by caller' } }]);
+    expect([...audit.accepted.values()]).toEqual([
+      {
+        type: 'task.cancelled',
+        timestamp: expect.any(String),
+        data: { task_id, status: 'cancelled', principal: 'grynya', cancel_reason: 'cancelled by caller' },
+      },
+    ]);
   });
 });

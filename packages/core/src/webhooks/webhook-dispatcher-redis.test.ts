@@ -24,7 +24,9 @@ describe('createWebhookDispatcher on one Redis, in two processes', () => {
     await using first = createWebhookDispatcher({ store: one, endpoints, pollMs: 10, closeGraceMs: 0 });
     await using second = createWebhookDispatcher({ store: two, endpoints, pollMs: 10, closeGraceMs: 0 });
 
-    const tasks = await Promise.all(Array.from({ length: 20 }, (_, index) => one.insert(taskRecord(`t${index}`, { status: 'completed', finishedAt: '2026-01-01T00:00:09.000Z' }))));
+    const tasks = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => one.insert(taskRecord(`t${index}`, { status: 'completed', finishedAt: '2026-01-01T00:00:09.000Z' }))),
+    );
     // Both processes hear each end (as they would without the `elsewhere` mark): one message each all the same.
     await Promise.all(tasks.flatMap((task) => [first.enqueue({ type: 'task-end', task }), second.enqueue({ type: 'task-end', task })]));
 

@@ -14,7 +14,10 @@ afterEach(async () => {
 /** Short delays, so that retries take milliseconds. */
 const FAST = { retryDelayMs: 30, maxRetryDelayMs: 200, timeoutMs: 2_000 } as const;
 
-async function receiver(answer?: (request: WebhookReceiver['requests'][number]) => ReceiverAnswer, secret = webhookSecret()): Promise<WebhookReceiver & { secret: string }> {
+async function receiver(
+  answer?: (request: WebhookReceiver['requests'][number]) => ReceiverAnswer,
+  secret = webhookSecret(),
+): Promise<WebhookReceiver & { secret: string }> {
   const started = await startWebhookReceiver({ secret, ...(answer === undefined ? {} : { answer }) });
   cleanups.push(() => started.close());
   return Object.assign(started, { secret });
@@ -48,7 +51,10 @@ describe('createWebhookDispatcher', () => {
       everyone: { url: everyone.url, secret: everyone.secret, all: true, events: ['task.completed'], ...FAST },
       other: { url: other.url, secret: other.secret, ...FAST },
     });
-    const task = await storedTask(store, { request: { prompt: 'p', webhook: 'named' }, result: { text: 'a\n\nb', finalText: 'the answer', finishReason: 'stop', model: 'scripted', toolCalls: 0 } });
+    const task = await storedTask(store, {
+      request: { prompt: 'p', webhook: 'named' },
+      result: { text: 'a\n\nb', finalText: 'the answer', finishReason: 'stop', model: 'scripted', toolCalls: 0 },
+    });
 
     await hooks.enqueue({ type: 'task-end', task });
     await vi.waitFor(() => expect([named.accepted.size, everyone.accepted.size]).toEqual([1, 1]), { timeout: 5_000 });
@@ -65,15 +71,35 @@ describe('createWebhookDispatcher', () => {
     expect(named.requests[0]?.id).toMatch(/^msg_/);
     expect(everyone.requests[0]?.id).not.toBe(named.requests[0]?.id);
     expect([...named.accepted.values()]).toEqual([
-      { type: 'task.completed', timestamp: '2026-01-01T00:00:09.000Z', data: { task_id: 't1', status: 'completed', principal: 'alice', finish_reason: 'stop', result_preview: 'the answer' } },
+      {
+        type: 'task.completed',
+        timestamp: '2026-01-01T00:00:09.000Z',
+        data: { task_id: 't1', status: 'completed', principal: 'alice', finish_reason: 'stop', result_preview: 'the answer' },
+      },
     ]);
 
     await vi.waitFor(async () => expect(await deliveries(store)).toHaveLength(4));
     const log = await deliveries(store);
     const ofNamed = log.filter((entry) => entry.endpoint === 'named');
     expect(ofNamed).toEqual([
-      { endpoint: 'named', event: 'task.completed', webhookId: named.requests[0]?.id, attempt: 1, outcome: 'retrying', status: 500, nextAttemptAt: expect.any(String) },
-      { endpoint: 'named', event: 'task.completed', webhookId: named.requests[0]?.id, attempt: 2, outcome: 'retrying', status: 500, nextAttemptAt: expect.any(String) },
+      {
+        endpoint: 'named',
+        event: 'task.completed',
+        webhookId: named.requests[0]?.id,
+        attempt: 1,
+        outcome: 'retrying',
+        status: 500,
+        nextAttemptAt: expect.any(String),
+      },
+      {
+        endpoint: 'named',
+        event: 'task.completed',
+        webhookId: named.requests[0]?.id,
+        attempt: 2,
+        outcome: 'retrying',
+        status: 500,
+        nextAttemptAt: expect.any(String),
+      },
       { endpoint: 'named', event: 'task.completed', webhookId: named.requests[0]?.id, attempt: 3, outcome: 'delivered', status: 200 },
     ]);
     expect(log.filter((entry) => entry.endpoint === 'everyone')).toMatchObject([{ attempt: 1, outcome: 'delivered', status: 204 }]);
@@ -91,10 +117,15 @@ describe('createWebhookDispatcher', () => {
     const failed = { ...task, status: 'error' as const, error: { code: 'MODEL_ERROR' as const, message: 'the model failed' } };
     await hooks.enqueue({ type: 'task-end', task: failed, elsewhere: true });
     await vi.waitFor(() => expect(started.accepted.size).toBe(1));
-    expect([...started.accepted.values()]).toMatchObject([{ type: 'task.started', timestamp: '2026-01-01T00:00:01.000Z', data: { task_id: 't1', status: 'running' } }]);
+    expect([...started.accepted.values()]).toMatchObject([
+      { type: 'task.started', timestamp: '2026-01-01T00:00:01.000Z', data: { task_id: 't1', status: 'running' } },
+    ]);
     await hooks.enqueue({ type: 'task-end', task: failed });
     await vi.waitFor(() => expect(started.accepted.size).toBe(2));
-    expect([...started.accepted.values()][1]).toMatchObject({ type: 'task.failed', data: { status: 'error', error: { code: 'MODEL_ERROR', message: 'the model failed' } } });
+    expect([...started.accepted.values()][1]).toMatchObject({
+      type: 'task.failed',
+      data: { status: 'error', error: { code: 'MODEL_ERROR', message: 'the model failed' } },
+    });
   });
 
   it('cuts a slow receiver off at the endpoint timeout, and tries again', async () => {
@@ -114,7 +145,9 @@ describe('createWebhookDispatcher', () => {
     const down = await receiver(() => ({ status: 503 }));
     const hooks = dispatcher(store, { down: { url: down.url, secret: down.secret, ...FAST, retryForMs: 150 } });
     await hooks.enqueue({ type: 'task-end', task: await storedTask(store, { request: { prompt: 'p', webhook: 'down' } }) });
-    await vi.waitFor(async () => expect((await deliveries(store)).at(-1)).toMatchObject({ outcome: 'gave_up', status: 503, retriedForMs: 150 }), { timeout: 5_000 });
+    await vi.waitFor(async () => expect((await deliveries(store)).at(-1)).toMatchObject({ outcome: 'gave_up', status: 503, retriedForMs: 150 }), {
+      timeout: 5_000,
+    });
     const log = await deliveries(store);
     expect(log.slice(0, -1).every((entry) => entry.outcome === 'retrying')).toBe(true);
     expect(log.map((entry) => entry.attempt)).toEqual(log.map((_, index) => index + 1));
@@ -134,22 +167,30 @@ describe('createWebhookDispatcher', () => {
       result: { text: 'x', finalText: `key sk-provider-key-0123456789abcdef and ${secret}`, finishReason: 'stop', model: 'scripted', toolCalls: 0 },
     });
     await hooks.enqueue({ type: 'task-end', task });
-    await vi.waitFor(async () => expect((await deliveries(store))[0]).toMatchObject({ outcome: 'retrying', error: expect.stringMatching(/ECONNREFUSED/) }), { timeout: 5_000 });
+    await vi.waitFor(async () => expect((await deliveries(store))[0]).toMatchObject({ outcome: 'retrying', error: expect.stringMatching(/ECONNREFUSED/) }), {
+      timeout: 5_000,
+    });
     const [message] = await store.claimWebhookMessages(Number.MAX_SAFE_INTEGER, 60_000, 1);
     expect(message?.payload).toContain('[redacted]');
     const everything = JSON.stringify([await store.readLog('t1', 0, 500), message?.payload]);
-    for (const secretText of [secret, secret.slice('whsec_'.length), 'sk-provider-key-0123456789abcdef', 'query-token-of-the-receiver', url]) expect(everything).not.toContain(secretText);
+    for (const secretText of [secret, secret.slice('whsec_'.length), 'sk-provider-key-0123456789abcdef', 'query-token-of-the-receiver', url])
+      expect(everything).not.toContain(secretText);
   });
 
   it('refuses an endpoint whose secret is not a Standard Webhooks secret, without showing it', () => {
     const store = createMemoryTaskStore();
     const bad = 'not-a-whsec-secret-at-all';
     expect(() => createWebhookDispatcher({ store, endpoints: { ops: { url: 'http://127.0.0.1:1/', secret: bad } } })).toThrow(
-      expect.objectContaining({ code: 'CONFIG_INVALID', message: expect.stringMatching(/^Expected `webhooks\.ops\.secret` to be a Standard Webhooks secret(?!.*not-a-whsec)/) }),
+      expect.objectContaining({
+        code: 'CONFIG_INVALID',
+        message: expect.stringMatching(/^Expected `webhooks\.ops\.secret` to be a Standard Webhooks secret(?!.*not-a-whsec)/),
+      }),
     );
     // Node's base64 decoder would take it; the signing library's would not.
     expect(() => createWebhookDispatcher({ store, endpoints: { ops: { url: 'http://x/', secret: `${webhookSecret()}A` } } })).toThrow(/`webhooks.ops.secret`/);
     expect(() => createWebhookDispatcher({ store, endpoints: { ops: { url: 'ftp://example.com/', secret: webhookSecret() } } })).toThrow(/`webhooks.ops.url`/);
-    expect(() => createWebhookDispatcher({ store, endpoints: { ops: { url: 'http://x/', secret: webhookSecret(), events: ['task.done' as 'task.started'] } } })).toThrow(/`webhooks.ops.events`/);
+    expect(() =>
+      createWebhookDispatcher({ store, endpoints: { ops: { url: 'http://x/', secret: webhookSecret(), events: ['task.done' as 'task.started'] } } }),
+    ).toThrow(/`webhooks.ops.events`/);
   });
 });

@@ -62,7 +62,9 @@ function inTargetOrder(claimed: readonly ClaimedWebhookMessage[]): ClaimedWebhoo
     const key = isPushMessage(message) ? `${message.taskId}\u0000${message.endpoint}` : message.id;
     groups.set(key, [...(groups.get(key) ?? []), message]);
   }
-  return [...groups.values()].flatMap((group) => (group.length === 1 ? group : group.toSorted((a, b) => earlierPushMessages(a).length - earlierPushMessages(b).length)));
+  return [...groups.values()].flatMap((group) =>
+    group.length === 1 ? group : group.toSorted((a, b) => earlierPushMessages(a).length - earlierPushMessages(b).length),
+  );
 }
 
 /** Room the lease leaves beyond an attempt's own time limit, for its outcome to be stored. */
@@ -202,7 +204,10 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   const attemptTo = async (message: ClaimedWebhookMessage, target: AttemptTarget, policy: RetryPolicy): Promise<void> => {
     const attempt = message.attempts + 1;
     const outcome = await sendWebhook(target, message, stopping.signal);
-    const reported = 'error' in outcome ? { error: redact(outcome.error, isPushMessage(message) ? { url: target.url, endpoint: message.endpoint } : undefined) } : { status: outcome.status };
+    const reported =
+      'error' in outcome
+        ? { error: redact(outcome.error, isPushMessage(message) ? { url: target.url, endpoint: message.endpoint } : undefined) }
+        : { status: outcome.status };
     if (outcome.ok) {
       await store.settleWebhookMessage(message, 'done');
       log(message, attempt, { outcome: 'delivered', ...reported });
@@ -247,10 +252,20 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       const payload = JSON.stringify(webhookPayload(type, task, redactor));
       const now = Date.now();
       for (const endpoint of receivers) {
-        messages.push({ id: webhookMessageId(task.id, endpoint.name, type), taskId: task.id, endpoint: endpoint.name, type, payload, createdAt: now, attempts: 0, nextAttemptAt: now });
+        messages.push({
+          id: webhookMessageId(task.id, endpoint.name, type),
+          taskId: task.id,
+          endpoint: endpoint.name,
+          type,
+          payload,
+          createdAt: now,
+          attempts: 0,
+          nextAttemptAt: now,
+        });
       }
     }
-    if (push !== undefined && task.push !== undefined && task.push.length > 0) messages.push(...pushMessages(task, task.push, pushEventsOf(event), push.format, redactor));
+    if (push !== undefined && task.push !== undefined && task.push.length > 0)
+      messages.push(...pushMessages(task, task.push, pushEventsOf(event), push.format, redactor));
     await storeMessages(messages);
   };
 

@@ -23,8 +23,13 @@ export function resolveWebhookEndpoints(endpoints: Readonly<Record<string, Webho
   for (const [name, endpoint] of Object.entries(endpoints)) {
     const invalid = (option: string, expected: string, got?: unknown): KlymError =>
       new KlymError('CONFIG_INVALID', `Expected \`webhooks.${name}.${option}\` to be ${expected}${got === undefined ? '' : `, got ${JSON.stringify(got)}`}`);
-    if (!ENDPOINT_NAME.test(name)) throw new KlymError('CONFIG_INVALID', `Expected a webhook endpoint name of letters and digits joined by "-" or "_", got ${JSON.stringify(name.slice(0, 80))}`);
-    if (typeof endpoint.url !== 'string' || !URL.canParse(endpoint.url) || !/^https?:$/.test(new URL(endpoint.url).protocol)) throw invalid('url', 'an http(s) URL');
+    if (!ENDPOINT_NAME.test(name))
+      throw new KlymError(
+        'CONFIG_INVALID',
+        `Expected a webhook endpoint name of letters and digits joined by "-" or "_", got ${JSON.stringify(name.slice(0, 80))}`,
+      );
+    if (typeof endpoint.url !== 'string' || !URL.canParse(endpoint.url) || !/^https?:$/.test(new URL(endpoint.url).protocol))
+      throw invalid('url', 'an http(s) URL');
     if (!isWebhookSecret(endpoint.secret)) {
       throw invalid('secret', 'a Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes (e.g. `whsec_$(openssl rand -base64 32)`)');
     }
@@ -32,7 +37,8 @@ export function resolveWebhookEndpoints(endpoints: Readonly<Record<string, Webho
     for (const event of events) if (!WEBHOOK_EVENTS.includes(event)) throw invalid('events', `a list of ${WEBHOOK_EVENTS.join(', ')}`, event);
     const milliseconds = (option: 'retryForMs' | 'retryDelayMs' | 'maxRetryDelayMs' | 'timeoutMs'): number => {
       const value = endpoint[option] ?? WEBHOOK_DEFAULTS[option];
-      if (!Number.isFinite(value) || value <= 0 || value > MAX_TIMER_MS) throw invalid(option, `a positive number of milliseconds up to ${MAX_TIMER_MS}`, value);
+      if (!Number.isFinite(value) || value <= 0 || value > MAX_TIMER_MS)
+        throw invalid(option, `a positive number of milliseconds up to ${MAX_TIMER_MS}`, value);
       return value;
     };
     resolved.set(name, {
@@ -54,7 +60,11 @@ export function resolveWebhookEndpoints(endpoints: Readonly<Record<string, Webho
  * The endpoints that receive `event` of a task started with `webhook` (an endpoint's name, or none): the
  * one it names, and those configured with `all`, each when it takes that event.
  */
-export function endpointsFor(endpoints: ReadonlyMap<string, ResolvedWebhookEndpoint>, event: WebhookEventType, webhook: string | undefined): ResolvedWebhookEndpoint[] {
+export function endpointsFor(
+  endpoints: ReadonlyMap<string, ResolvedWebhookEndpoint>,
+  event: WebhookEventType,
+  webhook: string | undefined,
+): ResolvedWebhookEndpoint[] {
   return [...endpoints.values()].filter((endpoint) => endpoint.events.has(event) && (endpoint.all || endpoint.name === webhook));
 }
 

@@ -46,7 +46,10 @@ export function webhookEventOf(event: TaskEvent): WebhookEventType | undefined {
  * process stores it, so storing it twice stores one message, and a receiver that deduplicates by id sees the event once.
  */
 export function webhookMessageId(taskId: string, endpoint: string, type: OutboxEventType): string {
-  return `msg_${createHash('sha256').update(JSON.stringify([taskId, endpoint, type])).digest('base64url').slice(0, 32)}`;
+  return `msg_${createHash('sha256')
+    .update(JSON.stringify([taskId, endpoint, type]))
+    .digest('base64url')
+    .slice(0, 32)}`;
 }
 
 /** The payload of `type` for `task`, passed through `redact` (the task service's: configured secrets and secret-shaped text). */

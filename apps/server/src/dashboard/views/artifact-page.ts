@@ -13,18 +13,35 @@ export function artifactPage(slice: TaskArtifactSliceView): Html {
   const lines = slice.lines ?? [];
   const base = `/dashboard/tasks/${taskId}/artifacts/${artifact.id}`;
   const previous = offset > 0 ? Math.max(0, offset - ARTIFACT_PAGE_LINES) : undefined;
-  const next = slice.next_offset === undefined ? undefined : `${base}?offset=${slice.next_offset}${slice.next_char_offset === undefined ? '' : `&char_offset=${slice.next_char_offset}`}`;
-  const nextLabel = slice.next_char_offset === undefined ? `from line ${slice.next_offset} →` : `line ${slice.next_offset} from character ${formatCount(slice.next_char_offset)} →`;
-  const nav = html`<nav class="artifact-pages">${previous === undefined ? '' : html`<a rel="prev" href="${base}?offset=${previous}">← lines ${previous}–${previous + ARTIFACT_PAGE_LINES - 1}</a>`} ${
-    next === undefined ? '' : html`<a rel="next" href="${next}">${nextLabel}</a>`
-  }</nav>`;
-  const records = artifact.records === undefined ? '' : ` A JSON answer kept as ${formatCount(artifact.records.count)} records, one per line from line ${artifact.records.first_line}.`;
+  const next =
+    slice.next_offset === undefined
+      ? undefined
+      : `${base}?offset=${slice.next_offset}${slice.next_char_offset === undefined ? '' : `&char_offset=${slice.next_char_offset}`}`;
+  const nextLabel =
+    slice.next_char_offset === undefined
+      ? `from line ${slice.next_offset} →`
+      : `line ${slice.next_offset} from character ${formatCount(slice.next_char_offset)} →`;
+  const nav = html`<nav class="artifact-pages">
+    ${previous === undefined ? '' : html`<a rel="prev" href="${base}?offset=${previous}">← lines ${previous}–${previous + ARTIFACT_PAGE_LINES - 1}</a>`}
+    ${next === undefined ? '' : html`<a rel="next" href="${next}">${nextLabel}</a>`}
+  </nav>`;
+  const records =
+    artifact.records === undefined
+      ? ''
+      : ` A JSON answer kept as ${formatCount(artifact.records.count)} records, one per line from line ${artifact.records.first_line}.`;
   const from = slice.char_offset === undefined ? '' : ` (line ${offset} from character ${formatCount(slice.char_offset)})`;
   return html`<section class="artifact" data-artifact="${artifact.id}">
-<h1>Artifact <code>${artifact.id}</code> of task <a href="/dashboard/tasks/${taskId}"><code>${taskId}</code></a></h1>
-<p class="meta">The whole result of <code>${artifact.tool}</code>: ${formatCount(artifact.bytes)} bytes, ${formatCount(artifact.lines)} lines.${records} Lines ${offset}–${offset + lines.length - 1}${from} (0-based).</p>
-${nav}
-<ol class="artifact-lines" start="${offset}">${lines.map((line, index) => html`<li value="${offset + index}"><code>${line}</code></li>`)}</ol>
-${nav}
-</section>`;
+    <h1>
+      Artifact <code>${artifact.id}</code> of task <a href="/dashboard/tasks/${taskId}"><code>${taskId}</code></a>
+    </h1>
+    <p class="meta">
+      The whole result of <code>${artifact.tool}</code>: ${formatCount(artifact.bytes)} bytes, ${formatCount(artifact.lines)} lines.${records} Lines
+      ${offset}–${offset + lines.length - 1}${from} (0-based).
+    </p>
+    ${nav}
+    <ol class="artifact-lines" start="${offset}">
+      ${lines.map((line, index) => html`<li value="${offset + index}"><code>${line}</code></li>`)}
+    </ol>
+    ${nav}
+  </section>`;
 }

@@ -23,7 +23,7 @@ export const statusBadge = (status: TaskStatus): Html => html`<span class="badge
 /** The filter tabs: all, then each status. */
 export function statusFilter(current: TaskStatus | undefined): Html {
   const tab = (status: TaskStatus | undefined, label: string) =>
-    html`<a href="/${query({ status })}"${status === current ? html` aria-current="true"` : ''}>${label}</a>`;
+    html`<a href="/${query({ status })}" ${status === current ? html` aria-current="true"` : ''}>${label}</a>`;
   return html`<nav class="filter" aria-label="Filter by status">${tab(undefined, 'all')}${STATUSES.map((status) => tab(status, status))}</nav>`;
 }
 
@@ -34,27 +34,43 @@ export function statusFilter(current: TaskStatus | undefined): Html {
 export function taskListPart(page: TaskListPage, listQuery: TaskListQuery, viewer: DashboardViewer): Html {
   const live = `/dashboard/parts/tasks${query({ status: listQuery.status, cursor: listQuery.cursor })}`;
   const rows = page.tasks.map(
-    (task) => html`<tr data-task-id="${task.id}">
-  <td><a href="/dashboard/tasks/${task.id}"><code>${task.id.slice(0, 12)}</code></a></td>
-  <td>${statusBadge(task.status)}</td>
-  ${viewer.admin ? html`<td>${task.principal}</td>` : ''}
-  <td class="prompt">${preview(task.request.prompt, 80)}</td>
-  <td class="step">${preview(task.currentStep, 60)}</td>
-  <td><time datetime="${task.createdAt}">${formatTime(task.createdAt)}</time></td>
-</tr>`,
+    (task) =>
+      html`<tr data-task-id="${task.id}">
+        <td>
+          <a href="/dashboard/tasks/${task.id}"><code>${task.id.slice(0, 12)}</code></a>
+        </td>
+        <td>${statusBadge(task.status)}</td>
+        ${viewer.admin ? html`<td>${task.principal}</td>` : ''}
+        <td class="prompt">${preview(task.request.prompt, 80)}</td>
+        <td class="step">${preview(task.currentStep, 60)}</td>
+        <td><time datetime="${task.createdAt}">${formatTime(task.createdAt)}</time></td>
+      </tr>`,
   );
   return html`<section id="task-list" data-live="${live}">
-<p class="count">${page.total} ${page.total === 1 ? 'task' : 'tasks'}${listQuery.status === undefined ? '' : html` ${listQuery.status}`}</p>
-${
-  page.tasks.length === 0
-    ? html`<p class="empty">No tasks${listQuery.status === undefined ? '' : ` ${listQuery.status}`} yet.</p>`
-    : html`<table class="tasks">
-<thead><tr><th>Task</th><th>Status</th>${viewer.admin ? html`<th>Principal</th>` : ''}<th>Prompt</th><th>Step</th><th>Created (UTC)</th></tr></thead>
-<tbody>${rows}</tbody>
-</table>`
-}
-<nav class="pages">${listQuery.cursor === undefined ? '' : html`<a href="/${query({ status: listQuery.status })}">Newest</a>`}${
-    page.nextCursor === undefined ? '' : html`<a href="/${query({ status: listQuery.status, cursor: page.nextCursor })}" rel="next">Older</a>`
-  }</nav>
-</section>`;
+    <p class="count">${page.total} ${page.total === 1 ? 'task' : 'tasks'}${listQuery.status === undefined ? '' : html` ${listQuery.status}`}</p>
+    ${
+      page.tasks.length === 0
+        ? html`<p class="empty">No tasks${listQuery.status === undefined ? '' : ` ${listQuery.status}`} yet.</p>`
+        : html`<table class="tasks">
+            <thead>
+              <tr>
+                <th>Task</th>
+                <th>Status</th>
+                ${viewer.admin ? html`<th>Principal</th>` : ''}
+                <th>Prompt</th>
+                <th>Step</th>
+                <th>Created (UTC)</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${rows}
+            </tbody>
+          </table>`
+    }
+    <nav class="pages">
+      ${listQuery.cursor === undefined ? '' : html`<a href="/${query({ status: listQuery.status })}">Newest</a>`}${
+        page.nextCursor === undefined ? '' : html`<a href="/${query({ status: listQuery.status, cursor: page.nextCursor })}" rel="next">Older</a>`
+      }
+    </nav>
+  </section>`;
 }

@@ -57,47 +57,73 @@ function toolView(call: TimelineToolCall): Html {
         : html`<span class="outcome">${call.outcome === 'denied' ? 'denied' : 'error'}</span>`;
   const detail = call.error ?? call.preview;
   return html`<li class="tool tool-${call.outcome}">
-  <div class="tool-head"><code class="tool-name">${call.toolName}</code> ${outcome} <span class="meta">${call.durationMs === undefined ? '' : formatDuration(call.durationMs)}</span></div>
-  <div class="args"><span class="label">args</span> <code>${preview(call.args ?? {}, 240)}</code></div>
-  ${detail === undefined ? '' : html`<div class="${call.outcome === 'ok' ? 'result' : 'error'}"><span class="label">${call.outcome === 'ok' ? 'result' : call.outcome}</span> ${preview(detail, 400)}</div>`}
-</li>`;
+    <div class="tool-head">
+      <code class="tool-name">${call.toolName}</code> ${outcome}
+      <span class="meta">${call.durationMs === undefined ? '' : formatDuration(call.durationMs)}</span>
+    </div>
+    <div class="args"><span class="label">args</span> <code>${preview(call.args ?? {}, 240)}</code></div>
+    ${detail === undefined ? '' : html`<div class="${call.outcome === 'ok' ? 'result' : 'error'}"><span class="label">${call.outcome === 'ok' ? 'result' : call.outcome}</span> ${preview(detail, 400)}</div>`}
+  </li>`;
 }
 
 function stepView(step: TimelineStep): Html {
   const { llm, end } = step;
   return html`<li class="step" data-step="${step.step}">
-  <div class="step-head"><h3>Step ${step.step}</h3>${
-    end === undefined ? html`<span class="meta">running…</span>` : html`<span class="meta">run so far ${formatDuration(end.elapsedMs)} · ${formatCount(end.usage.totalTokens)} tokens${end.costUsd === undefined ? '' : ` · ${formatCost(end.costUsd)}`}</span>`
-  }</div>
-  ${
-    llm === undefined
-      ? ''
-      : html`<div class="llm">
-    <div><span class="label">LLM call</span> <span class="meta">${llm.durationMs === undefined ? 'waiting for the model…' : formatDuration(llm.durationMs)}${llm.usage === undefined ? '' : ` · ${tokens(llm.usage)}`}${llm.finishReason === undefined ? '' : ` · ${llm.finishReason}`}</span></div>
-    ${llm.text === undefined ? '' : html`<p class="llm-text">${preview(llm.text, 600)}</p>`}
-  </div>`
-  }
-  ${step.tools.length === 0 ? '' : html`<ul class="tools">${step.tools.map(toolView)}</ul>`}
-</li>`;
+    <div class="step-head">
+      <h3>Step ${step.step}</h3>
+      ${
+        end === undefined
+          ? html`<span class="meta">running…</span>`
+          : html`<span class="meta"
+              >run so far ${formatDuration(end.elapsedMs)} · ${formatCount(end.usage.totalTokens)}
+              tokens${end.costUsd === undefined ? '' : ` · ${formatCost(end.costUsd)}`}</span
+            >`
+      }
+    </div>
+    ${
+      llm === undefined
+        ? ''
+        : html`<div class="llm">
+            <div>
+              <span class="label">LLM call</span>
+              <span class="meta"
+                >${llm.durationMs === undefined ? 'waiting for the model…' : formatDuration(llm.durationMs)}${llm.usage === undefined ? '' : ` · ${tokens(llm.usage)}`}${llm.finishReason === undefined ? '' : ` · ${llm.finishReason}`}</span
+              >
+            </div>
+            ${llm.text === undefined ? '' : html`<p class="llm-text">${preview(llm.text, 600)}</p>`}
+          </div>`
+    }
+    ${
+      step.tools.length === 0
+        ? ''
+        : html`<ul class="tools">
+            ${step.tools.map(toolView)}
+          </ul>`
+    }
+  </li>`;
 }
 
 /** An artifact kept: its size, its first lines, and a link to page through it. */
 function artifactNote(note: Extract<TimelineNote, { readonly type: 'artifact-kept' }>, taskId: string): Html {
   const { artifact, head } = note.data;
-  return html`<li class="note note-artifact-kept" data-artifact="${artifact.id}"><time datetime="${note.time}">${formatTime(note.time).slice(11)}</time> Kept the result of <code>${artifact.tool}</code> as artifact <a href="/dashboard/tasks/${taskId}/artifacts/${artifact.id}"><code>${artifact.id}</code></a>: ${formatCount(artifact.bytes)} bytes, ${formatCount(artifact.lines)} lines, ${formatCount(artifact.tokens)} tokens
-  <pre class="artifact-head">${head.map((line) => (typeof line === 'string' ? line : '')).join('\n')}</pre></li>`;
+  return html`<li class="note note-artifact-kept" data-artifact="${artifact.id}">
+    <time datetime="${note.time}">${formatTime(note.time).slice(11)}</time> Kept the result of <code>${artifact.tool}</code> as artifact
+    <a href="/dashboard/tasks/${taskId}/artifacts/${artifact.id}"><code>${artifact.id}</code></a
+    >: ${formatCount(artifact.bytes)} bytes, ${formatCount(artifact.lines)} lines, ${formatCount(artifact.tokens)} tokens
+    <pre class="artifact-head">${head.map((line) => (typeof line === 'string' ? line : '')).join('\n')}</pre>
+  </li>`;
 }
 
 /** A task's timeline: its steps as cards, and the task's own notes between them, oldest first. */
 export function timelineView(items: readonly TimelineItem[], dropped: number, taskId: string): Html {
   return html`<ol class="timeline">
-${dropped > 0 ? html`<li class="note dropped">${dropped} older log entries were dropped to keep the log bounded; the timeline starts after them.</li>` : ''}
-${items.map((item) =>
-  item.kind === 'step'
-    ? stepView(item)
-    : item.type === 'artifact-kept'
-      ? artifactNote(item, taskId)
-      : html`<li class="note note-${item.type}"><time datetime="${item.time}">${formatTime(item.time).slice(11)}</time> ${noteText(item)}</li>`,
-)}
-</ol>`;
+    ${dropped > 0 ? html`<li class="note dropped">${dropped} older log entries were dropped to keep the log bounded; the timeline starts after them.</li>` : ''}
+    ${items.map((item) =>
+      item.kind === 'step'
+        ? stepView(item)
+        : item.type === 'artifact-kept'
+          ? artifactNote(item, taskId)
+          : html`<li class="note note-${item.type}"><time datetime="${item.time}">${formatTime(item.time).slice(11)}</time> ${noteText(item)}</li>`,
+    )}
+  </ol>`;
 }

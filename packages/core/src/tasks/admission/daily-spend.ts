@@ -31,7 +31,8 @@ const NOTHING: DaySpend = { tokens: 0, usd: 0 };
 
 /** The daily limit of `limits` that `spent` has reached, if any. */
 function hitOf(limits: PrincipalLimits, spent: DaySpend): BudgetHit | undefined {
-  if (limits.maxTokensPerDay !== undefined && spent.tokens >= limits.maxTokensPerDay) return { name: 'tokensPerDay', limit: limits.maxTokensPerDay, used: spent.tokens };
+  if (limits.maxTokensPerDay !== undefined && spent.tokens >= limits.maxTokensPerDay)
+    return { name: 'tokensPerDay', limit: limits.maxTokensPerDay, used: spent.tokens };
   if (limits.maxUsdPerDay !== undefined && spent.usd >= limits.maxUsdPerDay) return { name: 'usdPerDay', limit: limits.maxUsdPerDay, used: spent.usd };
   return undefined;
 }

@@ -95,8 +95,20 @@ describe('quotas per principal', () => {
       retryAfterMs: 30_000,
     });
     expect(await manager.start({ prompt: 'b1' }, bob)).toMatchObject({ status: 'pending' });
-    expect(await manager.usage(alice)).toEqual({ principal: 'alice', limits: { maxQueued: 2 }, running: 1, queued: 2, today: { spent: { tokens: 0, usd: 0 }, resetsAt: expect.any(String) } });
-    expect(await manager.usage(bob)).toEqual({ principal: 'bob', limits: { maxQueued: 2 }, running: 0, queued: 1, today: { spent: { tokens: 0, usd: 0 }, resetsAt: expect.any(String) } });
+    expect(await manager.usage(alice)).toEqual({
+      principal: 'alice',
+      limits: { maxQueued: 2 },
+      running: 1,
+      queued: 2,
+      today: { spent: { tokens: 0, usd: 0 }, resetsAt: expect.any(String) },
+    });
+    expect(await manager.usage(bob)).toEqual({
+      principal: 'bob',
+      limits: { maxQueued: 2 },
+      running: 0,
+      queued: 1,
+      today: { spent: { tokens: 0, usd: 0 }, resetsAt: expect.any(String) },
+    });
     // One of hers started: she may queue one more.
     runs.end('a1');
     await vi.waitFor(() => expect(runs.began).toEqual(['a1', 'b1']));

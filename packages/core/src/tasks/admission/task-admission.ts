@@ -51,8 +51,7 @@ export function createTaskAdmission(options: TaskAdmissionOptions): TaskAdmissio
   const limitsOf = resolvePrincipalLimits(options.perPrincipal);
   const spend = createDailySpend(store, limitsOf, options.now ?? Date.now);
   const runTimes = createRunTimes();
-  const count = async (principal: string, status: 'pending' | 'running'): Promise<number> =>
-    (await store.list({ principal, status }, { limit: 1 })).total;
+  const count = async (principal: string, status: 'pending' | 'running'): Promise<number> => (await store.list({ principal, status }, { limit: 1 })).total;
   // Until a run has ended here, a fixed wait; then the typical run's, rounded up to a second.
   const retryAfterMs = (): number => Math.max(1_000, Math.ceil((runTimes.median() ?? TASK_DEFAULTS.retryAfterMs) / 1_000) * 1_000);
 

@@ -108,15 +108,26 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
   if (!Number.isInteger(settings.maxStalledCount) || settings.maxStalledCount < 0) {
     throw new KlymError('CONFIG_INVALID', `Expected \`maxStalledCount\` to be an integer of at least 0, got ${settings.maxStalledCount}`);
   }
-  if (settings.name === '' || settings.name.includes(':')) throw new KlymError('CONFIG_INVALID', `Expected the queue's \`name\` to be a non-empty name without ":", got "${settings.name}"`);
+  if (settings.name === '' || settings.name.includes(':'))
+    throw new KlymError('CONFIG_INVALID', `Expected the queue's \`name\` to be a non-empty name without ":", got "${settings.name}"`);
   const target = redisTargetOf(options.url);
   const { where } = target;
   const redact = createRedactor(target.secrets);
   const log = createQueueLog(where, redact, options.onLog);
   // A connection lost is tried again soon and for ever: a worker is back within 2 s of its Redis.
-  const connection = { ...target.options, connectTimeout: settings.connectTimeoutMs, retryStrategy: (attempt: number): number => Math.min(attempt * 200, 2_000) };
+  const connection = {
+    ...target.options,
+    connectTimeout: settings.connectTimeoutMs,
+    retryStrategy: (attempt: number): number => Math.min(attempt * 200, 2_000),
+  };
   // The front's connection fails fast while Redis is down, so that a start answers instead of waiting.
-  const producer = new Redis({ ...connection, enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: settings.commandTimeoutMs, scripts: PRINCIPAL_TURN_SCRIPTS });
+  const producer = new Redis({
+    ...connection,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: settings.commandTimeoutMs,
+    scripts: PRINCIPAL_TURN_SCRIPTS,
+  });
   producer.on('error', (error: unknown) => log.failed(error));
   producer.on('ready', () => log.ready());
   let letGo = false;
@@ -139,17 +150,27 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
   // Who announces an event, so that a process does not hear its own.
   const instance = randomUUID();
 
-  const reached = await Promise.race([queue.waitUntilReady().then(() => true), new Promise<false>((resolve) => setTimeout(resolve, settings.connectTimeoutMs, false).unref())]).catch(() => false);
+  const reached = await Promise.race([
+    queue.waitUntilReady().then(() => true),
+    new Promise<false>((resolve) => setTimeout(resolve, settings.connectTimeoutMs, false).unref()),
+  ]).catch(() => false);
   if (!reached) {
     letGo = true;
     await queue.close().catch(() => {});
     producer.disconnect();
-    throw new KlymError('STORE_UNAVAILABLE', redact.text(`The task queue could not reach Redis at ${where} within ${settings.connectTimeoutMs} ms${log.outage === undefined ? '' : ` (${log.outage})`}`));
+    throw new KlymError(
+      'STORE_UNAVAILABLE',
+      redact.text(
+        `The task queue could not reach Redis at ${where} within ${settings.connectTimeoutMs} ms${log.outage === undefined ? '' : ` (${log.outage})`}`,
+      ),
+    );
   }
 
   const unavailable = (action: string, error: unknown): KlymError => {
     const why =
-      producer.status === 'ready' && !isConnectionFailure(error) ? `failed: ${messageOf(error)}` : `is unreachable (${log.outage ?? messageOf(error)}); Klym reconnects by itself`;
+      producer.status === 'ready' && !isConnectionFailure(error)
+        ? `failed: ${messageOf(error)}`
+        : `is unreachable (${log.outage ?? messageOf(error)}); Klym reconnects by itself`;
     return new KlymError('STORE_UNAVAILABLE', redact.text(`The task queue could not ${action}: Redis at ${where} ${why}`));
   };
 
@@ -175,7 +196,11 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
           stalledIntervalMs: settings.stalledIntervalMs,
           maxStalledCount: settings.maxStalledCount,
           commandTimeoutMs: settings.commandTimeoutMs,
-          reachable: () => producer.ping().then(() => true, () => false),
+          reachable: () =>
+            producer.ping().then(
+              () => true,
+              () => false,
+            ),
           log,
         });
       }
@@ -184,7 +209,8 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
       listener.on('message', (channel: string, message: string) => {
         if (channel === cancelChannel) worker?.abort(message);
         const [from, type, id] = message.split(' ', 3);
-        if (channel === eventsChannel && from !== instance && id !== undefined && ANNOUNCED.has(type as AnnouncedEvent)) consumer.heardElsewhere(type as AnnouncedEvent, id);
+        if (channel === eventsChannel && from !== instance && id !== undefined && ANNOUNCED.has(type as AnnouncedEvent))
+          consumer.heardElsewhere(type as AnnouncedEvent, id);
       });
       listener.on('error', (error: unknown) => log.failed(error));
       // On every (re)connect: subscribed again (ioredis resends it; this waits for it), then a cancel sent
@@ -202,7 +228,12 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
       try {
         // Its own job id: adding a task whose job is queued or running is a no-op in BullMQ, and the job keeps
         // its priority (a task resumed after a restart or a takeover keeps its place).
-        await queue.add('task', placement === undefined ? {} : { principal: placement.principal }, { jobId: id, priority, removeOnComplete: true, removeOnFail: true });
+        await queue.add('task', placement === undefined ? {} : { principal: placement.principal }, {
+          jobId: id,
+          priority,
+          removeOnComplete: true,
+          removeOnFail: true,
+        });
         if (placement !== undefined) await turns.queued(placement.principal, id);
       } catch (error) {
         throw unavailable(`queue task ${id}`, error);
@@ -225,7 +256,9 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
         await queue.remove(id);
         if (principal !== undefined) await turns.forget(principal, id);
       } catch (error) {
-        log.warning(`${unavailable(`tell the workers that task ${id} was cancelled`, error).message}. Its run stops once its worker is back on Redis and finds it cancelled`);
+        log.warning(
+          `${unavailable(`tell the workers that task ${id} was cancelled`, error).message}. Its run stops once its worker is back on Redis and finds it cancelled`,
+        );
       }
     },
     async waiting() {

@@ -88,7 +88,12 @@ export function startBullmqWorker(setup: BullmqWorkerSetup): BullmqWorker {
   const release = (id: string, run: LiveRun, how: 'handed back' | 'lost'): void => {
     if (run.released !== undefined) return;
     run.released = how;
-    run.controller.abort(new KlymError(how === 'lost' ? 'ABORTED' : 'SHUTTING_DOWN', `Task ${id} was ${how === 'lost' ? 'taken from this worker: its lock was lost' : 'handed back by a worker that is closing'}`));
+    run.controller.abort(
+      new KlymError(
+        how === 'lost' ? 'ABORTED' : 'SHUTTING_DOWN',
+        `Task ${id} was ${how === 'lost' ? 'taken from this worker: its lock was lost' : 'handed back by a worker that is closing'}`,
+      ),
+    );
   };
 
   /** Wakes a parked task: `gone` when its job is (cancelled while parked), `awake` when it waits to be fetched or runs. */
@@ -165,7 +170,15 @@ export function startBullmqWorker(setup: BullmqWorkerSetup): BullmqWorker {
     const limit = principal === undefined ? undefined : capOf(consumer, principal);
     if (principal !== undefined) await takeTurn(job, token, principal, limit);
     const { promise: done, resolve: settle } = Promise.withResolvers<void>();
-    const run: LiveRun = { job, token, slotOf: limit === undefined ? undefined : principal, controller: new AbortController(), released: undefined, over: false, done };
+    const run: LiveRun = {
+      job,
+      token,
+      slotOf: limit === undefined ? undefined : principal,
+      controller: new AbortController(),
+      released: undefined,
+      over: false,
+      done,
+    };
     live.set(id, run);
     // BullMQ's own abort (`worker.cancelJob`) reaches the run as a cancel would.
     const onSignal = (): void => run.controller.abort(signal?.reason);
@@ -287,9 +300,13 @@ export function startBullmqWorker(setup: BullmqWorkerSetup): BullmqWorker {
       // Redis away it would wait for ever (ioredis ends no connection it is waiting to reconnect): the
       // connections are cut instead, and a job left active is found stalled once Redis is back.
       if (await setup.reachable()) {
-        const closed = worker.close().then(() => true, (error: unknown) => (log.failed(error), true));
+        const closed = worker.close().then(
+          () => true,
+          (error: unknown) => (log.failed(error), true),
+        );
         const late = new Promise<false>((resolve) => setTimeout(resolve, setup.commandTimeoutMs, false).unref());
-        if (!(await Promise.race([closed, late]))) log.warning(`The task queue's worker did not finish closing within ${setup.commandTimeoutMs} ms: Redis went away meanwhile`);
+        if (!(await Promise.race([closed, late])))
+          log.warning(`The task queue's worker did not finish closing within ${setup.commandTimeoutMs} ms: Redis went away meanwhile`);
         return;
       }
       await worker.close(true).catch((error: unknown) => log.failed(error));

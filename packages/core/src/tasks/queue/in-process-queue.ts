@@ -73,7 +73,10 @@ export function createInProcessTaskQueue(): TaskQueue {
     group.running++;
     const done = taker
       .run(lease)
-      .then(() => {}, () => {})
+      .then(
+        () => {},
+        () => {},
+      )
       .finally(() => {
         live.delete(id);
         group.running--;

@@ -215,7 +215,15 @@ export function createPrincipalTurns(client: Redis, layout: BullmqLayout, leaseM
     async position(principal, id, priority) {
       const owner = principal ?? '';
       const at = Number(
-        await scripts.klymTurnPosition(layout.wait, layout.prioritized, layout.delayed, key('queued', owner), key('parked', owner), id, scoreAbovePriority(priority)),
+        await scripts.klymTurnPosition(
+          layout.wait,
+          layout.prioritized,
+          layout.delayed,
+          key('queued', owner),
+          key('parked', owner),
+          id,
+          scoreAbovePriority(priority),
+        ),
       );
       return at < 0 ? undefined : at;
     },

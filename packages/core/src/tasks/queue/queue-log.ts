@@ -17,10 +17,12 @@ export interface QueueLog {
 }
 
 // ioredis and BullMQ say a connection failed in these words (BullMQ's own check looks for the first two).
-const CONNECTION_FAILURE = /ECONNREFUSED|Connection is closed|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|Stream isn't writeable|MaxRetriesPerRequest|Command timed out|Socket closed/i;
+const CONNECTION_FAILURE =
+  /ECONNREFUSED|Connection is closed|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|Stream isn't writeable|MaxRetriesPerRequest|Command timed out|Socket closed/i;
 
 /** Whether `error` says a connection to Redis failed (rather than a command). */
-export const isConnectionFailure = (error: unknown): boolean => CONNECTION_FAILURE.test(messageOf(error)) || /^E[A-Z]+$/.test(String((error as { code?: unknown })?.code ?? ''));
+export const isConnectionFailure = (error: unknown): boolean =>
+  CONNECTION_FAILURE.test(messageOf(error)) || /^E[A-Z]+$/.test(String((error as { code?: unknown })?.code ?? ''));
 
 export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 

@@ -101,7 +101,12 @@ export type FromRunnerThread =
 /** A run's failure as it crosses the thread. */
 export function toPortableError(error: unknown): PortableError {
   if (isKlymError(error)) {
-    return { code: error.code, message: error.message, ...(error.upstream === undefined ? {} : { upstream: error.upstream }), ...(error.toolName === undefined ? {} : { toolName: error.toolName }) };
+    return {
+      code: error.code,
+      message: error.message,
+      ...(error.upstream === undefined ? {} : { upstream: error.upstream }),
+      ...(error.toolName === undefined ? {} : { toolName: error.toolName }),
+    };
   }
   return { code: 'INTERNAL', message: error instanceof Error ? error.message : String(error) };
 }

@@ -66,7 +66,11 @@ export function runOptionsOf(task: TaskRecord, wiring: TaskRunWiring): RunAgentO
  * `writeBack`, the write marked `pending` in the same write as the status, so that a restart finding it
  * still pending knows a write may have begun (and never makes it twice).
  */
-export function completionOf(task: TaskRecord, result: AgentRunResult, context: { readonly checkpoint: AgentCheckpoint | undefined; readonly writeBack: boolean; readonly redact: Redactor }): TaskPatch {
+export function completionOf(
+  task: TaskRecord,
+  result: AgentRunResult,
+  context: { readonly checkpoint: AgentCheckpoint | undefined; readonly writeBack: boolean; readonly redact: Redactor },
+): TaskPatch {
   const { checkpoint, redact } = context;
   return {
     status: 'completed',
@@ -79,7 +83,13 @@ export function completionOf(task: TaskRecord, result: AgentRunResult, context: 
       // The run lists its own calls; those before a restart are counted in its checkpoint.
       toolCalls: result.toolCalls.length + (checkpoint?.toolCalls ?? 0) + (checkpoint?.current?.calls.length ?? 0),
     },
-    usage: { steps: result.steps, inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens, totalTokens: result.usage.totalTokens, costUsd: result.costUsd },
+    usage: {
+      steps: result.steps,
+      inputTokens: result.usage.inputTokens,
+      outputTokens: result.usage.outputTokens,
+      totalTokens: result.usage.totalTokens,
+      costUsd: result.costUsd,
+    },
     elapsedMs: result.elapsedMs,
     ...(context.writeBack ? { writeBack: { status: 'pending', nodeId: `klym_${task.id}`, dayId: '' } } : {}),
   };

@@ -157,7 +157,8 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
         const { id, seq } = message;
         // Only a before-call checkpoint is answered: its call waits for the answer.
         const reply = (error?: unknown): void => {
-          if (seq !== undefined) thread.send({ type: 'stored', id, seq, ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }) }, true);
+          if (seq !== undefined)
+            thread.send({ type: 'stored', id, seq, ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }) }, true);
         };
         if (run === undefined) {
           reply();
@@ -180,7 +181,8 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
       case 'artifact-call': {
         const { id, call } = message;
         const backend = thread.runs.get(id)?.options.artifacts;
-        const answer = (reply: { readonly value?: unknown; readonly error?: PortableError }): void => thread.send({ type: 'artifact-answer', id, call, ...reply }, true);
+        const answer = (reply: { readonly value?: unknown; readonly error?: PortableError }): void =>
+          thread.send({ type: 'artifact-answer', id, call, ...reply }, true);
         if (backend === undefined) {
           answer({ error: { code: 'INTERNAL', message: `Run ${id} has no artifacts here (it ended, or was started without them)` } });
           break;
@@ -214,7 +216,11 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
         }
         break;
       case 'rejection': {
-        const error = Object.assign(new Error(message.error.message), { name: message.error.name }, message.error.stack === undefined ? {} : { stack: message.error.stack });
+        const error = Object.assign(
+          new Error(message.error.message),
+          { name: message.error.name },
+          message.error.stack === undefined ? {} : { stack: message.error.stack },
+        );
         void Promise.reject(error);
         break;
       }
@@ -235,12 +241,21 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
     worker.once('exit', (code) => {
       if (current === thread) current = undefined;
       const { failure } = thread;
-      const why = closing !== undefined ? 'the runner was closed' : failure === undefined ? `it exited with code ${code}` : `it failed: ${failure.name}: ${failure.message}`;
+      const why =
+        closing !== undefined
+          ? 'the runner was closed'
+          : failure === undefined
+            ? `it exited with code ${code}`
+            : `it failed: ${failure.name}: ${failure.message}`;
       const message = `The runner thread ended while the run was under way (${why}); the next run starts a fresh thread`;
       for (const [id, run] of thread.runs) {
         // The thread's own error may quote anything a run held: it is scrubbed with the run's secrets.
         const redactor = createRedactor(secretsOf(run.options.secrets, run.options.providers));
-        const error = new KlymError(closing === undefined ? 'INTERNAL' : 'SHUTTING_DOWN', redactor.text(message), failure === undefined ? {} : { cause: redactor.value(failure) });
+        const error = new KlymError(
+          closing === undefined ? 'INTERNAL' : 'SHUTTING_DOWN',
+          redactor.text(message),
+          failure === undefined ? {} : { cause: redactor.value(failure) },
+        );
         settle(thread, id, (pending) => pending.reject(error));
       }
       exited.resolve();
@@ -284,7 +299,11 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
         // oxlint-disable-next-line unicorn/require-post-message-target-origin -- a Worker's postMessage has no target origin
         thread.worker.postMessage([{ type: 'run', id, options: portable } satisfies ToRunnerThread]);
       } catch (error) {
-        reject(new KlymError('CONFIG_INVALID', `The run's options cannot be sent to the runner thread: ${error instanceof Error ? error.message : String(error)}`, { cause: error }));
+        reject(
+          new KlymError('CONFIG_INVALID', `The run's options cannot be sent to the runner thread: ${error instanceof Error ? error.message : String(error)}`, {
+            cause: error,
+          }),
+        );
         return;
       }
       thread.runs.set(id, pending);
@@ -303,7 +322,9 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
       if (thread === undefined) return;
       // Held now, so the process waits for the pool's orderly close instead of exiting under it.
       thread.worker.ref();
-      const closed = new Promise<void>((resolve) => thread.worker.on('message', (batch: readonly FromRunnerThread[]) => batch.some((message) => message.type === 'closed') && resolve()));
+      const closed = new Promise<void>((resolve) =>
+        thread.worker.on('message', (batch: readonly FromRunnerThread[]) => batch.some((message) => message.type === 'closed') && resolve()),
+      );
       thread.send({ type: 'close', drainTimeoutMs });
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, drainTimeoutMs + 1_000)));
@@ -336,7 +357,11 @@ function portableUpstreams(upstreams: Readonly<Record<string, UpstreamConfig>>):
   return Object.fromEntries(
     Object.entries(upstreams).map(([name, config]) => {
       if (config.connect !== undefined) {
-        throw new KlymError('CONFIG_INVALID', `Upstream "${name}": an upstream given as a \`connect()\` function cannot run on the runner thread; give it a \`url\` or a \`command\`, or run tasks inline`, { upstream: name });
+        throw new KlymError(
+          'CONFIG_INVALID',
+          `Upstream "${name}": an upstream given as a \`connect()\` function cannot run on the runner thread; give it a \`url\` or a \`command\`, or run tasks inline`,
+          { upstream: name },
+        );
       }
       resolveUpstreamConfig(name, config);
       return [name, { ...config, ...(config.url === undefined ? {} : { url: String(config.url) }) }];
@@ -365,12 +390,28 @@ function artifactCall(backend: ArtifactBackend, call: ArtifactCall): Promise<unk
  * @throws {KlymError} `CONFIG_INVALID` for a model object, or another option that is a function.
  */
 function portableRunOptions(options: RunAgentOptions): PortableRunOptions {
-  const { pool: _pool, scope, signal: _signal, budgetSignal: _budgetSignal, beforeStep, onEvent: _onEvent, onCheckpoint: _onCheckpoint, model, tracing, artifacts, ...rest } = options;
+  const {
+    pool: _pool,
+    scope,
+    signal: _signal,
+    budgetSignal: _budgetSignal,
+    beforeStep,
+    onEvent: _onEvent,
+    onCheckpoint: _onCheckpoint,
+    model,
+    tracing,
+    artifacts,
+    ...rest
+  } = options;
   if (model !== undefined && typeof model !== 'string') {
-    throw new KlymError('CONFIG_INVALID', `Expected \`model\` to be a model name on the runner thread, got a model object (${model.provider}:${model.modelId}); only names cross the thread`);
+    throw new KlymError(
+      'CONFIG_INVALID',
+      `Expected \`model\` to be a model name on the runner thread, got a model object (${model.provider}:${model.modelId}); only names cross the thread`,
+    );
   }
   for (const [key, value] of Object.entries(rest)) {
-    if (typeof value === 'function') throw new KlymError('CONFIG_INVALID', `Expected \`${key}\` to be data on the runner thread, got a function; it cannot cross the thread`);
+    if (typeof value === 'function')
+      throw new KlymError('CONFIG_INVALID', `Expected \`${key}\` to be data on the runner thread, got a function; it cannot cross the thread`);
   }
   return {
     ...rest,
@@ -392,6 +433,7 @@ function portableTracing({ tracer: _tracer, ...tracing }: AgentTracing): Omit<Ag
 }
 
 function nicenessOf(value: number): number {
-  if (!Number.isInteger(value) || value < 0 || value > 19) throw new KlymError('CONFIG_INVALID', `Expected \`niceness\` to be an integer from 0 to 19, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < 0 || value > 19)
+    throw new KlymError('CONFIG_INVALID', `Expected \`niceness\` to be an integer from 0 to 19, got ${String(value)}`);
   return value;
 }

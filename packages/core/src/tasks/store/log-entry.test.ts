@@ -15,7 +15,17 @@ describe('readLogEntry', () => {
 
   it('keeps an entry of a type it does not know, or whose data is not an object, as an unknown entry', () => {
     const time = '2026-01-01T00:00:00.000Z';
-    expect(readLogEntry({ seq: 1, time, type: 'note', data: { text: 'hi' } })).toEqual({ seq: 1, time, type: 'unknown-entry', data: { storedType: 'note', storedData: { text: 'hi' } } });
-    expect(readLogEntry({ seq: 2, time, type: 'step-start', data: null })).toEqual({ seq: 2, time, type: 'unknown-entry', data: { storedType: 'step-start', storedData: null } });
+    expect(readLogEntry({ seq: 1, time, type: 'note', data: { text: 'hi' } })).toEqual({
+      seq: 1,
+      time,
+      type: 'unknown-entry',
+      data: { storedType: 'note', storedData: { text: 'hi' } },
+    });
+    expect(readLogEntry({ seq: 2, time, type: 'step-start', data: null })).toEqual({
+      seq: 2,
+      time,
+      type: 'unknown-entry',
+      data: { storedType: 'step-start', storedData: null },
+    });
   });
 });

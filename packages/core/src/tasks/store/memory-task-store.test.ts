@@ -17,7 +17,7 @@ describe('createMemoryTaskStore', () => {
     expect(await store.loadCheckpoint('t1')).toBeUndefined();
   });
 
-  it('keeps at most a quarter of the heap\'s limit of artifacts unless told, and checks its caps', async () => {
+  it("keeps at most a quarter of the heap's limit of artifacts unless told, and checks its caps", async () => {
     const store = createMemoryTaskStore({ artifacts: { maxBytesPerTask: Number.MAX_SAFE_INTEGER } });
     await store.insert(taskRecord('t1', { status: 'running' }));
     const cap = Math.min(Math.floor(getHeapStatistics().heap_size_limit / 4), ARTIFACT_DEFAULTS.maxBytes);

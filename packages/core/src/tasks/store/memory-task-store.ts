@@ -5,7 +5,16 @@ import { ARTIFACT_DEFAULTS, TASK_DEFAULTS } from '../../defaults.ts';
 import { KlymError } from '../../errors.ts';
 import { createMemoryOutbox } from '../../webhooks/memory-outbox.ts';
 import { BoundedLog, type BoundedLogOptions, type TaskLogPage } from './task-log.ts';
-import { isTerminal, type TaskFilter, type TaskListPage, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore, type DaySpend } from '../task-types.ts';
+import {
+  isTerminal,
+  type TaskFilter,
+  type TaskListPage,
+  type TaskPatch,
+  type TaskRecord,
+  type TaskStatus,
+  type TaskStore,
+  type DaySpend,
+} from '../task-types.ts';
 import type { StoredArtifact } from '../../artifacts/artifact-types.ts';
 
 /** Options of {@link createMemoryTaskStore}. */
@@ -165,7 +174,13 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
           .toSorted((a, b) => Date.parse(a.task.finishedAt as string) - Date.parse(b.task.finishedAt as string) || a.seq - b.seq)
           .map((other) => ({ taskId: other.task.id, bytes: other.artifactBytes }));
         const evicted = tasksToEvict(finished, keptInAll, bytes, maxArtifactBytes);
-        if (evicted === undefined) throw storeLimitError(artifact, maxArtifactBytes, keptInAll, finished.reduce((sum, other) => sum + other.bytes, 0));
+        if (evicted === undefined)
+          throw storeLimitError(
+            artifact,
+            maxArtifactBytes,
+            keptInAll,
+            finished.reduce((sum, other) => sum + other.bytes, 0),
+          );
         for (const taskId of evicted) dropArtifacts(tasks.get(taskId) as Entry);
       }
       (entry.artifacts ??= new Map()).set(artifact.id, artifact);
@@ -209,7 +224,8 @@ const keyOf = (principal: string, key: string): string => `${principal}\u0000${k
 const defaultMaxArtifactBytes = (): number => Math.min(ARTIFACT_DEFAULTS.maxBytes, Math.floor(getHeapStatistics().heap_size_limit / 4));
 
 function positiveInteger(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a positive integer, got ${JSON.stringify(value) ?? String(value)}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a positive integer, got ${JSON.stringify(value) ?? String(value)}`);
   return value;
 }
 

@@ -22,7 +22,6 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-
 const checkpoint = (messages: readonly ModelMessage[], steps = messages.length): AgentCheckpoint => ({
   steps,
   messages,
@@ -94,7 +93,6 @@ describe('createSqliteTaskStore: the TaskStore contract', () => {
     await using reopened = await createSqliteTaskStore({ path });
     expect(await reopened.get('t1')).toEqual(done);
   });
-
 });
 
 describe('createSqliteTaskStore: logs', () => {
@@ -139,7 +137,10 @@ describe('createSqliteTaskStore: checkpoints', () => {
   it('round-trips a checkpoint through close and reopen', async () => {
     const path = join(dir, 'tasks.db');
     const saved: AgentCheckpoint = {
-      ...checkpoint([userMessage('hi'), { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'grynya__query', input: { q: 1 } }] }], 1),
+      ...checkpoint(
+        [userMessage('hi'), { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'grynya__query', input: { q: 1 } }] }],
+        1,
+      ),
       current: { step: 2, text: 'thinking', calls: [{ toolCallId: 'c2', toolName: 'grynya__query', input: { q: 2 } }] },
     };
     {
@@ -210,7 +211,11 @@ describe('createSqliteTaskStore: the file', () => {
 
   it('migrates a version 1 file, keeping its tasks and logs, and then has idempotency, checkpoints and a durable webhook outbox', async () => {
     const path = join(dir, 'v1.db');
-    const old = task('t1', { status: 'completed', finishedAt: '2026-01-01T00:00:05.000Z', result: { text: 'ok', finalText: 'ok', finishReason: 'stop', model: 'scripted', toolCalls: 0 } });
+    const old = task('t1', {
+      status: 'completed',
+      finishedAt: '2026-01-01T00:00:05.000Z',
+      result: { text: 'ok', finalText: 'ok', finishReason: 'stop', model: 'scripted', toolCalls: 0 },
+    });
     const v1 = new DatabaseSync(path);
     migrateSchema(v1, 1);
     v1.prepare(
@@ -221,7 +226,14 @@ describe('createSqliteTaskStore: the file', () => {
       const json = JSON.stringify({ step: seq });
       const size = Buffer.byteLength(logEntryJson(seq, '2026-01-01T00:00:0.000Z', 'step-start', json));
       bytes += size;
-      v1.prepare('INSERT INTO task_logs (task_id, seq, time, type, data, bytes) VALUES (?, ?, ?, ?, ?, ?)').run('t1', seq, '2026-01-01T00:00:0.000Z', 'step-start', json, size);
+      v1.prepare('INSERT INTO task_logs (task_id, seq, time, type, data, bytes) VALUES (?, ?, ?, ?, ?, ?)').run(
+        't1',
+        seq,
+        '2026-01-01T00:00:0.000Z',
+        'step-start',
+        json,
+        size,
+      );
     }
     v1.prepare('UPDATE tasks SET log_bytes = ?').run(bytes);
     expect(v1.prepare('PRAGMA user_version').get()).toEqual({ user_version: 1 });
@@ -231,7 +243,15 @@ describe('createSqliteTaskStore: the file', () => {
       await using store = await createSqliteTaskStore({ path });
       expect(await store.get('t1')).toEqual(old);
       expect(await store.counts()).toMatchObject({ completed: 1 });
-      expect(await store.readLog('t1')).toMatchObject({ entries: [{ seq: 3, data: { step: 3 } }, { seq: 4, data: { step: 4 } }], dropped: 2, droppedBefore: { fromSeq: 1, toSeq: 2 }, lastSeq: 4 });
+      expect(await store.readLog('t1')).toMatchObject({
+        entries: [
+          { seq: 3, data: { step: 3 } },
+          { seq: 4, data: { step: 4 } },
+        ],
+        dropped: 2,
+        droppedBefore: { fromSeq: 1, toSeq: 2 },
+        lastSeq: 4,
+      });
       store.appendLog('t1', 'step-start', { step: 5 });
       expect((await store.tailLog('t1', 1)).entries[0]?.seq).toBe(5);
       const keyed = await store.insert(task('t2', { status: 'running', request: { prompt: 'b', idempotencyKey: 'k' } }));
@@ -256,9 +276,22 @@ describe('createSqliteTaskStore: the file', () => {
     const old = artifactOf('art_00000000000a', 'line one\nline two é', { createdAt: '2026-01-01T00:00:01.000Z' });
     const v4 = new DatabaseSync(path);
     migrateSchema(v4, 4);
-    v4.prepare('INSERT INTO tasks (id, principal, status, created_at, record) VALUES (?, ?, ?, ?, ?)').run(running.id, running.principal, running.status, running.createdAt, JSON.stringify(running));
+    v4.prepare('INSERT INTO tasks (id, principal, status, created_at, record) VALUES (?, ?, ?, ?, ?)').run(
+      running.id,
+      running.principal,
+      running.status,
+      running.createdAt,
+      JSON.stringify(running),
+    );
     v4.prepare('INSERT INTO artifacts (task_id, id, tool, bytes, lines, tokens, created_at, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
-      't1', old.id, old.tool, old.bytes, old.lines, old.tokens, old.createdAt, old.text,
+      't1',
+      old.id,
+      old.tool,
+      old.bytes,
+      old.lines,
+      old.tokens,
+      old.createdAt,
+      old.text,
     );
     v4.close();
 
@@ -300,7 +333,9 @@ describe('createSqliteTaskStore: the file', () => {
     db.exec(`PRAGMA user_version = ${TASK_STORE_SCHEMA_VERSION + 1}`);
     db.close();
     const error = await openFails(path);
-    expect(error.message).toContain(`written by a newer Klym, schema version ${TASK_STORE_SCHEMA_VERSION + 1}; this Klym knows up to ${TASK_STORE_SCHEMA_VERSION}`);
+    expect(error.message).toContain(
+      `written by a newer Klym, schema version ${TASK_STORE_SCHEMA_VERSION + 1}; this Klym knows up to ${TASK_STORE_SCHEMA_VERSION}`,
+    );
   });
 
   it('refuses, in one line and without changing it, a file that is not a Klym database', async () => {
@@ -383,7 +418,12 @@ describe('createSqliteTaskStore: the file', () => {
     await using store = await createSqliteTaskStore({ path });
     expect((await store.get('t1'))?.status).toBe('running');
     // The last entry was only buffered when the process died: appendLog never waits for the disk.
-    expect((await store.readLog('t1')).entries.map((entry) => entry.data)).toEqual([{ model: 'ticked 1' }, { model: 'batched 2' }, { model: 'batched 3' }, { model: 'batched 4' }]);
+    expect((await store.readLog('t1')).entries.map((entry) => entry.data)).toEqual([
+      { model: 'ticked 1' },
+      { model: 'batched 2' },
+      { model: 'batched 3' },
+      { model: 'batched 4' },
+    ]);
     expect(await store.loadCheckpoint('t1')).toMatchObject({ steps: 1, messages: [{ role: 'user', content: 'x' }], elapsedMs: 5 });
   });
 });

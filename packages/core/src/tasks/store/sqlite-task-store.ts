@@ -78,7 +78,9 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
   let closing: Promise<void> | undefined;
 
   const failed = (error: unknown): KlymError =>
-    isKlymError(error) ? error : new KlymError('STORE_UNAVAILABLE', `The task store ${path} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    isKlymError(error)
+      ? error
+      : new KlymError('STORE_UNAVAILABLE', `The task store ${path} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
 
   /** Runs `work` once the store is open and what is buffered is written, so it sees every append before it. */
   const use = <T>(work: () => T): T => {

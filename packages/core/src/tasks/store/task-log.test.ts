@@ -20,7 +20,8 @@ describe('BoundedLog', () => {
 
   it('stays within its byte bound by dropping the oldest entries, and marks the gap', () => {
     const log = new BoundedLog({ maxBytes: 2_000, maxEntryBytes: 200 });
-    for (let index = 0; index < 10_000; index++) log.append('upstream-log', { upstream: 'u', source: 'stderr', level: 'info', message: `line ${index} ${'x'.repeat(50)}` });
+    for (let index = 0; index < 10_000; index++)
+      log.append('upstream-log', { upstream: 'u', source: 'stderr', level: 'info', message: `line ${index} ${'x'.repeat(50)}` });
     expect(log.bytes).toBeLessThanOrEqual(2_000);
     const page = log.read(0, 5);
     expect(page.dropped).toBeGreaterThan(9_900);

@@ -34,7 +34,10 @@ export interface TaskArtifactSliceView {
 export const GLANCE_ARTIFACTS = 5;
 
 /** The newest `shown` of a task's artifacts as the status lists them, and how many it leaves out. */
-export function artifactsView(artifacts: readonly ArtifactInfo[], shown: number): { readonly artifacts?: readonly TaskArtifactView[]; readonly artifacts_more?: number } {
+export function artifactsView(
+  artifacts: readonly ArtifactInfo[],
+  shown: number,
+): { readonly artifacts?: readonly TaskArtifactView[]; readonly artifacts_more?: number } {
   if (artifacts.length === 0) return {};
   const listed = artifacts.slice(-shown).map(viewArtifact);
   return { artifacts: listed, ...(artifacts.length > listed.length ? { artifacts_more: artifacts.length - listed.length } : {}) };
@@ -48,7 +51,9 @@ export function viewArtifact(artifact: ArtifactInfo): TaskArtifactView {
     tool: artifact.tool,
     bytes: artifact.bytes,
     lines: artifact.lines,
-    ...(records === undefined ? {} : { records: { count: records.count, first_line: records.firstLine, keys: records.keys, original_bytes: records.originalBytes } }),
+    ...(records === undefined
+      ? {}
+      : { records: { count: records.count, first_line: records.firstLine, keys: records.keys, original_bytes: records.originalBytes } }),
   };
 }
 
@@ -77,6 +82,8 @@ export function viewSlice(taskId: string, slice: ArtifactSlice): TaskArtifactSli
     offset: slice.offset,
     ...(first?.fromChar === undefined || first.fromChar === 0 ? {} : { char_offset: first.fromChar }),
     lines: slice.lines.map((line) => line.text),
-    ...(slice.next === undefined ? {} : { next_offset: slice.next.offset, ...(slice.next.charOffset === undefined ? {} : { next_char_offset: slice.next.charOffset }) }),
+    ...(slice.next === undefined
+      ? {}
+      : { next_offset: slice.next.offset, ...(slice.next.charOffset === undefined ? {} : { next_char_offset: slice.next.charOffset }) }),
   };
 }

@@ -88,7 +88,11 @@ export async function describeCapabilities(
     upstreams[name] = {
       state: status[name]?.state ?? 'unknown',
       ...(protocolVersion === undefined ? {} : { protocol_version: protocolVersion }),
-      ...(report === undefined ? { error: 'it gave no tool listing' } : report.ok ? { tools: report.toolCount } : { error: redactor.text(report.error.message) }),
+      ...(report === undefined
+        ? { error: 'it gave no tool listing' }
+        : report.ok
+          ? { tools: report.toolCount }
+          : { error: redactor.text(report.error.message) }),
     };
   }
   const tools = listing.tools

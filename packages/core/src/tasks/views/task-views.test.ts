@@ -38,7 +38,10 @@ describe('viewTaskStatus', () => {
   it('measures a running task up to now, and a resumed one by the time its runs took', () => {
     const running: TaskRecord = { ...task, status: 'running', finishedAt: undefined, result: undefined, elapsedMs: 4_000 };
     expect(viewTaskStatus(running, undefined, { now: Date.parse('2026-01-01T00:00:15.000Z') }).elapsed_ms).toBe(5_000);
-    expect(viewTaskStatus({ ...running, resumes: [2] }, undefined, { now: Date.parse('2026-01-02T00:00:00.000Z') })).toMatchObject({ elapsed_ms: 4_000, resumed_from: [2] });
+    expect(viewTaskStatus({ ...running, resumes: [2] }, undefined, { now: Date.parse('2026-01-02T00:00:00.000Z') })).toMatchObject({
+      elapsed_ms: 4_000,
+      resumed_from: [2],
+    });
     expect(viewTaskStatus({ ...running, status: 'pending', startedAt: undefined }, undefined).elapsed_ms).toBeUndefined();
   });
 
@@ -46,7 +49,11 @@ describe('viewTaskStatus', () => {
     const log = new BoundedLog();
     log.append('tool-call', { step: 1, toolCallId: 'c1', toolName: 'grynya__query_graph', args: { query: `MATCH (n) RETURN n ${'x'.repeat(500)}` } });
     const glance = viewTaskStatus(task, log.tail(3));
-    expect(glance.log?.entries[0]).toMatchObject({ seq: 1, type: 'tool-call', text: expect.stringMatching(/^grynya__query_graph \{"query":"MATCH \(n\) RETURN n x+…$/) });
+    expect(glance.log?.entries[0]).toMatchObject({
+      seq: 1,
+      type: 'tool-call',
+      text: expect.stringMatching(/^grynya__query_graph \{"query":"MATCH \(n\) RETURN n x+…$/),
+    });
     const paged = viewTaskStatus(task, log.read(0, 10), { fullEntries: true });
     expect(paged.log?.entries[0]).toMatchObject({ seq: 1, type: 'tool-call', toolName: 'grynya__query_graph', step: 1 });
   });

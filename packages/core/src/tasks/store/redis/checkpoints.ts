@@ -58,7 +58,12 @@ export function createCheckpoints(scripts: RedisScripts, keys: RedisKeys): Check
         scripts.klymSaveCheckpoint(keys.task(id), keys.checkpoint(id), keys.messages(id), after, keep, version, stateJson, messages.length, ...messagesJson);
       try {
         let answer = await send(same, known?.version ?? '', added);
-        if (answer === 'conflict') answer = await send(0, '', messages.map((message) => JSON.stringify(message)));
+        if (answer === 'conflict')
+          answer = await send(
+            0,
+            '',
+            messages.map((message) => JSON.stringify(message)),
+          );
         if (answer === 'missing') throw new KlymError('TASK_NOT_FOUND', `Cannot save a checkpoint of task ${id}: no such task is stored`);
       } catch (error) {
         if (stored.get(id)?.version === version) stored.delete(id);

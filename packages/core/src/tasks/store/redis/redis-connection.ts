@@ -165,10 +165,14 @@ async function readSettings(client: Redis, shown: (error: unknown) => string): P
     warnings.push(`could not check Redis's appendonly and maxmemory-policy (CONFIG GET: ${reason}); Klym needs appendonly yes and maxmemory-policy noeviction`);
   }
   if (typeof appendonly === 'string' && appendonly !== 'yes') {
-    warnings.push(`Redis has appendonly ${appendonly}: a restart of Redis loses the tasks, logs and queued work written since its last snapshot (Klym needs appendonly yes)`);
+    warnings.push(
+      `Redis has appendonly ${appendonly}: a restart of Redis loses the tasks, logs and queued work written since its last snapshot (Klym needs appendonly yes)`,
+    );
   }
   if (typeof policy === 'string' && policy !== 'noeviction') {
-    warnings.push(`Redis has maxmemory-policy ${policy}: when its memory is full it may delete tasks, logs or queued work (Klym needs maxmemory-policy noeviction)`);
+    warnings.push(
+      `Redis has maxmemory-policy ${policy}: when its memory is full it may delete tasks, logs or queued work (Klym needs maxmemory-policy noeviction)`,
+    );
   }
   return warnings;
 }

@@ -71,7 +71,9 @@ describe('createRedisTaskStore: Redis down and back', () => {
       expect(failure.code).toBe('STORE_UNAVAILABLE');
       expect(failure.message).toContain(`The Redis task store at ${where}`);
     }
-    expect(failures[1]?.message).toMatch(/unreachable \((the connection closed|connect ECONNREFUSED .*)\), so Klym could not read task t1; it reconnects by itself$/);
+    expect(failures[1]?.message).toMatch(
+      /unreachable \((the connection closed|connect ECONNREFUSED .*)\), so Klym could not read task t1; it reconnects by itself$/,
+    );
     // Fire and forget: an entry appended while Redis is down is lost, and nothing throws.
     expect(() => store.appendLog('t1', 'task-start', { model: 'lost' })).not.toThrow();
 
@@ -90,7 +92,10 @@ describe('createRedisTaskStore: Redis down and back', () => {
     server.child().kill('SIGSTOP');
     try {
       const failure = await failureOf(store.transition('t1', ['pending'], { status: 'running' }));
-      expect(failure).toMatchObject({ code: 'STORE_UNAVAILABLE', message: expect.stringMatching(/did not answer within 300 ms: Klym asked it to change task t1, which may or may not have been done/) });
+      expect(failure).toMatchObject({
+        code: 'STORE_UNAVAILABLE',
+        message: expect.stringMatching(/did not answer within 300 ms: Klym asked it to change task t1, which may or may not have been done/),
+      });
     } finally {
       server.child().kill('SIGCONT');
     }
@@ -146,7 +151,9 @@ describe('createRedisTaskStore: opening', () => {
   it('refuses an unreachable Redis after connectTimeoutMs, in one line naming where', async () => {
     const port = await freePort();
     const message = await refused({ url: `redis://127.0.0.1:${port}/3`, connectTimeoutMs: 300 });
-    expect(message).toMatch(new RegExp(`^The Redis task store at 127\\.0\\.0\\.1:${port}/3 cannot be used: no connection within 300 ms \\(.*ECONNREFUSED.*\\)$`));
+    expect(message).toMatch(
+      new RegExp(`^The Redis task store at 127\\.0\\.0\\.1:${port}/3 cannot be used: no connection within 300 ms \\(.*ECONNREFUSED.*\\)$`),
+    );
   });
 
   it('works with the password in the URL, and never shows it', async () => {
@@ -178,16 +185,28 @@ describe('createRedisTaskStore: opening', () => {
   });
 
   it('warns when Redis may lose or evict what it holds, and not when it is set as Klym needs', async () => {
-    const [recommended, volatile, evicting] = await Promise.all([redisServer(), redisServer({ appendonly: 'no' }), redisServer({ maxmemoryPolicy: 'allkeys-lru' })]);
+    const [recommended, volatile, evicting] = await Promise.all([
+      redisServer(),
+      redisServer({ appendonly: 'no' }),
+      redisServer({ maxmemoryPolicy: 'allkeys-lru' }),
+    ]);
     expect(await warningsOf(recommended.url)).toEqual([]);
-    expect(await warningsOf(volatile.url)).toEqual([expect.stringMatching(/^Redis has appendonly no: a restart of Redis loses .*\(Klym needs appendonly yes\)$/)]);
-    expect(await warningsOf(evicting.url)).toEqual([expect.stringMatching(/^Redis has maxmemory-policy allkeys-lru: .*\(Klym needs maxmemory-policy noeviction\)$/)]);
+    expect(await warningsOf(volatile.url)).toEqual([
+      expect.stringMatching(/^Redis has appendonly no: a restart of Redis loses .*\(Klym needs appendonly yes\)$/),
+    ]);
+    expect(await warningsOf(evicting.url)).toEqual([
+      expect.stringMatching(/^Redis has maxmemory-policy allkeys-lru: .*\(Klym needs maxmemory-policy noeviction\)$/),
+    ]);
   });
 
   it('says when the server does not let it check its settings', async () => {
     const server = await redisServer({ args: ['--user', 'klym', 'on', `>${PASSWORD}`, '~*', '&*', '+@all', '-config'] });
     await using store = await createRedisTaskStore({ url: `redis://klym:${PASSWORD}@127.0.0.1:${server.port}/0` });
-    expect(store.warnings).toEqual([expect.stringMatching(/^could not check Redis's appendonly and maxmemory-policy \(CONFIG GET: NOPERM .*\); Klym needs appendonly yes and maxmemory-policy noeviction$/)]);
+    expect(store.warnings).toEqual([
+      expect.stringMatching(
+        /^could not check Redis's appendonly and maxmemory-policy \(CONFIG GET: NOPERM .*\); Klym needs appendonly yes and maxmemory-policy noeviction$/,
+      ),
+    ]);
   });
 
   it('checks its options', async () => {
@@ -199,7 +218,13 @@ describe('createRedisTaskStore: opening', () => {
       code: 'CONFIG_INVALID',
       message: 'Expected `artifacts.maxBytesPerTask` to be a positive integer, got -1',
     });
-    await expect(createRedisTaskStore({ url: 'not a url' })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('got a string that is not a URL') });
-    await expect(createRedisTaskStore({ url: 'redis://127.0.0.1:1/zero' })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('to be a database number, as in redis://host:6379/0, got /zero') });
+    await expect(createRedisTaskStore({ url: 'not a url' })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringContaining('got a string that is not a URL'),
+    });
+    await expect(createRedisTaskStore({ url: 'redis://127.0.0.1:1/zero' })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringContaining('to be a database number, as in redis://host:6379/0, got /zero'),
+    });
   });
 });

@@ -49,7 +49,11 @@ describe('createRedisTaskStore: one Redis, many processes', () => {
     await worker.saveCheckpoint('t1', checkpointOf([userMessage('m1')]));
     expect((await front.readLog('t1')).entries.map((entry) => entry.data)).toEqual([{ step: 1 }, { step: 2 }, { step: 3 }]);
     expect(await front.loadCheckpoint('t1')).toEqual(checkpointOf([userMessage('m1')]));
-    const done = await worker.transition('t1', ['running'], { status: 'completed', finishedAt: '2026-01-01T00:00:02.000Z', result: { text: 'ok', finalText: 'ok', finishReason: 'stop', model: 'scripted', toolCalls: 0 } });
+    const done = await worker.transition('t1', ['running'], {
+      status: 'completed',
+      finishedAt: '2026-01-01T00:00:02.000Z',
+      result: { text: 'ok', finalText: 'ok', finishReason: 'stop', model: 'scripted', toolCalls: 0 },
+    });
     expect((await front.list({ principal: 'alice', status: 'completed' })).tasks).toEqual([done]);
   });
 
@@ -58,7 +62,9 @@ describe('createRedisTaskStore: one Redis, many processes', () => {
     for (let index = 0; index < 5; index++) await stores[0].insert(taskRecord(`t${index}`));
     for (let index = 0; index < 5; index++) {
       const results = await Promise.all(
-        Array.from({ length: 100 }, (_, attempt) => stores[attempt % 2]!.transition(`t${index}`, ['pending', 'running'], { status: 'cancelled', cancelReason: `by ${attempt}` })),
+        Array.from({ length: 100 }, (_, attempt) =>
+          stores[attempt % 2]!.transition(`t${index}`, ['pending', 'running'], { status: 'cancelled', cancelReason: `by ${attempt}` }),
+        ),
       );
       const applied = results.filter((result) => result !== undefined);
       expect(applied).toHaveLength(1);
@@ -71,10 +77,13 @@ describe('createRedisTaskStore: one Redis, many processes', () => {
     await using stores = await twoProcesses({ maxBytesPerTask: 1_000, maxBytes: 1_500 });
     await stores[0].insert(taskRecord('t1', { status: 'running' }));
     await stores[0].insert(taskRecord('t2', { status: 'running' }));
-    const save = (taskId: string, index: number) => stores[index % 2]!.saveArtifact(taskId, artifactOf(`art_${taskId}${String(index).padStart(10, '0')}`, 'x'.repeat(200)));
+    const save = (taskId: string, index: number) =>
+      stores[index % 2]!.saveArtifact(taskId, artifactOf(`art_${taskId}${String(index).padStart(10, '0')}`, 'x'.repeat(200)));
     const first = await Promise.allSettled(Array.from({ length: 20 }, (_, index) => save('t1', index)));
     expect(first.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(5);
-    expect(first.filter((outcome) => outcome.status === 'rejected').map((outcome) => (outcome as PromiseRejectedResult).reason.code)).toEqual(Array(15).fill('ARTIFACT_LIMIT'));
+    expect(first.filter((outcome) => outcome.status === 'rejected').map((outcome) => (outcome as PromiseRejectedResult).reason.code)).toEqual(
+      Array(15).fill('ARTIFACT_LIMIT'),
+    );
     // The store's cap holds across processes too: 1,000 kept, room for two more of 200 in t2.
     const second = await Promise.allSettled(Array.from({ length: 20 }, (_, index) => save('t2', index)));
     expect(second.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(2);
@@ -107,7 +116,12 @@ describe('createRedisTaskStore: one Redis, many processes', () => {
     await using stores = await twoProcesses();
     for (let index = 0; index < 50; index++) await stores[0].insert(taskRecord(`t${index}`, { status: 'completed', finishedAt: '2026-01-01T00:00:00.000Z' }));
     const swept = await Promise.all([stores[0].evict(new Date('2026-01-02')), stores[1].evict(new Date('2026-01-02'))]);
-    expect(swept.flat().map((task) => task.id).toSorted()).toEqual(Array.from({ length: 50 }, (_, index) => `t${index}`).toSorted());
+    expect(
+      swept
+        .flat()
+        .map((task) => task.id)
+        .toSorted(),
+    ).toEqual(Array.from({ length: 50 }, (_, index) => `t${index}`).toSorted());
     expect((await stores[1].list()).total).toBe(0);
   });
 });
@@ -142,7 +156,7 @@ describe('createRedisTaskStore: checkpoints', () => {
     await dead.saveCheckpoint('t1', checkpointOf([m1, m2, userMessage('m3 late')]));
     expect((await taker.loadCheckpoint('t1'))?.messages).toEqual([m1, m2, userMessage('m3 late')]);
     await taker.saveCheckpoint('t1', checkpointOf([...resumed, userMessage('m4')]));
-    expect((await dead.loadCheckpoint('t1'))).toEqual(checkpointOf([...resumed, userMessage('m4')]));
+    expect(await dead.loadCheckpoint('t1')).toEqual(checkpointOf([...resumed, userMessage('m4')]));
   });
 
   it('refuses a checkpoint of a task it does not keep, as the SQLite store', async () => {
@@ -173,7 +187,9 @@ describe('createRedisTaskStore: under a task manager', () => {
       ...checkpointOf([userMessage('interrupted')], 2),
       current: { step: 3, text: '', calls: [{ toolCallId: 'c1', toolName: 'grynya__add_node', input: {} }] },
     };
-    await stores[0].insert(taskRecord('left-running', { principal: me.principal, request: { prompt: 'interrupted' }, status: 'running', startedAt: new Date().toISOString() }));
+    await stores[0].insert(
+      taskRecord('left-running', { principal: me.principal, request: { prompt: 'interrupted' }, status: 'running', startedAt: new Date().toISOString() }),
+    );
     await stores[0].saveCheckpoint('left-running', checkpoint);
     await using second = createTaskManager({ pool, run, store: stores[1] });
     await vi.waitFor(async () => expect((await second.get('left-running', me)).status).toBe('completed'));

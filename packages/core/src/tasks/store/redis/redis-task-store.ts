@@ -91,7 +91,8 @@ export interface RedisTaskStore extends TaskStore {
  * ```
  */
 export async function createRedisTaskStore(options: RedisTaskStoreOptions): Promise<RedisTaskStore> {
-  if (typeof options.url !== 'string') throw new KlymError('CONFIG_INVALID', `Expected \`url\` to be a redis:// or rediss:// URL, got a value of type ${typeof options.url}`);
+  if (typeof options.url !== 'string')
+    throw new KlymError('CONFIG_INVALID', `Expected \`url\` to be a redis:// or rediss:// URL, got a value of type ${typeof options.url}`);
   const prefix = options.prefix ?? 'klym:';
   if (typeof prefix !== 'string') throw invalid('prefix', 'a string', prefix);
   const connectTimeoutMs = positiveInteger('connectTimeoutMs', options.connectTimeoutMs ?? REDIS_DEFAULTS.connectTimeoutMs);
@@ -187,7 +188,10 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
       const reply = (await use('list tasks', () => scripts.klymList(keys.index(filter), prefix, cursor, limit + 1))) as ScriptReply[];
       const [total, ...rest] = reply;
       const found = pairsOf(rest);
-      const tasks = found.slice(0, limit).map(([, fields]) => taskOf(fields)).filter((task) => task !== undefined);
+      const tasks = found
+        .slice(0, limit)
+        .map(([, fields]) => taskOf(fields))
+        .filter((task) => task !== undefined);
       const last = found.length > limit ? found[limit - 1] : undefined;
       return { tasks, total: Number(total), ...(last === undefined ? {} : { nextCursor: encodeCursor(last[0]) }) };
     },
@@ -270,9 +274,7 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
       const names = fields.filter((field) => field.endsWith(':info'));
       if (names.length === 0) return [];
       const infos = await use(`list the artifacts of task ${id}`, () => client.hmget(keys.artifacts(id), ...names));
-      return infos
-        .flatMap((info) => (info === null ? [] : [JSON.parse(info) as ArtifactInfo]))
-        .toSorted((a, b) => a.createdAt.localeCompare(b.createdAt));
+      return infos.flatMap((info) => (info === null ? [] : [JSON.parse(info) as ArtifactInfo])).toSorted((a, b) => a.createdAt.localeCompare(b.createdAt));
     },
     async artifactBytes() {
       return Number((await use('count the artifacts kept', () => client.get(keys.artifactBytes))) ?? 0);
@@ -280,7 +282,12 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
     async addSpend(principal, day, spend) {
       const [tokens, usd] = spendFields(principal);
       const replies = await use('count what a principal spent', () =>
-        client.multi().hincrby(keys.spend(day), tokens, Math.round(spend.tokens)).hincrbyfloat(keys.spend(day), usd, spend.usd).expire(keys.spend(day), SPEND_KEPT_S).exec(),
+        client
+          .multi()
+          .hincrby(keys.spend(day), tokens, Math.round(spend.tokens))
+          .hincrbyfloat(keys.spend(day), usd, spend.usd)
+          .expire(keys.spend(day), SPEND_KEPT_S)
+          .exec(),
       );
       // MULTI answers each command's error in place: one that failed is the call's failure.
       const failure = replies?.find(([error]) => error !== null)?.[0];

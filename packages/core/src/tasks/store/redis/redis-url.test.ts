@@ -8,7 +8,10 @@ describe('redisTargetOf', () => {
       where: 'redis.internal:6380/2',
       secrets: ['s@cret', 's%40cret'],
     });
-    expect(redisTargetOf('rediss://klym:pw@[::1]')).toMatchObject({ options: { host: '::1', port: 6379, db: 0, username: 'klym', password: 'pw', tls: {} }, where: '[::1]:6379/0' });
+    expect(redisTargetOf('rediss://klym:pw@[::1]')).toMatchObject({
+      options: { host: '::1', port: 6379, db: 0, username: 'klym', password: 'pw', tls: {} },
+      where: '[::1]:6379/0',
+    });
     expect(redisTargetOf('redis://localhost')).toEqual({ options: { host: 'localhost', port: 6379, db: 0 }, where: 'localhost:6379/0', secrets: [] });
   });
 

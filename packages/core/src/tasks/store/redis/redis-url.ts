@@ -41,7 +41,11 @@ export function redisTargetOf(url: string): RedisTarget {
   }
   if (parsed.hostname === '') throw new KlymError('CONFIG_INVALID', 'Expected the Redis `url` to name a host, as in redis://host:6379/0');
   const database = parsed.pathname.replace(/^\//, '') || '0';
-  if (!/^\d+$/.test(database)) throw new KlymError('CONFIG_INVALID', `Expected the Redis \`url\`'s path to be a database number, as in redis://host:6379/0, got /${database.slice(0, 20)}`);
+  if (!/^\d+$/.test(database))
+    throw new KlymError(
+      'CONFIG_INVALID',
+      `Expected the Redis \`url\`'s path to be a database number, as in redis://host:6379/0, got /${database.slice(0, 20)}`,
+    );
   const port = parsed.port === '' ? 6379 : Number(parsed.port);
   const db = Number(database);
   const username = decodeURIComponent(parsed.username);

@@ -74,7 +74,13 @@ export function createArtifactTable(db: DatabaseSync): ArtifactTable {
         if (used + bytes > maxBytes) {
           const finished = (finishedHolding.all(taskId) as unknown as EvictableArtifacts[]).map((row) => ({ taskId: row.taskId, bytes: Number(row.bytes) }));
           const evicted = tasksToEvict(finished, used, bytes, maxBytes);
-          if (evicted === undefined) throw storeLimitError(artifact, maxBytes, used, finished.reduce((total, task) => total + task.bytes, 0));
+          if (evicted === undefined)
+            throw storeLimitError(
+              artifact,
+              maxBytes,
+              used,
+              finished.reduce((total, task) => total + task.bytes, 0),
+            );
           for (const id of evicted) deleteOfTask.run(id);
         }
         const { records, original } = artifact;

@@ -73,7 +73,8 @@ export function createLogTable(db: DatabaseSync, options: LogTableOptions): LogT
     // fewer than the newest one. Entries of the batch that fall outside are never written.
     let keepFrom = rows.length - 1;
     let batchBytes = (rows[keepFrom] as { bytes: number }).bytes;
-    while (keepFrom > 0 && batchBytes + (rows[keepFrom - 1] as { bytes: number }).bytes <= maxBytes) batchBytes += (rows[--keepFrom] as { bytes: number }).bytes;
+    while (keepFrom > 0 && batchBytes + (rows[keepFrom - 1] as { bytes: number }).bytes <= maxBytes)
+      batchBytes += (rows[--keepFrom] as { bytes: number }).bytes;
     let firstSeq = window.firstSeq;
     let bytes = window.bytes + batchBytes;
     if (keepFrom > 0) {

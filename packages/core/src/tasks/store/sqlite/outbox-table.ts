@@ -48,14 +48,22 @@ export function createOutboxTable(db: DatabaseSync): OutboxTable {
       // One process per file, and synchronous from the read to the lease: no other claim comes between.
       return inTransaction(db, () =>
         (selectDue.all(now, limit) as unknown as Row[]).map((row) => {
-          const claimed: ClaimedWebhookMessage = { ...row, attempts: Number(row.attempts), createdAt: Number(row.createdAt), nextAttemptAt: Number(row.nextAttemptAt), lease: newLease(), leaseUntil: now + leaseMs };
+          const claimed: ClaimedWebhookMessage = {
+            ...row,
+            attempts: Number(row.attempts),
+            createdAt: Number(row.createdAt),
+            nextAttemptAt: Number(row.nextAttemptAt),
+            lease: newLease(),
+            leaseUntil: now + leaseMs,
+          };
           lease.run(claimed.lease, claimed.leaseUntil, row.id);
           return claimed;
         }),
       );
     },
     settle(claim, settlement) {
-      const changed = settlement === 'done' ? remove.run(claim.id, claim.lease) : reschedule.run(settlement.attempts, settlement.nextAttemptAt, claim.id, claim.lease);
+      const changed =
+        settlement === 'done' ? remove.run(claim.id, claim.lease) : reschedule.run(settlement.attempts, settlement.nextAttemptAt, claim.id, claim.lease);
       return Number(changed.changes) > 0;
     },
     due(ids) {

@@ -26,5 +26,4 @@ export function lockStore(path: string): DatabaseSync | undefined {
   }
 }
 
-const isBusy = (error: unknown): boolean =>
-  typeof error === 'object' && error !== null && 'errcode' in error && [5, 6].includes(Number(error.errcode) & 0xff);
+const isBusy = (error: unknown): boolean => typeof error === 'object' && error !== null && 'errcode' in error && [5, 6].includes(Number(error.errcode) & 0xff);

@@ -1,7 +1,15 @@
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { TASK_DEFAULTS } from '../../../defaults.ts';
 import { KlymError } from '../../../errors.ts';
-import { TERMINAL_STATUSES, type TaskFilter, type TaskListPage, type TaskPageRequest, type TaskPatch, type TaskRecord, type TaskStatus } from '../../task-types.ts';
+import {
+  TERMINAL_STATUSES,
+  type TaskFilter,
+  type TaskListPage,
+  type TaskPageRequest,
+  type TaskPatch,
+  type TaskRecord,
+  type TaskStatus,
+} from '../../task-types.ts';
 
 /** Task records in the `tasks` table: the whole record as JSON, and as columns what is queried. */
 export interface TaskTable {
@@ -46,7 +54,9 @@ export function createTaskTable(db: DatabaseSync): TaskTable {
       const conditions = [...(filter.principal === undefined ? [] : ['principal = ?']), ...(filter.status === undefined ? [] : ['status = ?'])];
       const where = (more: readonly string[]): string => (conditions.length + more.length === 0 ? '' : `WHERE ${[...conditions, ...more].join(' AND ')}`);
       statements = {
-        page: db.prepare(`SELECT seq, created_at AS createdAt, record FROM tasks ${where(after ? ['(created_at, seq) < (?, ?)'] : [])} ORDER BY created_at DESC, seq DESC LIMIT ?`),
+        page: db.prepare(
+          `SELECT seq, created_at AS createdAt, record FROM tasks ${where(after ? ['(created_at, seq) < (?, ?)'] : [])} ORDER BY created_at DESC, seq DESC LIMIT ?`,
+        ),
         total: db.prepare(`SELECT count(*) AS count FROM tasks ${where([])}`),
       };
       listStatements.set(key, statements);
@@ -64,7 +74,8 @@ export function createTaskTable(db: DatabaseSync): TaskTable {
         const existing = parseRow(selectByKey.get(task.principal, key));
         if (existing !== undefined) return existing;
       }
-      if (selectById.get(task.id) !== undefined) throw new KlymError('INVALID_ARGUMENT', `Cannot insert task ${task.id}: a task with that id is already stored`);
+      if (selectById.get(task.id) !== undefined)
+        throw new KlymError('INVALID_ARGUMENT', `Cannot insert task ${task.id}: a task with that id is already stored`);
       insert.run(task.id, task.principal, task.status, utc(task.createdAt), utcOrNull(task.finishedAt), key ?? null, JSON.stringify(task));
       return task;
     },
