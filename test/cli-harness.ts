@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { expect } from 'vitest';
 
 /** The `klym` entry point. */
 export const KLYM_MAIN = path.resolve(import.meta.dirname, '../apps/server/src/main.ts');
@@ -125,4 +126,32 @@ export async function serveKlym(cwd: string, cleanups: (() => Promise<unknown>)[
   });
   const [, url] = (await klym.waitFor(/serving MCP at (http:\/\/[^\s]+)\/mcp/)) as RegExpMatchArray;
   return { klym, url: url as string };
+}
+
+/** A task as `GET /api/tasks/:id` shows it, as far as the tests of turns and quotas read it. */
+export interface SeenTask {
+  readonly task_id: string;
+  readonly status: string;
+  readonly queue_position?: number;
+  readonly started_at?: string;
+  readonly finished_at?: string;
+}
+
+/** Starts a task over REST as `token`'s principal, expecting 202, and answers its id. */
+export async function startTask(url: string, token: string, prompt: string): Promise<string> {
+  const { status, json } = await restCall(url, '/api/tasks', token, { prompt });
+  expect(status).toBe(202);
+  return String(json.task_id);
+}
+
+/** The task `id` as its owner `token` sees it over REST. */
+export const seenTask = async (url: string, token: string, id: string): Promise<SeenTask> =>
+  (await restCall(url, `/api/tasks/${id}`, token)).json as unknown as SeenTask;
+
+/** `GET /api/quota` as `token`'s principal. */
+export const quotaOf = async (url: string, token: string): Promise<Record<string, unknown>> => (await restCall(url, '/api/quota', token)).json;
+
+/** Cancels task `id` over REST, expecting it to have been cancelled then. */
+export async function cancelTask(url: string, token: string, id: string): Promise<void> {
+  expect((await restCall(url, `/api/tasks/${id}/cancel`, token, {})).json).toMatchObject({ cancelled: true });
 }

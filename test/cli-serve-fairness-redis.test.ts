@@ -6,7 +6,16 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { restCall, startKlym, temporaryDirectory, type KlymProcess } from './cli-harness.ts';
+import {
+  cancelTask as cancel,
+  quotaOf as quota,
+  seenTask as seen,
+  startKlym,
+  startTask as start,
+  temporaryDirectory,
+  type KlymProcess,
+  type SeenTask,
+} from './cli-harness.ts';
 import { startRedisServer } from './support/redis-server.ts';
 
 const ALICE = 'token-of-alice-0123456789';
@@ -66,25 +75,6 @@ async function startFleet(tasks: Record<string, unknown> = {}): Promise<Fleet> {
   }
   return { grynya, url };
 }
-
-interface Seen {
-  readonly task_id: string;
-  readonly status: string;
-  readonly queue_position?: number;
-  readonly started_at?: string;
-  readonly finished_at?: string;
-}
-
-const start = async (url: string, token: string, prompt: string): Promise<string> => {
-  const { status, json } = await restCall(url, '/api/tasks', token, { prompt });
-  expect(status).toBe(202);
-  return String(json.task_id);
-};
-const seen = async (url: string, token: string, id: string): Promise<Seen> => (await restCall(url, `/api/tasks/${id}`, token)).json as unknown as Seen;
-const quota = async (url: string, token: string): Promise<Record<string, unknown>> => (await restCall(url, '/api/quota', token)).json;
-const cancel = async (url: string, token: string, id: string): Promise<void> => {
-  expect((await restCall(url, `/api/tasks/${id}/cancel`, token, {})).json).toMatchObject({ cancelled: true });
-};
 
 describe('klym serve and two klym workers on Redis, with many callers', () => {
   it("starts a newcomer's task behind another caller's 40-task batch on the first slot either worker frees", async () => {
@@ -157,7 +147,7 @@ describe('klym serve and two klym workers on Redis, with many callers', () => {
     grynya.faults.delayMs = 100;
     await cancel(url, ALICE, hers[0] as string);
     await cancel(url, BOB, his);
-    const all = (): Promise<Seen[]> => Promise.all(hers.map((id) => seen(url, ALICE, id)));
+    const all = (): Promise<SeenTask[]> => Promise.all(hers.map((id) => seen(url, ALICE, id)));
     const ends = ['cancelled', 'completed', 'completed', 'completed'];
     await vi.waitFor(async () => expect((await all()).map((task) => task.status)).toEqual(ends), until);
     const runs = (await all()).toSorted((a, b) => String(a.started_at).localeCompare(String(b.started_at)));

@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { restCall, serveKlym, temporaryDirectory } from './cli-harness.ts';
+import { cancelTask as cancel, quotaOf as quota, restCall, seenTask as seen, serveKlym, startTask as start, temporaryDirectory } from './cli-harness.ts';
 
 const ALICE = 'token-of-alice-0123456789';
 const BOB = 'token-of-bob-0123456789ab';
@@ -35,24 +35,6 @@ async function serve(tasks: Record<string, unknown> = {}): Promise<string> {
   await vi.waitFor(async () => expect((await restCall(url, '/healthz', ALICE)).json.status).toBe('ok'), { timeout: 10_000 });
   return url;
 }
-
-interface Seen {
-  readonly status: string;
-  readonly queue_position?: number;
-  readonly started_at?: string;
-  readonly finished_at?: string;
-}
-
-const start = async (url: string, token: string, prompt: string): Promise<string> => {
-  const { status, json } = await restCall(url, '/api/tasks', token, { prompt });
-  expect(status).toBe(202);
-  return String(json.task_id);
-};
-const seen = async (url: string, token: string, id: string): Promise<Seen> => (await restCall(url, `/api/tasks/${id}`, token)).json as unknown as Seen;
-const quota = async (url: string, token: string): Promise<Record<string, unknown>> => (await restCall(url, '/api/quota', token)).json;
-const cancel = async (url: string, token: string, id: string): Promise<void> => {
-  expect((await restCall(url, `/api/tasks/${id}/cancel`, token, {})).json).toMatchObject({ cancelled: true });
-};
 
 describe('klym serve with many callers', () => {
   it("starts a newcomer's task behind a 40-task batch of another caller within a turn, and says where each waits", async () => {
