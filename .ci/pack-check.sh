@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Proves @klym/core is a package other agents can install: build it, pack it, install the tarball in a
+# Proves @klym/core is a package other agents can install: build it, check its public API against the reviewed
+# reports (packages/core/api/), pack it, install the tarball in a
 # temporary project outside the workspace, then typecheck and run a program that imports its entry
 # points (`.`, `./testing`, `./mcp`, `./redis`) and runs a task on the runner thread (whose entry is a file of the
 # built dist, loaded by path, which no import would prove). Run through scripts/run.sh (`pnpm pack-check`) so that Node 24 and pnpm are on PATH.
@@ -10,6 +11,8 @@ trap 'rm -rf "$work"' EXIT
 
 # The root script, so CI also proves `pnpm build` works (its filter glob once reached the shell unquoted).
 pnpm --dir "$root" run build >/dev/null
+# The public API, frozen: fails when an entry point's API differs from its report in packages/core/api/ (`pnpm api` updates them).
+node "$root/scripts/api-report.ts" --check
 tarball="$(cd "$root/packages/core" && pnpm pack --pack-destination "$work" | tail -n 1)"
 echo "packed $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
 

@@ -1,16 +1,7 @@
 // Context accounting (#27, item 1) with real parts: the real @ai-sdk/openai provider against a fake OpenAI API
 // over loopback whose hard window is counted by the real o200k tokenizer, and an MCP upstream serving a log.
-import {
-  createSessionPool,
-  createTaskService,
-  createTokenCounter,
-  DROPPED_RESULT_NOTE,
-  isKlymError,
-  runAgent,
-  type AgentEvent,
-  type RunAgentOptions,
-  type SessionPool,
-} from '@klym/core';
+import { createSessionPool, createTaskService, isKlymError, runAgent, type AgentEvent, type RunAgentOptions, type SessionPool } from '@klym/core';
+import { createTokenCounter, DROPPED_RESULT_NOTE } from '@klym/core/internal';
 import { createInMemoryUpstream } from '@klym/core/testing';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';

@@ -1,4 +1,5 @@
-import { createScriptedModel, runAgent, type AgentCheckpoint, type AgentEvent, type RunAgentOptions, type ScriptedStep, type SessionPool } from '@klym/core';
+import { runAgent, type AgentCheckpoint, type AgentEvent, type RunAgentOptions, type SessionPool } from '@klym/core';
+import { createScriptedModel, type ScriptedStep } from '@klym/core/internal';
 import { createMockModel, type MockTurn } from '@klym/core/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { eventTypes, toolStepThenAnswer } from './support/agent-events.ts';

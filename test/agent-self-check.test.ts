@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createScriptedModel, createSessionPool, runAgent, SELF_CHECK_OK, type AgentEvent } from '@klym/core';
+import { createSessionPool, runAgent, SELF_CHECK_OK, type AgentEvent } from '@klym/core';
+import { createScriptedModel } from '@klym/core/internal';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { toolStepThenAnswer } from './support/agent-events.ts';

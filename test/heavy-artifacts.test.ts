@@ -7,7 +7,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
-  createScriptedModel,
   createSessionPool,
   createTaskManager,
   createThreadRunner,
@@ -17,6 +16,7 @@ import {
   type TaskRecord,
   type TaskStore,
 } from '@klym/core';
+import { createScriptedModel } from '@klym/core/internal';
 import { createSqliteTaskStore } from '@klym/core/sqlite';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';

@@ -3,16 +3,8 @@
 // step the older results are moved out to artifacts, then older steps folded into a digest; the run never
 // sends more than the window, still reads what it moved out, and resumes from a compacted checkpoint.
 import path from 'node:path';
-import {
-  ARTIFACT_DEFAULTS,
-  createScriptedModel,
-  createSessionPool,
-  runAgent,
-  type AgentCheckpoint,
-  type AgentEvent,
-  type RunAgentOptions,
-  type SessionPool,
-} from '@klym/core';
+import { createSessionPool, runAgent, type AgentCheckpoint, type AgentEvent, type RunAgentOptions, type SessionPool } from '@klym/core';
+import { ARTIFACT_DEFAULTS, createScriptedModel } from '@klym/core/internal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { bigLog } from './support/big-log-server.ts';

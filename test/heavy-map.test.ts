@@ -5,7 +5,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ARTIFACT_DEFAULTS, createArtifactStore, createMemoryArtifacts, createScriptedModel, createSessionPool, runAgent, type SessionPool } from '@klym/core';
+import { createArtifactStore, createMemoryArtifacts, createSessionPool, runAgent, type SessionPool } from '@klym/core';
+import { ARTIFACT_DEFAULTS, createScriptedModel } from '@klym/core/internal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bigLog } from './support/big-log-server.ts';
 import { startFakeLlmServer, type FakeLlmServer, type FakeReply, type FakeRequest } from './support/fake-llm-server.ts';

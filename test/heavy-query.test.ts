@@ -2,7 +2,8 @@
 // Grynya asks a finished task's evidence a new question over MCP (`query_task_artifact`) and REST
 // (`POST /api/tasks/:id/query`), owner only, in a DuckDB that refuses files; reads the graph's answer back as
 // the graph gave it; and a cancelled task interrupts the query it is running.
-import { createScriptedModel, createSessionPool, createTaskManager, runAgent, type AgentRunner } from '@klym/core';
+import { createSessionPool, createTaskManager, runAgent, type AgentRunner } from '@klym/core';
+import { createScriptedModel } from '@klym/core/internal';
 import { createRedisTaskStore } from '@klym/core/redis';
 import { bigGraphFacts, createFakeGrynya } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it } from 'vitest';

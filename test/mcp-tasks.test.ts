@@ -2,7 +2,7 @@ import { CallToolResultSchema, CreateTaskResultSchema, McpError, TaskStatusNotif
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { scriptedRunner, streamTool, textOf } from './support/mcp-tasks.ts';
 import { payload, startHarness, waitForEnd, type ServerHarness } from './support/server-harness.ts';
-import { MCP_TASK_DEFAULTS } from '@klym/core';
+import { MCP_TASK_DEFAULTS } from '@klym/core/internal';
 
 let harness: ServerHarness | undefined;
 afterEach(async () => {

@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createScriptedModel, runAgent, type ScriptedStep } from '@klym/core';
+import { runAgent } from '@klym/core';
+import { createScriptedModel, type ScriptedStep } from '@klym/core/internal';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';

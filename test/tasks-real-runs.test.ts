@@ -1,16 +1,6 @@
 import path from 'node:path';
-import {
-  PROMPT_PROVENANCE_CHARS,
-  createScriptedModel,
-  createSessionPool,
-  createTaskManager,
-  dayIdOf,
-  runAgent,
-  type AgentRunner,
-  type ScriptedStep,
-  type SessionPool,
-  type TaskManager,
-} from '@klym/core';
+import { createSessionPool, createTaskManager, runAgent, type AgentRunner, type SessionPool, type TaskManager } from '@klym/core';
+import { PROMPT_PROVENANCE_CHARS, createScriptedModel, dayIdOf, type ScriptedStep } from '@klym/core/internal';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it } from 'vitest';
 

@@ -9,7 +9,6 @@ import {
   type CheckpointTaken,
   SELF_CHECK_OK,
   createMemoryTaskStore,
-  createScriptedModel,
   createSessionPool,
   createTaskManager,
   createThreadRunner,
@@ -25,6 +24,7 @@ import {
   type UpstreamConfig,
   type UpstreamLogEntry,
 } from '@klym/core';
+import { createScriptedModel } from '@klym/core/internal';
 import { createInMemoryUpstream } from '@klym/core/testing';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';

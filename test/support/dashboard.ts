@@ -1,4 +1,5 @@
-import { createScriptedModel, runAgent, type AgentRunner, type ScriptedStep } from '@klym/core';
+import { runAgent, type AgentRunner } from '@klym/core';
+import { createScriptedModel, type ScriptedStep } from '@klym/core/internal';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 /** Debian's Chromium (scripts/run.sh installs it): playwright's own browser download does not work on our machines. */

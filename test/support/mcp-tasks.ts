@@ -1,4 +1,5 @@
-import { KlymError, createScriptedModel, runAgent, type AgentRunner, type ScriptedStep } from '@klym/core';
+import { KlymError, runAgent, type AgentRunner } from '@klym/core';
+import { createScriptedModel, type ScriptedStep } from '@klym/core/internal';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, type CallToolResult, type Task } from '@modelcontextprotocol/sdk/types.js';
 

@@ -1,4 +1,4 @@
-import type { LanguageModelV4 } from '@klym/core';
+import type { LanguageModelV4 } from '@klym/core/internal';
 
 type CallOptions = Parameters<LanguageModelV4['doStream']>[0];
 

@@ -3,17 +3,16 @@
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { expect } from 'vitest';
 import {
-  createScriptedModel,
   createSessionPool,
   createTaskManager,
   runAgent,
   type AgentRunner,
-  type ScriptedStep,
   type TaskEvent,
   type TaskManager,
   type TaskRecord,
   type TaskStore,
 } from '@klym/core';
+import { createScriptedModel, type ScriptedStep } from '@klym/core/internal';
 import { createBullmqTaskQueue, type BullmqTaskQueue, type BullmqTaskQueueOptions } from '@klym/core/redis';
 import type { RedisServer } from './redis-server.ts';
 

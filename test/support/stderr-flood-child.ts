@@ -8,7 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { createScriptedModel, createSessionPool, createTaskManager, runAgent } from '@klym/core';
+import { createSessionPool, createTaskManager, runAgent } from '@klym/core';
+import { createScriptedModel } from '@klym/core/internal';
 import { createSqliteTaskStore } from '@klym/core/sqlite';
 
 const MIB = 1024 * 1024;

@@ -1,5 +1,7 @@
-import type { AgentCheckpoint, ArtifactLimits, BoundedLogOptions, ClaimedWebhookMessage, TaskLogPage, TaskRecord, TaskStore, WebhookMessage } from '@klym/core';
-import { BoundedLog, type StoredArtifact } from '@klym/core';
+import type { AgentCheckpoint, ArtifactLimits, TaskLogPage, TaskRecord, TaskStore } from '@klym/core';
+import type { BoundedLogOptions, ClaimedWebhookMessage, WebhookMessage } from '@klym/core';
+import { type StoredArtifact } from '@klym/core';
+import { BoundedLog } from '@klym/core/internal';
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 

@@ -16,4 +16,4 @@
  * @module
  */
 export { createRedisTaskStore, type RedisTaskStore, type RedisTaskStoreOptions } from './tasks/store/redis/redis-task-store.ts';
-export { createBullmqTaskQueue, type BullmqTaskQueue, type BullmqTaskQueueOptions, type QueueLogListener } from './tasks/queue/index.ts';
+export { createBullmqTaskQueue, type BullmqTaskQueue, type BullmqTaskQueueOptions } from './tasks/queue/index.ts';

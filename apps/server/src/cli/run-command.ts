@@ -1,4 +1,5 @@
-import { KlymError, createRedactor, createSessionPool, isKlymError, runAgent } from '@klym/core';
+import { KlymError, createSessionPool, isKlymError, runAgent } from '@klym/core';
+import { createRedactor } from '@klym/core/internal';
 import { configSecrets, poolUpstreams, runSettings } from '../config/core-options.ts';
 import { configFor, EXIT, exitCodeOf, type CliIo } from './cli.ts';
 import type { CommandLine } from './parse-command.ts';

@@ -2,9 +2,6 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   KlymError,
-  RUN_SETTINGS,
-  secretsOf,
-  upstreamAuthSecrets,
   type AgentBudget,
   type ModelProviders,
   type RunSettings,
@@ -12,6 +9,7 @@ import {
   type UpstreamConfig,
   type UpstreamToolRules,
 } from '@klym/core';
+import { RUN_SETTINGS, secretsOf, upstreamAuthSecrets } from '@klym/core/internal';
 import { a2aPush } from '@klym/core/a2a';
 import { defaultResource } from '../server/oauth-options.ts';
 import type { KlymServerOptions } from '../server/server-options.ts';

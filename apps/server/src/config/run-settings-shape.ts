@@ -1,4 +1,4 @@
-import { RUN_SETTINGS } from '@klym/core';
+import { RUN_SETTINGS } from '@klym/core/internal';
 import type { z } from 'zod';
 
 type RunSettingRows = typeof RUN_SETTINGS;

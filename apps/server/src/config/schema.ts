@@ -1,4 +1,5 @@
-import { ARTIFACT_DEFAULTS, QUERY_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS, WEBHOOK_EVENTS } from '@klym/core';
+import { WEBHOOK_EVENTS } from '@klym/core';
+import { ARTIFACT_DEFAULTS, QUERY_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS } from '@klym/core/internal';
 import { z } from 'zod';
 import { OAUTH_DEFAULTS, SCOPE_TOKEN, isResourceUrl, isSecureUrl } from '../server/oauth-options.ts';
 import { SERVER_DEFAULTS, isLoopback } from '../server/server-options.ts';

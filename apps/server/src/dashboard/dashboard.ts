@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { TASK_DEFAULTS, createRedactor, isKlymError, viewSlice, type KlymErrorCode, type TaskService, type TaskStore } from '@klym/core';
+import { isKlymError, type KlymErrorCode, type TaskService, type TaskStore } from '@klym/core';
+import { TASK_DEFAULTS, createRedactor, viewSlice } from '@klym/core/internal';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { html } from 'hono/html';

@@ -1,6 +1,5 @@
 import {
   KlymError,
-  createRedactor,
   createSessionPool,
   createTaskService,
   createThreadRunner,
@@ -13,6 +12,7 @@ import {
   type UpstreamCall,
   type UpstreamLogEntry,
 } from '@klym/core';
+import { createRedactor } from '@klym/core/internal';
 import { THREAD_TRACING_SETUP } from '../telemetry/tracing-env.ts';
 import { serverSecrets, type ResolvedServerOptions } from './server-options.ts';
 

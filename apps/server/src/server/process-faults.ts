@@ -1,4 +1,4 @@
-import { createRedactor } from '@klym/core';
+import { createRedactor } from '@klym/core/internal';
 import type { ServerLog } from './server-options.ts';
 
 /** Options of {@link handleProcessFaults}. */

@@ -1,16 +1,7 @@
 import type { HttpBindings } from '@hono/node-server';
-import {
-  KlymError,
-  cancelTaskSchema,
-  checkTaskSchema,
-  listTasksSchema,
-  parseArgs,
-  queryArtifactsSchema,
-  readArtifactSchema,
-  startTaskSchema,
-  taskLogsSchema,
-  type TaskService,
-} from '@klym/core';
+import { KlymError, type TaskService } from '@klym/core';
+import { parseArgs } from '@klym/core/internal';
+import { cancelTaskSchema, checkTaskSchema, listTasksSchema, queryArtifactsSchema, readArtifactSchema, startTaskSchema, taskLogsSchema } from '@klym/core';
 import type { Hono } from 'hono';
 import type { GuardVariables } from './guards.ts';
 

@@ -1,5 +1,6 @@
 import type { SessionPool, TaskBackendOptions, TaskServiceOptions, TaskStore, UpstreamConfig } from '@klym/core';
-import { KlymError, secretsOf } from '@klym/core';
+import { KlymError } from '@klym/core';
+import { secretsOf } from '@klym/core/internal';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import { LOOPBACK, isLoopback } from './loopback.ts';
 import { resolveOAuthOptions, type OAuthResourceOptions, type ResolvedOAuthOptions } from './oauth-options.ts';

@@ -7,7 +7,10 @@ import type { RunSettings } from './types.ts';
  * model, system prompt, tools and budget its request chooses within the service's limits; the secrets and
  * checkpoint its manager adds; and `toolTimeoutMs`, which a task leaves to each upstream's `timeouts.requestMs`.
  */
-type PerTaskSetting = keyof Pick<RunSettings, 'prompt' | 'messages' | 'model' | 'systemPrompt' | 'tools' | 'budget' | 'secrets' | 'resume' | 'toolTimeoutMs'>;
+export type PerTaskSetting = keyof Pick<
+  RunSettings,
+  'prompt' | 'messages' | 'model' | 'systemPrompt' | 'tools' | 'budget' | 'secrets' | 'resume' | 'toolTimeoutMs'
+>;
 
 /**
  * The settings a task service gives every task's run as they are: {@link RunSettings} but those each task sets

@@ -397,7 +397,7 @@ export interface RunAgentOptions {
 }
 
 /** The options of a run that its caller wires rather than sets: live objects and listeners, never data. */
-type RunWiring = 'pool' | 'scope' | 'signal' | 'budgetSignal' | 'beforeStep' | 'onEvent' | 'onCheckpoint' | 'tracing' | 'model' | 'artifacts';
+export type RunWiring = 'pool' | 'scope' | 'signal' | 'budgetSignal' | 'beforeStep' | 'onEvent' | 'onCheckpoint' | 'tracing' | 'model' | 'artifacts';
 
 /**
  * What a run is set to, as data: {@link RunAgentOptions} without what its caller wires (the pool, scope,

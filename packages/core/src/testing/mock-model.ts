@@ -1,7 +1,7 @@
 import { MockLanguageModelV4, convertArrayToReadableStream } from 'ai/test';
 import type { LanguageModelCallOptions, LanguageModelStreamPart } from '../agent/language-model.ts';
 
-type StreamResult = Awaited<ReturnType<MockLanguageModelV4['doStream']>>;
+export type StreamResult = Awaited<ReturnType<MockLanguageModelV4['doStream']>>;
 
 /** One model turn for {@link createMockModel}: text, tool calls, and the usage the provider reports. */
 export interface MockTurn {

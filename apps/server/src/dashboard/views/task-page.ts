@@ -1,4 +1,5 @@
-import { isTerminal, type TaskLogPage, type TaskStatusView, viewLogPage } from '@klym/core';
+import { isTerminal, type TaskLogPage, type TaskStatusView } from '@klym/core';
+import { viewLogPage } from '@klym/core/internal';
 import { html } from 'hono/html';
 import type { TimelineItem } from '../timeline.ts';
 import { formatCost, formatCount, formatDuration, formatTime, type Html } from './format.ts';

@@ -1,0 +1,78 @@
+// The public API of @klym/core, frozen: one API Extractor report per entry point of its package.json (all but
+// `./internal`, which promises nothing), in packages/core/api/. Reads the built declarations (`pnpm build` first).
+//   node scripts/api-report.ts           writes the reports: commit them with the change, so the diff is reviewed
+//   node scripts/api-report.ts --check   fails on an entry point whose API differs from its committed report (CI)
+// A type that an exported signature uses but no entry point exports fails both (ae-forgotten-export). API
+// Extractor sees one entry point at a time, so a subpath's signature may use what the root (`.`, reported first)
+// exports: its shape is frozen there.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Extractor, ExtractorConfig, ExtractorLogLevel, type ExtractorMessage } from '@microsoft/api-extractor';
+
+const core = path.resolve(import.meta.dirname, '../packages/core');
+const check = process.argv.includes('--check');
+const manifest = JSON.parse(readFileSync(path.join(core, 'package.json'), 'utf8')) as { exports: Record<string, { types: string }> };
+const base = ExtractorConfig.loadFile(path.join(core, 'api-extractor.json'));
+
+mkdirSync(path.join(core, 'api'), { recursive: true });
+/** The names a report declares as exported. */
+const exportsOf = (report: string): Set<string> =>
+  new Set(
+    [...readFileSync(report, 'utf8').matchAll(/^export (?:declare )?(?:abstract )?(?:function|interface|type|const|class|enum|namespace) (\w+)/gm)].map(
+      (m) => m[1]!,
+    ),
+  );
+let rootNames = new Set<string>();
+const QUIET = new Set<string>([
+  'console-preamble',
+  'console-compiler-version-notice',
+  'console-api-report-not-copied',
+  'console-api-report-copied',
+  'console-api-report-created',
+]);
+
+let failed = 0;
+for (const [entry, { types }] of Object.entries(manifest.exports)) {
+  if (entry === './internal') continue;
+  const reportFileName = entry === '.' ? 'core.api.md' : `core-${entry.slice(2)}.api.md`;
+  const config = ExtractorConfig.prepare({
+    configObject: { ...base, mainEntryPointFilePath: path.join(core, types), apiReport: { ...base.apiReport!, reportFileName } },
+    configObjectFullPath: path.join(core, 'api-extractor.json'),
+    packageJsonFullPath: path.join(core, 'package.json'),
+  });
+  const result = Extractor.invoke(config, {
+    localBuild: !check,
+    messageCallback: (message: ExtractorMessage) => {
+      // API Extractor's banner, TypeScript notice and "copy this file" advice: the lines below say what happened.
+      if (QUIET.has(message.messageId)) {
+        message.logLevel = ExtractorLogLevel.None;
+        message.handled = true;
+      }
+      const forgotten = message.messageId === 'ae-forgotten-export' && /The symbol "(\w+)"/.exec(message.text)?.[1];
+      if (forgotten && rootNames.has(forgotten)) {
+        message.logLevel = ExtractorLogLevel.None;
+        message.handled = true;
+      }
+    },
+  });
+  if (entry === '.') rootNames = exportsOf(path.join(core, 'node_modules/.cache/api-report', reportFileName));
+  const changed = check && result.apiReportChanged;
+  if (!result.succeeded || changed) failed++;
+  const state = changed ? 'CHANGED' : result.succeeded ? (result.apiReportChanged ? 'updated' : 'unchanged') : 'FAILED';
+  console.log(`${entry.padEnd(10)} api/${reportFileName}: ${state}`);
+  if (changed) {
+    const diff = spawnSync('diff', ['-u', path.join(core, 'api', reportFileName), path.join(core, 'node_modules/.cache/api-report', reportFileName)], {
+      encoding: 'utf8',
+    });
+    console.log(diff.stdout.split('\n').slice(2).join('\n'));
+  }
+}
+if (failed > 0) {
+  console.error(
+    check
+      ? `api-report: the public API of @klym/core changed in ${failed} entry point(s). If it is meant to, run \`pnpm api\` and commit packages/core/api/ with the change.`
+      : `api-report: ${failed} entry point(s) failed (above).`,
+  );
+  process.exit(1);
+}
