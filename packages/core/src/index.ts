@@ -47,10 +47,10 @@ export { SELF_CHECK_OK } from './agent/self-check.ts';
 export { DEFAULT_SYSTEM_PROMPT, TOOLS_PLACEHOLDER } from './agent/system-prompt.ts';
 export { DEFAULT_MODEL_PRICES } from './agent/usage.ts';
 export { DEFAULT_CONTEXT_WINDOWS } from './agent/context-window.ts';
+export type { AgentEvent } from './agent/agent-event.ts';
 export type {
   AgentBudget,
   AgentCheckpoint,
-  AgentEvent,
   AgentFinishReason,
   AgentRunResult,
   AgentToolCall,
@@ -67,19 +67,19 @@ export type {
 } from './agent/types.ts';
 export type { PerTaskSetting, ServiceRunSettings } from './agent/run-settings.ts';
 // tasks
-export {
-  createTaskManager,
-  type AgentRunner,
-  type Caller,
-  type CancelOutcome,
-  type LogPageRequest,
-  type StartOptions,
-  type TaskEvent,
-  type TaskRefusal,
-  type TaskManager,
-  type TaskManagerOptions,
-  type TaskReading,
-} from './tasks/task-manager.ts';
+export { createTaskManager } from './tasks/task-manager.ts';
+export type {
+  AgentRunner,
+  Caller,
+  CancelOutcome,
+  LogPageRequest,
+  StartOptions,
+  TaskEvent,
+  TaskRefusal,
+  TaskManager,
+  TaskManagerOptions,
+  TaskReading,
+} from './tasks/task-manager-types.ts';
 export type { PerPrincipalOptions, PrincipalLimits, PrincipalUsage, QuotaName, QuotaView } from './tasks/admission/principal-quotas.ts';
 export type { TaskRunDefaults } from './tasks/runner/task-run.ts';
 export type { AnnouncedEvent, RunOutcome, TaskConsumer, TaskLease, TaskPlacement, TaskQueue } from './tasks/queue/task-queue.ts';
@@ -126,15 +126,12 @@ export type {
   TaskBudgetView,
   TaskCancelView,
   TaskListView,
-  TaskLogEntryView,
-  TaskLogLineView,
-  TaskLogPageView,
-  TaskLogView,
   TaskStartView,
   TaskStatusView,
   TaskStatusViewOptions,
   TaskSummaryView,
 } from './tasks/views/task-views.ts';
+export type { TaskLogEntryView, TaskLogLineView, TaskLogPageView, TaskLogView } from './tasks/views/log-views.ts';
 export type { TaskArtifactSliceView, TaskArtifactView, TaskQueryView } from './tasks/views/artifact-views.ts';
 export {
   cancelTaskSchema,

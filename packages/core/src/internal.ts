@@ -14,7 +14,7 @@ export { DROPPED_RESULT_NOTE } from './agent/context-window.ts';
 export { createTokenCounter } from './agent/token-count.ts';
 export { RUN_SETTINGS } from './agent/run-settings.ts';
 export { BoundedLog } from './tasks/store/task-log.ts';
-export { viewLogPage } from './tasks/views/task-views.ts';
+export { viewLogPage } from './tasks/views/log-views.ts';
 export { viewSlice } from './tasks/views/artifact-views.ts';
 export { parseArgs } from './tasks/task-request.ts';
 export { PROMPT_PROVENANCE_CHARS, dayIdOf } from './tasks/runner/write-back.ts';

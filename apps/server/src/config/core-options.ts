@@ -13,7 +13,8 @@ import { RUN_SETTINGS, secretsOf, upstreamAuthSecrets } from '@klym/core/interna
 import { a2aPush } from '@klym/core/a2a';
 import { defaultResource } from '../server/oauth-options.ts';
 import type { KlymServerOptions } from '../server/server-options.ts';
-import { providerOf, type KlymConfig } from './schema.ts';
+import { providerOf } from './cross-check.ts';
+import type { KlymConfig } from './schema.ts';
 
 /** The upstreams the pool opens: every configured one but those marked `disabled`, a `privateKeyFile` read. */
 export function poolUpstreams(config: KlymConfig): Record<string, UpstreamConfig> {

@@ -1,7 +1,7 @@
 import type { ListTasksRequest, ListTasksResponse, Task } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import { isKlymError } from '../errors.ts';
-import type { Caller } from '../tasks/task-manager.ts';
+import type { Caller } from '../tasks/task-manager-types.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { TaskRecord } from '../tasks/task-types.ts';
 import { klymStatusOf, toA2aTask } from './a2a-task.ts';

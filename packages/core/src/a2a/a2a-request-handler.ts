@@ -10,7 +10,7 @@ import {
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { isKlymError } from '../errors.ts';
-import type { Caller, StartOptions } from '../tasks/task-manager.ts';
+import type { Caller, StartOptions } from '../tasks/task-manager-types.ts';
 import { parseArgs, startTaskSchema } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';

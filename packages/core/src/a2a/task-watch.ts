@@ -1,4 +1,4 @@
-import type { Caller } from '../tasks/task-manager.ts';
+import type { Caller } from '../tasks/task-manager-types.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
 

@@ -5,7 +5,7 @@ import { createSessionPool } from '../pool/session-pool.ts';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
 import { createMockModel } from '../testing/mock-model.ts';
 import { runAgent } from './run-agent.ts';
-import type { AgentEvent } from './types.ts';
+import type { AgentEvent } from './agent-event.ts';
 
 /** An upstream whose one tool logs while it works, the token of a made-up service included. */
 function loggingServer(): McpServer {

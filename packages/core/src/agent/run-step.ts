@@ -6,7 +6,8 @@ import { generateStep } from './generate-step.ts';
 import type { LanguageModelV4 } from './language-model.ts';
 import { createStepRecord, type ProviderOptions } from './step-record.ts';
 import { streamStep } from './stream-step.ts';
-import type { AgentEvent, AgentToolCall, AgentUsage } from './types.ts';
+import type { AgentToolCall, AgentUsage } from './types.ts';
+import type { AgentEvent } from './agent-event.ts';
 
 /** What one step needs: the conversation so far and everything to call the model and the tools with. */
 export interface StepInput {

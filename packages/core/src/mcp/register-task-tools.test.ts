@@ -5,7 +5,7 @@ import { connectInMemory } from '../../../../test/support/in-memory-client.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createSessionPool, type SessionPool } from '../pool/session-pool.ts';
-import type { AgentRunner } from '../tasks/task-manager.ts';
+import type { AgentRunner } from '../tasks/task-manager-types.ts';
 import { createMemoryTaskStore } from '../tasks/store/memory-task-store.ts';
 import { createTaskService, type TaskService } from '../tasks/task-service.ts';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';

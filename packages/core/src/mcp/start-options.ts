@@ -1,4 +1,4 @@
-import type { StartOptions } from '../tasks/task-manager.ts';
+import type { StartOptions } from '../tasks/task-manager-types.ts';
 import { traceCarrierOf } from '../telemetry/trace-context.ts';
 
 /**

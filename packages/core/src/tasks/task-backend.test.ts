@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startRedisServer, type RedisServer } from '../../../../test/support/redis-server.ts';
 import { createSessionPool, type SessionPool } from '../pool/session-pool.ts';
 import { runResult } from '../testing/run-result.ts';
-import type { AgentRunner } from './task-manager.ts';
+import type { AgentRunner } from './task-manager-types.ts';
 import { openTaskBackend, type TaskBackend } from './task-backend.ts';
 import { createTaskService } from './task-service.ts';
 

@@ -1,5 +1,6 @@
 import type { BudgetHit } from '../agent/budget.ts';
-import type { AgentCheckpoint, AgentEvent } from '../agent/types.ts';
+import type { AgentCheckpoint } from '../agent/types.ts';
+import type { AgentEvent } from '../agent/agent-event.ts';
 import { KlymError, isKlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
@@ -9,7 +10,7 @@ import type { ToolCallTracing } from '../telemetry/tool-call-span.ts';
 import type { TracingOptions } from '../telemetry/tracing.ts';
 import type { TaskLogData, TaskNoteType } from './store/log-entry.ts';
 import type { AnnouncedEvent, RunOutcome, TaskLease } from './queue/task-queue.ts';
-import type { AgentRunner, TaskEvent } from './task-manager.ts';
+import type { AgentRunner, TaskEvent } from './task-manager-types.ts';
 import { createProgress, eventData } from './runner/task-progress.ts';
 import { completionOf, runOptionsOf, type TaskRunDefaults } from './runner/task-run.ts';
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';

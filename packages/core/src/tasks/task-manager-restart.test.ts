@@ -3,7 +3,8 @@ import type { AgentCheckpoint, AgentRunResult, RunAgentOptions } from '../agent/
 import type { SessionPool } from '../pool/session-pool.ts';
 import { runResult } from '../testing/run-result.ts';
 import { createMemoryTaskStore } from './store/memory-task-store.ts';
-import { createTaskManager, type AgentRunner, type TaskManager } from './task-manager.ts';
+import { createTaskManager } from './task-manager.ts';
+import type { AgentRunner, TaskManager } from './task-manager-types.ts';
 import type { TaskRecord, TaskStore } from './task-types.ts';
 
 const me = { principal: 'grynya' };

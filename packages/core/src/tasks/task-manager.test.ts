@@ -5,7 +5,8 @@ import type { SessionPool } from '../pool/session-pool.ts';
 import { runResult } from '../testing/run-result.ts';
 import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import type { TaskQueue } from './queue/task-queue.ts';
-import { createTaskManager, type AgentRunner, type TaskManager } from './task-manager.ts';
+import { createTaskManager } from './task-manager.ts';
+import type { AgentRunner, TaskManager } from './task-manager-types.ts';
 import type { TaskStore } from './task-types.ts';
 
 const pool = { upstreams: [], openScope: () => ({ close: async () => {} }) } as unknown as SessionPool;

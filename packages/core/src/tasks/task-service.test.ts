@@ -9,7 +9,7 @@ import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
 import { createMockModel, type MockStep } from '../testing/mock-model.ts';
 import { runResult } from '../testing/run-result.ts';
 import { createMemoryTaskStore } from './store/memory-task-store.ts';
-import type { AgentRunner } from './task-manager.ts';
+import type { AgentRunner } from './task-manager-types.ts';
 import { parseArgs, startTaskSchema } from './task-request.ts';
 import { createTaskService, type TaskService, type TaskServiceOptions } from './task-service.ts';
 import type { TaskRecord } from './task-types.ts';

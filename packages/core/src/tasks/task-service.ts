@@ -13,7 +13,8 @@ import { createTaskPush, type TaskPush } from '../webhooks/task-push.ts';
 import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthView } from './views/capabilities.ts';
 import { viewQuota, type QuotaView } from './admission/principal-quotas.ts';
-import { createTaskManager, type StartOptions, type TaskEvent, type TaskManager, type TaskManagerOptions } from './task-manager.ts';
+import { createTaskManager } from './task-manager.ts';
+import type { StartOptions, TaskEvent, TaskManager, TaskManagerOptions } from './task-manager-types.ts';
 import {
   narrowTaskRequest,
   type CancelTaskArgs,
@@ -28,15 +29,14 @@ import {
 import {
   MAX_GLANCE_CHARS,
   viewBudgetLimits,
-  viewLogPage,
   viewTaskList,
   viewTaskStatus,
   type TaskCancelView,
   type TaskListView,
-  type TaskLogPageView,
   type TaskStartView,
   type TaskStatusView,
 } from './views/task-views.ts';
+import { viewLogPage, type TaskLogPageView } from './views/log-views.ts';
 import { toCsv } from '../artifacts/artifact-query.ts';
 import { viewArtifact, viewSlice, type TaskArtifactSliceView, type TaskQueryView } from './views/artifact-views.ts';
 

@@ -1,7 +1,7 @@
 import { MAX_TIMER_MS, WEBHOOK_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import type { Redactor } from '../redact.ts';
-import type { TaskEvent } from '../tasks/task-manager.ts';
+import type { TaskEvent } from '../tasks/task-manager-types.ts';
 import type { TaskRecord, TaskStore } from '../tasks/task-types.ts';
 import { createPushAllowList, type PushAllowList } from './push-allow.ts';
 import { PUSH_ENDPOINT_PREFIX, PUSH_EVENTS, pushRank, type PushEventType, type PushFormat, type PushOptions, type PushTarget } from './push-types.ts';

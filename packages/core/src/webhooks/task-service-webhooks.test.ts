@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startWebhookReceiver, webhookSecret, type WebhookReceiver } from '../../../../test/support/webhook-receiver.ts';
 import { createSessionPool } from '../pool/session-pool.ts';
 import { runResult } from '../testing/run-result.ts';
-import type { AgentRunner } from '../tasks/task-manager.ts';
+import type { AgentRunner } from '../tasks/task-manager-types.ts';
 import { parseArgs, startTaskSchema } from '../tasks/task-request.ts';
 import { createTaskService, type TaskService, type TaskServiceOptions } from '../tasks/task-service.ts';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startRedisServer, type RedisServer } from '../../../../test/support/redis-server.ts';
-import { taskRecord } from '../../../../test/support/task-store-contract.ts';
+import { taskRecord } from '../../../../test/support/task-fixtures.ts';
 import { startWebhookReceiver, webhookSecret } from '../../../../test/support/webhook-receiver.ts';
 import { createRedisTaskStore } from '../tasks/store/redis/redis-task-store.ts';
 import { createWebhookDispatcher } from './webhook-dispatcher.ts';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { taskRecord } from '../../../../test/support/task-store-contract.ts';
+import { taskRecord } from '../../../../test/support/task-fixtures.ts';
 import { startWebhookReceiver, webhookSecret, type ReceiverAnswer, type WebhookReceiver } from '../../../../test/support/webhook-receiver.ts';
 import { createMemoryTaskStore } from '../tasks/store/memory-task-store.ts';
 import type { TaskRecord, TaskStore } from '../tasks/task-types.ts';

@@ -3,7 +3,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SessionPool } from '../../pool/session-pool.ts';
 import { runResult } from '../../testing/run-result.ts';
 import { createMemoryTaskStore } from '../store/memory-task-store.ts';
-import { createTaskManager, type AgentRunner, type TaskManager } from '../task-manager.ts';
+import { createTaskManager } from '../task-manager.ts';
+import type { AgentRunner, TaskManager } from '../task-manager-types.ts';
 import type { TaskRecord } from '../task-types.ts';
 
 const pool = { upstreams: [], openScope: () => ({ close: async () => {} }) } as unknown as SessionPool;

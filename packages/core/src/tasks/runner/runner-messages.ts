@@ -1,6 +1,7 @@
 import type { ModelMessage } from 'ai';
 import type { BudgetHit } from '../../agent/budget.ts';
-import type { AgentCheckpoint, AgentEvent, AgentRunResult, RunSettings } from '../../agent/types.ts';
+import type { AgentCheckpoint, AgentRunResult, RunSettings } from '../../agent/types.ts';
+import type { AgentEvent } from '../../agent/agent-event.ts';
 import { KlymError, isKlymError, type KlymErrorCode } from '../../errors.ts';
 import type { UpstreamConfig } from '../../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../../pool/upstream-session.ts';

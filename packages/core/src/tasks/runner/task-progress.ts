@@ -1,4 +1,5 @@
-import type { AgentEvent, AgentUsage } from '../../agent/types.ts';
+import type { AgentUsage } from '../../agent/types.ts';
+import type { AgentEvent } from '../../agent/agent-event.ts';
 import type { AgentEventData } from '../store/log-entry.ts';
 import type { TaskPatch, TaskRecord, TaskStore } from '../task-types.ts';
 

@@ -1,4 +1,5 @@
-import type { AgentCheckpoint, AgentEvent, AgentRunResult, RunAgentOptions, RunSettings } from '../../agent/types.ts';
+import type { AgentCheckpoint, AgentRunResult, RunAgentOptions, RunSettings } from '../../agent/types.ts';
+import type { AgentEvent } from '../../agent/agent-event.ts';
 import type { SessionPool } from '../../pool/session-pool.ts';
 import type { SessionScope } from '../../pool/session-scope.ts';
 import type { Redactor } from '../../redact.ts';

@@ -1,15 +1,12 @@
 import { Worker } from 'node:worker_threads';
-import { context, trace } from '@opentelemetry/api';
 import type { ModelMessage } from 'ai';
 import type { AgentCheckpoint, AgentRunResult, CheckpointTaken, RunAgentOptions } from '../../agent/types.ts';
 import { outsideBudget, type BudgetHit } from '../../agent/budget.ts';
 import { KlymError } from '../../errors.ts';
-import { resolveUpstreamConfig, type UpstreamConfig } from '../../pool/upstream-config.ts';
+import type { UpstreamConfig } from '../../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../../pool/upstream-session.ts';
 import type { UpstreamCall } from '../../pool/upstream-status.ts';
 import { createRedactor, secretsOf } from '../../redact.ts';
-import type { AgentTracing } from '../../telemetry/run-tracing.ts';
-import { carrierOf } from '../../telemetry/trace-context.ts';
 import {
   applyConversationDelta,
   createSender,
@@ -22,9 +19,10 @@ import {
   type RunnerThreadData,
   type ToRunnerThread,
 } from './runner-messages.ts';
-import type { AgentRunner } from '../task-manager.ts';
+import type { AgentRunner } from '../task-manager-types.ts';
 import { TASK_DEFAULTS } from '../../defaults.ts';
 import type { ArtifactBackend } from '../../artifacts/artifact-types.ts';
+import { portableRunOptions, portableUpstreams } from './portable-options.ts';
 
 /** Options of {@link createThreadRunner}. */
 export interface ThreadRunnerOptions {
@@ -349,26 +347,6 @@ async function store(onCheckpoint: RunAgentOptions['onCheckpoint'], checkpoint: 
   await onCheckpoint?.(checkpoint, taken);
 }
 
-/**
- * The upstreams as the thread receives them: checked as the pool checks them, each `url` a string.
- * @throws {KlymError} `CONFIG_INVALID` for a `connect()` upstream, naming it, or an invalid one.
- */
-function portableUpstreams(upstreams: Readonly<Record<string, UpstreamConfig>>): Record<string, UpstreamConfig> {
-  return Object.fromEntries(
-    Object.entries(upstreams).map(([name, config]) => {
-      if (config.connect !== undefined) {
-        throw new KlymError(
-          'CONFIG_INVALID',
-          `Upstream "${name}": an upstream given as a \`connect()\` function cannot run on the runner thread; give it a \`url\` or a \`command\`, or run tasks inline`,
-          { upstream: name },
-        );
-      }
-      resolveUpstreamConfig(name, config);
-      return [name, { ...config, ...(config.url === undefined ? {} : { url: String(config.url) }) }];
-    }),
-  );
-}
-
 /** Carries out a run's artifact call on the main thread, where its task's store is. */
 function artifactCall(backend: ArtifactBackend, call: ArtifactCall): Promise<unknown> {
   switch (call.op) {
@@ -382,54 +360,6 @@ function artifactCall(backend: ArtifactBackend, call: ArtifactCall): Promise<unk
       if (backend.query === undefined) return Promise.reject(new KlymError('INTERNAL', "This run's artifacts have no DuckDB on the main thread"));
       return backend.query(call.sql);
   }
-}
-
-/**
- * What of a run's options crosses the thread: all but the pool, scope, signals and listeners, which the
- * thread supplies (the scope by its id).
- * @throws {KlymError} `CONFIG_INVALID` for a model object, or another option that is a function.
- */
-function portableRunOptions(options: RunAgentOptions): PortableRunOptions {
-  const {
-    pool: _pool,
-    scope,
-    signal: _signal,
-    budgetSignal: _budgetSignal,
-    beforeStep,
-    onEvent: _onEvent,
-    onCheckpoint: _onCheckpoint,
-    model,
-    tracing,
-    artifacts,
-    ...rest
-  } = options;
-  if (model !== undefined && typeof model !== 'string') {
-    throw new KlymError(
-      'CONFIG_INVALID',
-      `Expected \`model\` to be a model name on the runner thread, got a model object (${model.provider}:${model.modelId}); only names cross the thread`,
-    );
-  }
-  for (const [key, value] of Object.entries(rest)) {
-    if (typeof value === 'function')
-      throw new KlymError('CONFIG_INVALID', `Expected \`${key}\` to be data on the runner thread, got a function; it cannot cross the thread`);
-  }
-  return {
-    ...rest,
-    ...(model === undefined ? {} : { model }),
-    ...(tracing === undefined ? {} : { tracing: portableTracing(tracing) }),
-    scopeId: scope?.id ?? 'run',
-    ...(beforeStep === undefined ? {} : { gated: true }),
-    artifacts: artifacts !== undefined,
-    queries: artifacts?.query !== undefined,
-  };
-}
-
-/** A run's tracing as it crosses: its parent, else the active span here, as W3C data; no tracer. */
-function portableTracing({ tracer: _tracer, ...tracing }: AgentTracing): Omit<AgentTracing, 'tracer'> {
-  if (tracing.parent !== undefined) return tracing;
-  const active = trace.getSpanContext(context.active());
-  const parent = active === undefined ? undefined : carrierOf(active);
-  return parent === undefined ? tracing : { ...tracing, parent };
 }
 
 function nicenessOf(value: number): number {

@@ -1,4 +1,4 @@
-import type { AgentEvent } from '../../agent/types.ts';
+import type { AgentEvent } from '../../agent/agent-event.ts';
 import type { OutboxEventType } from '../../webhooks/webhook-types.ts';
 import type { TaskRecord, TaskStatus, WriteBackOutcome } from '../task-types.ts';
 

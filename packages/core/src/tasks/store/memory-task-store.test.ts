@@ -1,6 +1,7 @@
 import { getHeapStatistics } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { artifactOf, checkpointOf, describeTaskStoreContract, taskRecord, userMessage } from '../../../../../test/support/task-store-contract.ts';
+import { describeTaskStoreContract } from '../../../../../test/support/task-store-contract.ts';
+import { artifactOf, checkpointOf, taskRecord, userMessage } from '../../../../../test/support/task-fixtures.ts';
 import { ARTIFACT_DEFAULTS } from '../../defaults.ts';
 import { createMemoryTaskStore } from './memory-task-store.ts';
 

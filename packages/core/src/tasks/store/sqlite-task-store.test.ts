@@ -6,7 +6,14 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { ModelMessage } from 'ai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { artifactOf, finishedTaskRecord, taskRecord as task, webhookMessage } from '../../../../../test/support/task-store-contract.ts';
+import {
+  artifactOf,
+  checkpointOf as checkpoint,
+  finishedTaskRecord,
+  taskRecord as task,
+  userMessage,
+  webhookMessage,
+} from '../../../../../test/support/task-fixtures.ts';
 import type { AgentCheckpoint } from '../../agent/types.ts';
 import { KlymError } from '../../errors.ts';
 import { migrateSchema, TASK_STORE_SCHEMA_VERSION } from './sqlite/schema.ts';
@@ -21,17 +28,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-const checkpoint = (messages: readonly ModelMessage[], steps = messages.length): AgentCheckpoint => ({
-  steps,
-  messages,
-  texts: [`after ${steps} steps`],
-  usage: { inputTokens: 10 * steps, outputTokens: steps, totalTokens: 11 * steps, estimated: false },
-  elapsedMs: 100 * steps,
-  toolCalls: steps,
-});
-
-const userMessage = (text: string): ModelMessage => ({ role: 'user', content: text });
 
 const storeModule = new URL('./sqlite-task-store.ts', import.meta.url).href;
 

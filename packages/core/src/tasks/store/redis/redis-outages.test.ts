@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startRedisServer, type RedisServer, type RedisServerOptions } from '../../../../../../test/support/redis-server.ts';
 import { freePort } from '../../../../../../test/support/upstream-servers.ts';
-import { checkpointOf, taskRecord, userMessage } from '../../../../../../test/support/task-store-contract.ts';
+import { checkpointOf, taskRecord, userMessage } from '../../../../../../test/support/task-fixtures.ts';
 import { KlymError } from '../../../errors.ts';
 import { createRedisTaskStore, type RedisTaskStoreOptions } from './redis-task-store.ts';
 

@@ -1,11 +1,12 @@
 import type { ModelMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startRedisServer, type RedisServer } from '../../../../../../test/support/redis-server.ts';
-import { artifactOf, checkpointOf, taskRecord, userMessage } from '../../../../../../test/support/task-store-contract.ts';
+import { artifactOf, checkpointOf, taskRecord, userMessage } from '../../../../../../test/support/task-fixtures.ts';
 import type { AgentCheckpoint } from '../../../agent/types.ts';
 import type { SessionPool } from '../../../pool/session-pool.ts';
 import { runResult } from '../../../testing/run-result.ts';
-import { createTaskManager, type AgentRunner } from '../../task-manager.ts';
+import { createTaskManager } from '../../task-manager.ts';
+import type { AgentRunner } from '../../task-manager-types.ts';
 import { createRedisTaskStore, type RedisTaskStore, type RedisTaskStoreOptions } from './redis-task-store.ts';
 
 let redis: RedisServer;
