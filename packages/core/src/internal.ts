@@ -1,6 +1,6 @@
 /**
  * `@klym/core/internal`: what Klym's own server, tests and benchmarks need of the engine beyond `@klym/core` —
- * defaults, redaction, request schemas, views and test hooks. Not a public API: nothing here is frozen in
+ * defaults, redaction, request parsing, log and slice views, test hooks. Not a public API: nothing here is frozen in
  * `api/`, and any of it may change or go in any release. Build on `@klym/core` and its other entry points.
  * @module
  */
