@@ -164,7 +164,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         const existing = await store.findByIdempotencyKey(caller.principal, request.idempotencyKey);
         if (existing !== undefined) return existing;
       }
-      const { placement, startsAtOnce } = await admission.admit(caller.principal).catch((error: unknown) => {
+      const { placement, startsAtOnce, admitted } = await admission.admit(caller.principal).catch((error: unknown) => {
         if (isKlymError(error, 'QUOTA_EXCEEDED') || isKlymError(error, 'TASK_QUEUE_FULL')) {
           const refusal: TaskRefusal = {
             principal: caller.principal,
@@ -179,36 +179,41 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         }
         throw error;
       });
-      const id = randomBytes(16).toString('base64url');
-      const task: TaskRecord = {
-        id,
-        principal: caller.principal,
-        request,
-        status: 'pending',
-        createdAt: new Date().toISOString(),
-        currentStep: startsAtOnce ? 'starting' : 'queued',
-        usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: undefined },
-        ...(startOptions.trace === undefined ? {} : { trace: startOptions.trace }),
-        ...(startOptions.push === undefined || startOptions.push.length === 0 ? {} : { push: startOptions.push }),
-      };
-      const stored = await store.insert(task);
-      if (stored.id !== id) return stored; // another start with the same key won
-      // close() began while the store wrote: it has already swept the queue, so this task must not run.
-      if (closing) return (await finish(id, ['pending'], { status: 'cancelled', currentStep: 'cancelled', cancelReason: closeReason })) ?? task;
-      log(id, 'task-create', {
-        model: request.model ?? defaults.model ?? 'default',
-        recordResult: request.recordResult ?? options.writeBack?.byDefault ?? false,
-      });
-      emit({ type: 'task-create', task });
+      // Until the task is in the queue, the principal's next start waits to be counted after it (its maxQueued).
       try {
-        await queue.add(id, placement);
-      } catch (error) {
-        // Told it failed, the caller may start it again: this one must never run as well.
-        const message = error instanceof Error ? error.message : String(error);
-        await finish(id, ['pending'], { status: 'error', currentStep: 'failed', error: { code: 'STORE_UNAVAILABLE', message } }).catch(() => {});
-        throw error;
+        const id = randomBytes(16).toString('base64url');
+        const task: TaskRecord = {
+          id,
+          principal: caller.principal,
+          request,
+          status: 'pending',
+          createdAt: new Date().toISOString(),
+          currentStep: startsAtOnce ? 'starting' : 'queued',
+          usage: { steps: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0, costUsd: undefined },
+          ...(startOptions.trace === undefined ? {} : { trace: startOptions.trace }),
+          ...(startOptions.push === undefined || startOptions.push.length === 0 ? {} : { push: startOptions.push }),
+        };
+        const stored = await store.insert(task);
+        if (stored.id !== id) return stored; // another start with the same key won
+        // close() began while the store wrote: it has already swept the queue, so this task must not run.
+        if (closing) return (await finish(id, ['pending'], { status: 'cancelled', currentStep: 'cancelled', cancelReason: closeReason })) ?? task;
+        log(id, 'task-create', {
+          model: request.model ?? defaults.model ?? 'default',
+          recordResult: request.recordResult ?? options.writeBack?.byDefault ?? false,
+        });
+        emit({ type: 'task-create', task });
+        try {
+          await queue.add(id, placement);
+        } catch (error) {
+          // Told it failed, the caller may start it again: this one must never run as well.
+          const message = error instanceof Error ? error.message : String(error);
+          await finish(id, ['pending'], { status: 'error', currentStep: 'failed', error: { code: 'STORE_UNAVAILABLE', message } }).catch(() => {});
+          throw error;
+        }
+        return (await store.get(id)) ?? task;
+      } finally {
+        admitted();
       }
-      return (await store.get(id)) ?? task;
     },
     get: visible,
     async logs(id, caller, page = {}) {

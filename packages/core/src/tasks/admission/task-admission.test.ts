@@ -2,6 +2,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SessionPool } from '../../pool/session-pool.ts';
 import { runResult } from '../../testing/run-result.ts';
+import { createInProcessTaskQueue } from '../queue/in-process-queue.ts';
+import type { TaskQueue } from '../queue/task-queue.ts';
 import { createMemoryTaskStore } from '../store/memory-task-store.ts';
 import { createTaskManager } from '../task-manager.ts';
 import type { AgentRunner, TaskManager } from '../task-manager-types.ts';
@@ -116,6 +118,27 @@ describe('quotas per principal', () => {
     runs.end('b1');
     await vi.waitFor(() => expect(runs.began).toEqual(['a1', 'b1', 'a2']));
     expect(await manager.start({ prompt: 'a4' }, alice)).toMatchObject({ status: 'pending' });
+  });
+
+  it.each([
+    ['an in-process queue, which counts them itself', false],
+    ['a queue whose counts come from the store, as a shared one’s do', true],
+  ])('holds maxQueued exactly when a caller’s starts arrive all at once, and others’ starts do not wait on them: %s', async (_queue, fromStore) => {
+    const runs = runsByPrompt();
+    const inProcess = createInProcessTaskQueue();
+    const queue: TaskQueue = fromStore ? { ...inProcess, usage: undefined } : inProcess;
+    manager = createTaskManager({ pool, run: runs.run, maxConcurrent: 1, queue, perPrincipal: { maxQueued: 2 } });
+    await manager.start({ prompt: 'a0' }, alice);
+    await vi.waitFor(() => expect(runs.began).toEqual(['a0']));
+    const prompts = Array.from({ length: 10 }, (_, index) => `a${index + 1}`);
+    const outcomes = await Promise.allSettled([...prompts.map((prompt) => manager!.start({ prompt }, alice)), manager.start({ prompt: 'b1' }, bob)]);
+    const theirs = outcomes.slice(0, 10);
+    expect(theirs.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(2);
+    for (const outcome of theirs.filter((one) => one.status === 'rejected')) {
+      expect(outcome.reason).toMatchObject({ code: 'QUOTA_EXCEEDED', quota: 'maxQueued', limit: 2, used: 2 });
+    }
+    expect(outcomes[10]).toMatchObject({ status: 'fulfilled', value: { status: 'pending' } });
+    expect(await manager.usage(alice)).toMatchObject({ running: 1, queued: 2 });
   });
 
   it('runs at most maxRunning of a principal’s tasks at once; the rest wait, not refused, while others take the free slots', async () => {

@@ -23,9 +23,12 @@ export interface TaskAdmission {
    * Checks a start of `principal`'s against its quotas, then against the queue's bound, and answers where its
    * task waits: its rank is 1 + its tasks not yet ended, so a newcomer's first task goes before a heavy
    * caller's next. `startsAtOnce`: this process has a slot free and the principal is under its `maxRunning`.
+   * A principal with a `maxQueued` is admitted one start at a time in this process: the next waits until the
+   * caller calls `admitted()`, once the task is in the queue (or its start failed), so that starts arriving
+   * together are counted one after another and the quota holds exactly here. Call it in every case.
    * @throws {KlymError} `QUOTA_EXCEEDED` past its `maxQueued`, or once its day's spend is spent; `TASK_QUEUE_FULL` past `maxQueued`; `STORE_UNAVAILABLE`
    */
-  admit(principal: string): Promise<{ readonly placement: TaskPlacement; readonly startsAtOnce: boolean }>;
+  admit(principal: string): Promise<{ readonly placement: TaskPlacement; readonly startsAtOnce: boolean; readonly admitted: () => void }>;
   /**
    * Where each task a restart takes up waits: its rank is 1 + its principal's unfinished tasks created
    * before it, so that it keeps the place it had. `found` is `store.unfinished()`, oldest first.
@@ -42,9 +45,11 @@ export interface TaskAdmission {
 }
 
 /**
- * Creates the manager's admission of starts. Counts come from the store (`list`'s `total` of the principal's
- * `pending` and `running` tasks), so they hold across processes on a shared store; starts at the same moment
- * may pass a limit by as many as start together, as the queue's bound may.
+ * Creates the manager's admission of starts. Counts come from the in-process queue, or for a shared one from
+ * the store (`list`'s `total` of the principal's `pending` and `running` tasks), so they hold across processes.
+ * A principal's `maxQueued` holds exactly within a process (its starts are admitted one at a time); starts at
+ * the same moment in different processes may pass it by as many as there are processes, and the queue's
+ * bound (`maxQueued` of all principals) by as many as start together.
  */
 export function createTaskAdmission(options: TaskAdmissionOptions): TaskAdmission {
   const { store, queue, maxQueued } = options;
@@ -67,21 +72,39 @@ export function createTaskAdmission(options: TaskAdmissionOptions): TaskAdmissio
     return { principal, limits: limitsOf(principal).limits, running, queued, today };
   };
 
+  /** The last admission under way of each principal with a `maxQueued`: the next one waits for it. */
+  const lines = new Map<string, Promise<void>>();
+  const check = async (principal: string): Promise<{ readonly placement: TaskPlacement; readonly startsAtOnce: boolean }> => {
+    const { limits } = limitsOf(principal);
+    const [{ queued, running }, spent] = await Promise.all([tasksOf(principal), spend.reached(principal)]);
+    if (spent !== undefined) throw spend.refusal(principal, spent, 'no task of its starts before the day turns');
+    if (limits.maxQueued !== undefined && queued >= limits.maxQueued) {
+      throw queuedQuotaExceeded(principal, limitsOf(principal), queued, retryAfterMs());
+    }
+    const waiting = await queue.waiting();
+    if (waiting >= maxQueued) {
+      const message = `Klym has ${waiting} tasks waiting (tasks.maxQueued ${maxQueued}); try again when some have started`;
+      throw new KlymError('TASK_QUEUE_FULL', message, { limit: maxQueued, used: waiting, retryAfterMs: retryAfterMs() });
+    }
+    const underCap = limits.maxRunning === undefined || running < limits.maxRunning;
+    return { placement: { principal, rank: 1 + queued + running }, startsAtOnce: underCap && queue.hasFreeSlot() };
+  };
+
   return {
     async admit(principal) {
-      const { limits } = limitsOf(principal);
-      const [{ queued, running }, spent] = await Promise.all([tasksOf(principal), spend.reached(principal)]);
-      if (spent !== undefined) throw spend.refusal(principal, spent, 'no task of its starts before the day turns');
-      if (limits.maxQueued !== undefined && queued >= limits.maxQueued) {
-        throw queuedQuotaExceeded(principal, limitsOf(principal), queued, retryAfterMs());
+      if (limitsOf(principal).limits.maxQueued === undefined) return { ...(await check(principal)), admitted: () => {} };
+      const before = lines.get(principal) ?? Promise.resolve();
+      let admitted!: () => void;
+      const mine = new Promise<void>((resolve) => (admitted = resolve));
+      lines.set(principal, mine);
+      void mine.then(() => lines.get(principal) === mine && lines.delete(principal));
+      await before;
+      try {
+        return { ...(await check(principal)), admitted };
+      } catch (error) {
+        admitted();
+        throw error;
       }
-      const waiting = await queue.waiting();
-      if (waiting >= maxQueued) {
-        const message = `Klym has ${waiting} tasks waiting (tasks.maxQueued ${maxQueued}); try again when some have started`;
-        throw new KlymError('TASK_QUEUE_FULL', message, { limit: maxQueued, used: waiting, retryAfterMs: retryAfterMs() });
-      }
-      const underCap = limits.maxRunning === undefined || running < limits.maxRunning;
-      return { placement: { principal, rank: 1 + queued + running }, startsAtOnce: underCap && queue.hasFreeSlot() };
     },
     placementsOf(found) {
       const placements = new Map<string, TaskPlacement>();
