@@ -1,5 +1,13 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createPushAllowList, isNonPublicAddress, type HostLookup, type PushAllowList } from './push-allow.ts';
+import { taskRecord } from '../../../../test/support/task-fixtures.ts';
+import { createMemoryTaskStore } from '../tasks/store/memory-task-store.ts';
+import { pushAttemptTarget, resolvePushOptions } from './push-delivery.ts';
+import { sendWebhook, type AttemptTarget } from './send-webhook.ts';
+import type { WebhookMessage } from './webhook-types.ts';
 
 /** A resolver with fixed answers, so no test asks a real DNS. */
 const lookup =
@@ -10,7 +18,8 @@ const lookup =
     return addresses.map((address) => ({ address }));
   };
 
-const allowed = (url: string) => ({ allowed: true, url });
+/** Admitted: by an entry naming it, or by `*` (`publicOnly`: then reached at public addresses only). */
+const allowed = (url: string, publicOnly = false) => ({ allowed: true, url, publicOnly });
 /** Each URL with its verdict, so that a failure names the URL. */
 const verdicts = async (allow: PushAllowList, urls: readonly string[]) =>
   Object.fromEntries(await Promise.all(urls.map(async (url) => [url, await allow.check(url)] as const)));
@@ -73,8 +82,8 @@ describe('createPushAllowList', () => {
         'none.example.com': [],
       }),
     });
-    expect(await allow.check('https://public.example.com/hook')).toEqual(allowed('https://public.example.com/hook'));
-    expect(await allow.check('http://93.184.215.14/hook')).toEqual(allowed('http://93.184.215.14/hook'));
+    expect(await allow.check('https://public.example.com/hook')).toEqual(allowed('https://public.example.com/hook', true));
+    expect(await allow.check('http://93.184.215.14/hook')).toEqual(allowed('http://93.184.215.14/hook', true));
     expect(await allow.check('https://sneaky.example.com/hook')).toEqual(refused('resolves to 10.0.0.7'));
     expect(await allow.check('https://none.example.com/hook')).toEqual(refused('has no address'));
     expect(await allow.check('https://unknown.example.com/hook')).toEqual(refused('could not be resolved (getaddrinfo ENOTFOUND unknown.example.com)'));
@@ -98,6 +107,64 @@ describe('createPushAllowList', () => {
       'http://app.localhost/',
     ];
     expect(await verdicts(allow, inside)).toEqual(each(inside, refused(/which "\*" in a2a\.pushAllow does not admit \(only an entry naming it does\)$/)));
+  });
+
+  it('reaches a URL `*` admitted only at public addresses, resolved again as it connects: a name that rebinds to loopback is never reached', async () => {
+    let requests = 0;
+    const receiver = createServer((_request, response) => {
+      requests++;
+      response.end();
+    });
+    receiver.listen(0, '127.0.0.1');
+    await once(receiver, 'listening');
+    const { port } = receiver.address() as AddressInfo;
+    // Public when the URL is checked, given and before the attempt; this machine when Klym connects (DNS rebinding).
+    const answers = [['93.184.215.14'], ['93.184.215.14'], ['127.0.0.1']];
+    const allow = createPushAllowList(['*', `http://127.0.0.1:${port}/named`], {
+      lookup: async () => (answers.shift() ?? ['127.0.0.1']).map((address) => ({ address })),
+    });
+    try {
+      const url = `http://rebind.example.com:${port}/hook`;
+      expect(await allow.check(url)).toEqual(allowed(url, true));
+      const message: WebhookMessage = {
+        id: 'msg_1',
+        taskId: 't1',
+        endpoint: 'push:p1',
+        type: 'task.completed',
+        payload: '{}',
+        createdAt: 0,
+        attempts: 0,
+        nextAttemptAt: 0,
+      };
+      // Delivery connects through the guard for the URL `*` admitted, and directly for one an entry names.
+      const store = createMemoryTaskStore();
+      const named = `http://127.0.0.1:${port}/named`;
+      await store.insert(
+        taskRecord('t1', {
+          push: [
+            { id: 'p1', url },
+            { id: 'p2', url: named },
+          ],
+        }),
+      );
+      const options = { ...resolvePushOptions({ allow: [], format: { contentType: 'application/json', body: () => ({}) } }), allow };
+      const guarded = await pushAttemptTarget(store, message, options);
+      expect(guarded).toMatchObject({ url, dispatcher: allow.dispatcher });
+      expect(await pushAttemptTarget(store, { ...message, endpoint: 'push:p2' }, options)).not.toHaveProperty('dispatcher');
+      const outcome = await sendWebhook(guarded as AttemptTarget, message);
+      expect(outcome).toEqual({
+        ok: false,
+        error: 'ENOTPUBLIC: its host rebind.example.com resolves to 127.0.0.1, a loopback, private or link-local address as Klym connects',
+      });
+      expect(requests).toBe(0);
+      // An entry naming the receiver reaches it, loopback or not.
+      expect(await allow.check(named)).toEqual(allowed(named));
+      expect(await sendWebhook({ url: named, timeoutMs: 5_000 }, message)).toEqual({ ok: true, status: 200 });
+      expect(requests).toBe(1);
+    } finally {
+      receiver.close();
+      await allow.dispatcher?.close();
+    }
   });
 
   it('refuses what is not an http(s) URL, or carries credentials, naming no query', async () => {

@@ -1,15 +1,21 @@
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { Agent, type Dispatcher } from 'undici';
 import { KlymError } from '../errors.ts';
 
 /** The allow-list entry that admits any http(s) URL whose host is public. */
 export const ANY_PUBLIC_URL = '*';
 
-/** What a caller's push URL came to: the URL to use, or why it is refused (a sentence naming the URL without its query). */
-export type PushUrlVerdict = { readonly allowed: true; readonly url: string } | { readonly allowed: false; readonly reason: string };
+/**
+ * What a caller's push URL came to: the URL to use, or why it is refused (a sentence naming the URL without its
+ * query). `publicOnly`: admitted by `*` rather than by an entry naming it, so it is to be reached only at public
+ * addresses, its host resolved again as each connection opens (the list's `dispatcher` does so).
+ */
+export type PushUrlVerdict =
+  { readonly allowed: true; readonly url: string; readonly publicOnly: boolean } | { readonly allowed: false; readonly reason: string };
 
 /** Resolves a host name to its addresses (`dns.lookup` with `all: true`), for a test to replace. */
-export type HostLookup = (hostname: string) => Promise<readonly { readonly address: string }[]>;
+export type HostLookup = (hostname: string) => Promise<readonly { readonly address: string; readonly family?: number }[]>;
 
 /** Options of {@link createPushAllowList}. */
 export interface PushAllowListOptions {
@@ -30,6 +36,12 @@ export interface PushAllowList {
    * Never throws: a refusal says why.
    */
   check(url: string): Promise<PushUrlVerdict>;
+  /**
+   * The HTTP client for URLs the list admits by `*` (`publicOnly`), `undefined` without `*`: it resolves each
+   * host again as a connection opens and refuses one with any address that is not public, so that a name
+   * that passed `check` and then resolves to a loopback or private address (DNS rebinding) is never reached.
+   */
+  readonly dispatcher: Dispatcher | undefined;
 }
 
 /** Longest push URL taken: longer ones are refused rather than stored with every task. */
@@ -162,6 +174,7 @@ export function createPushAllowList(entries: readonly string[], options: PushAll
 
   return {
     entries: [...entries],
+    dispatcher: anyPublic ? publicOnlyDispatcher(resolve, lookupTimeoutMs) : undefined,
     async check(text) {
       if (typeof text !== 'string' || text.length > MAX_PUSH_URL_LENGTH || !URL.canParse(text)) {
         return { allowed: false, reason: `The push URL must be an http(s) URL of at most ${MAX_PUSH_URL_LENGTH} characters` };
@@ -170,14 +183,43 @@ export function createPushAllowList(entries: readonly string[], options: PushAll
       if (!/^https?:$/.test(url.protocol)) return { allowed: false, reason: `The push URL must be http(s), got ${url.protocol}` };
       if (url.username !== '' || url.password !== '')
         return { allowed: false, reason: 'The push URL must not carry a user name or password: send credentials in `authentication`' };
-      if (named(url)) return { allowed: true, url: url.href };
+      if (named(url)) return { allowed: true, url: url.href, publicOnly: false };
       if (!anyPublic) return { allowed: false, reason: `Klym sends no push notification to ${shown(url)}: it matches no entry of ${name}` };
       const why = await notPublic(url);
-      if (why === undefined) return { allowed: true, url: url.href };
+      if (why === undefined) return { allowed: true, url: url.href, publicOnly: true };
       return {
         allowed: false,
         reason: `Klym sends no push notification to ${shown(url)}: ${why}, which "*" in ${name} does not admit (only an entry naming it does)`,
       };
     },
   };
+}
+
+/**
+ * An undici dispatcher whose connections open only to public addresses: the socket's own lookup resolves the
+ * host with `resolve` and fails, naming the address, when any address it has is not public. A literal IP needs
+ * no lookup: `check` has judged it already, and it cannot change.
+ */
+function publicOnlyDispatcher(resolve: HostLookup, lookupTimeoutMs: number): Dispatcher {
+  const guarded: LookupFunction = (hostname, options, callback) => {
+    const timeout = AbortSignal.timeout(lookupTimeoutMs);
+    const answered = new Promise<never>((_, reject) =>
+      timeout.addEventListener('abort', () => reject(new Error(`no answer within ${lookupTimeoutMs} ms`)), { once: true }),
+    );
+    Promise.race([resolve(hostname), answered]).then(
+      (addresses) => {
+        const inside = addresses.find(({ address }) => isNonPublicAddress(address));
+        if (addresses.length === 0 || inside !== undefined) {
+          const why = inside === undefined ? 'has no address' : `resolves to ${inside.address}, a loopback, private or link-local address`;
+          callback(Object.assign(new Error(`its host ${hostname} ${why} as Klym connects`), { code: 'ENOTPUBLIC' }), '', 0);
+          return;
+        }
+        const all = addresses.map(({ address, family }) => ({ address, family: family ?? isIP(address) }));
+        if (options.all === true) (callback as unknown as (error: null, addresses: typeof all) => void)(null, all);
+        else callback(null, all[0]!.address, all[0]!.family);
+      },
+      (error: unknown) => callback(error as NodeJS.ErrnoException, '', 0),
+    );
+  };
+  return new Agent({ connect: { lookup: guarded } });
 }

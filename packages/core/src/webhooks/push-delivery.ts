@@ -145,6 +145,7 @@ export async function pushAttemptTarget(
     contentType: options.format.contentType,
     ...(options.secret === undefined ? {} : { secret: options.secret }),
     headers: pushHeaders(target),
+    ...(verdict.publicOnly && options.allow.dispatcher !== undefined ? { dispatcher: options.allow.dispatcher } : {}),
   };
 }
 

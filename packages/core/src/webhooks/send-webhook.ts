@@ -1,4 +1,5 @@
 import { Webhook } from 'standardwebhooks';
+import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import type { WebhookMessage } from './webhook-types.ts';
 
 /** Where one attempt goes and how: a webhook endpoint, or a task's push target. */
@@ -12,6 +13,8 @@ export interface AttemptTarget {
   readonly headers?: Readonly<Record<string, string>>;
   /** @default 'application/json' */
   readonly contentType?: string;
+  /** The HTTP client to connect with (a push URL admitted by `*`: public addresses only). @default Node's fetch */
+  readonly dispatcher?: Dispatcher;
 }
 
 /** What one attempt came to: the receiver's status (2xx is delivered), or why there was none. */
@@ -29,7 +32,7 @@ export async function sendWebhook(endpoint: AttemptTarget, message: WebhookMessa
   const now = new Date();
   const timeout = AbortSignal.timeout(endpoint.timeoutMs);
   try {
-    const response = await fetch(endpoint.url, {
+    const init = {
       method: 'POST',
       redirect: 'manual',
       headers: {
@@ -42,7 +45,9 @@ export async function sendWebhook(endpoint: AttemptTarget, message: WebhookMessa
       },
       body: message.payload,
       signal: signal === undefined ? timeout : AbortSignal.any([timeout, signal]),
-    });
+    } as const;
+    const response =
+      endpoint.dispatcher === undefined ? await fetch(endpoint.url, init) : await undiciFetch(endpoint.url, { ...init, dispatcher: endpoint.dispatcher });
     // The body is not read; cancelling it gives the connection back.
     await response.body?.cancel().catch(() => {});
     return { ok: response.status >= 200 && response.status < 300, status: response.status };
