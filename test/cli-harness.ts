@@ -102,14 +102,19 @@ export function runKlym(args: readonly string[], options: { cwd: string; env?: R
   return startKlym(args, options).exited();
 }
 
-/** A REST call to a Klym server as `token`'s principal: GET, or POST with `body` as JSON; its status and JSON answer. */
-export async function restCall(url: string, route: string, token: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+/** A REST call to a Klym server as `token`'s principal: GET, or POST with `body` as JSON; its status, headers and JSON answer. */
+export async function restCall(
+  url: string,
+  route: string,
+  token: string,
+  body?: unknown,
+): Promise<{ status: number; headers: Headers; json: Record<string, unknown> }> {
   const response = await fetch(`${url}${route}`, {
     method: body === undefined ? 'GET' : 'POST',
     headers: { Authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+  return { status: response.status, headers: response.headers, json: (await response.json()) as Record<string, unknown> };
 }
 
 /**

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   cancelTask as cancel,
   quotaOf as quota,
+  restCall,
   seenTask as seen,
   startKlym,
   startTask as start,
@@ -120,15 +121,11 @@ describe('klym serve and two klym workers on Redis, with many callers', () => {
     await vi.waitFor(async () => expect((await quota(url, ALICE)).use).toMatchObject({ running: 1, queued: 3 }), until);
     expect((await seen(url, ALICE, hers[0] as string)).status).toBe('running');
 
-    const refused = await fetch(`${url}/api/tasks`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ALICE}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ prompt: 'one too many' }),
-    });
+    const refused = await restCall(url, '/api/tasks', ALICE, { prompt: 'one too many' });
     expect(refused.status).toBe(429);
     // No run has ended yet to tell how long one takes: 30 s.
     expect(refused.headers.get('retry-after')).toBe('30');
-    expect(await refused.json()).toEqual({
+    expect(refused.json).toEqual({
       error: {
         code: 'QUOTA_EXCEEDED',
         message: expect.stringMatching(/^Principal alice has 3 tasks waiting, its maxQueued is 3 \(tasks\.perPrincipal\.maxQueued\): /),

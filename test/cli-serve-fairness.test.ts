@@ -74,15 +74,11 @@ describe('klym serve with many callers', () => {
     for (let index = 1; index <= 6; index++) hers.push(await start(url, ALICE, `hers ${index}`));
     await vi.waitFor(async () => expect((await quota(url, ALICE)).use).toMatchObject({ running: 1, queued: 5 }), { timeout: 10_000 });
 
-    const refused = await fetch(`${url}/api/tasks`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ALICE}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ prompt: 'one too many' }),
-    });
+    const refused = await restCall(url, '/api/tasks', ALICE, { prompt: 'one too many' });
     expect(refused.status).toBe(429);
     // No run has ended yet to tell how long one takes: 30 s.
     expect(refused.headers.get('retry-after')).toBe('30');
-    expect(await refused.json()).toEqual({
+    expect(refused.json).toEqual({
       error: {
         code: 'QUOTA_EXCEEDED',
         message: expect.stringMatching(/^Principal alice has 5 tasks waiting, its maxQueued is 5 \(tasks\.perPrincipal\.maxQueued\): /),
@@ -131,16 +127,12 @@ describe('klym serve with many callers', () => {
     expect(spent.day_resets_at).toBe(new Date(midnight).toISOString());
 
     const refusedNow = async (url: string): Promise<void> => {
-      const refused = await fetch(`${url}/api/tasks`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${ALICE}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ prompt: 'more' }),
-      });
+      const refused = await restCall(url, '/api/tasks', ALICE, { prompt: 'more' });
       expect(refused.status).toBe(429);
       // Seconds until midnight UTC, rounded up.
       const retryAfter = Number(refused.headers.get('retry-after'));
       expect(Math.abs(retryAfter - Math.ceil((midnight - Date.now()) / 1_000))).toBeLessThanOrEqual(2);
-      expect(await refused.json()).toEqual({
+      expect(refused.json).toEqual({
         error: {
           code: 'QUOTA_EXCEEDED',
           message: expect.stringContaining(`Principal alice has spent ${spent.use.tokens_today} tokens today, its maxTokensPerDay is 1`),

@@ -2,52 +2,38 @@
 // against a real Klym server over the fake grynya. Tasks run the real agent loop on a scripted model that
 // spends its first step (850 tokens in, 40 out: $1.05 at the prices below) and then waits at a gate the
 // test opens. A principal sees its own row; an admin every configured principal's, the others summed.
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { gatedRunner, launchChromium, logIn, startTask } from './support/dashboard.ts';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserPages, gatedRunner, logIn, startTask } from './support/dashboard.ts';
 import { startOidcIssuer, type OidcIssuer } from './support/oidc-issuer.ts';
 import { startHarness, type ServerHarness } from './support/server-harness.ts';
 
 const TOKENS = { alice: 'alice-token-0123456789abcdef', bob: 'bob-token-0123456789abcdef', ops: 'ops-token-0123456789abcdef' };
 const RESOURCE = 'https://klym.example/mcp';
 
-let browser: Browser;
 let issuer: OidcIssuer;
 let harness: ServerHarness;
 let base: string;
 const runner = gatedRunner();
-const contexts: BrowserContext[] = [];
+const { newPage } = browserPages();
 
 beforeAll(async () => {
   issuer = await startOidcIssuer();
-  [browser, harness] = await Promise.all([
-    launchChromium(),
-    startHarness({
-      auth: { tokens: TOKENS, admins: ['ops'], oauth: { issuer: issuer.issuer, resource: RESOURCE } },
-      tasks: {
-        run: runner.run,
-        maxConcurrent: 4,
-        prices: { 'scripted:script': { inputPerMillion: 1_000, outputPerMillion: 5_000 } },
-        perPrincipal: { maxRunning: 1, maxQueued: 2, maxTokensPerDay: 100_000, overrides: { bob: { maxRunning: 3, maxUsdPerDay: 5 } } },
-      },
-    }),
-  ]);
+  harness = await startHarness({
+    auth: { tokens: TOKENS, admins: ['ops'], oauth: { issuer: issuer.issuer, resource: RESOURCE } },
+    tasks: {
+      run: runner.run,
+      maxConcurrent: 4,
+      prices: { 'scripted:script': { inputPerMillion: 1_000, outputPerMillion: 5_000 } },
+      perPrincipal: { maxRunning: 1, maxQueued: 2, maxTokensPerDay: 100_000, overrides: { bob: { maxRunning: 3, maxUsdPerDay: 5 } } },
+    },
+  });
   base = harness.server.url;
 }, 60_000);
-afterEach(async () => {
-  await Promise.all(contexts.splice(0).map((context) => context.close()));
-});
 afterAll(async () => {
-  await browser?.close();
   await harness?.cleanup();
   await issuer?.close();
 });
-
-async function newPage(): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  contexts.push(context);
-  return context.newPage();
-}
 
 /** What a row's cell shows: the use, and its limit (`of …`) when there is one. */
 async function cell(page: Page, principal: string, kind: 'running' | 'queued' | 'tokens' | 'usd'): Promise<{ used: string | null; limit: string | null }> {

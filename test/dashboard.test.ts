@@ -4,37 +4,24 @@
 // screenshot to docs/dashboard-timeline.png (README shows it).
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { gatedRunner, launchChromium, logIn, startTask, taskStatus } from './support/dashboard.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserPages, gatedRunner, logIn, startTask, taskStatus } from './support/dashboard.ts';
 import { startHarness, type ServerHarness } from './support/server-harness.ts';
 
 const TOKENS = { alice: 'alice-token-0123456789abcdef', bob: 'bob-token-0123456789abcdef', ops: 'ops-token-0123456789abcdef' };
 
-let browser: Browser;
 let harness: ServerHarness;
 let base: string;
 const runner = gatedRunner();
-const contexts: BrowserContext[] = [];
+const { newPage } = browserPages();
 
 beforeAll(async () => {
-  [browser, harness] = await Promise.all([launchChromium(), startHarness({ tasks: { run: runner.run }, auth: { tokens: TOKENS, admins: ['ops'] } })]);
+  harness = await startHarness({ tasks: { run: runner.run }, auth: { tokens: TOKENS, admins: ['ops'] } });
   base = harness.server.url;
 }, 60_000);
-afterEach(async () => {
-  await Promise.all(contexts.splice(0).map((context) => context.close()));
-});
 afterAll(async () => {
-  await browser?.close();
   await harness?.cleanup();
 });
-
-/** A page of a fresh browser profile (no cookies), 1280 pixels wide. */
-async function newPage(): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  contexts.push(context);
-  return context.newPage();
-}
 
 describe('the dashboard in Chromium', () => {
   it('logs in, and shows a task going from running to completed, its steps appearing as they happen', async () => {

@@ -5,7 +5,7 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { afterEach, describe, expect, it } from 'vitest';
 import { scriptedRunner } from './support/mcp-tasks.ts';
 import { mcp20260728Call, mcp20260728Post, readEvents, taskIdOf, type Mcp20260728Answer } from './support/mcp-2026-07-28.ts';
-import { payload, startHarness, type ServerHarness } from './support/server-harness.ts';
+import { KLYM_TOOLS, payload, startHarness, type ServerHarness } from './support/server-harness.ts';
 
 const TOKENS = { alice: 'alice-token-0123456789abcdef', bob: 'bob-token-0123456789abcdef' };
 
@@ -40,16 +40,7 @@ describe('MCP 2026-07-28 and 2025-11-25 on one /mcp', () => {
     expect(mcp20251125.getProtocolEra()).toBe('legacy');
     expect(mcp20260728.getServerCapabilities()?.extensions).toEqual({ 'io.modelcontextprotocol/tasks': {} });
 
-    expect(await names(mcp20260728)).toEqual([
-      'cancel_agent_task',
-      'check_task_status',
-      'describe_capabilities',
-      'list_agent_tasks',
-      'query_task_artifact',
-      'read_task_artifact',
-      'run_agent_task',
-      'start_async_agent_task',
-    ]);
+    expect(await names(mcp20260728)).toEqual([...KLYM_TOOLS]);
     expect(await names(mcp20251125)).toEqual(await names(mcp20260728));
 
     const start = payload(await mcp20260728.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'steps:1' } }));

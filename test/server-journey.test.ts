@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { payload, startHarness, waitForEnd, type ServerHarness } from './support/server-harness.ts';
+import { KLYM_TOOLS, payload, startHarness, waitForEnd, type ServerHarness } from './support/server-harness.ts';
 import { freePort } from './support/upstream-servers.ts';
 
 /** What the scripted model's self-check reports when every upstream works. */
@@ -17,16 +17,7 @@ for (const kind of ['streamable-http', 'sse'] as const) {
       harness = await startHarness();
       const client = await harness.connect(kind);
       const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name).toSorted()).toEqual([
-        'cancel_agent_task',
-        'check_task_status',
-        'describe_capabilities',
-        'list_agent_tasks',
-        'query_task_artifact',
-        'read_task_artifact',
-        'run_agent_task',
-        'start_async_agent_task',
-      ]);
+      expect(tools.map((tool) => tool.name).toSorted()).toEqual([...KLYM_TOOLS]);
 
       const before = performance.now();
       const started = payload(await client.callTool({ name: 'start_async_agent_task', arguments: { prompt: 'Self-check, please', record_result: true } }));

@@ -6,7 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { payload, startHarness, waitForEnd, type ServerHarness } from './support/server-harness.ts';
+import { KLYM_TOOLS, payload, startHarness, waitForEnd, type ServerHarness } from './support/server-harness.ts';
 import { packageFile } from './support/upstream-servers.ts';
 
 const ALL_WELL = 'Бачу базу та інструменти, полет нормальний';
@@ -109,16 +109,7 @@ describe('the MCP Inspector CLI against a running Klym', () => {
   it('lists the tools over Streamable HTTP and runs a task over legacy SSE', async () => {
     harness = await startHarness();
     const listed = (await inspector(harness.server.mcpUrl, '--method', 'tools/list')) as { tools: { name: string }[] };
-    expect(listed.tools.map((tool) => tool.name).toSorted()).toEqual([
-      'cancel_agent_task',
-      'check_task_status',
-      'describe_capabilities',
-      'list_agent_tasks',
-      'query_task_artifact',
-      'read_task_artifact',
-      'run_agent_task',
-      'start_async_agent_task',
-    ]);
+    expect(listed.tools.map((tool) => tool.name).toSorted()).toEqual([...KLYM_TOOLS]);
 
     const started = (await inspector(
       harness.server.sseUrl,
@@ -146,7 +137,7 @@ describe('the MCP Inspector CLI against a running Klym', () => {
     // The Inspector's `--protocol-era modern` is its name for 2026-07-28.
     const inspectorMcp20260728 = (...args: string[]) => inspector(harness!.server.mcpUrl, '--protocol-era', 'modern', ...args);
     const listed = (await inspectorMcp20260728('--method', 'tools/list')) as { tools: { name: string }[] };
-    expect(listed.tools.map((tool) => tool.name)).toContain('run_agent_task');
+    expect(listed.tools.map((tool) => tool.name).toSorted()).toEqual([...KLYM_TOOLS]);
     const started = (await inspectorMcp20260728('--method', 'tools/call', '--tool-name', 'start_async_agent_task', '--tool-arg', 'prompt=Self-check')) as {
       structuredContent: { task_id: string };
     };

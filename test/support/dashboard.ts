@@ -1,6 +1,7 @@
 import { runAgent, type AgentRunner } from '@klym/core';
 import { createScriptedModel, type ScriptedStep } from '@klym/core/internal';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 
 /** Debian's Chromium (scripts/run.sh installs it): playwright's own browser download does not work on our machines. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -12,6 +13,31 @@ export function launchChromium(): Promise<Browser> {
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
+}
+
+/**
+ * Headless Chromium for one test file: launched before its tests, each test's pages closed after it, the
+ * browser at the end. `newPage()`: a page of a fresh profile (no cookies), 1280 pixels wide.
+ */
+export function browserPages(): { newPage(): Promise<Page> } {
+  let browser: Browser | undefined;
+  const contexts: BrowserContext[] = [];
+  beforeAll(async () => {
+    browser = await launchChromium();
+  }, 60_000);
+  afterEach(async () => {
+    await Promise.all(contexts.splice(0).map((context) => context.close()));
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return {
+    async newPage() {
+      const context = await browser!.newContext({ viewport: { width: 1280, height: 900 } });
+      contexts.push(context);
+      return context.newPage();
+    },
+  };
 }
 
 /** Logs in on the dashboard's form with `token`, from wherever the server sent the browser. */

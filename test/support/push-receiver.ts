@@ -3,6 +3,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { text } from 'node:stream/consumers';
 
 /** One request the receiver got. */
 export interface PushRequest {
@@ -26,22 +27,18 @@ export interface PushReceiver extends AsyncDisposable {
 /** Starts a receiver on 127.0.0.1 (a free port); `answer` decides each status (default 200). */
 export async function startPushReceiver(answer: (request: PushRequest, index: number) => number = () => 200): Promise<PushReceiver> {
   const requests: PushRequest[] = [];
-  const server = createServer((incoming, outgoing) => {
-    const chunks: Buffer[] = [];
-    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-    incoming.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      let json: unknown;
-      try {
-        json = JSON.parse(body);
-      } catch {
-        json = undefined;
-      }
-      const request: PushRequest = { path: incoming.url ?? '/', headers: incoming.headers, body, json };
-      const index = requests.filter((earlier) => earlier.path === request.path).length;
-      requests.push(request);
-      outgoing.writeHead(answer(request, index)).end();
-    });
+  const server = createServer(async (incoming, outgoing) => {
+    const body = await text(incoming);
+    let json: unknown;
+    try {
+      json = JSON.parse(body);
+    } catch {
+      json = undefined;
+    }
+    const request: PushRequest = { path: incoming.url ?? '/', headers: incoming.headers, body, json };
+    const index = requests.filter((earlier) => earlier.path === request.path).length;
+    requests.push(request);
+    outgoing.writeHead(answer(request, index)).end();
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

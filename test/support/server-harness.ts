@@ -5,6 +5,18 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { startKlymServer, type KlymServerOptions, type RunningKlymServer } from '../../apps/server/src/server/index.ts';
 
+/** Every tool Klym's /mcp lists, sorted, as a client sees their names on the wire: the seven task tools and `run_agent_task`. */
+export const KLYM_TOOLS = [
+  'cancel_agent_task',
+  'check_task_status',
+  'describe_capabilities',
+  'list_agent_tasks',
+  'query_task_artifact',
+  'read_task_artifact',
+  'run_agent_task',
+  'start_async_agent_task',
+] as const;
+
 /** A fake grynya and a Klym server over it (legacy SSE, like the real deployment), for one test. */
 export interface ServerHarness {
   readonly grynya: FakeGrynya;

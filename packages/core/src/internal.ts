@@ -4,7 +4,7 @@
  * `api/`, and any of it may change or go in any release. Build on `@klym/core` and its other entry points.
  * @module
  */
-export { REDACTED, createRedactor, secretsOf } from './redact.ts';
+export { createRedactor, secretsOf } from './redact.ts';
 export { ARTIFACT_DEFAULTS, MAX_TIMER_MS, MCP_TASK_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS } from './defaults.ts';
 export { upstreamAuthSecrets } from './pool/upstream-auth.ts';
 export { QUERY_DEFAULTS } from './artifacts/artifact-query.ts';
