@@ -36,10 +36,21 @@ export {
   type ReadRequest,
   type SliceLine,
 } from './artifacts/artifact-store.ts';
-export type { ArtifactBackend, ArtifactInfo, ArtifactRecords, StoredArtifact } from './artifacts/artifact-types.ts';
+export type { ArtifactBackend, ArtifactInfo, ArtifactRecords, QueryPage, StoredArtifact } from './artifacts/artifact-types.ts';
 export type { LineIndex } from './artifacts/artifact-text.ts';
 export type { RecordsLayout } from './artifacts/artifact-records.ts';
-export { createArtifactQuery, type ArtifactQuery, type ArtifactQueryOptions, type QueryAnswer, type QueryCallOptions } from './artifacts/artifact-query.ts';
+export {
+  createArtifactQuery,
+  createQueryProcesses,
+  type ArtifactQuery,
+  type ArtifactQueryOptions,
+  type QueryAnswer,
+  type QueryCallOptions,
+  type QueryColumn,
+  type QueryProcesses,
+  type QueryProcessesOptions,
+  type QueryValue,
+} from './artifacts/artifact-query.ts';
 // the agent
 export { runAgent } from './agent/run-agent.ts';
 export type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules } from './tools/tool-policy.ts';

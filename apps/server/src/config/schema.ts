@@ -253,14 +253,21 @@ export const configObjectSchema = z.strictObject({
       /** SQL over a task's artifacts (`klym__query_artifact`, `query_task_artifact`), in a DuckDB of its own per task. */
       query: z
         .strictObject({
-          /** Memory one task's DuckDB may use, in MiB; a query past it fails (`QUERY_FAILED`) naming the limit. @default 512 */
+          /**
+           * Memory one task's DuckDB may use, in MiB; a query past it fails (`QUERY_FAILED`) naming the limit, and its
+           * query process is killed past it plus 256 MiB as the OS counts it. @default 512
+           */
           memoryMiB: positiveInt.default(QUERY_DEFAULTS.memoryMiB),
           /** Threads one task's DuckDB may use. @default 2 */
           threads: positiveInt.default(QUERY_DEFAULTS.threads),
-          /** Time one query may take, in milliseconds; past it, it is interrupted (`QUERY_FAILED`). @default 30_000 */
+          /** Time one query may take, waiting its turn included, in milliseconds; past it, it is interrupted, its process killed if need be (`QUERY_FAILED`). @default 30_000 */
           timeoutMs: positiveMs.default(QUERY_DEFAULTS.timeoutMs),
-          /** Rows one answer may have; more fails the query, asking to aggregate or add LIMIT. @default 1_000_000 */
+          /** Rows of one answer counted at most; past it the answer says "more than". @default 1_000_000 */
           maxRows: positiveInt.default(QUERY_DEFAULTS.maxRows),
+          /** Query processes at most: DuckDB runs in them, never in Klym's own. @default 2 */
+          processes: positiveInt.default(QUERY_DEFAULTS.processes),
+          /** Queries at once in one query process; the others wait their turn inside their own `timeoutMs`. @default 1 */
+          maxConcurrent: positiveInt.default(QUERY_DEFAULTS.maxConcurrent),
         })
         .prefault({}),
     })

@@ -93,7 +93,10 @@ export function mountRestApi(app: Hono<Env>, service: TaskService): void {
     const body = await jsonBody(c.req.raw);
     if (typeof body !== 'object' || body === null || Array.isArray(body))
       throw new KlymError('INVALID_ARGUMENT', '`body`: expected a JSON object `{ "sql": … }`');
-    return c.json(await service.queryArtifacts(parseArgs(queryArtifactsSchema, { ...body, task_id: c.req.param('id') }), c.get('principal')));
+    // A caller that goes away interrupts its query: Hono's request signal aborts when the connection closes.
+    return c.json(
+      await service.queryArtifacts(parseArgs(queryArtifactsSchema, { ...body, task_id: c.req.param('id') }), c.get('principal'), { signal: c.req.raw.signal }),
+    );
   });
   app.post('/api/tasks/:id/cancel', async (c) => c.json(await service.cancel(parseArgs(cancelTaskSchema, { task_id: c.req.param('id') }), c.get('principal'))));
   app.get('/api/quota', async (c) => c.json(await service.quota(c.get('principal'))));

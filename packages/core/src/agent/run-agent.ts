@@ -181,7 +181,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
           type: 'artifact-query',
           step: currentStep,
           sql,
-          rows: answer.rows.length,
+          rows: answer.rowCount,
           columns: answer.columns.length,
           tables: answer.tables,
           elapsedMs: answer.elapsedMs,

@@ -309,17 +309,30 @@ describe('createArtifactQuery', () => {
     expect((await duck.query('SELECT count(*) FROM range(1000)')).rows).toEqual([[1000]]);
   });
 
-  it('fails an answer of more than maxRows rows, naming the limit', async () => {
+  it('answers a page of rows and counts them all, up to maxRows: past it, "more than"', async () => {
     await using duck = createArtifactQuery({ source: await backendOf(), maxRows: 5_000 });
-    expect((await duck.query('SELECT * FROM range(5000)')).rows).toHaveLength(5_000);
-    await expect(duck.query('SELECT * FROM range(5001)')).rejects.toMatchObject({
-      code: 'QUERY_FAILED',
-      message: expect.stringContaining('more than 5,000 rows'),
-    });
-    await expect(duck.query('SELECT * FROM range(1000000000000)')).rejects.toMatchObject({
-      code: 'QUERY_FAILED',
-      message: expect.stringContaining('`maxRows`'),
-    });
+    const all = await duck.query('SELECT * FROM range(5000)');
+    expect(all).toMatchObject({ rowCount: 5_000, rowCountExact: true });
+    // A page of `pageChars` characters of JSON rows: "[0]" to "[999]" are 3 to 5 characters each.
+    const paged = await duck.query('SELECT * FROM range(5000)', { pageChars: 100 });
+    expect(paged.rows.map((row) => row[0])).toEqual(Array.from({ length: paged.rows.length }, (_, n) => n));
+    expect(paged.rows.map((row) => JSON.stringify(row).length).reduce((sum, chars) => sum + chars)).toBeLessThanOrEqual(100);
+    expect(paged.rows.length).toBeGreaterThan(20);
+    expect(await duck.query('SELECT * FROM range(5001)')).toMatchObject({ rowCount: 5_000, rowCountExact: false });
+    // Counting stops at maxRows: a trillion rows are not read.
+    expect(await duck.query('SELECT * FROM range(1000000000000)')).toMatchObject({ rowCount: 5_000, rowCountExact: false });
+  });
+
+  it('keeps an answer bigger than its page as JSON lines when asked, up to keepChars, keyed by unique column names', async () => {
+    await using duck = createArtifactQuery({ source: await backendOf() });
+    const answer = await duck.query("SELECT range AS a, 'x' || range AS a FROM range(3000)", { pageChars: 200, keep: true });
+    expect(answer.rowCount).toBe(3_000);
+    expect(answer.kept?.rows).toBe(3_000);
+    const lines = answer.kept?.text.split('\n') ?? [];
+    expect(lines).toHaveLength(3_000);
+    expect(JSON.parse(lines[2_999] as string)).toEqual({ a: 2_999, a_1: 'x2999' });
+    // A page that holds the whole answer keeps nothing beside it.
+    expect((await duck.query('SELECT 1', { keep: true })).kept).toBeUndefined();
   });
 
   it('gives values as JSON: big integers as strings, decimals as numbers, times as ISO 8601, blobs as hex, nested values as arrays and objects', async () => {
@@ -405,6 +418,8 @@ describe('toCsv and toRecords', () => {
       ['a, b', 2, null, 'say "hi"'],
       ['two\nlines', 3, [1, 'q"'], 'cr\r'],
     ],
+    rowCount: 3,
+    rowCountExact: true,
     tables: [],
     elapsedMs: 1,
     loadedMs: 0,

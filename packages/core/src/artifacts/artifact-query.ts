@@ -1,57 +1,86 @@
-import { DuckDBInstance, StatementType, type DuckDBConnection, type DuckDBResult, type Json } from '@duckdb/node-api';
 import { MAX_TIMER_MS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import type { ArtifactInfo, StoredArtifact } from './artifact-types.ts';
-import { toJson } from './query-answer.ts';
-import { loadArtifact, quoteName, tablesIn } from './query-tables.ts';
+import { openQueryProcessPool, poolOf, type QueryJob, type QueryProcesses } from './query-processes.ts';
 
 export { toCsv, toRecords } from './query-answer.ts';
+export { PROCESS_MARGIN_MIB, createQueryProcesses, type QueryProcesses, type QueryProcessesOptions } from './query-processes.ts';
 
-/** Defaults of a task's DuckDB ({@link createArtifactQuery}), defined once. */
+/** Defaults of the query engine ({@link createArtifactQuery}, `createQueryProcesses`), defined once. */
 export const QUERY_DEFAULTS = {
-  /** Memory the task's DuckDB may use, its loaded tables included, in MiB; nothing spills to disk. */
+  /**
+   * Memory a task's DuckDB may use, its loaded tables included, in MiB; nothing spills to disk. Its process is
+   * killed past this plus `PROCESS_MARGIN_MIB` (256) as the OS counts it.
+   */
   memoryMiB: 512,
   /** Threads one query may use. */
   threads: 2,
-  /** A query's time at most, the loading of its tables included, in milliseconds. */
+  /** A query's time at most, waiting for a process and loading its tables included, in milliseconds. */
   timeoutMs: 30_000,
-  /** Rows one answer may have at most: past it the query fails, rather than read them all. */
+  /** Rows of an answer counted at most: past it the answer says "more than" this many. */
   maxRows: 1_000_000,
+  /** Query processes at most (DuckDB runs in them, never in the serving process). */
+  processes: 2,
+  /** Queries at once in one query process; the others wait their turn, inside their own `timeoutMs`. */
+  maxConcurrent: 1,
+  /** Characters of rows (as compact JSON) an answer's page holds at most. */
+  pageChars: 65_536,
+  /** Characters of JSON lines an answer too big for its page keeps, at most, when asked to (`keep`). */
+  keepChars: 8_388_608,
 } as const;
 
 /** Options of {@link createArtifactQuery}. */
 export interface ArtifactQueryOptions {
   /** The task's artifacts: each is loaded into its table at the first query that names it. */
   readonly source: { load(id: string): Promise<StoredArtifact | undefined>; list(): Promise<readonly ArtifactInfo[]> };
+  /**
+   * The query processes to run in, shared with other tasks (`createQueryProcesses`); their `memoryMiB` and
+   * `threads` then apply, not these. @default processes of its own: one, closed with it
+   */
+  readonly processes?: QueryProcesses;
   /** @default QUERY_DEFAULTS.memoryMiB */
   readonly memoryMiB?: number;
   /** @default QUERY_DEFAULTS.threads */
   readonly threads?: number;
   /** A query's time at most, in milliseconds. @default QUERY_DEFAULTS.timeoutMs */
   readonly timeoutMs?: number;
-  /** Rows an answer may have at most; more fails the query naming the limit. @default QUERY_DEFAULTS.maxRows */
+  /** Rows of an answer counted at most; past it the answer says "more than". @default QUERY_DEFAULTS.maxRows */
   readonly maxRows?: number;
 }
 
-/** A query's limits of its own: its caller's signal, and a time limit other than the DuckDB's. */
+/** A query's limits of its own: its caller's signal, a time limit other than the DuckDB's, and its page. */
 export interface QueryCallOptions {
   readonly signal?: AbortSignal;
   /** @default the DuckDB's `timeoutMs` */
   readonly timeoutMs?: number;
+  /** Characters of rows (as compact JSON) the answer's page holds at most; the first row is always given. @default QUERY_DEFAULTS.pageChars */
+  readonly pageChars?: number;
+  /** Whether an answer bigger than its page keeps its first rows as JSON lines (`QueryAnswer.kept`), up to `QUERY_DEFAULTS.keepChars`. @default false */
+  readonly keep?: boolean;
 }
 
-/** What a query answered. */
+/** What a query answered: its columns, a page of its rows, and how many rows it had in all. */
 export interface QueryAnswer {
   /** Its columns, each with DuckDB's name of its type (`BIGINT`, `STRUCT("id" VARCHAR, …)`). */
-  readonly columns: readonly { readonly name: string; readonly type: string }[];
+  readonly columns: readonly QueryColumn[];
   /**
-   * Its rows, of JSON values: NULL as null; integers (BIGINT, HUGEINT…) as numbers, or as strings past
-   * `Number.MAX_SAFE_INTEGER`; DECIMAL as numbers; NaN and ±Infinity as strings; dates and times as ISO 8601
-   * strings (`2024-01-02`, `2024-01-02T03:04:05.123`, with `+00` when the type has a time zone); INTERVAL as
-   * DuckDB writes it (`1 day 02:00:00`); BLOB as hex; LIST and ARRAY as arrays; STRUCT as objects; MAP as
-   * `{ key, value }` pairs; a JSON value as its text, typed VARCHAR (DuckDB's results do not tell JSON from VARCHAR).
+   * Its first rows, as many as the page holds (`pageChars`), of JSON values: NULL as null; integers (BIGINT,
+   * HUGEINT…) as numbers, or as strings past `Number.MAX_SAFE_INTEGER`; DECIMAL as numbers; NaN and ±Infinity
+   * as strings; dates and times as ISO 8601 strings (`2024-01-02`, `2024-01-02T03:04:05.123`, with `+00` when
+   * the type has a time zone); INTERVAL as DuckDB writes it (`1 day 02:00:00`); BLOB as hex; LIST and ARRAY as
+   * arrays; STRUCT as objects; MAP as `{ key, value }` pairs; a JSON value as its text, typed VARCHAR (DuckDB's
+   * results do not tell JSON from VARCHAR).
    */
-  readonly rows: readonly (readonly Json[])[];
+  readonly rows: readonly (readonly QueryValue[])[];
+  /** Rows of the answer in all, counted up to `maxRows`. */
+  readonly rowCount: number;
+  /** False when counting stopped at `maxRows`: the answer has more than `rowCount` rows. */
+  readonly rowCountExact: boolean;
+  /**
+   * With `keep`, for an answer its page does not hold whole: its first rows as JSON lines, one object per row
+   * keyed by column (a repeated name made unique), up to `QUERY_DEFAULTS.keepChars`; `rows` says how many.
+   */
+  readonly kept?: { readonly text: string; readonly rows: number; readonly keys: readonly string[] };
   /** The artifacts the query named, as its tables (loaded by it or before). */
   readonly tables: readonly string[];
   /** The query's time, loading its tables included, in milliseconds. */
@@ -60,17 +89,26 @@ export interface QueryAnswer {
   readonly loadedMs: number;
 }
 
+/** A value of an answer's row, as JSON. */
+export type QueryValue = null | boolean | number | string | QueryValue[] | { [key: string]: QueryValue };
+
+/** One column of an answer, with DuckDB's name of its type. */
+export interface QueryColumn {
+  readonly name: string;
+  readonly type: string;
+}
+
 /**
- * SQL over one task's artifacts, in a DuckDB of the task's own. Each artifact is a table named by its id; see
- * {@link createArtifactQuery}.
+ * SQL over one task's artifacts, in a DuckDB of the task's own inside a query process. Each artifact is a
+ * table named by its id; see {@link createArtifactQuery}.
  */
 export interface ArtifactQuery extends AsyncDisposable {
   /**
    * Runs `sql` (one statement or several; the last one answers) after loading the tables it names.
    * @throws {KlymError} `QUERY_FAILED` quoting DuckDB when it refuses the query or an operation in it, and
-   * naming the limit (`timeoutMs`, `memoryMiB`, `maxRows`) that stopped it; `ARTIFACT_NOT_FOUND` naming the
-   * task's tables for an `art_…` table the task has not; `ABORTED` when `signal` aborts or the DuckDB closes
-   * (the query is interrupted); `INVALID_ARGUMENT` for an empty `sql`
+   * naming the limit (`timeoutMs`, `memoryMiB`) that stopped it; `ARTIFACT_NOT_FOUND` naming the task's tables
+   * for an `art_…` table the task has not; `ABORTED` when `signal` aborts or the DuckDB closes (the query is
+   * interrupted); `INVALID_ARGUMENT` for an empty `sql`
    */
   query(sql: string, options?: QueryCallOptions): Promise<QueryAnswer>;
   /**
@@ -78,44 +116,21 @@ export interface ArtifactQuery extends AsyncDisposable {
    * service VARCHAR)`), loading it if needed.
    * @throws {KlymError} as {@link ArtifactQuery.query}
    */
-  describe(id: string, options?: QueryCallOptions): Promise<readonly { readonly name: string; readonly type: string }[]>;
-  /** Closes the DuckDB, its tables with it, interrupting a query under way. Idempotent. */
+  describe(id: string, options?: QueryCallOptions): Promise<readonly QueryColumn[]>;
+  /** Drops the task's tables (and its own processes, if it has them), interrupting a query under way. Idempotent. */
   close(): Promise<void>;
 }
 
-/**
- * Settings of a task's DuckDB, made before its first query and locked: no file, no network, no extension
- * that is not built in, no spilling to disk (so a query past `memoryMiB` fails instead). `temp_directory`
- * comes first: DuckDB refuses to change it once external access is off.
- */
-const settings = (memoryMiB: number, threads: number): readonly string[] => [
-  "SET temp_directory = ''",
-  `SET memory_limit = '${memoryMiB}MiB'`,
-  `SET threads = ${threads}`,
-  'SET allow_community_extensions = false',
-  'SET autoinstall_known_extensions = false',
-  'SET autoload_known_extensions = false',
-  'SET enable_external_access = false',
-  'SET lock_configuration = true',
-];
-
-/** DuckDB's error for a table that is not there, naming an artifact's. */
-const MISSING_TABLE = /^Catalog Error: Table with name (art_[0-9a-f]{12}) does not exist/i;
-
-/** How often an interrupted query is interrupted again until it ends, in milliseconds. */
-const INTERRUPT_AGAIN_MS = 100;
-
-/** Why a query was interrupted. */
-type Stop = 'signal' | 'timeout' | 'close';
+let nextDatabase = 0;
 
 /**
- * A DuckDB in memory for one task's artifacts: each artifact is a table named by its id (`art_` and 12 hex
- * digits), loaded at the first query that names it (`loadArtifact`: a text as `n`, `line`; records as `n`
- * and a column per key). The DuckDB itself opens at the first query, so a task that never queries costs
- * nothing. Queries run one at a time, each on a connection of its own inside a transaction that is rolled
- * back at its end: a query may make scratch tables, or even drop an artifact's, and the next query finds
- * the tables as they were loaded, nor does a `USE` or `SET search_path` outlive it. BEGIN, COMMIT and
- * ROLLBACK are refused for that reason.
+ * SQL over a task's artifacts: each artifact is a table named by its id (`art_` and 12 hex digits), loaded
+ * at the first query that names it (a text as `n`, `line`; records as `n` and a column per key). DuckDB runs in
+ * a query process, never in the calling one: a query past `memoryMiB` or `timeoutMs` takes down that process
+ * only, and fails naming the limit. The task's queries run one at a time, each in a transaction rolled back
+ * at its end: a query may make scratch tables, or even drop an artifact's, and the next query finds the tables
+ * as they were loaded. BEGIN, COMMIT and ROLLBACK are refused for that reason. An answer holds a page of its
+ * rows and counts the rest.
  * @example
  * ```ts
  * await using duck = createArtifactQuery({ source: backend });
@@ -129,20 +144,14 @@ export function createArtifactQuery(options: ArtifactQueryOptions): ArtifactQuer
   const timeoutMs = positiveInteger('timeoutMs', options.timeoutMs ?? QUERY_DEFAULTS.timeoutMs, 'CONFIG_INVALID', MAX_TIMER_MS);
   const maxRows = positiveInteger('maxRows', options.maxRows ?? QUERY_DEFAULTS.maxRows, 'CONFIG_INVALID');
   const { source } = options;
-  let database: Promise<DuckDBInstance> | undefined;
+  const own = options.processes === undefined;
+  const processes = options.processes === undefined ? openQueryProcessPool({ processes: 1, maxConcurrent: 1, memoryMiB, threads }) : poolOf(options.processes);
+  const database = `db-${process.pid}-${nextDatabase++}`;
   let tail: Promise<void> = Promise.resolve();
-  let running: ((reason: Stop) => void) | undefined;
   let closing: Promise<void> | undefined;
+  const running = new Set<AbortController>();
 
-  const open = (): Promise<DuckDBInstance> => {
-    database ??= openDatabase(memoryMiB, threads).catch((error: unknown) => {
-      database = undefined;
-      throw error;
-    });
-    return database;
-  };
-
-  // One query at a time: they share the task's memory, and a second would only wait inside DuckDB.
+  // One query at a time: a task's queries share its tables, which a first query may be loading.
   const inTurn = async <T>(signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> => {
     const previous = tail;
     const { promise: done, resolve: finish } = Promise.withResolvers<void>();
@@ -155,96 +164,40 @@ export function createArtifactQuery(options: ArtifactQueryOptions): ArtifactQuer
     }
   };
 
-  const session = <T>(call: QueryCallOptions, work: (connection: DuckDBConnection, check: () => void) => Promise<T>): Promise<T> => {
-    if (closing !== undefined) return Promise.reject(stopped('close', 0));
+  const run = (work: QueryJob['work'], call: QueryCallOptions): Promise<QueryAnswer | readonly QueryColumn[]> => {
+    if (closing !== undefined) return Promise.reject(closedError());
     const limitMs = call.timeoutMs === undefined ? timeoutMs : positiveInteger('timeoutMs', call.timeoutMs, 'INVALID_ARGUMENT', MAX_TIMER_MS);
+    const pageChars = call.pageChars === undefined ? QUERY_DEFAULTS.pageChars : positiveInteger('pageChars', call.pageChars, 'INVALID_ARGUMENT');
     return inTurn(call.signal, async () => {
-      if (closing !== undefined) throw stopped('close', 0);
-      const connection = await (await open()).connect();
-      let stop: Stop | undefined;
-      let repeat: NodeJS.Timeout | undefined;
-      const interrupt = (reason: Stop): void => {
-        if (stop !== undefined) return;
-        stop = reason;
-        connection.interrupt();
-        // DuckDB forgets an interrupt that comes before a statement starts: it is said again until the work ends.
-        repeat = setInterval(() => connection.interrupt(), INTERRUPT_AGAIN_MS);
-      };
-      const onAbort = (): void => interrupt('signal');
-      call.signal?.addEventListener('abort', onAbort, { once: true });
-      if (call.signal?.aborted === true) interrupt('signal');
-      if (closing !== undefined) interrupt('close');
-      const timer = setTimeout(() => interrupt('timeout'), limitMs);
-      running = interrupt;
-      // Nor is a statement started once an interrupt came: each step looks for one first.
-      const check = (): void => {
-        if (stop !== undefined) throw stopped(stop, limitMs);
-      };
+      if (closing !== undefined) throw closedError();
+      const controller = new AbortController();
+      running.add(controller);
       try {
-        return await work(connection, check);
+        const signal = call.signal === undefined ? controller.signal : AbortSignal.any([call.signal, controller.signal]);
+        const done = await processes.run({
+          database,
+          source,
+          work,
+          limits: { maxRows, pageChars, keepChars: call.keep === true ? QUERY_DEFAULTS.keepChars : 0 },
+          timeoutMs: limitMs,
+          signal,
+        });
+        if (done.type === 'described') return done.columns;
+        return done.answer;
       } catch (error) {
-        throw stop === undefined ? failed(error, memoryMiB) : stopped(stop, limitMs);
+        throw controller.signal.aborted && call.signal?.aborted !== true ? closedError() : error;
       } finally {
-        clearTimeout(timer);
-        clearInterval(repeat);
-        call.signal?.removeEventListener('abort', onAbort);
-        running = undefined;
-        connection.closeSync();
+        running.delete(controller);
       }
     });
   };
 
-  /**
-   * Loads the tables of `ids` that are not loaded, as the catalog says (not a set of ours: a table that is
-   * not there is loaded again). Says which of `ids` the task has, and how long loading took (0 when nothing
-   * was loaded); an id the task has not is left for DuckDB to miss, as it may be a string's.
-   */
-  const ensureTables = async (
-    connection: DuckDBConnection,
-    ids: readonly string[],
-    check: () => void,
-  ): Promise<{ readonly tables: string[]; readonly loadedMs: number }> => {
-    if (ids.length === 0) return { tables: [], loadedMs: 0 };
-    const catalog = await connection.runAndReadAll("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'");
-    const loaded = new Set(catalog.getRows().map((row) => String(row[0])));
-    const tables: string[] = [];
-    let loadedMs = 0;
-    for (const id of ids) {
-      if (loaded.has(id)) {
-        tables.push(id);
-        continue;
-      }
-      const started = performance.now();
-      check();
-      const artifact = await source.load(id);
-      if (artifact === undefined) continue;
-      check();
-      try {
-        await loadArtifact(connection, artifact);
-      } catch (error) {
-        check();
-        throw failed(error, memoryMiB, `Loading artifact ${id} as a table`);
-      }
-      tables.push(id);
-      loadedMs += performance.now() - started;
-    }
-    return { tables, loadedMs };
-  };
-
-  const notFound = async (id: string): Promise<KlymError> => {
-    const ids = (await source.list()).map((artifact) => artifact.id);
-    const tables = ids.length === 0 ? 'it has none yet' : `its tables are ${ids.join(', ')}`;
-    return new KlymError('ARTIFACT_NOT_FOUND', `This task has no artifact ${id}, so no table of that name: ${tables}`);
-  };
-
   const close = (): Promise<void> => {
     closing ??= (async () => {
-      running?.('close');
+      for (const controller of running) controller.abort();
       await tail;
-      const opened = database;
-      database = undefined;
-      const instance = await opened?.catch(() => undefined);
-      instance?.closeSync();
+      processes.drop(database);
+      if (own) await processes.close();
     })();
     return closing;
   };
@@ -253,119 +206,23 @@ export function createArtifactQuery(options: ArtifactQueryOptions): ArtifactQuer
     query(sql, call = {}) {
       if (typeof sql !== 'string' || sql.trim() === '')
         return Promise.reject(new KlymError('INVALID_ARGUMENT', 'Expected `sql` to be a query, got an empty text'));
-      return session(call, async (connection, check) => {
-        const started = performance.now();
-        const { tables, loadedMs } = await ensureTables(connection, tablesIn(sql), check);
-        check();
-        await connection.run('BEGIN TRANSACTION');
-        try {
-          const result = await runStatements(connection, sql, check);
-          const { columns, rows } = await readAnswer(result, maxRows, check);
-          return { columns, rows, tables, elapsedMs: performance.now() - started, loadedMs };
-        } catch (error) {
-          const missing = error instanceof Error && !(error instanceof KlymError) ? MISSING_TABLE.exec(error.message)?.[1]?.toLowerCase() : undefined;
-          throw missing === undefined || tables.includes(missing) ? error : await notFound(missing);
-        } finally {
-          // Undoes what the query wrote. Should it fail (an interrupted transaction), the connection's close undoes it too.
-          await connection.run('ROLLBACK').catch(() => undefined);
-        }
-      });
+      return run({ type: 'query', sql }, call) as Promise<QueryAnswer>;
     },
-    describe(id, call = {}) {
-      return session(call, async (connection, check) => {
-        if ((await ensureTables(connection, [id], check)).tables.length === 0) throw await notFound(id);
-        const described = await connection.runAndReadAll(`DESCRIBE ${quoteName(id)}`);
-        return described.getRowObjectsJson().map((row) => ({ name: String(row.column_name), type: String(row.column_type) }));
-      });
+    async describe(id, call = {}) {
+      const columns = (await run({ type: 'describe', table: id }, call)) as readonly QueryColumn[];
+      if (columns.length > 0) return columns;
+      const ids = (await source.list()).map((artifact) => artifact.id);
+      const tables = ids.length === 0 ? 'it has none yet' : `its tables are ${ids.join(', ')}`;
+      throw new KlymError('ARTIFACT_NOT_FOUND', `This task has no artifact ${id}, so no table of that name: ${tables}`);
     },
     close,
     [Symbol.asyncDispose]: close,
   };
 }
 
-async function openDatabase(memoryMiB: number, threads: number): Promise<DuckDBInstance> {
-  const instance = await DuckDBInstance.create(':memory:');
-  try {
-    const connection = await instance.connect();
-    try {
-      for (const setting of settings(memoryMiB, threads)) await connection.run(setting);
-    } finally {
-      connection.closeSync();
-    }
-  } catch (error) {
-    instance.closeSync();
-    throw new KlymError('QUERY_FAILED', `DuckDB could not be set up for the task's queries: ${error instanceof Error ? error.message : String(error)}`, {
-      cause: error,
-    });
-  }
-  return instance;
-}
+const closedError = (): KlymError => new KlymError('ABORTED', "The query was stopped: the task's DuckDB is closed");
 
-/** Runs `sql`'s statements in order and streams the last one's result; refuses to end the query's transaction. */
-async function runStatements(connection: DuckDBConnection, sql: string, check: () => void): Promise<DuckDBResult> {
-  const statements = await connection.extractStatements(sql).catch((error: unknown) => {
-    // A text of comments or semicolons alone has no statement, which the bindings say only this way.
-    if (error instanceof Error && error.message === 'Error in native callback')
-      throw new KlymError('INVALID_ARGUMENT', 'Expected `sql` to hold a statement, got none');
-    throw error;
-  });
-  for (let at = 0; ; at++) {
-    check();
-    const prepared = await statements.prepare(at);
-    try {
-      if (prepared.statementType === StatementType.TRANSACTION) {
-        throw new KlymError('QUERY_FAILED', 'BEGIN, COMMIT and ROLLBACK are refused: each query runs in a transaction of its own, rolled back at its end');
-      }
-      if (at === statements.count - 1) return await prepared.stream();
-      await prepared.run();
-    } finally {
-      prepared.destroySync();
-    }
-  }
-}
-
-/** The result's columns and rows, read a chunk at a time; fails once there are more than `maxRows`. */
-async function readAnswer(result: DuckDBResult, maxRows: number, check: () => void): Promise<Pick<QueryAnswer, 'columns' | 'rows'>> {
-  const columns = Array.from({ length: result.columnCount }, (_, at) => ({ name: result.columnName(at), type: result.columnType(at).toString() }));
-  const rows: Json[][] = [];
-  for (let chunk = await result.fetchChunk(); chunk !== null && chunk.rowCount > 0; chunk = await result.fetchChunk()) {
-    check();
-    if (rows.length + chunk.rowCount > maxRows) {
-      throw new KlymError(
-        'QUERY_FAILED',
-        `The answer has more than ${maxRows.toLocaleString('en-US')} rows, the most a query may give (\`maxRows\`): aggregate it (GROUP BY, count, sum) or add a LIMIT`,
-      );
-    }
-    for (const row of chunk.convertRows(toJson)) rows.push(row);
-  }
-  return { columns, rows };
-}
-
-const stopped = (reason: Stop, timeoutMs: number): KlymError =>
-  reason === 'signal'
-    ? new KlymError('ABORTED', 'The query was cancelled')
-    : reason === 'close'
-      ? new KlymError('ABORTED', "The query was stopped: the task's DuckDB is closed")
-      : new KlymError(
-          'QUERY_FAILED',
-          `The query ran past its time limit of ${timeoutMs.toLocaleString('en-US')} ms (\`timeoutMs\`) and was stopped: filter or aggregate sooner, or query less at once`,
-        );
-
-/** `error` as a KlymError: DuckDB's message quoted, an out-of-memory one with the limit it hit. */
-function failed(error: unknown, memoryMiB: number, what = 'The query'): KlymError {
-  if (error instanceof KlymError) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  if (message.startsWith('Out of Memory Error')) {
-    // DuckDB's advice after its first paragraph is to SET a higher limit, which is locked here.
-    const said = message.split('\n\n')[0];
-    return new KlymError(
-      'QUERY_FAILED',
-      `${what} needed more memory than the task's DuckDB may use, ${memoryMiB} MiB (\`memoryMiB\`, loaded tables included): filter or aggregate sooner, select fewer columns. DuckDB said: ${said}`,
-      { cause: error },
-    );
-  }
-  return new KlymError('QUERY_FAILED', `${what} failed. DuckDB said: ${message}`, { cause: error });
-}
+const stopped = (): KlymError => new KlymError('ABORTED', 'The query was cancelled');
 
 function positiveInteger(name: string, value: number, code: 'CONFIG_INVALID' | 'INVALID_ARGUMENT', max = Number.MAX_SAFE_INTEGER): number {
   if (!Number.isSafeInteger(value) || value <= 0 || value > max) {
@@ -380,9 +237,9 @@ function positiveInteger(name: string, value: number, code: 'CONFIG_INVALID' | '
 /** Resolves when `previous` does; rejects at once with ABORTED when `signal` aborts first. */
 function untilAborted(previous: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
   if (signal === undefined) return previous;
-  if (signal.aborted) return Promise.reject(stopped('signal', 0));
+  if (signal.aborted) return Promise.reject(stopped());
   return new Promise((resolve, reject) => {
-    const onAbort = (): void => reject(stopped('signal', 0));
+    const onAbort = (): void => reject(stopped());
     signal.addEventListener('abort', onAbort, { once: true });
     void previous.then(() => {
       signal.removeEventListener('abort', onAbort);

@@ -8,7 +8,7 @@ import { resultText } from '../tools/tool-result.ts';
 import { clipLine, hasMoreTokens, type LineIndex } from './artifact-text.ts';
 import { chunkLabel, mapLines, type ArtifactMapping, type ChunkAnswer, type MapOutcome } from './artifact-map.ts';
 import type { ArtifactGrep, ArtifactSlice, ArtifactStore } from './artifact-store.ts';
-import { MAX_RECORD_KEYS, type ArtifactInfo, type ArtifactRecords } from './artifact-types.ts';
+import { MAX_RECORD_KEYS, type ArtifactInfo, type ArtifactRecords, type QueryPage } from './artifact-types.ts';
 import { toCsv, toRecords, type QueryAnswer } from './artifact-query.ts';
 import { recordsFrom } from './artifact-records.ts';
 
@@ -325,7 +325,7 @@ export function artifactTools(keeping: ResultKeeping): ToolSet {
 
 /** What runs a run's queries: its task's DuckDB, wherever it is (`artifact-query.ts`). */
 export interface ArtifactQuerying {
-  query(sql: string, options?: { readonly signal?: AbortSignal }): Promise<QueryAnswer>;
+  query(sql: string, options?: QueryPage & { readonly signal?: AbortSignal }): Promise<QueryAnswer>;
 }
 
 /**
@@ -343,19 +343,36 @@ function queryTool(keeping: ResultKeeping, querying: ArtifactQuerying): ToolSet[
       'too big to send is kept as an artifact itself (a table to query again, to map, or to read). No files, network or extensions.',
     inputSchema: QUERY_INPUT,
     execute: async ({ sql }, { abortSignal }) => {
-      const found = await querying.query(sql, abortSignal === undefined ? {} : { signal: abortSignal });
       const room = keeping.pageTokens;
-      // Cheap before exact: CSV of no more characters than the room has no more tokens than it.
+      // Cheap before exact: CSV of no more characters than the room has no more tokens than it. The query
+      // process converts no more rows than that, and keeps the first rows of a bigger answer as JSON lines.
+      const page = { pageChars: room * 4, keep: true };
+      const found = await querying.query(sql, abortSignal === undefined ? page : { ...page, signal: abortSignal });
       const csv = toCsv(found, room * 4);
-      if (csv.rows === found.rows.length && (csv.text.length <= room || keeping.countTokens(csv.text) <= room)) {
+      const whole = found.rowCountExact && csv.rows === found.rowCount;
+      if (whole && (csv.text.length <= room || keeping.countTokens(csv.text) <= room)) {
         keeping.onQueried?.({ sql, answer: found });
-        return `${count(found.rows.length)} row${found.rows.length === 1 ? '' : 's'}${found.tables.length === 0 ? '' : ` from ${found.tables.join(', ')}`} (CSV):\n${csv.text}`;
+        return `${count(found.rowCount)} row${found.rowCount === 1 ? '' : 's'}${found.tables.length === 0 ? '' : ` from ${found.tables.join(', ')}`} (CSV):\n${csv.text}`;
       }
-      const kept = await keeping.artifacts.put(ARTIFACT_TOOL_NAMES.query, '', recordsFrom(toRecords(found)));
+      // The answer's first rows as a table: all of them when they fit what a query keeps, else as many as fit.
+      const layout =
+        found.kept === undefined
+          ? recordsFrom(toRecords(found))
+          : {
+              text: found.kept.text,
+              records: { count: found.kept.rows, firstLine: 0, path: [], keys: found.kept.keys.slice(0, MAX_RECORD_KEYS), originalBytes: 0 },
+            };
+      const keptRows = layout.records.count;
+      const kept = await keeping.artifacts.put(ARTIFACT_TOOL_NAMES.query, '', layout);
       keeping.onQueried?.({ sql, answer: found, kept });
       const preview = toCsv(found, Math.floor(room / 4));
+      const total = `${found.rowCountExact ? '' : 'more than '}${count(found.rowCount)}`;
+      const all = found.rowCountExact && keptRows === found.rowCount;
       return [
-        `${count(found.rows.length)} rows, too many to send: kept as artifact ${kept.id}, a table with columns ${found.columns.map((column) => `${column.name} ${column.type}`).join(', ')} (and n, the row's number).`,
+        all
+          ? `${total} rows, too many to send: kept as artifact ${kept.id}, a table with columns ${found.columns.map((column) => `${column.name} ${column.type}`).join(', ')} (and n, the row's number).`
+          : `${total} rows, too many to send or to keep: the first ${count(keptRows)} are kept as artifact ${kept.id}, a table with columns ${found.columns.map((column) => `${column.name} ${column.type}`).join(', ')} (and n, the row's number); ` +
+            `the other ${found.rowCountExact ? count(found.rowCount - keptRows) : 'rows'} are not kept: aggregate, filter, or page with LIMIT ${keptRows} OFFSET ${keptRows} to reach them.`,
         `Query it again (SELECT … FROM ${kept.id}), map it with ${ARTIFACT_TOOL_NAMES.map}, or read it with ${ARTIFACT_TOOL_NAMES.read}. The first ${preview.rows} rows (CSV):`,
         preview.text,
       ].join('\n');

@@ -61,5 +61,19 @@ export interface ArtifactBackend {
    * Runs SQL over the task's artifacts in the task's own DuckDB (`klym__query_artifact`), where the task's
    * store is. A backend without it (a run's memory) gets a DuckDB of the run's own.
    */
-  query?(sql: string, options?: { readonly signal?: AbortSignal }): Promise<QueryAnswer>;
+  query?(sql: string, options?: QueryPage & { readonly signal?: AbortSignal }): Promise<QueryAnswer>;
 }
+
+/** How much of a query's answer its caller reads: its page, and whether a bigger answer keeps its first rows. */
+export interface QueryPage {
+  /** Characters of rows (as compact JSON) the page holds at most. @default QUERY_DEFAULTS.pageChars */
+  readonly pageChars?: number;
+  /** Whether an answer bigger than its page keeps its first rows as JSON lines (`QueryAnswer.kept`). @default false */
+  readonly keep?: boolean;
+}
+
+/** `page` without its signal or anything else, as it crosses to the main thread. */
+export const pageOf = (page: QueryPage): QueryPage => ({
+  ...(page.pageChars === undefined ? {} : { pageChars: page.pageChars }),
+  ...(page.keep === undefined ? {} : { keep: page.keep }),
+});

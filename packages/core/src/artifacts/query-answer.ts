@@ -1,49 +1,10 @@
-import {
-  DuckDBBlobValue,
-  DuckDBDecimalValue,
-  DuckDBIntervalValue,
-  DuckDBStructType,
-  DuckDBStructValue,
-  DuckDBTimestampMillisecondsValue,
-  DuckDBTimestampNanosecondsValue,
-  DuckDBTimestampSecondsValue,
-  DuckDBTimestampTZValue,
-  DuckDBTimestampValue,
-  JsonDuckDBValueConverter,
-  type DuckDBValueConverter,
-  type Json,
-} from '@duckdb/node-api';
+import type { Json } from '@duckdb/node-api';
 
 /** An answer's columns and rows, as a `QueryAnswer` has them. */
 export interface AnswerRows {
   readonly columns: readonly { readonly name: string }[];
   readonly rows: readonly (readonly Json[])[];
 }
-
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-
-/** A DuckDB value as JSON, as `QueryAnswer.rows` says; DuckDB's own JSON converter for the rest. */
-export const toJson: DuckDBValueConverter<Json> = (value, type, convert) => {
-  if (value === null) return null;
-  if (typeof value === 'bigint') return value >= -MAX_SAFE && value <= MAX_SAFE ? Number(value) : String(value);
-  if (value instanceof DuckDBDecimalValue) return value.toDouble();
-  if (value instanceof DuckDBBlobValue) return Buffer.from(value.bytes).toString('hex');
-  if (value instanceof DuckDBIntervalValue) return String(value);
-  if (
-    value instanceof DuckDBTimestampValue ||
-    value instanceof DuckDBTimestampSecondsValue ||
-    value instanceof DuckDBTimestampMillisecondsValue ||
-    value instanceof DuckDBTimestampNanosecondsValue ||
-    value instanceof DuckDBTimestampTZValue
-  ) {
-    return String(value).replace(' ', 'T');
-  }
-  // Built with fromEntries, so that a field `__proto__` stays a field.
-  if (value instanceof DuckDBStructValue && type instanceof DuckDBStructType) {
-    return Object.fromEntries(Object.entries(value.entries).map(([name, field]) => [name, convert(field, type.typeForEntry(name), convert)]));
-  }
-  return JsonDuckDBValueConverter(value, type, convert);
-};
 
 /**
  * An answer as CSV: a header line, then a line per row, for as many rows as fit in `maxChars` (the header
@@ -69,17 +30,22 @@ function csvField(value: unknown): string {
   return text === '' || /[",\n\r]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
-/**
- * An answer's rows as objects keyed by column name (a repeated name gets `_1`, `_2`…, as DuckDB names
- * them), to keep a big answer as records (`recordsFrom`).
- */
-export function toRecords(answer: AnswerRows): Record<string, Json>[] {
+/** Column names made unique as DuckDB names them: a repeated name gets `_1`, `_2`…. */
+export function uniqueNames(columns: readonly { readonly name: string }[]): string[] {
   const taken = new Set<string>();
-  const names = answer.columns.map(({ name }) => {
+  return columns.map(({ name }) => {
     let unique = name;
     for (let suffix = 1; taken.has(unique); suffix++) unique = `${name}_${suffix}`;
     taken.add(unique);
     return unique;
   });
+}
+
+/**
+ * An answer's rows as objects keyed by column name (a repeated name made unique, {@link uniqueNames}), to
+ * keep a small answer as records (`recordsFrom`).
+ */
+export function toRecords(answer: AnswerRows): Record<string, Json>[] {
+  const names = uniqueNames(answer.columns);
   return answer.rows.map((row) => Object.fromEntries(names.map((name, at) => [name, row[at] ?? null])));
 }

@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { StoredArtifact } from './artifact-types.ts';
+import type { ArtifactRecords } from './artifact-types.ts';
 
 /**
  * Records whose keys and types make a records artifact's columns: the first ones, as many as DuckDB's own
@@ -36,28 +36,44 @@ const insertLines = (table: string): string => `INSERT INTO ${table}
   WHERE n >= $2`;
 
 /**
- * Characters split at once: a text is bound a slice of whole lines at a time (a line longer than a slice whole),
- * so that DuckDB's list of one slice's lines, not the whole text's, is what loading holds beside the table.
+ * Characters sent at once: a text reaches its query process a slice of whole lines at a time (a line longer
+ * than a slice whole), so that the process holds one slice, and DuckDB's list of its lines, beside the table.
  */
-const SLICE_CHARS = 4_000_000;
+export const SLICE_CHARS = 4_000_000;
 
-/** `text`'s lines (its last newline already left out) into `table`, from line `from` on, a slice at a time. */
-async function loadLines(connection: DuckDBConnection, table: string, text: string, from: number): Promise<void> {
-  let start = 0;
+/** A slice of whole lines of a text, and where the next starts (past the slice's last newline). */
+export interface LineSlice {
+  readonly text: string;
+  readonly end: number;
+}
+
+/**
+ * The slice of `text` (its last newline already left out) that starts at `from`: whole lines up to about
+ * `SLICE_CHARS`, or one line longer than that whole. `end` past `text.length` means it was the last.
+ */
+export function sliceOfLines(text: string, from: number): LineSlice {
+  let end = Math.min(text.length, from + SLICE_CHARS);
+  if (end < text.length) {
+    // Whole lines: back to the last newline of the slice, or on to the end of a line longer than a slice.
+    const back = text.lastIndexOf('\n', end);
+    end = back >= from ? back : text.indexOf('\n', end);
+    if (end === -1) end = text.length;
+  }
+  return { text: text.slice(from, end), end: end + 1 };
+}
+
+/** Reads an artifact's text (its last newline left out) a slice at a time, from character `from`. */
+export type SliceReader = (from: number) => Promise<LineSlice>;
+
+/** The lines `read` gives into `table`, from line `from` on, a slice at a time. */
+async function loadLines(connection: DuckDBConnection, table: string, chars: number, read: SliceReader, from: number): Promise<void> {
   let line = 0;
-  for (;;) {
-    let end = Math.min(text.length, start + SLICE_CHARS);
-    if (end < text.length) {
-      // Whole lines: back to the last newline of the slice, or on to the end of a line longer than a slice.
-      const back = text.lastIndexOf('\n', end);
-      end = back >= start ? back : text.indexOf('\n', end);
-      if (end === -1) end = text.length;
-    }
-    const slice = text.slice(start, end);
-    if (line + countNewlines(slice) >= from) await connection.run(insertLines(table), [slice, from, line]);
-    if (end >= text.length) return;
-    line += countNewlines(slice) + 1;
-    start = end + 1;
+  for (let start = 0; start < chars;) {
+    const slice = await read(start);
+    const newlines = countNewlines(slice.text);
+    if (line + newlines >= from) await connection.run(insertLines(table), [slice.text, from, line]);
+    line += newlines + 1;
+    start = slice.end;
   }
 }
 
@@ -70,28 +86,35 @@ function countNewlines(text: string): number {
 /** The staging table of a records artifact's lines; a temporary table, so only its own connection sees it. */
 const STAGING = 'klym_staging_lines';
 
+/** What loading an artifact's table needs to know of it besides its text. */
+export interface TableSource {
+  /** Its records, when it was JSON kept as records. */
+  readonly records?: ArtifactRecords;
+  /** Characters of its text, its last newline left out. */
+  readonly chars: number;
+}
+
 /**
- * Makes `artifact`'s table, named by its id: a text artifact as `n` (its line number, 0-based) and `line`;
- * records as `n` (the record's line number in the artifact) and one column per key of its records (see
- * {@link recordColumns}). Its text is bound a slice at a time and split inside DuckDB, which reads no file.
- * Throws DuckDB's error as it is (the caller says which artifact failed).
+ * Makes artifact `id`'s table: a text artifact as `n` (its line number, 0-based) and `line`; records as `n`
+ * (the record's line number in the artifact) and one column per key of its records (see
+ * {@link recordColumns}). Its text is read a slice at a time (`read`) and split inside DuckDB, which reads no
+ * file. Throws DuckDB's error as it is (the caller says which artifact failed).
  */
-export async function loadArtifact(connection: DuckDBConnection, artifact: StoredArtifact): Promise<void> {
-  const table = quoteName(artifact.id);
+export async function loadArtifact(connection: DuckDBConnection, id: string, source: TableSource, read: SliceReader): Promise<void> {
+  const table = quoteName(id);
   // As the line tools count lines: an empty text has none, and a last newline ends a line without starting one.
-  if (artifact.text === '') {
-    await connection.run(artifact.records === undefined ? `CREATE TABLE ${table} (n BIGINT, line VARCHAR)` : `CREATE TABLE ${table} (n BIGINT, record JSON)`);
+  if (source.chars === 0) {
+    await connection.run(source.records === undefined ? `CREATE TABLE ${table} (n BIGINT, line VARCHAR)` : `CREATE TABLE ${table} (n BIGINT, record JSON)`);
     return;
   }
-  const text = artifact.text.endsWith('\n') ? artifact.text.slice(0, -1) : artifact.text;
-  if (artifact.records === undefined) {
+  if (source.records === undefined) {
     await connection.run(`CREATE TABLE ${table} (n BIGINT, line VARCHAR)`);
-    await loadLines(connection, table, text, 0);
+    await loadLines(connection, table, source.chars, read, 0);
     return;
   }
   await connection.run(`CREATE OR REPLACE TEMPORARY TABLE ${STAGING} (n BIGINT, line VARCHAR)`);
   try {
-    await loadLines(connection, STAGING, text, artifact.records.firstLine);
+    await loadLines(connection, STAGING, source.chars, read, source.records.firstLine);
     const sampled = await connection.runAndReadAll(
       `SELECT json_group_structure(line::JSON)::VARCHAR FROM (SELECT line FROM ${STAGING} LIMIT ${RECORDS_SAMPLE})`,
     );

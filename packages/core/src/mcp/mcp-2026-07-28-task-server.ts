@@ -116,12 +116,12 @@ export function createMcp20260728TaskServer(service: TaskService, options: Mcp20
     capabilities: { tools: {}, extensions: { [TASKS_EXTENSION_ID]: {} } },
     ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
   });
-  type Context = { mcpReq: { _meta?: unknown; envelope?: unknown }; http?: { authInfo?: { clientId?: string } } };
+  type Context = { mcpReq: { _meta?: unknown; envelope?: unknown; signal?: AbortSignal }; http?: { authInfo?: { clientId?: string } } };
   const metaOf = (ctx: Context): unknown => ({ ...(ctx.mcpReq['_meta'] as object | undefined), ...(ctx.mcpReq.envelope as object | undefined) });
   const callerOf = (ctx: Context): string => principalOf(ctx.http?.authInfo);
 
   for (const tool of TASK_TOOLS) {
-    const handler = (args: never, ctx: Context) => answer(() => tool.run(service, args, callerOf(ctx), metaOf(ctx)));
+    const handler = (args: never, ctx: Context) => answer(() => tool.run(service, args, callerOf(ctx), metaOf(ctx), ctx.mcpReq.signal));
     server.registerTool(tool.name, tool.config, handler as never);
   }
 

@@ -20,6 +20,8 @@ export interface TaskToolExtra {
      * `traceparent` (with its `tracestate`) makes the task's span a child of the caller's.
      */
     readonly _meta?: { readonly progressToken?: ProgressToken; readonly traceparent?: unknown; readonly tracestate?: unknown } | undefined;
+    /** Aborts when the caller cancels the request or goes away: a query it asked for is interrupted. */
+    readonly signal?: AbortSignal;
   };
 }
 
@@ -81,7 +83,7 @@ export function registerTaskTools(server: McpServer, service: TaskService, optio
     const handler = (args: never, extra: TaskToolExtra): Promise<CallToolResult> =>
       answer(async () => {
         const principal = principalOf(extra);
-        const view = await tool.run(service, args, principal, extra.mcpReq['_meta']);
+        const view = await tool.run(service, args, principal, extra.mcpReq['_meta'], extra.mcpReq.signal);
         if (watched) {
           const taskId = (view as { task_id: string }).task_id;
           started.add(taskId);

@@ -38,7 +38,7 @@ export interface TaskToolDefinition<Schema extends z.ZodType = z.ZodType> {
       readonly openWorldHint: boolean;
     };
   };
-  readonly run: (service: TaskService, args: z.output<Schema>, principal: string, meta: unknown) => Promise<object>;
+  readonly run: (service: TaskService, args: z.output<Schema>, principal: string, meta: unknown, signal?: AbortSignal) => Promise<object>;
 }
 
 const define = <Schema extends z.ZodType>(definition: TaskToolDefinition<Schema>): TaskToolDefinition => definition as unknown as TaskToolDefinition;
@@ -120,7 +120,7 @@ export const TASK_TOOLS: readonly TaskToolDefinition[] = [
       inputSchema: queryArtifactsSchema,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    run: (service, args, principal) => service.queryArtifacts(args, principal),
+    run: (service, args, principal, _meta, signal) => service.queryArtifacts(args, principal, signal === undefined ? {} : { signal }),
   }),
   define({
     name: 'cancel_agent_task',

@@ -10,7 +10,7 @@ import type { TaskListPage, TaskPageRequest, TaskRecord, TaskRequest, TaskStatus
 import type { WriteBackOptions } from './runner/write-back.ts';
 import type { PushTarget } from '../webhooks/push-types.ts';
 import type { ArtifactSlice, ReadRequest } from '../artifacts/artifact-store.ts';
-import type { ArtifactInfo } from '../artifacts/artifact-types.ts';
+import type { ArtifactInfo, QueryPage } from '../artifacts/artifact-types.ts';
 import type { TaskQueriesOptions } from './runner/task-queries.ts';
 import type { QueryAnswer } from '../artifacts/artifact-query.ts';
 
@@ -201,7 +201,7 @@ export interface TaskManager extends AsyncDisposable {
    * `klym__query_artifact` does: a follow-up question on what a task kept, at no model cost.
    * @throws {KlymError} `TASK_NOT_FOUND` (another principal's task too); `ARTIFACT_NOT_FOUND`; `QUERY_FAILED` quoting DuckDB
    */
-  queryArtifacts(id: string, caller: Caller, sql: string, options?: { readonly signal?: AbortSignal }): Promise<QueryAnswer>;
+  queryArtifacts(id: string, caller: Caller, sql: string, options?: QueryPage & { readonly signal?: AbortSignal }): Promise<QueryAnswer>;
   /** Cancels a pending or running task; a finished one is left as it is, and the outcome says so. @throws {KlymError} `TASK_NOT_FOUND` */
   cancel(id: string, caller: Caller, reason?: string): Promise<CancelOutcome>;
   /** A page of the caller's tasks, newest first. */

@@ -117,7 +117,7 @@ export interface TaskService extends AsyncDisposable {
    * `TASK_DEFAULTS.queryAnswerChars` of CSV; the answer says how many rows it left out.
    * @throws {KlymError} `TASK_NOT_FOUND`, `ARTIFACT_NOT_FOUND`, `QUERY_FAILED`
    */
-  queryArtifacts(args: QueryArtifactsArgs, principal: string): Promise<TaskQueryView>;
+  queryArtifacts(args: QueryArtifactsArgs, principal: string, options?: { readonly signal?: AbortSignal }): Promise<TaskQueryView>;
   /** `cancel_agent_task`: cancels a pending or running task; a finished one stays as it was, and the answer says so. */
   cancel(args: CancelTaskArgs, principal: string): Promise<TaskCancelView>;
   /** `list_agent_tasks`: `{ status?, cursor?, limit? }` → a page of the caller's tasks, newest first, with a cursor to older ones. */
@@ -282,18 +282,21 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       });
       return viewSlice(args.task_id, slice);
     },
-    async queryArtifacts(args, principal) {
-      const answer = await tasks.queryArtifacts(args.task_id, { principal }, args.sql);
+    async queryArtifacts(args, principal, call = {}) {
+      const answer = await tasks.queryArtifacts(args.task_id, { principal }, args.sql, { ...call, pageChars: TASK_DEFAULTS.queryAnswerChars });
       const csv = toCsv(answer, TASK_DEFAULTS.queryAnswerChars);
-      const left = answer.rows.length - csv.rows;
+      const left = answer.rowCountExact ? `${answer.rowCount - csv.rows}` : `more than ${answer.rowCount - csv.rows}`;
       return {
         task_id: args.task_id,
         columns: answer.columns,
-        rows: answer.rows.length,
+        rows: answer.rowCount,
+        ...(answer.rowCountExact ? {} : { rows_more: true }),
         rows_shown: csv.rows,
         csv: csv.text,
         elapsed_ms: answer.elapsedMs,
-        ...(left > 0 ? { note: `${left} rows left out to keep this answer short: aggregate, or page with LIMIT ${csv.rows} OFFSET ${csv.rows}` } : {}),
+        ...(csv.rows < answer.rowCount || !answer.rowCountExact
+          ? { note: `${left} rows left out to keep this answer short: aggregate, or page with LIMIT ${csv.rows} OFFSET ${csv.rows}` }
+          : {}),
       };
     },
     async cancel(args, principal) {

@@ -7,7 +7,7 @@ import type { UpstreamConfig } from '../../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../../pool/upstream-session.ts';
 import type { AgentTracing } from '../../telemetry/run-tracing.ts';
 import type { UpstreamCall } from '../../pool/upstream-status.ts';
-import type { StoredArtifact } from '../../artifacts/artifact-types.ts';
+import type { QueryPage, StoredArtifact } from '../../artifacts/artifact-types.ts';
 
 /** What the runner thread is started with (`workerData`). */
 export interface RunnerThreadData {
@@ -44,7 +44,7 @@ export type ArtifactCall =
   | { readonly op: 'load'; readonly artifactId: string }
   | { readonly op: 'list' }
   /** A query in the task's DuckDB, on the main thread with the task's store; the task's own signal interrupts it there. */
-  | { readonly op: 'query'; readonly sql: string };
+  | { readonly op: 'query'; readonly sql: string; readonly page: QueryPage };
 
 /** An error as it crosses the thread: a `KlymError`'s fields, or any error's message as `INTERNAL`. */
 export interface PortableError {

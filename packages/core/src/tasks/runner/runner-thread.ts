@@ -9,6 +9,7 @@ import { KlymError } from '../../errors.ts';
 import { createSessionPool } from '../../pool/session-pool.ts';
 import type { SessionScope } from '../../pool/session-scope.ts';
 import type { QueryAnswer } from '../../artifacts/artifact-query.ts';
+import { pageOf, type QueryPage } from '../../artifacts/artifact-types.ts';
 import type { ArtifactBackend } from '../../artifacts/artifact-types.ts';
 import {
   conversationDelta,
@@ -84,7 +85,7 @@ function serve(port: MessagePort, data: RunnerThreadData): void {
           save: (artifact) => ask({ op: 'save', artifact }),
           load: (artifactId) => ask({ op: 'load', artifactId }),
           list: () => ask({ op: 'list' }),
-          ...(keepsQueries ? { query: (sql: string) => ask<QueryAnswer>({ op: 'query', sql }) } : {}),
+          ...(keepsQueries ? { query: (sql: string, page: QueryPage = {}) => ask<QueryAnswer>({ op: 'query', sql, page: pageOf(page) }) } : {}),
         }
       : undefined;
     // The conversation the main thread holds for this run: each checkpoint sends only what it lacks.

@@ -1,4 +1,4 @@
-import type { ArtifactBackend } from '../../artifacts/artifact-types.ts';
+import { pageOf, type ArtifactBackend } from '../../artifacts/artifact-types.ts';
 import type { TaskQueries } from './task-queries.ts';
 import type { TaskStore } from '../task-types.ts';
 
@@ -18,7 +18,13 @@ export function taskArtifacts(store: TaskStore, taskId: string, queries?: TaskQu
     ...backend,
     query: (sql, options = {}) => {
       const signals = [options.signal, signal].filter((one) => one !== undefined);
-      return queries.query(taskId, source, sql, signals.length === 0 ? {} : { signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) });
+      const page = pageOf(options);
+      return queries.query(
+        taskId,
+        source,
+        sql,
+        signals.length === 0 ? page : { ...page, signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) },
+      );
     },
   };
 }

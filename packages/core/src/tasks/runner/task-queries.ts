@@ -1,9 +1,21 @@
-import { createArtifactQuery, type ArtifactQuery, type ArtifactQueryOptions, type QueryAnswer } from '../../artifacts/artifact-query.ts';
+import {
+  createArtifactQuery,
+  QUERY_DEFAULTS,
+  type ArtifactQuery,
+  type ArtifactQueryOptions,
+  type QueryAnswer,
+  type QueryCallOptions,
+} from '../../artifacts/artifact-query.ts';
+import { openQueryProcessPool } from '../../artifacts/query-processes.ts';
 import type { ArtifactBackend } from '../../artifacts/artifact-types.ts';
 import { KlymError } from '../../errors.ts';
 
 /** Options of {@link createTaskQueries}. */
-export interface TaskQueriesOptions extends Omit<ArtifactQueryOptions, 'source'> {
+export interface TaskQueriesOptions extends Omit<ArtifactQueryOptions, 'source' | 'processes'> {
+  /** Query processes at most: DuckDB runs in them, never in this process. @default QUERY_DEFAULTS.processes (2) */
+  readonly processes?: number;
+  /** Queries at once in one query process; the others wait their turn inside their own `timeoutMs`. @default QUERY_DEFAULTS.maxConcurrent (1) */
+  readonly maxConcurrent?: number;
   /** How long a task's DuckDB stays open after its last query once no run uses it, in milliseconds. @default 60_000 */
   readonly idleMs?: number;
   /** Tasks' DuckDBs open at once without a run using them, at most; the least recently used closes first. @default 4 */
@@ -11,14 +23,14 @@ export interface TaskQueriesOptions extends Omit<ArtifactQueryOptions, 'source'>
 }
 
 /**
- * The DuckDBs of a process's tasks, one per task: a task's run queries its own (so no task sees another's
- * tables), and a caller's follow-up query on a finished task (`query_task_artifact`) opens it again for a
- * while. A task's tables are dropped with its DuckDB: when its run ends (`release`), after `idleMs` without
- * a query, or past `maxIdle`.
+ * The DuckDBs of a process's tasks, one per task, in query processes they share: a task's run queries its
+ * own (so no task sees another's tables), and a caller's follow-up query on a finished task
+ * (`query_task_artifact`) opens it again for a while. A task's tables are dropped with its DuckDB: when its
+ * run ends (`release`), after `idleMs` without a query, or past `maxIdle`.
  */
 export interface TaskQueries {
   /** Runs `sql` over task `taskId`'s artifacts, read from `backend` as the query names them. */
-  query(taskId: string, backend: ArtifactBackend, sql: string, options?: { readonly signal?: AbortSignal }): Promise<QueryAnswer>;
+  query(taskId: string, backend: ArtifactBackend, sql: string, options?: QueryCallOptions): Promise<QueryAnswer>;
   /** Task `taskId`'s run ended: its DuckDB closes now, interrupting a query still under way. */
   release(taskId: string): Promise<void>;
   /** Closes every DuckDB, interrupting queries under way. Idempotent. */
@@ -34,7 +46,13 @@ interface Entry {
 
 /** The DuckDBs of a process's tasks; see {@link TaskQueries}. */
 export function createTaskQueries(options: TaskQueriesOptions = {}): TaskQueries {
-  const { idleMs = 60_000, maxIdle = 4, ...limits } = options;
+  const { idleMs = 60_000, maxIdle = 4, processes: count = QUERY_DEFAULTS.processes, maxConcurrent = QUERY_DEFAULTS.maxConcurrent, ...limits } = options;
+  const processes = openQueryProcessPool({
+    processes: count,
+    maxConcurrent,
+    memoryMiB: limits.memoryMiB ?? QUERY_DEFAULTS.memoryMiB,
+    threads: limits.threads ?? QUERY_DEFAULTS.threads,
+  });
   const entries = new Map<string, Entry>();
   let closed: Promise<void> | undefined;
 
@@ -58,7 +76,7 @@ export function createTaskQueries(options: TaskQueriesOptions = {}): TaskQueries
     async query(taskId, backend, sql, queryOptions = {}) {
       if (closed !== undefined) throw new KlymError('SHUTTING_DOWN', 'Klym is shutting down: no more queries');
       let entry = entries.get(taskId);
-      if (entry === undefined) entry = { query: createArtifactQuery({ source: backend, ...limits }), busy: 0 };
+      if (entry === undefined) entry = { query: createArtifactQuery({ source: backend, processes, ...limits }), busy: 0 };
       entries.delete(taskId);
       entries.set(taskId, entry);
       clearTimeout(entry.timer);
@@ -72,7 +90,8 @@ export function createTaskQueries(options: TaskQueriesOptions = {}): TaskQueries
     },
     release: (taskId) => closeEntry(taskId),
     close() {
-      closed ??= Promise.allSettled([...entries.keys()].map(closeEntry)).then((results) => {
+      closed ??= Promise.allSettled([...entries.keys()].map(closeEntry)).then(async (results) => {
+        await processes.close();
         const failures = results.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []));
         if (failures.length > 0) throw new AggregateError(failures, 'Some task DuckDBs failed to close');
       });

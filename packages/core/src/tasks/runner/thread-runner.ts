@@ -358,7 +358,7 @@ function artifactCall(backend: ArtifactBackend, call: ArtifactCall): Promise<unk
       return backend.list();
     case 'query':
       if (backend.query === undefined) return Promise.reject(new KlymError('INTERNAL', "This run's artifacts have no DuckDB on the main thread"));
-      return backend.query(call.sql);
+      return backend.query(call.sql, call.page);
   }
 }
 

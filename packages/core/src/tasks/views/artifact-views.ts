@@ -64,8 +64,10 @@ export function viewArtifact(artifact: ArtifactInfo): TaskArtifactView {
 export interface TaskQueryView {
   readonly task_id: string;
   readonly columns: readonly { readonly name: string; readonly type: string }[];
-  /** Rows of the answer in all. */
+  /** Rows of the answer in all, counted up to the query's `maxRows`. */
   readonly rows: number;
+  /** Set when counting stopped at `maxRows`: the answer has more than `rows` rows. */
+  readonly rows_more?: true;
   /** Rows `csv` holds: all of them, unless the answer was too big to send. */
   readonly rows_shown: number;
   readonly csv: string;
