@@ -34,6 +34,8 @@ export interface RunFigures {
   /** The run's final answer. */
   readonly answer: string;
   readonly finishReason: string;
+  /** Tokens the run spent, its map's calls included, as the provider reported them; a library run's only. */
+  readonly totalTokens?: number;
 }
 
 const durationOf = (events: readonly RunEvent[], toolName: string): number =>
@@ -42,7 +44,7 @@ const durationOf = (events: readonly RunEvent[], toolName: string): number =>
 /** A run's figures from its events, its times and its answer. */
 export function runFigures(
   events: readonly RunEvent[],
-  run: { readonly runMs: number; readonly peakGrowthMiB: number; readonly answer: string; readonly finishReason: string },
+  run: { readonly runMs: number; readonly peakGrowthMiB: number; readonly answer: string; readonly finishReason: string; readonly totalTokens?: number },
 ): RunFigures {
   return {
     ...run,

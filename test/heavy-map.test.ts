@@ -5,8 +5,17 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createArtifactStore, createMemoryArtifacts, createSessionPool, runAgent, type SessionPool } from '@klym/core';
-import { ARTIFACT_DEFAULTS, createScriptedModel } from '@klym/core/internal';
+import {
+  createArtifactStore,
+  createMemoryArtifacts,
+  createSessionPool,
+  runAgent,
+  type AgentBudget,
+  type AgentUsage,
+  type RunAgentOptions,
+  type SessionPool,
+} from '@klym/core';
+import { ARTIFACT_DEFAULTS, createScriptedModel, createTokenCounter } from '@klym/core/internal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bigLog } from './support/big-log-server.ts';
 import { startFakeLlmServer, type FakeLlmServer, type FakeReply, type FakeRequest } from './support/fake-llm-server.ts';
@@ -167,34 +176,90 @@ describe('klym__map_artifact, cancelled', () => {
   });
 });
 
+/** The scripted model's tokenizer, as the run counts a map call with it. */
+const counter = await createTokenCounter('scripted');
+
 describe('a map within its run’s budget', () => {
-  it('stops when the run’s token budget is spent, says so, and the run counts what the map spent', async () => {
+  /** What the agent's own step reports: counted when its step ends, after the map it called. */
+  const STEP_USAGE = { inputTokens: 40, outputTokens: 8 };
+
+  /**
+   * A run that maps the log four calls at a time within `budget`, each map call reporting its input as the run
+   * counted it (as a provider counting with the same tokenizer would) and 12 tokens out, after a moment so that
+   * calls overlap. What it spent, the map's own spend, and the map calls at most under way at once.
+   */
+  async function mapRun(budget: AgentBudget, prices?: RunAgentOptions['prices']) {
     const empty = await createSessionPool({ upstreams: {} });
     try {
       const backend = createMemoryArtifacts();
-      const store = createArtifactStore({ backend });
-      const { id } = await store.put('fs__read_text_file', LOG);
-      let mapCalls = 0;
+      const { id } = await createArtifactStore({ backend }).put('fs__read_text_file', LOG);
+      const calls = { inFlight: 0, most: 0, count: 0 };
       const model = createScriptedModel({
-        steps: ({ options }) => {
+        steps: async ({ options }) => {
+          const system = options.prompt.flatMap((message) => (message.role === 'system' ? [message.content] : []));
           const prompt = JSON.stringify(options.prompt);
-          // A chunk's call: 10,000 tokens of input each, as a provider would report them.
-          if (prompt.includes('You are given one chunk of a larger text')) {
-            mapCalls++;
-            return { text: 'nothing', usage: { inputTokens: 10_000, outputTokens: 5 } };
+          if (!prompt.includes('You are given one chunk of a larger text')) {
+            const tool = { toolName: 'klym__map_artifact', args: { artifact: id, instruction: INSTRUCTION } };
+            return prompt.includes('the map stopped early') ? { text: 'partial counts', usage: STEP_USAGE } : { toolCalls: [tool], usage: STEP_USAGE };
           }
-          return { toolCalls: [{ toolName: 'klym__map_artifact', args: { artifact: id, instruction: INSTRUCTION } }] };
+          const user = options.prompt
+            .flatMap((message) => (message.role === 'user' ? message.content : []))
+            .flatMap((part) => (part.type === 'text' ? [part.text] : []));
+          calls.count++;
+          calls.most = Math.max(calls.most, ++calls.inFlight);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          calls.inFlight--;
+          return { text: 'nothing', usage: { inputTokens: counter.count(system.join('')) + counter.count(user.join('')), outputTokens: 12 } };
         },
       });
-      const run = await runAgent({ pool: empty, prompt: 'Count the errors.', model, artifacts: backend, mapConcurrency: 1, budget: { maxTokens: 35_000 } });
-      // Four chunks reach the budget (the fourth passes it); the map starts no fifth, and the run ends on its budget.
-      expect(mapCalls).toBe(4);
-      expect(run.finishReason).toBe('budget:tokens');
-      expect(run.usage.inputTokens).toBeGreaterThanOrEqual(40_000);
+      const mapped: AgentUsage[] = [];
+      const run = await runAgent({
+        pool: empty,
+        prompt: 'Count the errors.',
+        model,
+        artifacts: backend,
+        mapConcurrency: 4,
+        budget,
+        ...(prices === undefined ? {} : { prices }),
+        onEvent: (event) => void (event.type === 'artifact-map' && mapped.push(event.usage)),
+      });
       const result = run.messages.flatMap((message) => (message.role === 'tool' ? message.content : [])).find((part) => part.type === 'tool-result');
-      expect(JSON.stringify(result)).toMatch(/the map stopped early \(the run's token budget is spent: \d+ of 35000 tokens\)/);
+      return { run, map: mapped[0] ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0, estimated: false }, calls, said: JSON.stringify(result) };
     } finally {
       await empty.close();
     }
+  }
+
+  /** The most one map call holds: a chunk of 32,000 tokens and the answer's allowance. */
+  const MOST_PER_CALL = ARTIFACT_DEFAULTS.mapChunkTokens + ARTIFACT_DEFAULTS.mapAnswerTokens;
+
+  it('holds max_tokens with four calls at once: the map stops before the next call could pass it, says so, and the run ends on it', async () => {
+    const maxTokens = 300_000;
+    const { run, map, calls, said } = await mapRun({ maxTokens });
+
+    // Before, the three calls under way beside the one that reached the budget were not counted: 300,000 spent ~376,000.
+    expect(map.totalTokens).toBeLessThanOrEqual(maxTokens);
+    expect(map.totalTokens + MOST_PER_CALL).toBeGreaterThan(maxTokens);
+    expect(calls.most).toBe(4);
+    expect(calls.count).toBeLessThan(LOG.length / 4 / ARTIFACT_DEFAULTS.mapChunkTokens);
+    expect(said).toMatch(/the map stopped early \(the run's token budget cannot pay for another call: [\d,]+ of 300,000 tokens spent/);
+    // The run ends on the budget the map could not pay, not on the model's word: its step is the last.
+    expect(run.finishReason).toBe('budget:tokens');
+    expect(run.steps).toBe(1);
+    // The agent's own step is counted as it ends, after the map it called.
+    expect(run.usage.totalTokens).toBe(map.totalTokens + STEP_USAGE.inputTokens + STEP_USAGE.outputTokens);
+  });
+
+  it('holds max_cost_usd the same way, priced as the run prices usage', async () => {
+    const price = { inputPerMillion: 2, outputPerMillion: 8 };
+    const maxCostUsd = 0.5;
+    const { run, map, calls, said } = await mapRun({ maxCostUsd }, { 'scripted:script': price });
+
+    const mapUsd = (map.inputTokens * price.inputPerMillion + map.outputTokens * price.outputPerMillion) / 1e6;
+    expect(mapUsd).toBeLessThanOrEqual(maxCostUsd);
+    expect(mapUsd + (ARTIFACT_DEFAULTS.mapChunkTokens * 2 + ARTIFACT_DEFAULTS.mapAnswerTokens * 8) / 1e6).toBeGreaterThan(maxCostUsd);
+    expect(calls.most).toBe(4);
+    expect(said).toMatch(/the map stopped early \(the run's cost budget cannot pay for another call: \$0\.\d{4} of \$0\.5 spent/);
+    expect(run.finishReason).toBe('budget:cost');
   });
 });

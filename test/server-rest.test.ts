@@ -55,6 +55,23 @@ describe('the REST API, through app.request()', () => {
     expect(await json(refused)).toMatchObject({ error: { code: 'TASK_QUEUE_FULL', message: expect.stringContaining('tasks.maxQueued 1') } });
   });
 
+  it('shows first, in the result of a task a budget stopped, that its answer is partial', async () => {
+    const { klym } = await klymOverGrynya();
+    const started = await klym.app.request('/api/tasks', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'Self-check', budget: { max_steps: 1 } }),
+    });
+    const { task_id: taskId } = await json(started);
+    // The self-check calls the probes in its first step and reports in its second: one step is not enough.
+    await expect
+      .poll(async () => (await json(await klym.app.request(`/api/tasks/${String(taskId)}`, { headers: auth }))).status, { timeout: 10_000 })
+      .toBe('completed');
+    const task = await json(await klym.app.request(`/api/tasks/${String(taskId)}?full_result=true`, { headers: auth }));
+    expect(task).toMatchObject({ finish_reason: 'budget:steps' });
+    expect(String(task.result).split('\n')[0]).toBe('Stopped by the budget (max_steps 1: 1 step taken) before the work was done: this answer is partial.');
+  });
+
   it('starts a task, reads it, pages its log, lists and cancels, with the same JSON as the tools', async () => {
     const { klym, grynya } = await klymOverGrynya();
     const started = await klym.app.request('/api/tasks', {

@@ -101,7 +101,10 @@ describe("a principal's spend per day", () => {
     expect(stopped).toMatchObject({
       status: 'completed',
       usage: { steps: 3, totalTokens: 3_000 },
-      result: { finishReason: 'budget:tokensPerDay', finalText: 'step 3' },
+      result: {
+        finishReason: 'budget:tokensPerDay',
+        finalText: "Stopped by its principal's tokens for the day (maxTokensPerDay) before the work was done: this answer is partial.\n\nstep 3",
+      },
     });
     const log = await first.tasks.logs(run.id, ALICE);
     expect(log.entries.find((entry) => entry.type === 'budget')?.data).toEqual({ name: 'tokensPerDay', limit: 2_500, used: 3_000 });

@@ -136,6 +136,11 @@ export const ARTIFACT_DEFAULTS = {
    * model's window (and at most half of it): a chunk is a call a model answers well, and one failed call loses little.
    */
   mapChunkTokens: 32_000,
+  /**
+   * Tokens one `klym__map_artifact` answer may have (the call's `maxOutputTokens`, and at most half the model's
+   * window): a chunk's answer is short, and a call's most is what the run's budget holds for it before it is sent.
+   */
+  mapAnswerTokens: 4_096,
   /** Before a step, a conversation past this share of the window is compacted. */
   compactShare: 0.6,
   /** The latest steps a compaction keeps whole. */

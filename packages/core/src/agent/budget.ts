@@ -1,6 +1,7 @@
 import { DEFAULT_MAX_STEPS, MAX_TIMER_MS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
-import type { AgentBudget, AgentRunResult, AgentUsage, BudgetName } from './types.ts';
+import type { AgentBudget, AgentRunResult, AgentUsage, BudgetName, ModelPrice } from './types.ts';
+import { costOf } from './usage.ts';
 
 /** A run's limits with the defaults filled in. */
 export type ResolvedBudget = AgentRunResult['budget'];
@@ -80,4 +81,76 @@ export function describeBudgetHit(hit: BudgetHit): string {
     case 'time':
       return `the run's time budget is spent: ${hit.used} of ${hit.limit} ms`;
   }
+}
+
+/** What a call under way holds of its run's budget, from before it is sent until its usage is counted. */
+export interface BudgetHold {
+  /** Gives the hold back, once the call's usage (or its estimate) is counted in the run's. */
+  release(): void;
+}
+
+/**
+ * A run's token and cost budgets as its calls under way hold them (a map's calls, `artifacts/artifact-map.ts`):
+ * a call is sent only when what it may spend fits beside what the run spent and what the calls under way hold,
+ * so that calls in flight at once cannot together pass a budget that each alone would not.
+ */
+export interface BudgetHolds {
+  /**
+   * Holds `most`, the most a call may spend (its counted input, its output allowance), when it fits beside
+   * what was spent and the holds not released; otherwise why not, in words, and nothing is held.
+   */
+  hold(most: AgentUsage): BudgetHold | { readonly reason: string };
+  /**
+   * The budget that refused a hold, as a hit with what was spent at the time of asking: the run could not pay for
+   * the work it was doing, and ends on it as on a spent budget. `undefined` while no hold was refused.
+   */
+  refused(): BudgetHit | undefined;
+}
+
+const tokens = (value: number): string => value.toLocaleString('en-US');
+
+/**
+ * The holds of a run whose budget is `budget`, its usage `spent()` (read at each hold: the run counts each
+ * call's usage as it ends), priced at `price` as the run prices it (no price: only the token budget holds).
+ */
+export function createBudgetHolds(budget: ResolvedBudget, price: ModelPrice | undefined, spent: () => AgentUsage): BudgetHolds {
+  let heldTokens = 0;
+  let heldUsd = 0;
+  let refused: 'tokens' | 'cost' | undefined;
+  return {
+    hold(most) {
+      const usage = spent();
+      const usd = costOf(most, price);
+      const spentUsd = costOf(usage, price);
+      if (budget.maxTokens !== undefined && usage.totalTokens + heldTokens + most.totalTokens > budget.maxTokens) {
+        refused ??= 'tokens';
+        return {
+          reason: `the run's token budget cannot pay for another call: ${tokens(usage.totalTokens)} of ${tokens(budget.maxTokens)} tokens spent, ${tokens(heldTokens)} held by calls under way, and the call may spend ${tokens(most.totalTokens)}`,
+        };
+      }
+      if (budget.maxCostUsd !== undefined && usd !== undefined && spentUsd !== undefined && spentUsd + heldUsd + usd > budget.maxCostUsd) {
+        refused ??= 'cost';
+        return {
+          reason: `the run's cost budget cannot pay for another call: $${spentUsd.toFixed(4)} of $${budget.maxCostUsd} spent, $${heldUsd.toFixed(4)} held by calls under way, and the call may cost $${usd.toFixed(4)}`,
+        };
+      }
+      heldTokens += most.totalTokens;
+      heldUsd += usd ?? 0;
+      let released = false;
+      return {
+        release: () => {
+          if (released) return;
+          released = true;
+          heldTokens -= most.totalTokens;
+          heldUsd -= usd ?? 0;
+        },
+      };
+    },
+    refused() {
+      if (refused === undefined) return undefined;
+      const usage = spent();
+      if (refused === 'tokens') return { name: 'tokens', limit: budget.maxTokens ?? 0, used: usage.totalTokens };
+      return { name: 'cost', limit: budget.maxCostUsd ?? 0, used: costOf(usage, price) ?? 0 };
+    },
+  };
 }

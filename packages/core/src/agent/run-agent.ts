@@ -5,7 +5,7 @@ import { startRunTracing, type RunTracing } from '../telemetry/run-tracing.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { createResultTexts } from '../tools/tool-result.ts';
 import { raceAbort } from '../internal/abort.ts';
-import { describeBudgetHit, outsideBudget, resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
+import { createBudgetHolds, describeBudgetHit, outsideBudget, resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
 import { assertCheckpoint, createCheckpointer, resumeFrom } from './checkpoint.ts';
 import { artifactThreshold, contextWindowOf, createContextWindow } from './context-window.ts';
 import { removeOrphanedToolCalls } from './history.ts';
@@ -157,6 +157,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     }
     const durations = new Map<string, number>();
     let currentStep = 0;
+    const holds = createBudgetHolds(budget, price, () => usage);
     const counter = await createTokenCounter(name);
     // The map's model counts with its own tokenizer.
     const mapper = options.mapModel === undefined ? { model, streams, name } : resolveModel(options.mapModel, options.providers);
@@ -196,10 +197,10 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
         countTokens: mapCounter.count,
         maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
         signal: controller.signal,
-        // A map spends within the run's budgets: each call counts as it ends (a failed map's too), none starts once they are spent.
-        beforeChunk: () => {
-          const hit = spentBudget(budget, usage, costOf(usage, price)) ?? outsideBudget(options.budgetSignal);
-          return hit === undefined ? undefined : { reason: describeBudgetHit(hit) };
+        // A map spends within the run's budgets: each call holds its most before it is sent, and counts as it ends (a failed map's too).
+        reserve: (most) => {
+          const outside = outsideBudget(options.budgetSignal);
+          return outside === undefined ? holds.hold(most) : { reason: describeBudgetHit(outside) };
         },
         onUsage: (used) => {
           usage = addUsage(usage, used);
@@ -308,7 +309,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
 
       if (outcome.aborted) return stopped();
       if (outcome.error !== undefined) throw failed(outcome.error);
-      const hit = spentBudget(budget, usage, costUsd);
+      // A budget that could not pay for a map's next call ends the run too, with what was spent: never past it.
+      const hit = spentBudget(budget, usage, costUsd) ?? holds.refused();
       if (hit !== undefined) return spent(hit);
       if (!outcome.continues) return finish(outcome.finishReason ?? 'other');
     }

@@ -2,13 +2,13 @@ import { APICallError } from 'ai';
 import { convertArrayToReadableStream } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { startFakeLlmServer, type FakeReply, type FakeRequest } from '../../../../test/support/fake-llm-server.ts';
-import { resolveBudget, spentBudget } from '../agent/budget.ts';
+import { createBudgetHolds, resolveBudget } from '../agent/budget.ts';
 import type { LanguageModelCallOptions, LanguageModelStreamPart } from '../agent/language-model.ts';
 import { resolveModel } from '../agent/model-resolver.ts';
 import { createScriptedModel } from '../agent/scripted-model.ts';
 import { createTokenCounter } from '../agent/token-count.ts';
-import type { AgentUsage } from '../agent/types.ts';
-import { addUsage, ZERO_USAGE } from '../agent/usage.ts';
+import type { AgentUsage, ModelPrice } from '../agent/types.ts';
+import { addUsage, costOf, ZERO_USAGE } from '../agent/usage.ts';
 import { ARTIFACT_DEFAULTS } from '../defaults.ts';
 import { createMockModel, mockTurnParts } from '../testing/mock-model.ts';
 import { chunkLabel, mapLines, type ArtifactMapping, type ChunkAnswer } from './artifact-map.ts';
@@ -269,40 +269,80 @@ describe('mapLines against a provider that refuses a call as too long', () => {
   });
 });
 
+/** A provider's answer: the call's input as o200k_base counts it (the map counts the same, and 16 tokens of framing), 10 tokens out, after a moment so that calls overlap. */
+const counting = (calls: { inFlight: number; most: number; count: number }) => async (options: LanguageModelCallOptions) => {
+  const { system, prompt } = sent(options);
+  calls.count++;
+  calls.most = Math.max(calls.most, ++calls.inFlight);
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  calls.inFlight--;
+  return { stream: convertArrayToReadableStream(mockTurnParts({ text: 'seen', usage: { input: o200k.count(system) + o200k.count(prompt), output: 10 } })) };
+};
+
 describe("mapLines within its run's budget", () => {
   const text = Array.from({ length: 4_000 }, (_, n) => `line ${n} svc-${n % 13} INFO ok`).join('\n');
 
-  it('stops starting calls once the budget is spent, counts what the calls used as they ended, and gives the answers it got', async () => {
-    const budget = resolveBudget({ maxTokens: 2_020 });
+  /** Maps `text` four calls at a time within `budget`, priced at `price`: what was spent, held at most, and the outcome. */
+  async function mapWithin(budget: ReturnType<typeof resolveBudget>, price?: ModelPrice) {
     let run: AgentUsage = ZERO_USAGE;
-    const prompts: string[] = [];
-    const model = createMockModel(
-      Array.from({ length: 20 }, () => (options: LanguageModelCallOptions) => {
-        prompts.push(sent(options).prompt);
-        return seen();
-      }),
-    );
-
+    const holds = createBudgetHolds(budget, price, () => run);
+    const calls = { inFlight: 0, most: 0, count: 0 };
     const outcome = await mapLines(
       indexLines(text),
       'Count the lines.',
-      mapping(model, {
+      mapping(createMockModel(Array.from({ length: 100 }, () => counting(calls))), {
         streams: true,
         chunkTokens: 2_000,
+        concurrency: 4,
         onUsage: (used) => (run = addUsage(run, used)),
-        beforeChunk: () => {
-          const hit = spentBudget(budget, run, undefined);
-          return hit === undefined ? undefined : { reason: `the run's token budget is spent: ${hit.used} of ${hit.limit} tokens` };
-        },
+        reserve: (most) => holds.hold(most),
       }),
     );
+    return { run, calls, outcome, refused: holds.refused() };
+  }
 
-    expect(prompts).toHaveLength(2);
-    expect(outcome.stopped).toEqual({ reason: "the run's token budget is spent: 2020 of 2020 tokens" });
-    expect(outcome.answers.map((answer) => answer.text)).toEqual(['seen', 'seen']);
-    expect(outcome.answers[1]?.from).toBe((outcome.answers[0]?.to ?? 0) + 1);
-    expect(run).toEqual({ inputTokens: 2_000, outputTokens: 20, totalTokens: 2_020, estimated: false });
+  it('holds what each call may spend before sending it, four at once, and stops before the next would pass max_tokens', async () => {
+    // Room for four calls' most at once, and not for the whole map (about 28,000 tokens).
+    const maxTokens = 26_000;
+    // Its most: a chunk of 2,000 tokens and the answer's allowance.
+    const mostPerCall = 2_000 + ARTIFACT_DEFAULTS.mapAnswerTokens;
+    const { run, calls, outcome, refused } = await mapWithin(resolveBudget({ maxTokens }));
+
+    // Before, the calls under way were not counted: four at once passed the budget by up to three calls.
+    expect(run.totalTokens).toBeLessThanOrEqual(maxTokens);
+    // It stopped only when the next call, whatever it spent, might not have fit.
+    expect(run.totalTokens + mostPerCall).toBeGreaterThan(maxTokens);
+    expect(calls.most).toBe(4);
+    expect(outcome.answers).toHaveLength(calls.count);
+    expect(outcome.answers.length).toBeLessThan((await mapWithin(resolveBudget())).calls.count);
+    expect(outcome.stopped?.reason).toMatch(
+      /^the run's token budget cannot pay for another call: [\d,]+ of 26,000 tokens spent, 0 held by calls under way, and the call may spend [\d,]+$/,
+    );
+    expect(refused).toEqual({ name: 'tokens', limit: maxTokens, used: run.totalTokens });
     expect(outcome.usage).toEqual(run);
+  });
+
+  it('holds max_usd the same way, priced as the run prices usage', async () => {
+    const price: ModelPrice = { inputPerMillion: 1, outputPerMillion: 4 };
+    const maxCostUsd = 0.03;
+    const { run, outcome, refused } = await mapWithin(resolveBudget({ maxCostUsd }), price);
+
+    const spentUsd = costOf(run, price) ?? Number.POSITIVE_INFINITY;
+    expect(spentUsd).toBeLessThanOrEqual(maxCostUsd);
+    // A call's most costs 2,000 tokens in and the allowance out, at most: the next one would not have fit.
+    expect(spentUsd + (2_000 * 1 + ARTIFACT_DEFAULTS.mapAnswerTokens * 4) / 1e6).toBeGreaterThan(maxCostUsd);
+    expect(outcome.answers.length).toBeGreaterThan(0);
+    expect(outcome.answers.length).toBeLessThan((await mapWithin(resolveBudget())).calls.count);
+    expect(outcome.stopped?.reason).toMatch(/^the run's cost budget cannot pay for another call: \$0\.\d{4} of \$0\.03 spent/);
+    expect(refused).toEqual({ name: 'cost', limit: maxCostUsd, used: spentUsd });
+  });
+
+  it('starts no call when the first one alone could pass the budget', async () => {
+    const { run, calls, outcome } = await mapWithin(resolveBudget({ maxTokens: 5_000 }));
+    expect(calls.count).toBe(0);
+    expect(run).toEqual(ZERO_USAGE);
+    expect(outcome.answers).toEqual([]);
+    expect(outcome.stopped?.reason).toMatch(/^the run's token budget cannot pay for another call: 0 of 5,000 tokens spent/);
   });
 
   it('counts what the calls before a failed one used, and what the call it cut off had sent', async () => {

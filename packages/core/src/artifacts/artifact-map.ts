@@ -30,10 +30,13 @@ export interface ArtifactMapping {
   /** The run's signal: cancelling the task cancels every call. */
   readonly signal: AbortSignal;
   /**
-   * Asked before each call starts, with every call that ended already told to `onUsage`: a reason (the run's
-   * budget is spent) stops the map, which starts no more calls and resolves with the answers it got.
+   * Asked before each call is sent, with the most it may spend: its input as `countTokens` counts it and its output
+   * allowance (`ARTIFACT_DEFAULTS.mapAnswerTokens`). A hold, released once the call's usage is told to `onUsage`,
+   * lets it go; a reason (the run's budget cannot pay for it) makes it wait while the map's own calls under way hold
+   * part of the budget, and once none does, stops the map, which starts no more calls and resolves with the answers
+   * it got. @default every call goes
    */
-  readonly beforeChunk?: () => { readonly reason: string } | undefined;
+  readonly reserve?: (most: AgentUsage) => { readonly release: () => void } | { readonly reason: string };
   /**
    * Told of each call's usage as the call ends, so the run counts it at once: a map that fails or is cancelled
    * has still spent it. A call cut off (cancelled, or stopped by another's failure) is estimated as its input.
@@ -72,7 +75,7 @@ export interface MapOutcome {
   /** Lines split over several chunks, by line; empty when every line fit in one. */
   readonly splitLines: SplitLine[];
   /**
-   * Set when `beforeChunk` stopped the map: the reason. `answers` are the calls that were answered (those
+   * Set when `reserve` stopped the map: the reason. `answers` are the calls that were answered (those
    * under way when it stopped included); the lines the others held were not read.
    */
   readonly stopped?: { readonly reason: string };
@@ -106,18 +109,26 @@ export function chunkLabel(answer: Pick<ChunkAnswer, 'from' | 'to' | 'pieces'>):
  * A streamed call's whole text and usage, once it ended; rejects with its error. The SDK hands a stream's
  * error to `onError` and rejects `text` with a `NoOutputGeneratedError` that does not say it: the first is kept.
  */
-async function streamed(
-  call: Parameters<typeof streamText>[0],
-): Promise<{ readonly text: string; readonly usage: { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined } }> {
+async function streamed(call: Parameters<typeof streamText>[0]): Promise<CallResult> {
   let failure: unknown;
   const result = streamText({ ...call, onError: ({ error }) => void (failure ??= error) });
   try {
-    const [text, usage] = await Promise.all([result.text, result.usage]);
-    return { text, usage };
+    const [text, usage, finishReason] = await Promise.all([result.text, result.usage, result.finishReason]);
+    return { text, usage, finishReason };
   } catch (error) {
     throw failure ?? error;
   }
 }
+
+/** What a call gave, streamed or not. */
+interface CallResult {
+  readonly text: string;
+  readonly usage: { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined };
+  readonly finishReason: string;
+}
+
+/** A call sent without a budget to hold. */
+const UNHELD = { release: (): void => {} };
 
 const aborted = (): KlymError => new KlymError('ABORTED', 'The map was cancelled with its task');
 
@@ -127,7 +138,9 @@ const aborted = (): KlymError => new KlymError('ABORTED', 'The map was cancelled
  * for a chunk is split over consecutive chunks, never cut. Each call's text is counted before it is sent, and
  * one over its room, or refused by the provider as longer than its window, is split in two (a window the refusal
  * names sizes the calls after it).
- * Each call's usage goes to `onUsage` as it ends; before each call `beforeChunk` may stop the map.
+ * Before each call is sent, what it may spend at most (its counted input, its output allowance) is held on the
+ * run's budget (`reserve`), so that the calls under way at once never pass it together; each call's usage goes to
+ * `onUsage` as it ends, and its hold is given back. A budget that cannot pay for the next call stops the map.
  * @throws {KlymError} `ABORTED` when the run is cancelled; `MODEL_ERROR` naming the chunk when a call fails (the
  * first failure stops the other calls); `CONTEXT_OVERFLOW` when a chunk halved four times is still refused;
  * `INVALID_ARGUMENT` when the instruction leaves no room for lines
@@ -135,6 +148,7 @@ const aborted = (): KlymError => new KlymError('ABORTED', 'The map was cancelled
 export async function mapLines(index: LineIndex, instruction: string, mapping: ArtifactMapping): Promise<MapOutcome> {
   const count = mapping.countTokens;
   let limit = Math.min(mapping.chunkTokens ?? ARTIFACT_DEFAULTS.mapChunkTokens, Math.floor(mapping.windowTokens * CHUNK_SHARE));
+  const answerTokens = Math.min(ARTIFACT_DEFAULTS.mapAnswerTokens, Math.floor(mapping.windowTokens * (1 - CHUNK_SHARE)));
   const system = count(SYSTEM) + REQUEST_FRAMING_TOKENS;
   // The header with the widest line numbers it can have: a chunk's own is never longer.
   const widest: Chunk = { from: index.count, start: 0, to: index.count, end: 0 };
@@ -158,6 +172,52 @@ export async function mapLines(index: LineIndex, instruction: string, mapping: A
     usage = addUsage(usage, used);
     mapping.onUsage?.(used);
   };
+  // The map's calls under way, and a promise settled as each ends: a call the budget cannot pay for yet waits on it.
+  let underWay = 0;
+  let ended = Promise.withResolvers<void>();
+  const hold = async (most: AgentUsage): Promise<{ readonly release: () => void } | undefined> => {
+    for (;;) {
+      if (mapping.signal.aborted) throw aborted();
+      if (failed.signal.aborted || stopped !== undefined) return undefined;
+      const held = mapping.reserve?.(most) ?? UNHELD;
+      // Under way from its hold on, not from its request: a call between the two holds part of the budget too.
+      if (!('reason' in held)) {
+        underWay++;
+        return held;
+      }
+      // What the calls under way hold and do not spend comes back as each ends: the next call may fit then.
+      if (underWay === 0) {
+        stopped ??= held;
+        return undefined;
+      }
+      await ended.promise;
+    }
+  };
+  // A call and its usage: counted as it ends (a call cut off, as the input it sent), its hold given back after.
+  const send = async (prompt: string, tokens: number, held: { readonly release: () => void }): Promise<CallResult> => {
+    try {
+      const call = { model: mapping.model, instructions: SYSTEM, prompt, maxOutputTokens: answerTokens, maxRetries: mapping.maxRetries, abortSignal: signal };
+      const result: CallResult = mapping.streams ? await streamed(call) : await generateText(call);
+      const input = result.usage.inputTokens ?? tokens;
+      const output = result.usage.outputTokens ?? count(result.text);
+      spend({
+        inputTokens: input,
+        outputTokens: output,
+        totalTokens: input + output,
+        estimated: result.usage.inputTokens === undefined || result.usage.outputTokens === undefined,
+      });
+      return result;
+    } catch (error) {
+      // A call cut off was sent: the provider read its input.
+      if (signal.aborted) spend({ inputTokens: tokens, outputTokens: 0, totalTokens: tokens, estimated: true });
+      throw error;
+    } finally {
+      held.release();
+      underWay--;
+      ended.resolve();
+      ended = Promise.withResolvers<void>();
+    }
+  };
 
   // `refusals`: how many times the provider refused the chunks this one was halved from.
   const answer = async (chunk: Chunk, refusals: number): Promise<ChunkAnswer[]> => {
@@ -167,26 +227,14 @@ export async function mapLines(index: LineIndex, instruction: string, mapping: A
     const tokens = system + count(prompt);
     // Planned by lines counted one by one, a chunk may count a little more whole: split, never sent over its room.
     if (tokens > limit) return halves(chunk, refusals, undefined);
-    const stop = mapping.beforeChunk?.();
-    if (stop !== undefined) {
-      stopped ??= stop;
-      return [];
-    }
+    const held = await hold({ inputTokens: tokens, outputTokens: answerTokens, totalTokens: tokens + answerTokens, estimated: true });
+    if (held === undefined) return [];
     try {
-      const call = { model: mapping.model, instructions: SYSTEM, prompt, maxRetries: mapping.maxRetries, abortSignal: signal };
-      const result = mapping.streams ? await streamed(call) : await generateText(call);
-      const input = result.usage.inputTokens ?? tokens;
-      const output = result.usage.outputTokens ?? count(result.text);
-      spend({
-        inputTokens: input,
-        outputTokens: output,
-        totalTokens: input + output,
-        estimated: result.usage.inputTokens === undefined || result.usage.outputTokens === undefined,
-      });
-      return [{ from: chunk.from, to: chunk.to, ...withPieces(chunkPieces(index, chunk)), text: result.text.trim() }];
+      const result = await send(prompt, tokens, held);
+      // An answer cut at its allowance says so: whoever combines the answers must not take it for a whole one.
+      const cut = result.finishReason === 'length' ? `\n[cut: the answer reached the ${answerTokens} tokens a map answer may have]` : '';
+      return [{ from: chunk.from, to: chunk.to, ...withPieces(chunkPieces(index, chunk)), text: `${result.text.trim()}${cut}` }];
     } catch (error) {
-      // A call cut off was sent: the provider read its input.
-      if (signal.aborted) spend({ inputTokens: tokens, outputTokens: 0, totalTokens: tokens, estimated: true });
       if (mapping.signal.aborted) throw aborted();
       if (failed.signal.aborted) return [];
       // A refused request costs nothing; its halves may fit. A window the provider names sizes the calls still to come.

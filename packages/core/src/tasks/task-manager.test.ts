@@ -166,7 +166,11 @@ describe('createTaskManager', () => {
     expect(calls[0]?.budget).toEqual({ timeoutMs: 200, maxSteps: 2 });
     expect(calls[1]?.budget).toEqual({});
     await vi.waitFor(async () => expect((await manager!.get(short.id, me)).status).toBe('completed'));
-    expect((await manager.get(short.id, me)).result).toMatchObject({ text: 'half', finishReason: 'budget:steps' });
+    // The run's own budget as the fake runner's result gives it (runResult's: 25 steps, 1 taken).
+    expect((await manager.get(short.id, me)).result).toMatchObject({
+      text: 'Stopped by the budget (max_steps 25: 1 step taken) before the work was done: this answer is partial.\n\nhalf',
+      finishReason: 'budget:steps',
+    });
   });
 
   it('evicts finished tasks after their TTL', async () => {

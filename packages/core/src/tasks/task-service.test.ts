@@ -259,6 +259,28 @@ describe('createTaskService: tasks', () => {
     expect(full.transcript).toBe(`Let me query the graph first.\n\n${finalAnswer}`);
   });
 
+  it('says first, in its result, that a budget stopped its run before the work was done', async () => {
+    const query = { name: 'grynya__query_graph', args: { query: 'MATCH (n) RETURN count(n)' } };
+    const klym = service(await graphPool(), {
+      run: scripted(() => [
+        { text: 'Counting the first half.', toolCalls: [query], usage: { input: 200, output: 20 } },
+        { text: 'So far: 3 nodes in the first half.', toolCalls: [query], usage: { input: 260, output: 20 } },
+        { text: 'The graph holds 6 nodes.' },
+      ]),
+    });
+    const { task_id: taskId } = await klym.start({ prompt: 'Count the nodes', budget: { max_tokens: 500 } }, 'grynya');
+    await ended(klym, taskId);
+
+    const notice = 'Stopped by the budget (max_tokens 500: 500 spent) before the work was done: this answer is partial.';
+    const full = await klym.status({ task_id: taskId, full_result: true }, 'grynya');
+    // `completed`, as a run a budget ended always was; its finish reason kept, and its answer no longer looks whole.
+    expect(full).toMatchObject({ status: 'completed', finish_reason: 'budget:tokens', budget: { tokens: 500, max_tokens: 500 } });
+    expect(full.result).toBe(`${notice}\n\nSo far: 3 nodes in the first half.`);
+    expect(full.transcript).toBe(`${notice}\n\nCounting the first half.\n\nSo far: 3 nodes in the first half.`);
+    // The glance cuts the answer from its end: the notice stays first.
+    expect((await klym.status({ task_id: taskId }, 'grynya')).result?.split('\n')[0]).toBe(notice);
+  });
+
   it('keeps the default status of any task within 1,200 characters of JSON', async () => {
     const store = createMemoryTaskStore();
     const id = 'x'.repeat(22);

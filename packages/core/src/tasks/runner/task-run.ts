@@ -73,12 +73,15 @@ export function completionOf(
   context: { readonly checkpoint: AgentCheckpoint | undefined; readonly writeBack: boolean; readonly redact: Redactor },
 ): TaskPatch {
   const { checkpoint, redact } = context;
+  // Every door shows this text (MCP, A2A, REST, webhooks, the graph's write-back): a budget's end says so first.
+  const notice = partialNotice(result);
+  const first = (text: string): string => (notice === undefined ? text : text === '' ? notice : `${notice}\n\n${text}`);
   return {
     status: 'completed',
     currentStep: 'done',
     result: {
-      text: redact.text(result.text),
-      finalText: redact.text(result.finalText),
+      text: redact.text(first(result.text)),
+      finalText: redact.text(first(result.finalText)),
       finishReason: result.finishReason,
       model: result.model,
       // The run lists its own calls; those before a restart are counted in its checkpoint.
@@ -94,4 +97,37 @@ export function completionOf(
     elapsedMs: result.elapsedMs,
     ...(context.writeBack ? { writeBack: { status: 'pending', nodeId: `klym_${task.id}`, dayId: '' } } : {}),
   };
+}
+
+const count = (value: number): string => value.toLocaleString('en-US');
+
+/**
+ * The line a task's result starts with when a budget ended its run (`finishReason` `budget:<name>`): which budget,
+ * in the caller's words, its limit and what was spent, and that the answer is partial, so that nobody takes it for
+ * a whole one. `undefined` for a run no budget ended.
+ * @example `Stopped by the budget (max_tokens 300,000: 298,450 spent) before the work was done: this answer is partial.`
+ */
+export function partialNotice(result: AgentRunResult): string | undefined {
+  if (!result.finishReason.startsWith('budget:')) return undefined;
+  const { budget } = result;
+  const name = result.finishReason.slice('budget:'.length);
+  const which = ((): string => {
+    switch (name) {
+      case 'tokens':
+        return `the budget (max_tokens ${count(budget.maxTokens ?? 0)}: ${count(result.usage.totalTokens)} spent)`;
+      case 'cost':
+        return `the budget (max_cost_usd ${budget.maxCostUsd ?? 0}: $${(result.costUsd ?? 0).toFixed(4)} spent)`;
+      case 'steps':
+        return `the budget (max_steps ${count(budget.maxSteps)}: ${count(result.steps)} step${result.steps === 1 ? '' : 's'} taken)`;
+      case 'time':
+        return `the budget (timeout_ms ${count(budget.timeoutMs ?? 0)}: ${count(result.elapsedMs)} ms spent)`;
+      case 'tokensPerDay':
+        return "its principal's tokens for the day (maxTokensPerDay)";
+      case 'usdPerDay':
+        return "its principal's spend for the day (maxUsdPerDay)";
+      default:
+        return `the budget ${name}`;
+    }
+  })();
+  return `Stopped by ${which} before the work was done: this answer is partial.`;
 }
