@@ -6,7 +6,7 @@ import { KlymError } from '../errors.ts';
 import { keptBytes, taskLimitError } from './artifact-limit.ts';
 import { countLines, indexLines, type LineIndex, artifactTokens } from './artifact-text.ts';
 import { grepLines } from './artifact-grep.ts';
-import { readPage } from './artifact-page.ts';
+import { pageSource, readPage } from './artifact-page.ts';
 import { recordsOf, type RecordsLayout } from './artifact-records.ts';
 import type { ArtifactBackend, ArtifactInfo, StoredArtifact } from './artifact-types.ts';
 
@@ -209,7 +209,15 @@ export function createArtifactStore(options: ArtifactStoreOptions = {}): Artifac
           `\`char_offset\`: expected a character of line ${offset} (0 to ${Math.max(0, firstLength - 1)}), got ${charOffset}`,
         );
       }
-      return readPage(artifact, index, offset, charOffset, Math.min(limit, ARTIFACT_DEFAULTS.maxReadLines), request.pageTokens ?? pageTokens, countTokens);
+      return readPage(
+        artifact,
+        pageSource(index),
+        offset,
+        charOffset,
+        Math.min(limit, ARTIFACT_DEFAULTS.maxReadLines),
+        request.pageTokens ?? pageTokens,
+        countTokens,
+      );
     },
     async grep(id, pattern, grepOptions = {}) {
       const { artifact, index } = await lines(id);
