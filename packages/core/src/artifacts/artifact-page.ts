@@ -1,5 +1,7 @@
+import { ARTIFACT_DEFAULTS } from '../defaults.ts';
+import { KlymError } from '../errors.ts';
 import type { LineIndex } from './artifact-text.ts';
-import type { ArtifactSlice, SliceLine } from './artifact-store.ts';
+import type { ArtifactSlice, ReadRequest, SliceLine } from './artifact-store.ts';
 import type { ArtifactInfo } from './artifact-types.ts';
 
 /** A line's number and separator as a page shows them (`12: `), counted against the page. */
@@ -47,6 +49,28 @@ export function pageSource(index: LineIndex): PageSource {
 
 /** Characters of a line a page of `pageTokens` reads at most: a longer rest is given in part. */
 export const pageWindow = (pageTokens: number): number => pageTokens * PAGE_CHARS_PER_TOKEN;
+
+/**
+ * `request`'s line and limit, checked against artifact `id` of `count` lines; its `charOffset` as given, for
+ * {@link checkCharOffset} once the line's length is known. The limit is capped at ARTIFACT_DEFAULTS.maxReadLines.
+ * @throws {KlymError} `INVALID_ARGUMENT` for an offset past the end or a bad limit
+ */
+export function checkRead(id: string, count: number, request: ReadRequest): { offset: number; charOffset: number; limit: number } {
+  const { offset = 0, charOffset = 0, limit = ARTIFACT_DEFAULTS.readLines } = request;
+  if (!Number.isInteger(offset) || offset < 0) throw new KlymError('INVALID_ARGUMENT', `\`offset\`: expected a line number of 0 or more, got ${offset}`);
+  if (offset >= count && !(offset === 0 && count === 0)) {
+    throw new KlymError('INVALID_ARGUMENT', `\`offset\`: ${offset} is past the end of ${id}, which has ${count} lines (0 to ${count - 1})`);
+  }
+  if (!Number.isInteger(limit) || limit < 1) throw new KlymError('INVALID_ARGUMENT', `\`limit\`: expected a positive number of lines, got ${limit}`);
+  return { offset, charOffset, limit: Math.min(limit, ARTIFACT_DEFAULTS.maxReadLines) };
+}
+
+/** @throws {KlymError} `INVALID_ARGUMENT` unless `charOffset` is a character of line `offset`, of `length` (or 0). */
+export function checkCharOffset(offset: number, charOffset: number, length: number): void {
+  if (!Number.isInteger(charOffset) || charOffset < 0 || (charOffset > 0 && charOffset >= length)) {
+    throw new KlymError('INVALID_ARGUMENT', `\`char_offset\`: expected a character of line ${offset} (0 to ${Math.max(0, length - 1)}), got ${charOffset}`);
+  }
+}
 
 /**
  * Lines from `offset` (from `charOffset` in it) while they fit in `pageTokens` and `limit`: a page stops
