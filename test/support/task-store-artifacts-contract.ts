@@ -52,6 +52,38 @@ export function describeArtifactContract(open: () => Promise<TaskStore>, openCap
     expect(await store.artifactBytes()).toBe(0);
   });
 
+  it("gives a byte range of an artifact's text, exactly those bytes, cut characters included, and nothing of another task's", async () => {
+    await using store = await open();
+    await store.insert(taskRecord('t1', { status: 'running' }));
+    await store.insert(taskRecord('t2', { status: 'running' }));
+    // ASCII, two-, three- and four-byte characters, past several of the memory store's marks.
+    const text = `${'svc-7 ok é ✓ 🦊 done\n'.repeat(20_000)}last line 🦊`;
+    const bytes = Buffer.from(text);
+    await store.saveArtifact('t1', artifactOf('art_00000000000a', text));
+    await store.saveArtifact('t1', artifactOf('art_00000000000b', 'plain ascii\nlines'));
+    const range = async (start: number, end: number, id = 'art_00000000000a'): Promise<Buffer | undefined> => {
+      const part = await store.loadArtifactRange('t1', id, start, end);
+      return part === undefined ? undefined : Buffer.from(part);
+    };
+    for (const [start, end] of [
+      [0, 10],
+      [12, 13], // inside a four-byte character
+      [9, 200_000],
+      [bytes.length - 7, bytes.length],
+      [bytes.length - 3, bytes.length + 100],
+      [300_001, 300_001],
+    ] as const) {
+      expect(await range(start, end), `bytes ${start}-${end}`).toEqual(bytes.subarray(start, end));
+    }
+    expect((await range(bytes.length + 5, bytes.length + 9))?.length).toBe(0);
+    expect(await range(6, 11, 'art_00000000000b')).toEqual(Buffer.from('ascii'));
+    expect(await store.loadArtifactRange('t2', 'art_00000000000a', 0, 10)).toBeUndefined();
+    expect(await store.loadArtifactRange('t1', 'art_000000000000', 0, 10)).toBeUndefined();
+    await store.transition('t1', ['running'], { status: 'completed', finishedAt: '2026-01-01T00:00:00.000Z' });
+    await store.evict(new Date('2026-01-01T01:00:00.000Z'));
+    expect(await store.loadArtifactRange('t1', 'art_00000000000a', 0, 10)).toBeUndefined();
+  });
+
   it("keeps an artifact's records, and its original JSON byte for byte, which a list never carries", async () => {
     await using store = await open();
     await store.insert(taskRecord('t1', { status: 'running' }));

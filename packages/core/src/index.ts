@@ -36,6 +36,7 @@ export {
   type ReadRequest,
   type SliceLine,
 } from './artifacts/artifact-store.ts';
+export { createArtifactReader, type ArtifactRanges, type ArtifactReader, type ArtifactReaderOptions } from './artifacts/artifact-reader.ts';
 export type { ArtifactBackend, ArtifactInfo, ArtifactRecords, QueryPage, StoredArtifact } from './artifacts/artifact-types.ts';
 export type { LineIndex } from './artifacts/artifact-text.ts';
 export type { RecordsLayout } from './artifacts/artifact-records.ts';

@@ -307,6 +307,40 @@ describe('keepBigResult', () => {
   });
 });
 
+describe('klym__read_artifact through a 20-million-character line', () => {
+  it('tokenizes a bounded multiple of the line, never its whole rest per page, and gives every character once', async () => {
+    const line = 'the quick brown fox — jumps over 🦊 the lazy dog, é; '.repeat(400_000).slice(0, 20_000_000);
+    let counted = 0;
+    const countTokens = (text: string): number => {
+      counted += text.length;
+      return estimateTokens(text);
+    };
+    const artifacts = createArtifactStore({ countTokens, pageTokens: 8_000 });
+    const { id } = await artifacts.put('grynya__query_graph', `${line}\n`, 'text');
+    const run = runner({ artifacts, thresholdTokens: 8_000, pageTokens: 8_000, countTokens });
+    counted = 0;
+    const parts: string[] = [];
+    let read = 0;
+    let charOffset: number | undefined = 0;
+    while (charOffset !== undefined) {
+      const page = await run('klym__read_artifact', { artifact: id, char_offset: charOffset });
+      const [, from, text = ''] = /^0\[chars (\d+)-\d+ of 20000000\]: (.*)$/m.exec(page) ?? [];
+      expect(Number(from)).toBe(charOffset);
+      parts.push(text);
+      read += text.length;
+      const goOn = /"char_offset": (\d+)\.$/.exec(page)?.[1];
+      charOffset = goOn === undefined ? undefined : Number(goOn);
+      // Each page counts about a page's worth: the old reader counted the whole rest of the line on the first.
+      expect(counted).toBeLessThanOrEqual(16 * (read + 8_000 * 16));
+    }
+    expect(parts.join('')).toBe(line);
+    expect(parts.length).toBeGreaterThan(100);
+    // ~5.4 × the line in all (108 million characters), where counting each page's rest cost ~400 × (8 billion).
+    expect(counted).toBeLessThanOrEqual(8 * line.length);
+    console.log(`klym__read_artifact: ${parts.length} pages of a 20,000,000-character line tokenized ${counted.toLocaleString('en-US')} characters`);
+  });
+});
+
 describe('klym__map_artifact', () => {
   it('answers on every chunk in order with its line range, and refuses an unknown artifact as a tool error', async () => {
     const keep: ResultKeeping = {

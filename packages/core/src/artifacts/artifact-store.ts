@@ -6,7 +6,7 @@ import { KlymError } from '../errors.ts';
 import { keptBytes, taskLimitError } from './artifact-limit.ts';
 import { countLines, indexLines, type LineIndex, artifactTokens } from './artifact-text.ts';
 import { grepLines } from './artifact-grep.ts';
-import { readPage } from './artifact-page.ts';
+import { checkCharOffset, checkRead, pageSource, readPage } from './artifact-page.ts';
 import { recordsOf, type RecordsLayout } from './artifact-records.ts';
 import type { ArtifactBackend, ArtifactInfo, StoredArtifact } from './artifact-types.ts';
 
@@ -196,20 +196,9 @@ export function createArtifactStore(options: ArtifactStoreOptions = {}): Artifac
     },
     async read(id, request = {}) {
       const { artifact, index } = await lines(id);
-      const { offset = 0, charOffset = 0, limit = ARTIFACT_DEFAULTS.readLines } = request;
-      if (!Number.isInteger(offset) || offset < 0) throw new KlymError('INVALID_ARGUMENT', `\`offset\`: expected a line number of 0 or more, got ${offset}`);
-      if (offset >= index.count && !(offset === 0 && index.count === 0)) {
-        throw new KlymError('INVALID_ARGUMENT', `\`offset\`: ${offset} is past the end of ${id}, which has ${index.count} lines (0 to ${index.count - 1})`);
-      }
-      if (!Number.isInteger(limit) || limit < 1) throw new KlymError('INVALID_ARGUMENT', `\`limit\`: expected a positive number of lines, got ${limit}`);
-      const firstLength = index.count === 0 ? 0 : index.line(offset).length;
-      if (!Number.isInteger(charOffset) || charOffset < 0 || (charOffset > 0 && charOffset >= firstLength)) {
-        throw new KlymError(
-          'INVALID_ARGUMENT',
-          `\`char_offset\`: expected a character of line ${offset} (0 to ${Math.max(0, firstLength - 1)}), got ${charOffset}`,
-        );
-      }
-      return readPage(artifact, index, offset, charOffset, Math.min(limit, ARTIFACT_DEFAULTS.maxReadLines), request.pageTokens ?? pageTokens, countTokens);
+      const { offset, charOffset, limit } = checkRead(id, index.count, request);
+      checkCharOffset(offset, charOffset, index.count === 0 ? 0 : index.line(offset).length);
+      return readPage(artifact, pageSource(index), offset, charOffset, limit, request.pageTokens ?? pageTokens, countTokens);
     },
     async grep(id, pattern, grepOptions = {}) {
       const { artifact, index } = await lines(id);

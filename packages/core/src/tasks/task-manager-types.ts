@@ -1,3 +1,4 @@
+import type { ArtifactReaderOptions } from '../artifacts/artifact-reader.ts';
 import type { AgentRunResult, AgentUsage, RunAgentOptions } from '../agent/types.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
@@ -97,6 +98,11 @@ export interface TaskManagerOptions {
    * by `memoryMiB` and `threads`, each query by `timeoutMs`. @default QUERY_DEFAULTS (512 MiB, 2 threads, 30 s)
    */
   readonly artifactQuery?: TaskQueriesOptions;
+  /**
+   * How `read_task_artifact` cuts pages: the token counter and the tokens of a page.
+   * @default { countTokens: estimateTokens, pageTokens: ARTIFACT_DEFAULTS.pageTokens (8,000) }
+   */
+  readonly artifactReading?: ArtifactReaderOptions;
   /** The clock that says which day (UTC) a principal's spend counts in (`perPrincipal.maxTokensPerDay`), in ms since the epoch. @default Date.now */
   readonly now?: () => number;
 }

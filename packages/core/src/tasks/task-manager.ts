@@ -8,7 +8,7 @@ import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
 import { createTaskAdmission } from './admission/task-admission.ts';
 import { createTaskExecution, notResumed } from './task-execution.ts';
 import { isTerminal, type TaskRecord } from './task-types.ts';
-import { createArtifactStore, type ArtifactStore } from '../artifacts/artifact-store.ts';
+import { createArtifactReader, type ArtifactReader } from '../artifacts/artifact-reader.ts';
 import type { StoredArtifact } from '../artifacts/artifact-types.ts';
 import { taskArtifacts } from './runner/task-artifacts.ts';
 import { createTaskQueries } from './runner/task-queries.ts';
@@ -87,10 +87,16 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     }
     return task;
   };
-  // Paging through an artifact reads it from the store once: a few tasks' readers stay, the last used kept longest.
-  const readers = new Map<string, ArtifactStore>();
-  const readerOf = (id: string): ArtifactStore => {
-    const reader = readers.get(id) ?? createArtifactStore({ backend: taskArtifacts(store, id) });
+  // Paging through an artifact indexes its lines once: a few tasks' readers stay, the last used kept longest.
+  // Each keeps line offsets only, and loads a page's lines from the store by range.
+  const readers = new Map<string, ArtifactReader>();
+  const readerOf = (id: string): ArtifactReader => {
+    const reader =
+      readers.get(id) ??
+      createArtifactReader(
+        { list: () => store.listArtifacts(id), loadRange: (artifactId, start, end) => store.loadArtifactRange(id, artifactId, start, end) },
+        options.artifactReading,
+      );
     readers.delete(id);
     readers.set(id, reader);
     for (const old of readers.keys()) if (readers.size > TASK_DEFAULTS.artifactReaders) readers.delete(old);
@@ -245,7 +251,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       await visible(id, caller);
       const stored = await store.loadArtifact(id, artifactId);
       // The reader's error names the task's artifacts.
-      if (stored === undefined) await readerOf(id).lines(artifactId);
+      if (stored === undefined) await readerOf(id).info(artifactId);
       const { text, original, ...artifact } = stored as StoredArtifact;
       return { artifact, text: original ?? text };
     },

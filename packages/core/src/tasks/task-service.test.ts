@@ -12,7 +12,8 @@ import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import type { AgentRunner } from './task-manager-types.ts';
 import { parseArgs, startTaskSchema } from './task-request.ts';
 import { createTaskService, type TaskService, type TaskServiceOptions } from './task-service.ts';
-import type { TaskRecord } from './task-types.ts';
+import type { TaskRecord, TaskStore } from './task-types.ts';
+import { estimateTokens } from '../agent/token-count.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -436,5 +437,82 @@ describe('createTaskService: tasks', () => {
       day_resets_at: expect.any(String),
     });
     expect(await klym.capabilities()).not.toHaveProperty('quota');
+  });
+});
+
+/** A memory store that says what it was asked for: whole artifacts, and the byte ranges of their texts. */
+function watchedStore(): { store: TaskStore; wholes: string[]; ranges: [number, number][] } {
+  const inner = createMemoryTaskStore();
+  const wholes: string[] = [];
+  const ranges: [number, number][] = [];
+  const store: TaskStore = {
+    ...inner,
+    loadArtifact: (id, artifactId) => {
+      wholes.push(artifactId);
+      return inner.loadArtifact(id, artifactId);
+    },
+    loadArtifactRange: (id, artifactId, start, end) => {
+      ranges.push([start, end]);
+      return inner.loadArtifactRange(id, artifactId, start, end);
+    },
+  };
+  cleanups.push(() => inner.close());
+  return { store, wholes, ranges };
+}
+
+describe('createTaskService: reading artifacts', () => {
+  it('pages through a 20-million-character line by ranges of a page each, tokenizing a bounded multiple of it', async () => {
+    const { store, wholes, ranges } = watchedStore();
+    let counted = 0;
+    const countTokens = (text: string): number => {
+      counted += text.length;
+      return estimateTokens(text);
+    };
+    const klym = service(await graphPool(), { store, run: finishesAtOnce, artifactReading: { countTokens } });
+    const { task_id: taskId } = await klym.start({ prompt: 'read' }, 'grynya');
+    await ended(klym, taskId);
+    const line = 'the quick brown fox — jumps over 🦊 the lazy dog, é; '.repeat(400_000).slice(0, 20_000_000);
+    const text = `first line\n${line}\r\nlast line`;
+    await store.saveArtifact(taskId, {
+      id: 'art_00000000000a',
+      tool: 'fs__read_text_file',
+      bytes: Buffer.byteLength(text),
+      lines: 3,
+      tokens: 0,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      text,
+    });
+
+    const parts: string[] = [];
+    let read = 0;
+    let next: { offset: number; char_offset?: number } | undefined = { offset: 1 };
+    let after: readonly string[] = [];
+    while (next?.offset === 1) {
+      const page = await klym.readArtifact({ task_id: taskId, artifact: 'art_00000000000a', offset: 1, char_offset: next.char_offset ?? 0 }, 'grynya');
+      const [first = '', ...rest] = page.lines ?? [];
+      parts.push(first);
+      read += first.length;
+      after = rest;
+      next =
+        page.next_offset === undefined
+          ? undefined
+          : { offset: page.next_offset, ...(page.next_char_offset === undefined ? {} : { char_offset: page.next_char_offset }) };
+      // Each page counts about a page's worth, and loads about that: never the whole rest of the line.
+      expect(counted).toBeLessThanOrEqual(16 * (read + 8_000 * 16));
+      expect(ranges.length === 1 || (ranges.at(-1) as [number, number])[1] - (ranges.at(-1) as [number, number])[0] <= 3 * 8_000 * 16 + 65_536 * 3 + 4).toBe(
+        true,
+      );
+    }
+    expect(parts.join('')).toBe(line);
+    expect(after).toEqual(['last line']);
+    expect(next).toBeUndefined();
+    expect(counted).toBeLessThanOrEqual(8 * line.length);
+    // The front never loaded the artifact whole through loadArtifact; one range covered it once, to index its lines.
+    expect(wholes).toEqual([]);
+    expect(ranges.filter(([start, end]) => end - start >= line.length)).toHaveLength(1);
+    const asked = ranges.reduce((sum, [start, end]) => sum + end - start, 0);
+    console.log(
+      `read_task_artifact: ${parts.length} pages of a 20,000,000-character line tokenized ${counted.toLocaleString('en-US')} characters; the store gave ${ranges.length} ranges, ${asked.toLocaleString('en-US')} bytes (the text has ${Buffer.byteLength(text).toLocaleString('en-US')})`,
+    );
   });
 });

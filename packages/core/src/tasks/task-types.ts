@@ -191,6 +191,13 @@ export interface TaskStore extends WebhookOutbox, AsyncDisposable {
   saveArtifact(id: string, artifact: StoredArtifact): Promise<void>;
   /** Task `id`'s artifact `artifactId` with its text (and original); `undefined` when the task has none of that id. */
   loadArtifact(id: string, artifactId: string): Promise<StoredArtifact | undefined>;
+  /**
+   * Bytes `start` to `end` (`end` excluded; both clamped to the text) of the UTF-8 text of task `id`'s artifact
+   * `artifactId`, reading no more of it into this process than that (SQLite `substr`, Redis a script's
+   * `string.sub`, memory a slice); `undefined` when the task has none of that id. A range may cut a character:
+   * a reader asks for ranges that start on one, and decodes no further than whole characters.
+   */
+  loadArtifactRange(id: string, artifactId: string, start: number, end: number): Promise<Uint8Array | undefined>;
   /** Task `id`'s artifacts, oldest first, without their text or original (neither is read). */
   listArtifacts(id: string): Promise<readonly ArtifactInfo[]>;
   /** Bytes the artifacts of every task kept count against the store's `maxBytes`. */

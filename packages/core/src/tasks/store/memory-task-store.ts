@@ -16,6 +16,7 @@ import {
   type DaySpend,
 } from '../task-types.ts';
 import type { StoredArtifact } from '../../artifacts/artifact-types.ts';
+import { utf8Marks, utf8Range, type Utf8Marks } from '../../artifacts/utf8-range.ts';
 
 /** Options of {@link createMemoryTaskStore}. */
 export interface MemoryTaskStoreOptions {
@@ -56,6 +57,8 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
   const tasks = new Map<string, Entry>();
   const keys = new Map<string, string>();
   let nextSeq = 0;
+  // Where each artifact's bytes fall in its characters, marked as a range is first read: they go with it.
+  const marks = new WeakMap<StoredArtifact, Utf8Marks>();
   // Bytes all tasks' artifacts count against `maxArtifactBytes`.
   let keptInAll = 0;
   /** Each principal's spend by day, keyed by `[principal, day]` as JSON. */
@@ -189,6 +192,13 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
     },
     async loadArtifact(id, artifactId) {
       return tasks.get(id)?.artifacts?.get(artifactId);
+    },
+    async loadArtifactRange(id, artifactId, start, end) {
+      const artifact = tasks.get(id)?.artifacts?.get(artifactId);
+      if (artifact === undefined) return undefined;
+      let marked = marks.get(artifact);
+      if (marked === undefined) marks.set(artifact, (marked = utf8Marks(artifact.text)));
+      return utf8Range(artifact.text, marked, start, end);
     },
     async listArtifacts(id) {
       return [...(tasks.get(id)?.artifacts?.values() ?? [])].map(({ text: _text, original: _original, ...info }) => info);

@@ -183,6 +183,9 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
     async loadArtifact(id, artifactId) {
       return use(() => artifacts.load(id, artifactId));
     },
+    async loadArtifactRange(id, artifactId, start, end) {
+      return use(() => artifacts.loadRange(id, artifactId, start, end));
+    },
     async listArtifacts(id) {
       return use(() => artifacts.list(id));
     },

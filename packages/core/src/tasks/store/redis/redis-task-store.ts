@@ -268,6 +268,14 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
       const stored: StoredArtifact = { ...(JSON.parse(info) as ArtifactInfo), text, ...(original === null || original === undefined ? {} : { original }) };
       return stored;
     },
+    async loadArtifactRange(id, artifactId, start, end) {
+      // The Buffer variant ioredis defines beside each script: a range may cut a character, which a string reply would mangle.
+      const load = (client as unknown as { klymLoadArtifactRangeBuffer: (...args: (string | number)[]) => Promise<Buffer | null> }).klymLoadArtifactRangeBuffer;
+      const part = await use(`read artifact ${artifactId} of task ${id}`, () =>
+        load.call(client, keys.artifacts(id), artifactId, Math.max(0, Math.floor(start)), Math.max(0, Math.floor(end))),
+      );
+      return part === null ? undefined : new Uint8Array(part.buffer, part.byteOffset, part.byteLength);
+    },
     async listArtifacts(id) {
       // Only the `:info` fields: an artifact's text is never read to list it.
       const fields = await use(`list the artifacts of task ${id}`, () => client.hkeys(keys.artifacts(id)));

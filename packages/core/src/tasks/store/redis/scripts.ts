@@ -284,6 +284,19 @@ if terminal[statusOf(redis.call('HGET', KEYS[1], 'status'))] and finishedAt then
 return { 'kept' }
 `;
 
+/**
+ * KEYS: artifacts. ARGV: the artifact's id, the first byte, the byte after the last. Bytes of the artifact's
+ * text, or nil when the task has no such artifact: only they cross the network. (The text is a field of the
+ * artifacts hash, which GETRANGE cannot reach: Redis copies the value into the script to cut it.)
+ */
+const LOAD_ARTIFACT_RANGE = `
+local text = redis.call('HGET', KEYS[1], ARGV[1] .. ':text')
+if not text then return false end
+local from, to = tonumber(ARGV[2]), tonumber(ARGV[3])
+if to <= from then return '' end
+return string.sub(text, from + 1, to)
+`;
+
 /** The scripts as ioredis's `scripts` option defines them: each becomes a method of the client. */
 export const REDIS_SCRIPTS = {
   klymInsert: { lua: INSERT, numberOfKeys: 3 },
@@ -298,6 +311,7 @@ export const REDIS_SCRIPTS = {
   klymSaveCheckpoint: { lua: SAVE_CHECKPOINT, numberOfKeys: 3 },
   klymLoadCheckpoint: { lua: LOAD_CHECKPOINT, numberOfKeys: 2, readOnly: true },
   klymSaveArtifact: { lua: SAVE_ARTIFACT, numberOfKeys: 4 },
+  klymLoadArtifactRange: { lua: LOAD_ARTIFACT_RANGE, numberOfKeys: 1, readOnly: true },
   ...OUTBOX_SCRIPTS,
 } as const;
 

@@ -13,6 +13,8 @@ export interface ArtifactTable {
    */
   save(taskId: string, artifact: StoredArtifact, limits: { readonly maxBytesPerTask: number; readonly maxBytes: number }): void;
   load(taskId: string, id: string): StoredArtifact | undefined;
+  /** Bytes `start` to `end` of its text (`substr` of the column as a BLOB: only they come back). */
+  loadRange(taskId: string, id: string, start: number, end: number): Uint8Array | undefined;
   list(taskId: string): ArtifactInfo[];
   /** Bytes every task's artifacts count against the caps. */
   bytes(): number;
@@ -60,6 +62,8 @@ export function createArtifactTable(db: DatabaseSync): ArtifactTable {
   );
   const deleteOfTask = db.prepare('DELETE FROM artifacts WHERE task_id = ?');
   const select = db.prepare(`SELECT ${INFO_COLUMNS}, text, original FROM artifacts WHERE task_id = ? AND id = ?`);
+  // As a BLOB, `substr` counts bytes; on TEXT it would count code points, which a JS string does not.
+  const selectRange = db.prepare('SELECT substr(CAST(text AS BLOB), ?, ?) AS part FROM artifacts WHERE task_id = ? AND id = ?');
   const selectAll = db.prepare(`SELECT ${INFO_COLUMNS} FROM artifacts WHERE task_id = ? ORDER BY created_at, rowid`);
 
   return {
@@ -103,6 +107,12 @@ export function createArtifactTable(db: DatabaseSync): ArtifactTable {
       const row = select.get(taskId, id) as (ArtifactRow & { readonly text: string; readonly original: string | null }) | undefined;
       if (row === undefined) return undefined;
       return { ...infoOf(row), text: row.text, ...(row.original === null ? {} : { original: row.original }) };
+    },
+    loadRange(taskId, id, start, end) {
+      const from = Math.max(0, Math.floor(start));
+      const row = selectRange.get(from + 1, Math.max(0, Math.floor(end) - from), taskId, id) as { readonly part: Uint8Array | null } | undefined;
+      if (row === undefined) return undefined;
+      return row.part ?? new Uint8Array(0);
     },
     list(taskId) {
       return (selectAll.all(taskId) as unknown as ArtifactRow[]).map(infoOf);
