@@ -50,7 +50,7 @@ function investigator(request: FakeRequest): FakeReply {
   // The reference names the table and its columns: the model writes the query at once.
   if (
     !reference.includes(
-      `Query it with SQL as table ${artifact}: columns n (the line number, as the line tools number it), e STRUCT(id, label, service, severity, day, trace_id, message)`,
+      `Query it with SQL as table ${artifact}: columns n (the line number, as the line tools number it), e STRUCT("id" VARCHAR, "label" VARCHAR, "service" VARCHAR, "severity" VARCHAR, "day" `,
     )
   ) {
     return { kind: 'turn', text: 'no table' };

@@ -38,6 +38,7 @@ export {
 } from './artifacts/artifact-store.ts';
 export { createArtifactReader, type ArtifactRanges, type ArtifactReader, type ArtifactReaderOptions } from './artifacts/artifact-reader.ts';
 export type { ArtifactBackend, ArtifactInfo, ArtifactRecords, QueryPage, StoredArtifact } from './artifacts/artifact-types.ts';
+export type { ColumnType } from './artifacts/record-types.ts';
 export type { LineIndex } from './artifacts/artifact-text.ts';
 export type { RecordsLayout } from './artifacts/artifact-records.ts';
 export {

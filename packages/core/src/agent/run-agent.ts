@@ -173,6 +173,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       thresholdTokens,
       pageTokens,
       countTokens: counter.count,
+      tokenizer: counter.tokenizer,
       resultText,
       onKept: (artifact, head) => emit({ type: 'artifact-kept', step: currentStep, artifact, head }),
       // A task's store queries in the task's DuckDB; a run without one opens its own at its first query.

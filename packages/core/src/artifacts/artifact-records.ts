@@ -1,4 +1,5 @@
 import { MAX_RECORD_KEYS, type ArtifactRecords } from './artifact-types.ts';
+import { isRawJson, parseJsonExact, recordTypes } from './record-types.ts';
 
 /** A JSON result laid out for the line tools: an envelope line, then one record per line. */
 export interface RecordsLayout {
@@ -12,36 +13,58 @@ const MAX_DEPTH = 6;
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-const isObject = (value: unknown): value is Record<string, Json> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, Json> => typeof value === 'object' && value !== null && !Array.isArray(value) && !isRawJson(value);
 
 /**
- * `text` as records when it is JSON holding an array of objects: the elements of its biggest such array
- * one per line (compact JSON), after a first line holding the rest of the document (the envelope, with
- * the array replaced by a note of where its records are) when the array is not the whole document.
- * `undefined` for any other text, JSON without an array of objects included: it is kept as it is.
+ * The share of a document's compact bytes its array must hold to be taken as its records: an array beside a
+ * bigger rest (ten browser names in a 20 MB compatibility table) is not what the document is about.
  */
-export function recordsOf(text: string): RecordsLayout | undefined {
+export const RECORDS_SHARE = 0.9;
+
+/**
+ * How a JSON text is kept: as records (its biggest array of objects, when that holds at least
+ * {@link RECORDS_SHARE} of the document), as one `document` (any other JSON: its tables are the whole value
+ * and its paths), or `undefined` when it is not JSON.
+ */
+export function jsonLayoutOf(text: string): RecordsLayout | 'document' | undefined {
   const first = text.trimStart()[0];
   if (first !== '{' && first !== '[') return undefined;
-  let document: Json;
-  try {
-    document = JSON.parse(text) as Json;
-  } catch {
-    return undefined;
-  }
+  const document = parseJsonExact(text) as Json | undefined;
+  if (document === undefined) return undefined;
   const found = biggestArrayOfObjects(document, [], 0);
-  if (found === undefined) return undefined;
+  if (found === undefined) return 'document';
   const { path, array } = found;
   const firstLine = path.length === 0 ? 0 : 1;
   const lines = array.map((record) => JSON.stringify(record));
+  const recordChars = lines.reduce((sum, line) => sum + line.length + 1, 0);
   if (firstLine === 1) {
     const note = `[${array.length} records: lines 1-${array.length} of this artifact]`;
     lines.unshift(JSON.stringify(replaceAt(document, path, note)));
+    if (recordChars < RECORDS_SHARE * (recordChars + (lines[0] as string).length)) return 'document';
   }
+  const types = recordTypes(array);
   return {
     text: lines.join('\n'),
-    records: { count: array.length, firstLine, path, keys: keysOf(array[0] as Record<string, Json>), originalBytes: Buffer.byteLength(text) },
+    records: {
+      count: array.length,
+      firstLine,
+      path,
+      keys: keysOf(array[0] as Record<string, Json>),
+      originalBytes: Buffer.byteLength(text),
+      ...(types === undefined ? {} : { types }),
+    },
   };
+}
+
+/**
+ * `text` as records when it is JSON whose biggest array of objects is most of it (see {@link jsonLayoutOf}):
+ * the elements one per line (compact JSON), after a first line holding the rest of the document (the
+ * envelope, with the array replaced by a note of where its records are) when the array is not the whole
+ * document. `undefined` for any other text.
+ */
+export function recordsOf(text: string): RecordsLayout | undefined {
+  const layout = jsonLayoutOf(text);
+  return layout === 'document' ? undefined : layout;
 }
 
 /**
@@ -49,10 +72,22 @@ export function recordsOf(text: string): RecordsLayout | undefined {
  * makes itself (a map's, a query's), so that they are a table too.
  */
 export function recordsFrom(rows: readonly Record<string, unknown>[]): RecordsLayout {
-  const text = rows.map((row) => JSON.stringify(row)).join('\n');
+  return recordLines(rows.map((row) => JSON.stringify(row)).join('\n'), rows);
+}
+
+/** `text`, records one per line, with what is known of `rows`, its records: their count, keys and types. */
+export function recordLines(text: string, rows: readonly unknown[]): RecordsLayout {
+  const types = recordTypes(rows);
   return {
     text,
-    records: { count: rows.length, firstLine: 0, path: [], keys: rows.length === 0 ? [] : keysOf(rows[0] as Record<string, Json>), originalBytes: 0 },
+    records: {
+      count: rows.length,
+      firstLine: 0,
+      path: [],
+      keys: rows.length === 0 ? [] : keysOf(rows[0] as Record<string, Json>),
+      originalBytes: 0,
+      ...(types === undefined ? {} : { types }),
+    },
   };
 }
 

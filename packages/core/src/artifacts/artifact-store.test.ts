@@ -150,6 +150,8 @@ describe('createArtifactStore', () => {
       path: ['results'],
       keys: ['e.id', 'e.label', 'e.service', 'e.severity', 'e.trace_id', 'e.message'],
       originalBytes: Buffer.byteLength(answer),
+      // Every value of every record typed, as its table's columns are.
+      types: { e: { id: 'VARCHAR', label: 'VARCHAR', service: 'VARCHAR', severity: 'VARCHAR', trace_id: 'VARCHAR', message: 'VARCHAR' } },
     });
     expect(info.lines).toBe(3_001);
     expect((await backend.load(info.id))?.original).toBe(answer);
@@ -241,7 +243,7 @@ describe('keepBigResult', () => {
     const text = (kept.content[0] as { text: string }).text;
     expect(kept.structuredContent).toBeUndefined();
     expect(text.split('\n')[0]).toBe(
-      `artifact ${artifact?.id}: ${Buffer.byteLength(LOG).toLocaleString('en-US')} bytes, 20,000 lines, ${estimateTokens(LOG).toLocaleString('en-US')} tokens — the whole result of fs__read_text_file, kept out of this conversation because it is too big to send.`,
+      `artifact ${artifact?.id}: ${Buffer.byteLength(LOG).toLocaleString('en-US')} bytes, 20,000 lines, about ${estimateTokens(LOG).toLocaleString('en-US')} tokens (estimated) — the whole result of fs__read_text_file, kept out of this conversation because it is too big to send.`,
     );
     expect(text).toContain(`0: ${LOG.split('\n')[0]}`);
     expect(text).toContain(`19999: ${LOG.split('\n')[19_999]}`);
@@ -256,10 +258,10 @@ describe('keepBigResult', () => {
     const text = (kept.content[0] as { text: string }).text;
     const [artifact] = await keep.artifacts.list();
     expect(text).toContain(
-      'It is JSON, kept as 2,000 records, one compact object per line (lines 1-2000); the first has keys e.id, e.label, e.service, e.severity, e.trace_id, e.message; line 0 holds the rest of the document, the array was at "results".',
+      `It is JSON (${Buffer.byteLength(graphAnswer(2_000)).toLocaleString('en-US')} bytes as the tool gave it), kept as 2,000 records, one compact object per line (lines 1-2000); its records have keys e.id, e.label, e.service, e.severity, e.trace_id, e.message; line 0 holds the rest of the document, the array was at "results".`,
     );
     expect(text).toContain(
-      `Query it with SQL as table ${artifact?.id}: columns n (the line number, as the line tools number it), e STRUCT(id, label, service, severity, trace_id, message)`,
+      `Query it with SQL as table ${artifact?.id}: columns n (the line number, as the line tools number it), e STRUCT("id" VARCHAR, "label" VARCHAR, "service" VARCHAR, "severity" VARCHAR, "trace_id" VARCHAR, "message" VARCHAR), one row per record, each column typed from every record's value.`,
     );
     expect(text).toContain(`klym__query_artifact { "sql": "SELECT … FROM ${artifact?.id} …" }`);
     // Every line of the preview is a whole record, not the first 300 characters of one line.

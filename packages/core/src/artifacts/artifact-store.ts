@@ -7,7 +7,7 @@ import { keptBytes, taskLimitError } from './artifact-limit.ts';
 import { countLines, indexLines, type LineIndex, artifactTokens } from './artifact-text.ts';
 import { grepLines } from './artifact-grep.ts';
 import { checkCharOffset, checkRead, pageSource, readPage } from './artifact-page.ts';
-import { recordsOf, type RecordsLayout } from './artifact-records.ts';
+import { jsonLayoutOf, type RecordsLayout } from './artifact-records.ts';
 import type { ArtifactBackend, ArtifactInfo, StoredArtifact } from './artifact-types.ts';
 
 /** Options of {@link createArtifactStore}. */
@@ -175,7 +175,8 @@ export function createArtifactStore(options: ArtifactStoreOptions = {}): Artifac
 
   return {
     async put(tool, text, as = 'auto') {
-      const layout = as === 'text' ? undefined : as === 'auto' ? recordsOf(text) : as;
+      const shape = as === 'text' ? undefined : as === 'auto' ? jsonLayoutOf(text) : as;
+      const layout = shape === 'document' ? undefined : shape;
       const lineText = layout?.text ?? text;
       const original = as === 'auto' && layout !== undefined ? text : undefined;
       const bytes = Buffer.byteLength(lineText);
@@ -188,6 +189,7 @@ export function createArtifactStore(options: ArtifactStoreOptions = {}): Artifac
         tokens: artifactTokens(lineText, countTokens),
         createdAt: new Date().toISOString(),
         ...(layout === undefined ? {} : { records: original === undefined ? { ...layout.records, originalBytes: 0 } : layout.records }),
+        ...(shape === 'document' ? { json: 'document' as const } : {}),
       };
       await backend.save({ ...info, text: lineText, ...(original === undefined ? {} : { original }) });
       // What is kept is read next, as a rule: its reference's preview first.

@@ -58,6 +58,12 @@ export function artifactTokens(text: string, countTokens: (text: string) => numb
 }
 
 /**
+ * Whether an artifact of `bytes` had its tokens counted on samples ({@link artifactTokens}): past two million
+ * characters, which a text of fewer bytes cannot have.
+ */
+export const sampledTokens = (bytes: number): boolean => bytes > EXACT_COUNT_CHARS;
+
+/**
  * Whether `text` has more than `limit` tokens, counting no more of it than needed: a prefix of 16
  * characters a token (more than any tokenizer puts in one on average) already over the limit decides it.
  */

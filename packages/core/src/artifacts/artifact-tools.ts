@@ -5,12 +5,15 @@ import type { AgentUsage } from '../agent/types.ts';
 import { ARTIFACT_DEFAULTS } from '../defaults.ts';
 import { BUILT_IN_NAMESPACE, TOOL_NAME_SEPARATOR } from '../pool/tool-name.ts';
 import { resultText } from '../tools/tool-result.ts';
-import { clipLine, hasMoreTokens, type LineIndex } from './artifact-text.ts';
+import { clipLine, hasMoreTokens, sampledTokens, type LineIndex } from './artifact-text.ts';
+import type { TokenizerName } from '../agent/token-count.ts';
 import { chunkLabel, mapLines, type ArtifactMapping, type ChunkAnswer, type MapOutcome } from './artifact-map.ts';
 import type { ArtifactGrep, ArtifactSlice, ArtifactStore } from './artifact-store.ts';
 import { MAX_RECORD_KEYS, type ArtifactInfo, type ArtifactRecords, type QueryPage } from './artifact-types.ts';
 import { toCsv, toRecords, type QueryAnswer } from './artifact-query.ts';
-import { recordsFrom } from './artifact-records.ts';
+import { recordLines, recordsFrom } from './artifact-records.ts';
+import { duckType, type ColumnType } from './record-types.ts';
+import { recordColumns } from './query-tables.ts';
 
 /** The names of Klym's built-in tools over artifacts, offered to every run. */
 export const ARTIFACT_TOOL_NAMES = {
@@ -26,6 +29,8 @@ export interface ResultKeeping {
   /** A result of more tokens than this becomes an artifact. */
   readonly thresholdTokens: number;
   readonly countTokens: (text: string) => number;
+  /** Which tokenizer `countTokens` is: a reference says whether its token count is the model's own or an estimate. @default 'estimate' */
+  readonly tokenizer?: TokenizerName;
   /** A result's text (a run's remembers each result's). @default `resultText` */
   readonly resultText?: (result: CallToolResult) => string;
   /** Told of each artifact kept, with its first lines (for the run's events). */
@@ -90,7 +95,11 @@ const count = (value: number): string => value.toLocaleString('en-US');
  * bytes, lines and tokens; for JSON, the records it holds and their keys; its table for
  * `klym__query_artifact`; then its first and last lines, and how to read the rest.
  */
-export function artifactReference(artifact: ArtifactInfo, index: LineIndex, options: { readonly queries?: boolean } = {}): string {
+export function artifactReference(
+  artifact: ArtifactInfo,
+  index: LineIndex,
+  options: { readonly queries?: boolean; readonly tokenizer?: TokenizerName } = {},
+): string {
   const shown = ARTIFACT_DEFAULTS.previewLines;
   const line = (n: number): string => `${n}: ${clipLine(index.line(n), ARTIFACT_DEFAULTS.maxLineChars)}`;
   const head: string[] = [];
@@ -99,7 +108,7 @@ export function artifactReference(artifact: ArtifactInfo, index: LineIndex, opti
   for (let n = Math.max(shown, index.count - shown); n < index.count; n++) tail.push(line(n));
   const long = head.some((text) => text.endsWith(' more characters]')) || tail.some((text) => text.endsWith(' more characters]'));
   return [
-    `artifact ${artifact.id}: ${count(artifact.bytes)} bytes, ${count(artifact.lines)} lines, ${count(artifact.tokens)} tokens — the whole result of ${artifact.tool}, kept out of this conversation because it is too big to send.`,
+    `artifact ${artifact.id}: ${count(artifact.bytes)} bytes, ${count(artifact.lines)} lines, ${tokensOf(artifact, options.tokenizer ?? 'estimate')} — the whole result of ${artifact.tool}, kept out of this conversation because it is too big to send.`,
     ...(artifact.records === undefined ? [] : [recordsLine(artifact.records)]),
     ...(options.queries === true ? [`Query it with SQL as table ${artifact.id}: ${tableColumns(artifact)}.`] : []),
     `First lines (line: text; 0-based):`,
@@ -111,19 +120,63 @@ export function artifactReference(artifact: ArtifactInfo, index: LineIndex, opti
   ].join('\n');
 }
 
+/** An artifact's tokens as a reference says them: counted by the model's tokenizer, or how they were estimated. */
+function tokensOf(artifact: ArtifactInfo, tokenizer: TokenizerName): string {
+  if (tokenizer !== 'o200k_base') return `about ${count(artifact.tokens)} tokens (estimated)`;
+  return sampledTokens(artifact.bytes) ? `about ${count(artifact.tokens)} tokens (${tokenizer}, sampled)` : `${count(artifact.tokens)} tokens (${tokenizer})`;
+}
+
 function recordsLine(records: ArtifactRecords): string {
   const where =
     records.firstLine === 0
       ? 'the document was an array'
       : `line 0 holds the rest of the document, the array was at ${records.path.map((key) => JSON.stringify(key)).join('.')}`;
-  const keys = records.keys.length === 0 ? 'no keys' : `keys ${records.keys.join(', ')}${records.keys.length >= MAX_RECORD_KEYS ? ', …' : ''}`;
+  const names = records.types === undefined ? records.keys : keyPaths(records.types);
+  const keys =
+    names.length === 0
+      ? 'no keys'
+      : `keys ${names.slice(0, MAX_RECORD_KEYS).join(', ')}${names.length > MAX_RECORD_KEYS ? `, … (${names.length} in all)` : ''}`;
   const last = records.firstLine + records.count - 1;
-  return `It is JSON, kept as ${count(records.count)} records, one compact object per line (lines ${records.firstLine}-${last}); the first has ${keys}; ${where}.`;
+  const size = records.originalBytes > 0 ? ` (${count(records.originalBytes)} bytes as the tool gave it)` : '';
+  return `It is JSON${size}, kept as ${count(records.count)} records, one compact object per line (lines ${records.firstLine}-${last}); ${records.types === undefined ? 'the first has' : 'its records have'} ${keys}; ${where}.`;
 }
 
-/** An artifact's table as the model is told it: its columns, nested objects as STRUCTs. */
+/** Every key of `types`, a nested object's as `parent.child` (three levels at most), as a records line names them. */
+function keyPaths(types: { readonly [key: string]: ColumnType }, prefix = '', depth = 0): string[] {
+  return Object.entries(types).flatMap(([key, type]) =>
+    typeof type === 'object' && !Array.isArray(type) && depth < 2
+      ? keyPaths(type as { readonly [key: string]: ColumnType }, `${prefix}${key}.`, depth + 1)
+      : [`${prefix}${key}`],
+  );
+}
+
+/** Columns of a records table the model is told at once; past them it is told how to list them all. */
+const SHOWN_COLUMNS = 40;
+
+/** An artifact's tables as the model is told them: their columns with their types, and a query that runs on it. */
 export function tableColumns(artifact: ArtifactInfo): string {
+  if (artifact.json === 'document') {
+    const id = artifact.id;
+    return (
+      `columns n (the line number, 0-based), line (its text). It is one JSON document, so also table ${id}_doc (one row: doc, its JSON text, ` +
+      `the whole value, for DuckDB's JSON functions: doc->'$.key', json_keys(doc, '$.key')) and table ${id}_paths (a row per value: ` +
+      `path as a JSON path like $.a.b[0], key, type as json_type names it, value: a scalar's text, NULL for an object or array, depth: 0 for the root); ` +
+      `its top-level keys: SELECT key, type FROM ${id}_paths WHERE depth = 1`
+    );
+  }
   if (artifact.records === undefined) return 'columns n (the line number, 0-based), line (its text)';
+  const { types } = artifact.records;
+  if (types !== undefined) {
+    const columns = recordColumns(types);
+    if (columns === undefined) return 'columns n (the line number, as the line tools number it), record (JSON), one row per record';
+    const listed = columns.names.map((name, at) => `${name} ${duckType(Object.values(types)[at] as ColumnType)}`);
+    const shown = listed.slice(0, SHOWN_COLUMNS);
+    const json = listed.some((column) => column.endsWith(' JSON'))
+      ? `; a JSON column's values disagree in type and are kept exactly: compare its text (col->>'$' = 'x') or cast it (TRY_CAST(col->>'$' AS DOUBLE))`
+      : '';
+    const more = listed.length > shown.length ? `, … and ${listed.length - shown.length} more (DESCRIBE ${artifact.id} lists them all)` : '';
+    return `columns n (the line number, as the line tools number it), ${shown.join(', ')}${more}, one row per record, each column typed from every record's value${json}`;
+  }
   const columns = new Map<string, string[]>();
   for (const key of artifact.records.keys) {
     const [top, ...rest] = key.split('.') as [string, ...string[]];
@@ -151,7 +204,8 @@ export async function keepBigResult(toolName: string, result: CallToolResult, ke
   const { artifact, index } = await keeping.artifacts.lines(kept.id);
   keeping.onKept?.(artifact, headLines(index));
   const media = (result.content ?? []).filter((item) => item.type === 'image' || item.type === 'audio');
-  return { content: [{ type: 'text', text: artifactReference(artifact, index, { queries: keeping.query !== undefined }) }, ...media] };
+  const told = { queries: keeping.query !== undefined, ...(keeping.tokenizer === undefined ? {} : { tokenizer: keeping.tokenizer }) };
+  return { content: [{ type: 'text', text: artifactReference(artifact, index, told) }, ...media] };
 }
 
 /** The first five lines of an artifact, each cut at 200 characters. */
@@ -338,9 +392,10 @@ function queryTool(keeping: ResultKeeping, querying: ArtifactQuerying): ToolSet[
     description:
       "Runs one SQL query (DuckDB's dialect) over this task's artifacts and answers its rows as CSV with a header line. Each artifact is a table " +
       'named by its id (`art_…`): a text artifact has columns `n` (the line number, 0-based) and `line`; a JSON artifact kept as records has `n` ' +
-      'and one column per key of its records, nested objects as STRUCTs (`e.service`). Use it for exact counts, sums, group-bys, filters and ' +
-      "joins: they cost no model tokens and cannot be miscounted. Text: `regexp_extract(line, 'svc-\\d+')`, `line LIKE '%ERROR%'`. An answer " +
-      'too big to send is kept as an artifact itself (a table to query again, to map, or to read). No files, network or extensions.',
+      'and one column per key of any record, typed from all its values (nested objects as STRUCTs, `e.service`); other JSON also has `art_…_doc` and `art_…_paths`. ' +
+      'Use it for exact counts, sums, group-bys, filters and joins: they cost no model tokens. Text: ' +
+      "`regexp_extract(line, 'svc-\\d+')`, `line LIKE '%ERROR%'`. An answer too big to send keeps its first rows as an artifact itself (a table to " +
+      'query again, to map, or to read) and says how many rows there were in all. No files, network or extensions.',
     inputSchema: QUERY_INPUT,
     execute: async ({ sql }, { abortSignal }) => {
       const room = keeping.pageTokens;
@@ -358,10 +413,10 @@ function queryTool(keeping: ResultKeeping, querying: ArtifactQuerying): ToolSet[
       const layout =
         found.kept === undefined
           ? recordsFrom(toRecords(found))
-          : {
-              text: found.kept.text,
-              records: { count: found.kept.rows, firstLine: 0, path: [], keys: found.kept.keys.slice(0, MAX_RECORD_KEYS), originalBytes: 0 },
-            };
+          : recordLines(
+              found.kept.text,
+              found.kept.text.split('\n').map((line) => JSON.parse(line) as unknown),
+            );
       const keptRows = layout.records.count;
       const kept = await keeping.artifacts.put(ARTIFACT_TOOL_NAMES.query, '', layout);
       keeping.onQueried?.({ sql, answer: found, kept });

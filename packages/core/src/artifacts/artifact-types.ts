@@ -1,4 +1,5 @@
 import type { QueryAnswer } from './artifact-query.ts';
+import type { ColumnType } from './record-types.ts';
 
 /** What is known of an artifact without reading it: a tool result kept whole, out of the conversation. */
 export interface ArtifactInfo {
@@ -16,6 +17,11 @@ export interface ArtifactInfo {
   readonly createdAt: string;
   /** How its lines read; absent on artifacts kept before there were records: `text`. */
   readonly records?: ArtifactRecords;
+  /**
+   * `document` when its text is one JSON document that is not records (no array holds most of it): beside its
+   * lines' table it is then `<id>_doc` (one row, `doc`: its JSON text) and `<id>_paths` (`path`, `key`, `type`, `value`).
+   */
+  readonly json?: 'document';
 }
 
 /**
@@ -33,6 +39,12 @@ export interface ArtifactRecords {
   readonly keys: readonly string[];
   /** UTF-8 bytes of the original JSON text, kept beside the records and given back byte for byte. */
   readonly originalBytes: number;
+  /**
+   * Each key of any record with the type of all its values, as its table's columns are typed (`json_transform`'s
+   * structure: `BIGINT`, `DOUBLE`, `VARCHAR`, `{ nested: … }`, `[element]`, `JSON` where values disagree);
+   * absent on artifacts kept before, or records that are not objects.
+   */
+  readonly types?: { readonly [key: string]: ColumnType };
 }
 
 /** Keys of a record named in its artifact's description, at most: enough to write a query at once. */

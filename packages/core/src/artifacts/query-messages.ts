@@ -48,6 +48,8 @@ export type ToQueryProcess =
       readonly table: string;
       readonly found: true;
       readonly records?: ArtifactRecords;
+      /** `document` for a JSON document that is not records. */
+      readonly json?: 'document';
       /** Characters of its text (its last newline left out). */
       readonly chars: number;
     }

@@ -141,7 +141,11 @@ async function ensureTables(
     send({ type: 'need', id, table });
     const found = await reply(id);
     if (found.type !== 'artifact' || !found.found) continue;
-    const source: TableSource = { chars: found.chars, ...(found.records === undefined ? {} : { records: found.records }) };
+    const source: TableSource = {
+      chars: found.chars,
+      ...(found.records === undefined ? {} : { records: found.records }),
+      ...(found.json === undefined ? {} : { json: found.json }),
+    };
     const read = async (from: number): Promise<LineSlice> => {
       check();
       send({ type: 'next', id, from });

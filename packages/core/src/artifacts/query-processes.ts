@@ -301,7 +301,11 @@ export function openQueryProcessPool(options: QueryProcessesOptions): QueryProce
         if (artifact === undefined) return post(target, { type: 'artifact', id: pending.id, table: message.table, found: false });
         pending.loading = artifact.text.endsWith('\n') ? artifact.text.slice(0, -1) : artifact.text;
         const base = { type: 'artifact', id: pending.id, table: message.table, found: true, chars: pending.loading.length } as const;
-        return post(target, artifact.records === undefined ? base : { ...base, records: artifact.records });
+        return post(target, {
+          ...base,
+          ...(artifact.records === undefined ? {} : { records: artifact.records }),
+          ...(artifact.json === undefined ? {} : { json: artifact.json }),
+        });
       }
       case 'next': {
         const slice = sliceOfLines(pending.loading ?? '', message.from);
@@ -327,6 +331,14 @@ export function openQueryProcessPool(options: QueryProcessesOptions): QueryProce
       return new KlymError(
         'QUERY_FAILED',
         `The query needed more memory than the task's DuckDB may use, ${memoryMiB} MiB (\`memoryMiB\`, loaded tables included): filter or aggregate sooner, select fewer columns. DuckDB said: ${error.message.split('\n\n')[0]}`,
+      );
+    }
+    const notDocument = MISSING_DOCUMENT_TABLE.exec(error.message);
+    if (notDocument !== null) {
+      const [, id, suffix] = notDocument as unknown as [string, string, string];
+      return new KlymError(
+        'QUERY_FAILED',
+        `${id.toLowerCase()} is not a JSON document kept whole, so it has no table ${id.toLowerCase()}_${suffix.toLowerCase()}: its lines are table ${id.toLowerCase()} (n, line), or its records' columns`,
       );
     }
     const missing = MISSING_TABLE.exec(error.message)?.[1]?.toLowerCase();
@@ -437,3 +449,6 @@ export function openQueryProcessPool(options: QueryProcessesOptions): QueryProce
 
 /** DuckDB's error for a table that is not there, naming an artifact's. */
 const MISSING_TABLE = /^Catalog Error: Table with name (art_[0-9a-f]{12}) does not exist/i;
+
+/** DuckDB's error for a JSON document's table that an artifact has not. */
+const MISSING_DOCUMENT_TABLE = /^Catalog Error: Table with name (art_[0-9a-f]{12})_(doc|paths) does not exist/i;

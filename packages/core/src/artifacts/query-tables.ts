@@ -1,24 +1,20 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { ArtifactRecords } from './artifact-types.ts';
+import { loadDocument, MAX_DOCUMENT_CHARS } from './document-tables.ts';
 
 /**
- * Records whose keys and types make a records artifact's columns: the first ones, as many as DuckDB's own
- * `read_json` samples (`sample_size`). A key first seen later is not a column, and a later value that does
- * not fit its column's type reads as NULL; typing every record instead cost 3.6× as long (0.94 s against
- * 0.26 s for 120,000 records, 28 MB).
+ * An artifact's id as SQL names its tables: `art_` and 12 hex digits, in any case, not inside a longer word;
+ * a JSON document's `_doc` and `_paths` tables after it.
  */
-export const RECORDS_SAMPLE = 20_480;
-
-/** An artifact's id as SQL names its table: `art_` and 12 hex digits, in any case, not inside a longer word. */
-const TABLE_NAME = /(?<![\w$])art_[0-9a-f]{12}(?![\w$])/gi;
+const TABLE_NAME = /(?<![\w$])(art_[0-9a-f]{12})(?:_doc|_paths)?(?![\w$])/gi;
 
 /**
- * The artifact tables `sql` may name, lower-cased, first mention first. Found in the text, not parsed: DuckDB's
- * parser cannot name the tables of a statement that refers to a table made by an earlier one. A name in a
- * string or a comment is found too: its artifact is loaded for nothing, and one the task has not is not an error.
+ * The artifacts whose tables `sql` may name, lower-cased, first mention first. Found in the text, not parsed:
+ * DuckDB's parser cannot name the tables of a statement that refers to a table made by an earlier one. A name
+ * in a string or a comment is found too: its artifact is loaded for nothing, and one the task has not is not an error.
  */
 export function tablesIn(sql: string): string[] {
-  return [...new Set(Array.from(sql.matchAll(TABLE_NAME), (match) => match[0].toLowerCase()))];
+  return [...new Set(Array.from(sql.matchAll(TABLE_NAME), (match) => (match[1] as string).toLowerCase()))];
 }
 
 /** `name` as a SQL identifier, whatever it holds. */
@@ -66,10 +62,11 @@ export function sliceOfLines(text: string, from: number): LineSlice {
 export type SliceReader = (from: number) => Promise<LineSlice>;
 
 /** The lines `read` gives into `table`, from line `from` on, a slice at a time. */
-async function loadLines(connection: DuckDBConnection, table: string, chars: number, read: SliceReader, from: number): Promise<void> {
+async function loadLines(connection: DuckDBConnection, table: string, chars: number, read: SliceReader, from: number, keep?: string[]): Promise<void> {
   let line = 0;
   for (let start = 0; start < chars;) {
     const slice = await read(start);
+    keep?.push(slice.text);
     const newlines = countNewlines(slice.text);
     if (line + newlines >= from) await connection.run(insertLines(table), [slice.text, from, line]);
     line += newlines + 1;
@@ -92,6 +89,8 @@ export interface TableSource {
   readonly records?: ArtifactRecords;
   /** Characters of its text, its last newline left out. */
   readonly chars: number;
+  /** `document` for one JSON document that is not records: its `_doc` and `_paths` tables are made too. */
+  readonly json?: 'document';
 }
 
 /**
@@ -109,17 +108,23 @@ export async function loadArtifact(connection: DuckDBConnection, id: string, sou
   }
   if (source.records === undefined) {
     await connection.run(`CREATE TABLE ${table} (n BIGINT, line VARCHAR)`);
-    await loadLines(connection, table, source.chars, read, 0);
+    // A document's slices are kept to make its other tables: whole lines, so joined by the newlines between them.
+    const slices: string[] | undefined = source.json === 'document' && source.chars <= MAX_DOCUMENT_CHARS ? [] : undefined;
+    await loadLines(connection, table, source.chars, read, 0, slices);
+    if (slices !== undefined) await loadDocument(connection, id, slices.join('\n'));
     return;
   }
   await connection.run(`CREATE OR REPLACE TEMPORARY TABLE ${STAGING} (n BIGINT, line VARCHAR)`);
   try {
     await loadLines(connection, STAGING, source.chars, read, source.records.firstLine);
-    const sampled = await connection.runAndReadAll(
-      `SELECT json_group_structure(line::JSON)::VARCHAR FROM (SELECT line FROM ${STAGING} LIMIT ${RECORDS_SAMPLE})`,
-    );
-    const structure = sampled.getRows()[0]?.[0];
-    const columns = recordColumns(typeof structure === 'string' ? (JSON.parse(structure) as unknown) : null);
+    // Typed from every value of every record when it was kept (`records.types`); an artifact kept before, by DuckDB from all its records.
+    let structure: unknown = source.records.types;
+    if (structure === undefined) {
+      const inferred = await connection.runAndReadAll(`SELECT json_group_structure(line::JSON)::VARCHAR FROM ${STAGING}`);
+      const text = inferred.getRows()[0]?.[0];
+      structure = typeof text === 'string' ? (JSON.parse(text) as unknown) : null;
+    }
+    const columns = recordColumns(structure);
     if (columns === undefined) {
       await connection.run(`CREATE TABLE ${table} AS SELECT n, line::JSON AS record FROM ${STAGING}`);
       return;

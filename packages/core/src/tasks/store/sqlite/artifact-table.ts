@@ -37,8 +37,18 @@ const infoOf = (row: ArtifactRow): ArtifactInfo => ({
   lines: row.lines,
   tokens: row.tokens,
   createdAt: row.created_at,
-  ...(row.records === null ? {} : { records: JSON.parse(row.records) as ArtifactRecords }),
+  ...shapeOf(row.records),
 });
+
+/**
+ * The `records` column: an artifact's records as JSON, or `{"json":"document"}` for a JSON document that is
+ * not records (the column says how its text reads, so a new column, after `text`, is not needed).
+ */
+function shapeOf(records: string | null): Pick<ArtifactInfo, 'records' | 'json'> {
+  if (records === null) return {};
+  const parsed = JSON.parse(records) as ArtifactRecords | { readonly json: 'document' };
+  return 'json' in parsed ? { json: parsed.json } : { records: parsed };
+}
 
 // The columns of a list, all before `text`: listing never reads a text's pages.
 const INFO_COLUMNS = 'id, tool, bytes, lines, tokens, created_at, records';
@@ -87,7 +97,7 @@ export function createArtifactTable(db: DatabaseSync): ArtifactTable {
             );
           for (const id of evicted) deleteOfTask.run(id);
         }
-        const { records, original } = artifact;
+        const { records, json, original } = artifact;
         insert.run(
           taskId,
           artifact.id,
@@ -96,7 +106,7 @@ export function createArtifactTable(db: DatabaseSync): ArtifactTable {
           artifact.lines,
           artifact.tokens,
           artifact.createdAt,
-          records === undefined ? null : JSON.stringify(records),
+          records === undefined ? (json === undefined ? null : JSON.stringify({ json })) : JSON.stringify(records),
           bytes,
           artifact.text,
           original ?? null,
