@@ -39,6 +39,7 @@ export {
 export { createArtifactReader, type ArtifactRanges, type ArtifactReader, type ArtifactReaderOptions } from './artifacts/artifact-reader.ts';
 export type { ArtifactBackend, ArtifactInfo, ArtifactRecords, QueryPage, StoredArtifact } from './artifacts/artifact-types.ts';
 export type { LineIndex } from './artifacts/artifact-text.ts';
+export type { QuerySource } from './artifacts/query-text.ts';
 export type { RecordsLayout } from './artifacts/artifact-records.ts';
 export {
   createArtifactQuery,
