@@ -5,7 +5,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { createSessionPool, runAgent, type AgentEvent } from '@klym/core';
-import { peakGrowthMiB, runFigures } from './heavy-run.ts';
+import { peakGrowthMiB, rssBeforeRun, runFigures, watchGroup } from './heavy-run.ts';
 
 const [directory = '', file = '', baseURL = '', windowText = '', maxTokensText] = process.argv.slice(2);
 const server = {
@@ -15,8 +15,9 @@ const server = {
 const pool = await createSessionPool({ upstreams: { files: { ...server, maxMessageBytes: 256 * 2 ** 20 } } });
 await pool.warmedUp();
 
-globalThis.gc?.();
-const rssBefore = process.memoryUsage().rss;
+const group = await watchGroup();
+const rssBefore = rssBeforeRun();
+group.start();
 const events: AgentEvent[] = [];
 const started = performance.now();
 const result = await runAgent({
@@ -30,10 +31,18 @@ const result = await runAgent({
 });
 const runMs = performance.now() - started;
 const growth = peakGrowthMiB(rssBefore);
+const groupPeak = await group.stop(rssBefore);
 
 console.log(
   JSON.stringify(
-    runFigures(events, { runMs, peakGrowthMiB: growth, answer: result.finalText, finishReason: result.finishReason, totalTokens: result.usage.totalTokens }),
+    runFigures(events, {
+      runMs,
+      peakGrowthMiB: growth,
+      group: groupPeak,
+      answer: result.finalText,
+      finishReason: result.finishReason,
+      totalTokens: result.usage.totalTokens,
+    }),
   ),
 );
 await pool.close();

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { createSessionPool, createTaskManager, type TaskRecord } from '@klym/core';
 import { createSqliteTaskStore } from '@klym/core/sqlite';
-import { peakGrowthMiB, runFigures, type RunEvent } from './heavy-run.ts';
+import { peakGrowthMiB, rssBeforeRun, runFigures, watchGroup, type RunEvent } from './heavy-run.ts';
 
 const [directory = '', sseUrl = '', baseURL = '', windowText = '', prompt = ''] = process.argv.slice(2);
 const me = { principal: 'grynya' };
@@ -27,13 +27,15 @@ const tasks = createTaskManager({
   },
 });
 
-globalThis.gc?.();
-const rssBefore = process.memoryUsage().rss;
+const group = await watchGroup();
+const rssBefore = rssBeforeRun();
+group.start();
 const started = performance.now();
 const task = await tasks.start({ prompt }, me);
 const done = await ended;
 const runMs = performance.now() - started;
 const growth = peakGrowthMiB(rssBefore);
+const groupPeak = await group.stop(rssBefore);
 const { entries } = await tasks.logs(task.id, me, { limit: 500 });
 const events: RunEvent[] = entries.map((entry) => ({ type: entry.type, ...(entry.data as object) }));
 
@@ -42,6 +44,7 @@ console.log(
     runFigures(events, {
       runMs,
       peakGrowthMiB: growth,
+      group: groupPeak,
       answer: done.result?.finalText ?? `${done.status}: ${done.error?.message ?? ''}`,
       finishReason: done.result?.finishReason ?? done.status,
     }),

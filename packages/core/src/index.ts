@@ -40,6 +40,7 @@ export { createArtifactReader, type ArtifactRanges, type ArtifactReader, type Ar
 export type { ArtifactBackend, ArtifactInfo, ArtifactRecords, QueryPage, StoredArtifact } from './artifacts/artifact-types.ts';
 export type { ColumnType } from './artifacts/record-types.ts';
 export type { LineIndex } from './artifacts/artifact-text.ts';
+export type { QuerySource } from './artifacts/query-text.ts';
 export type { RecordsLayout } from './artifacts/artifact-records.ts';
 export {
   createArtifactQuery,

@@ -1,7 +1,7 @@
 import { MAX_TIMER_MS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
-import type { ArtifactInfo, StoredArtifact } from './artifact-types.ts';
 import { openQueryProcessPool, poolOf, type QueryJob, type QueryProcesses } from './query-processes.ts';
+import type { QuerySource } from './query-text.ts';
 
 export { toCsv, toRecords } from './query-answer.ts';
 export { PROCESS_MARGIN_MIB, createQueryProcesses, type QueryProcesses, type QueryProcessesOptions } from './query-processes.ts';
@@ -32,7 +32,7 @@ export const QUERY_DEFAULTS = {
 /** Options of {@link createArtifactQuery}. */
 export interface ArtifactQueryOptions {
   /** The task's artifacts: each is loaded into its table at the first query that names it. */
-  readonly source: { load(id: string): Promise<StoredArtifact | undefined>; list(): Promise<readonly ArtifactInfo[]> };
+  readonly source: QuerySource;
   /**
    * The query processes to run in, shared with other tasks (`createQueryProcesses`); their `memoryMiB` and
    * `threads` then apply, not these. @default processes of its own: one, closed with it

@@ -148,6 +148,9 @@ async function ensureTables(
     };
     const read = async (from: number): Promise<LineSlice> => {
       check();
+      // The slice before is in DuckDB now: collected before the next arrives, the process holds one slice, not
+      // every slice of the text until V8 would get round to them.
+      if (from > 0) collect?.();
       send({ type: 'next', id, from });
       const slice = await reply(id);
       if (slice.type !== 'slice') throw new QueryError('QUERY_FAILED', `Loading artifact ${table}: its text did not arrive`);

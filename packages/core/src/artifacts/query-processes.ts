@@ -1,9 +1,11 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { KlymError } from '../errors.ts';
-import type { ArtifactInfo, StoredArtifact } from './artifact-types.ts';
 import type { FromQueryProcess, ProcessAnswer, ProcessError, QueryColumn, QueryLimits, ToQueryProcess } from './query-messages.ts';
-import { sliceOfLines } from './query-tables.ts';
+import type { LineSlice } from './query-tables.ts';
+import { openQueryText, type QuerySource } from './query-text.ts';
+
+export type { QuerySource };
 
 /**
  * Memory a query process may use past its DuckDB's `memoryMiB`, as the OS counts it (resident set): Node
@@ -23,12 +25,6 @@ const STDERR_CHARS = 2_000;
 
 /** The query process's entry, loaded by path: `.ts` from the sources, `.js` from `dist`. */
 const ENTRY = new URL(import.meta.url.endsWith('.ts') ? './query-process.ts' : './query-process.js', import.meta.url);
-
-/** What a query reads its tables from: the task's artifacts. */
-export interface QuerySource {
-  load(id: string): Promise<StoredArtifact | undefined>;
-  list(): Promise<readonly ArtifactInfo[]>;
-}
 
 /** Options of {@link createQueryProcesses}. */
 export interface QueryProcessesOptions {
@@ -95,8 +91,8 @@ interface Pending {
   retried: boolean;
   stop?: Stop;
   process?: QueryProcess;
-  /** The text of the artifact its process is loading, its last newline left out. */
-  loading?: string;
+  /** Reads the artifact its process is loading, a slice of whole lines at a time. */
+  loading?: { readonly table: string; readonly read: (from: number) => Promise<LineSlice> };
   timer?: NodeJS.Timeout;
   grace?: NodeJS.Timeout;
   onAbort?: () => void;
@@ -296,19 +292,30 @@ export function openQueryProcessPool(options: QueryProcessesOptions): QueryProce
     if (pending === undefined) return;
     switch (message.type) {
       case 'need': {
-        const artifact = await pending.job.source.load(message.table).catch(() => undefined);
+        let text;
+        try {
+          text = await openQueryText(pending.job.source, message.table);
+        } catch (error) {
+          return loadFailed(target, pending, message.table, error);
+        }
         if (target.running.get(message.id) !== pending) return;
-        if (artifact === undefined) return post(target, { type: 'artifact', id: pending.id, table: message.table, found: false });
-        pending.loading = artifact.text.endsWith('\n') ? artifact.text.slice(0, -1) : artifact.text;
-        const base = { type: 'artifact', id: pending.id, table: message.table, found: true, chars: pending.loading.length } as const;
+        if (text === undefined) return post(target, { type: 'artifact', id: pending.id, table: message.table, found: false });
+        pending.loading = { table: message.table, read: text.read };
+        const base = { type: 'artifact', id: pending.id, table: message.table, found: true, chars: text.chars } as const;
         return post(target, {
           ...base,
-          ...(artifact.records === undefined ? {} : { records: artifact.records }),
-          ...(artifact.json === undefined ? {} : { json: artifact.json }),
+          ...(text.records === undefined ? {} : { records: text.records }),
+          ...(text.json === undefined ? {} : { json: text.json }),
         });
       }
       case 'next': {
-        const slice = sliceOfLines(pending.loading ?? '', message.from);
+        let slice: LineSlice;
+        try {
+          slice = (await pending.loading?.read(message.from)) ?? { text: '', end: message.from + 1 };
+        } catch (error) {
+          return loadFailed(target, pending, pending.loading?.table ?? 'an artifact', error);
+        }
+        if (target.running.get(message.id) !== pending) return;
         return post(target, { type: 'slice', id: pending.id, text: slice.text, end: slice.end });
       }
       case 'loaded':
@@ -321,6 +328,22 @@ export function openQueryProcessPool(options: QueryProcessesOptions): QueryProce
       case 'failed':
         return rejectWith(pending, pending.stop === undefined ? await failure(pending, message.error) : stoppedError(pending));
     }
+  };
+
+  /** The task's store failed to give an artifact being loaded: the query fails saying so, its process stops waiting. */
+  const loadFailed = (target: QueryProcess, pending: Pending, table: string, error: unknown): void => {
+    if (target.running.get(pending.id) !== pending) return;
+    post(target, { type: 'interrupt', id: pending.id });
+    rejectWith(
+      pending,
+      new KlymError(
+        'QUERY_FAILED',
+        `Loading artifact ${table} failed: the task's store did not give its text (${error instanceof Error ? error.message : String(error)})`,
+        {
+          cause: error,
+        },
+      ),
+    );
   };
 
   /** A process's error as a KlymError: DuckDB's out-of-memory naming the limit, a missing `art_` table naming the task's. */

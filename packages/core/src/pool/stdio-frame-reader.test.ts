@@ -35,6 +35,20 @@ describe('StdioFrameReader', () => {
     }
   });
 
+  it('decodes characters of 2, 3 and 4 bytes cut between chunks, and a stray byte as U+FFFD', () => {
+    const text = 'é€😀'.repeat(5);
+    for (const size of [1, 2, 3, 5]) {
+      const { frames, read } = reader();
+      feed(frames, answer(1, text), size);
+      expect(read()).toEqual([expect.objectContaining({ result: { content: [{ type: 'text', text }] } })]);
+    }
+    const { frames, read } = reader();
+    const bytes = Buffer.from(answer(2, 'ab'));
+    const at = bytes.indexOf('ab');
+    frames.append(Buffer.concat([bytes.subarray(0, at), Buffer.from([0xe2, 0x82]), bytes.subarray(at)]));
+    expect(read()).toEqual([expect.objectContaining({ result: { content: [{ type: 'text', text: '\ufffdab' }] } })]);
+  });
+
   it('replaces an answer over the limit by an error answer to its request, and reads on in step', () => {
     for (const size of [5, 64, 100_000]) {
       const { frames, read } = reader();

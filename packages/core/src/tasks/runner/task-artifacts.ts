@@ -13,7 +13,13 @@ export function taskArtifacts(store: TaskStore, taskId: string, queries?: TaskQu
     list: () => store.listArtifacts(taskId),
   };
   if (queries === undefined) return backend;
-  const source = { load: backend.load, list: backend.list, save: backend.save };
+  // A table is loaded from the store a slice at a time: a query never reads an artifact (and its original) whole.
+  const source = {
+    load: backend.load,
+    list: backend.list,
+    save: backend.save,
+    loadRange: (id: string, start: number, end: number) => store.loadArtifactRange(taskId, id, start, end),
+  };
   return {
     ...backend,
     query: (sql, options = {}) => {
