@@ -347,6 +347,9 @@ function onMessage(message: ToQueryProcess): void {
 }
 
 process.on('message', onMessage);
-// The serving process gone, there is no one to answer: end rather than linger.
+// The serving process gone, there is no one to answer: end rather than linger. A serving process killed
+// outright (SIGKILL) may not close the channel in a way this process hears: its parent changing says it too.
 process.on('disconnect', () => process.exit(0));
+const parent = process.ppid;
+setInterval(() => process.ppid !== parent && process.exit(0), 500).unref();
 send({ type: 'ready' });

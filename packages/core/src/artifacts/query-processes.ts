@@ -222,7 +222,8 @@ export function openQueryProcessPool(options: QueryProcessesOptions): QueryProce
     clearInterval(target.watch);
     processes.delete(target);
     for (const [database, home] of homes) if (home === target) homes.delete(database);
-    const caught = [...target.running.values()];
+    // Latest first: each goes back to the front of the line, so that they keep their order there.
+    const caught = [...target.running.values()].toReversed();
     target.running.clear();
     const { killed } = target;
     for (const pending of caught) {
