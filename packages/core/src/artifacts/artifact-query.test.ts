@@ -331,6 +331,8 @@ describe('createArtifactQuery', () => {
     const lines = answer.kept?.text.split('\n') ?? [];
     expect(lines).toHaveLength(3_000);
     expect(JSON.parse(lines[2_999] as string)).toEqual({ a: 2_999, a_1: 'x2999' });
+    // Typed in the query process from every kept row: the serving process keeps them as a table without parsing them.
+    expect(answer.kept?.types).toEqual({ a: 'BIGINT', a_1: 'VARCHAR' });
     // A page that holds the whole answer keeps nothing beside it.
     expect((await duck.query('SELECT 1', { keep: true })).kept).toBeUndefined();
   });

@@ -2,6 +2,7 @@ import { MAX_TIMER_MS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import { openQueryProcessPool, poolOf, type QueryJob, type QueryProcesses } from './query-processes.ts';
 import type { QuerySource } from './query-text.ts';
+import type { ColumnType } from './record-types.ts';
 
 export { toCsv, toRecords } from './query-answer.ts';
 export { PROCESS_MARGIN_MIB, createQueryProcesses, type QueryProcesses, type QueryProcessesOptions } from './query-processes.ts';
@@ -80,7 +81,13 @@ export interface QueryAnswer {
    * With `keep`, for an answer its page does not hold whole: its first rows as JSON lines, one object per row
    * keyed by column (a repeated name made unique), up to `QUERY_DEFAULTS.keepChars`; `rows` says how many.
    */
-  readonly kept?: { readonly text: string; readonly rows: number; readonly keys: readonly string[] };
+  readonly kept?: {
+    readonly text: string;
+    readonly rows: number;
+    readonly keys: readonly string[];
+    /** Each key's type from every kept row's value, as a records artifact's `types`. */
+    readonly types?: { readonly [key: string]: ColumnType };
+  };
   /** The artifacts the query named, as its tables (loaded by it or before). */
   readonly tables: readonly string[];
   /** The query's time, loading its tables included, in milliseconds. */

@@ -76,7 +76,7 @@ export function recordsFrom(rows: readonly Record<string, unknown>[]): RecordsLa
 }
 
 /** `text`, records one per line, with what is known of `rows`, its records: their count, keys and types. */
-export function recordLines(text: string, rows: readonly unknown[]): RecordsLayout {
+function recordLines(text: string, rows: readonly unknown[]): RecordsLayout {
   const types = recordTypes(rows);
   return {
     text,

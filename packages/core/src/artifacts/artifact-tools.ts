@@ -11,7 +11,7 @@ import { chunkLabel, mapLines, type ArtifactMapping, type ChunkAnswer, type MapO
 import type { ArtifactGrep, ArtifactSlice, ArtifactStore } from './artifact-store.ts';
 import { MAX_RECORD_KEYS, type ArtifactInfo, type ArtifactRecords, type QueryPage } from './artifact-types.ts';
 import { toCsv, toRecords, type QueryAnswer } from './artifact-query.ts';
-import { recordLines, recordsFrom } from './artifact-records.ts';
+import { recordsFrom } from './artifact-records.ts';
 import { duckType, type ColumnType } from './record-types.ts';
 import { recordColumns } from './query-tables.ts';
 
@@ -413,10 +413,17 @@ function queryTool(keeping: ResultKeeping, querying: ArtifactQuerying): ToolSet[
       const layout =
         found.kept === undefined
           ? recordsFrom(toRecords(found))
-          : recordLines(
-              found.kept.text,
-              found.kept.text.split('\n').map((line) => JSON.parse(line) as unknown),
-            );
+          : {
+              text: found.kept.text,
+              records: {
+                count: found.kept.rows,
+                firstLine: 0,
+                path: [],
+                keys: found.kept.keys.slice(0, MAX_RECORD_KEYS),
+                originalBytes: 0,
+                ...(found.kept.types === undefined ? {} : { types: found.kept.types }),
+              },
+            };
       const keptRows = layout.records.count;
       const kept = await keeping.artifacts.put(ARTIFACT_TOOL_NAMES.query, '', layout);
       keeping.onQueried?.({ sql, answer: found, kept });

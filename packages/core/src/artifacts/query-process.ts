@@ -9,6 +9,7 @@ import type { FromQueryProcess, ProcessAnswer, ProcessError, QueryLimits, ToQuer
 import { uniqueNames } from './query-answer.ts';
 import { loadArtifact, quoteName, tablesIn, type LineSlice, type TableSource } from './query-tables.ts';
 import { toJson } from './query-values.ts';
+import { createRecordTypes, type ColumnType } from './record-types.ts';
 
 /** How often an interrupted query is interrupted again until it ends, in milliseconds. */
 const INTERRUPT_AGAIN_MS = 100;
@@ -211,6 +212,8 @@ async function readAnswer(
   let pageOpen = true;
   const kept: string[] = [];
   let keptChars = 0;
+  // The kept rows' types, from their values as kept: the serving process makes their table without parsing them.
+  const types = createRecordTypes();
   let keepOpen = limits.keepChars > 0;
   let rowCount = 0;
   for (let chunk = await result.fetchChunk(); chunk !== null && chunk.rowCount > 0; chunk = await result.fetchChunk()) {
@@ -218,7 +221,8 @@ async function readAnswer(
     // A chunk's rows live in DuckDB's memory until its JS wrapper is collected, which V8 cannot see the size
     // of: collected as they are read, a 2.5 GB answer is counted in 250 MiB, not 2.5 GB.
     collect?.();
-    if (rowCount + chunk.rowCount > limits.maxRows) return { columns, rows, rowCount: limits.maxRows, rowCountExact: false, ...keptOf(kept, names) };
+    if (rowCount + chunk.rowCount > limits.maxRows)
+      return { columns, rows, rowCount: limits.maxRows, rowCountExact: false, ...keptOf(kept, names, types.types()) };
     rowCount += chunk.rowCount;
     if (!pageOpen && !keepOpen) continue;
     for (const row of chunk.convertRows(toJson)) {
@@ -231,22 +235,24 @@ async function readAnswer(
         }
       }
       if (keepOpen) {
-        const line = JSON.stringify(Object.fromEntries(names.map((name, at) => [name, row[at] ?? null])));
+        const record = Object.fromEntries(names.map((name, at) => [name, row[at] ?? null]));
+        const line = JSON.stringify(record);
         if (keptChars + line.length + 1 > limits.keepChars) keepOpen = false;
         else {
           kept.push(line);
           keptChars += line.length + 1;
+          types.add(record);
         }
       }
       if (!pageOpen && !keepOpen) break;
     }
   }
   // Lines are kept only for an answer the page does not hold whole: a page that does is its own table.
-  return { columns, rows, rowCount, rowCountExact: true, ...(rows.length < rowCount ? keptOf(kept, names) : {}) };
+  return { columns, rows, rowCount, rowCountExact: true, ...(rows.length < rowCount ? keptOf(kept, names, types.types()) : {}) };
 }
 
-const keptOf = (lines: readonly string[], keys: readonly string[]): Pick<ProcessAnswer, 'kept'> =>
-  lines.length === 0 ? {} : { kept: { text: lines.join('\n'), rows: lines.length, keys } };
+const keptOf = (lines: readonly string[], keys: readonly string[], types: { readonly [key: string]: ColumnType } | undefined): Pick<ProcessAnswer, 'kept'> =>
+  lines.length === 0 ? {} : { kept: { text: lines.join('\n'), rows: lines.length, keys, ...(types === undefined ? {} : { types }) } };
 
 /** Runs `work` on a connection of database `name` for query `id`, interruptible by an `interrupt` message. */
 async function session(

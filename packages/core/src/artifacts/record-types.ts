@@ -106,14 +106,29 @@ function settled(type: Folding): ColumnType {
  * all their values; `undefined` when a record is not an object, or there are more than {@link MAX_COLUMNS} keys.
  */
 export function recordTypes(records: Iterable<unknown>): { readonly [key: string]: ColumnType } | undefined {
+  const types = createRecordTypes();
+  for (const record of records) if (!types.add(record)) return undefined;
+  return types.types();
+}
+
+/** {@link recordTypes} a record at a time, for records that are not all held at once (a query's answer as it streams). */
+export function createRecordTypes(): {
+  /** Folds `record` in; false once the records cannot be typed (a record that is not an object). */
+  add(record: unknown): boolean;
+  types(): { readonly [key: string]: ColumnType } | undefined;
+} {
   let all: Folding = 'NULL';
-  for (const record of records) {
-    if (typeof record !== 'object' || record === null || Array.isArray(record) || isRawJson(record)) return undefined;
-    all = fold(all, record);
-    if (all === 'JSON') return undefined;
-  }
-  if (all === 'NULL' || !isStruct(all) || all.fields.size === 0 || all.fields.size > MAX_COLUMNS) return undefined;
-  return settled(all) as { readonly [key: string]: ColumnType };
+  return {
+    add(record) {
+      if (typeof record !== 'object' || record === null || Array.isArray(record) || isRawJson(record)) all = 'JSON';
+      if (all !== 'JSON') all = fold(all, record);
+      return all !== 'JSON';
+    },
+    types: () =>
+      all === 'NULL' || !isStruct(all) || all.fields.size === 0 || all.fields.size > MAX_COLUMNS
+        ? undefined
+        : (settled(all) as { readonly [key: string]: ColumnType }),
+  };
 }
 
 /** `type` as DuckDB names it (`BIGINT`, `STRUCT("id" VARCHAR, "n" BIGINT)`, `VARCHAR[]`), as `DESCRIBE` says. */
