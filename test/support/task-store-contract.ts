@@ -14,6 +14,9 @@ export interface TaskStoreContractOptions {
 /** An upstream's log line, as an `upstream-log` entry's data. */
 const logLine = (message: string) => ({ upstream: 'u', source: 'stderr' as const, level: 'info' as const, message });
 
+/** Push target `p<index>`, with a token. */
+const pushTarget = (index: number) => ({ id: `p${index}`, url: `https://hooks.example.com/${index}`, token: `token-${index}` });
+
 const EMPTY_PAGE: TaskLogPage = { entries: [], nextCursor: 0, lastSeq: 0, dropped: 0, more: false };
 
 /**
@@ -336,6 +339,44 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       expect(await store.spendOf('alice:x', '2026-11-27')).toEqual({ tokens: 7, usd: 0 });
       expect(await store.spendOf('alice', '2026-11-28')).toEqual({ tokens: 1, usd: 0.5 });
       expect(await store.spendOf('bob', '2026-11-27')).toEqual({ tokens: 0, usd: 0 });
+    });
+
+    it('changes push targets in one step each: 20 concurrent adds all kept, the cap held, 10 concurrent removes all applied', async () => {
+      await using store = await open();
+      await store.insert(taskRecord('t1', { push: [{ id: 'first', url: 'https://hooks.example.com/first' }] }));
+      const added = await Promise.all(Array.from({ length: 20 }, (_, index) => store.addPushTarget('t1', pushTarget(index), 50)));
+      expect(added.every((task) => task?.push?.some((kept) => kept.id === 'first'))).toBe(true);
+      const ids = (await store.get('t1'))?.push?.map((kept) => kept.id);
+      expect(ids?.[0]).toBe('first');
+      expect(new Set(ids)).toEqual(new Set(['first', ...Array.from({ length: 20 }, (_, index) => `p${index}`)]));
+      expect((await store.get('t1'))?.push?.find((kept) => kept.id === 'p7')).toEqual(pushTarget(7));
+
+      // Replacing a target moves it last; the task's other fields are untouched.
+      const replaced = await store.addPushTarget('t1', { id: 'first', url: 'https://hooks.example.com/again' }, 50);
+      expect(replaced?.push?.at(-1)).toEqual({ id: 'first', url: 'https://hooks.example.com/again' });
+      expect(replaced).toMatchObject({ id: 't1', status: 'pending', principal: 'alice' });
+
+      const removed = await Promise.all(Array.from({ length: 10 }, (_, index) => store.removePushTarget('t1', `p${index * 2}`)));
+      expect(removed.every((task) => task !== undefined)).toBe(true);
+      const left = (await store.get('t1'))?.push?.map((kept) => kept.id);
+      expect(new Set(left)).toEqual(new Set(['first', ...Array.from({ length: 10 }, (_, index) => `p${index * 2 + 1}`)]));
+      expect((await store.removePushTarget('t1', 'p0'))?.push).toHaveLength(11);
+
+      // Of 20 concurrent adds to a task that may have 3, exactly 3 are kept; the others are refused, saying so.
+      await store.insert(taskRecord('t2'));
+      const capped = await Promise.allSettled(Array.from({ length: 20 }, (_, index) => store.addPushTarget('t2', pushTarget(index), 3)));
+      expect(capped.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(3);
+      for (const outcome of capped.filter((each) => each.status === 'rejected')) {
+        expect(outcome.reason).toMatchObject({ code: 'INVALID_ARGUMENT', message: 'Task t2 has 3 push configs, the most a task may have: delete one first' });
+      }
+      expect((await store.get('t2'))?.push).toHaveLength(3);
+
+      // Removing the last leaves no `push`; a task not kept is `undefined`, and nothing is stored for it.
+      for (const kept of (await store.get('t2'))?.push ?? []) await store.removePushTarget('t2', kept.id);
+      expect((await store.get('t2'))?.push).toBeUndefined();
+      expect(await store.addPushTarget('missing', pushTarget(0), 3)).toBeUndefined();
+      expect(await store.removePushTarget('missing', 'p0')).toBeUndefined();
+      expect(await store.get('missing')).toBeUndefined();
     });
 
     it('closes idempotently', async () => {

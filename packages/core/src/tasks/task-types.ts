@@ -153,6 +153,18 @@ export interface TaskStore extends WebhookOutbox, AsyncDisposable {
   transition(id: string, from: readonly TaskStatus[], patch: TaskPatch): Promise<TaskRecord | undefined>;
   /** Applies `patch` to a task whatever its status, but never changes `status`. */
   update(id: string, patch: Omit<TaskPatch, 'status'>): Promise<TaskRecord | undefined>;
+  /**
+   * Adds `target` to task `id`'s push targets, last, in place of the one with its id, reading and writing them in
+   * one atomic step: of concurrent adds and removals on one task none is lost, and the cap holds. Resolves the
+   * task as changed, `undefined` when it is not kept.
+   * @throws {KlymError} `INVALID_ARGUMENT` when the task already has `max` targets besides one of `target.id`
+   */
+  addPushTarget(id: string, target: PushTarget, max: number): Promise<TaskRecord | undefined>;
+  /**
+   * Removes task `id`'s push target `targetId`, in one atomic step as `addPushTarget`; removing one that is not
+   * there changes nothing. Resolves the task as it then is, `undefined` when it is not kept.
+   */
+  removePushTarget(id: string, targetId: string): Promise<TaskRecord | undefined>;
   /** A page of the tasks that match `filter`, newest first (by creation; ties by insertion order). */
   list(filter?: TaskFilter, page?: TaskPageRequest): Promise<TaskListPage>;
   /** How many tasks are in each status (all principals). */

@@ -80,11 +80,13 @@ describe('createPushAllowList', () => {
         'public.example.com': ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
         'sneaky.example.com': ['93.184.215.14', '10.0.0.7'],
         'none.example.com': [],
+        'nat64.example.com': ['64:ff9b::a9fe:a9fe'],
       }),
     });
     expect(await allow.check('https://public.example.com/hook')).toEqual(allowed('https://public.example.com/hook', true));
     expect(await allow.check('http://93.184.215.14/hook')).toEqual(allowed('http://93.184.215.14/hook', true));
     expect(await allow.check('https://sneaky.example.com/hook')).toEqual(refused('resolves to 10.0.0.7'));
+    expect(await allow.check('https://nat64.example.com/hook')).toEqual(refused('resolves to 64:ff9b::a9fe:a9fe'));
     expect(await allow.check('https://none.example.com/hook')).toEqual(refused('has no address'));
     expect(await allow.check('https://unknown.example.com/hook')).toEqual(refused('could not be resolved (getaddrinfo ENOTFOUND unknown.example.com)'));
     const inside = [
@@ -96,6 +98,9 @@ describe('createPushAllowList', () => {
       'http://[::1]/',
       'http://[::ffff:127.0.0.1]/',
       'http://[::ffff:10.0.0.1]/',
+      'http://[64:ff9b::7f00:1]/',
+      'http://[2002:a9fe:a9fe::]/latest/meta-data',
+      'http://[fec0::1]/',
       'http://169.254.169.254/latest/meta-data',
       'http://[fe80::1]/',
       'http://[fd00::1]/',
@@ -220,6 +225,43 @@ describe('isNonPublicAddress', () => {
       '::ffff:127.0.0.1',
     ];
     const outside = ['8.8.8.8', '93.184.215.14', '172.32.0.1', '2606:4700::1111', '::ffff:8.8.8.8', 'example.com'];
+    expect(judged(inside)).toEqual(each(inside, true));
+    expect(judged(outside)).toEqual(each(outside, false));
+  });
+
+  it('judges an IPv4 address an IPv6 form carries by the IPv4 rules: NAT64, 6to4, mapped, translated', () => {
+    // [form, the IPv4 address it carries]: each refused or admitted as that address is.
+    const carried = [
+      ['64:ff9b::7f00:1', '127.0.0.1'],
+      ['64:ff9b::127.0.0.1', '127.0.0.1'],
+      ['64:ff9b::a00:1', '10.0.0.1'],
+      ['64:ff9b::a9fe:a9fe', '169.254.169.254'],
+      ['64:ff9b::c0a8:101', '192.168.1.1'],
+      ['64:ff9b::808:808', '8.8.8.8'],
+      ['64:ff9b::5db8:d70e', '93.184.215.14'],
+      ['2002:7f00:1::', '127.0.0.1'],
+      ['2002:7f00:1:1234:5678::1', '127.0.0.1'],
+      ['2002:a00:1::1', '10.0.0.1'],
+      ['2002:ac10:1::', '172.16.0.1'],
+      ['2002:a9fe:a9fe::', '169.254.169.254'],
+      ['2002:808:808::', '8.8.8.8'],
+      ['2002:808:808:1::1', '8.8.8.8'],
+      ['::ffff:7f00:1', '127.0.0.1'],
+      ['::ffff:a9fe:a9fe', '169.254.169.254'],
+      ['::ffff:808:808', '8.8.8.8'],
+      ['::ffff:0:7f00:1', '127.0.0.1'],
+      ['::ffff:0:c0a8:101', '192.168.1.1'],
+      ['::ffff:0:808:808', '8.8.8.8'],
+    ] as const;
+    expect(judged(carried.map(([form]) => form))).toEqual(Object.fromEntries(carried.map(([form, ipv4]) => [form, isNonPublicAddress(ipv4)])));
+    // The cases above hold both verdicts: the table would pass with every form public, or every one not.
+    expect(new Set(carried.map(([, ipv4]) => isNonPublicAddress(ipv4)))).toEqual(new Set([true, false]));
+  });
+
+  it('refuses whole the IPv6 ranges that are never public: site-local, local-use NAT64, IPv4-compatible', () => {
+    const inside = ['fec0::1', 'feff:ffff::1', '64:ff9b:1::808:808', '64:ff9b:1:ffff::1', '::808:808', '::8.8.8.8', '::7f00:1', '::a00:1'];
+    // Their neighbours stay public.
+    const outside = ['ff0::1', 'fbff::1', '64:ff9b:2::1', '64:ff9a::808:808', '2003:7f00:1::', '2001:4860:4860::8888', '1::808:808'];
     expect(judged(inside)).toEqual(each(inside, true));
     expect(judged(outside)).toEqual(each(outside, false));
   });

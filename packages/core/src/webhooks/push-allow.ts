@@ -48,14 +48,11 @@ export interface PushAllowList {
 export const MAX_PUSH_URL_LENGTH = 2_048;
 
 /**
- * Addresses that reach this host or its private networks, never the public internet: the `*` entry does not
- * reach them (SSRF). IPv4: this network, private (RFC 1918), shared (CGNAT), loopback, link-local (cloud
- * metadata at 169.254.169.254), IETF protocol, benchmarking, multicast and reserved (broadcast included).
- * IPv6: unspecified, loopback, unique local, link-local, multicast; an IPv4-mapped address (`::ffff:…`) is
- * judged as the IPv4 address it maps to (`BlockList` does so).
+ * IPv4 networks that reach this host or its private networks, never the public internet: this network,
+ * private (RFC 1918), shared (CGNAT), loopback, link-local (cloud metadata at 169.254.169.254), IETF protocol,
+ * benchmarking, multicast and reserved (broadcast included).
  */
-const NOT_PUBLIC = new BlockList();
-for (const [network, prefix] of [
+const NOT_PUBLIC_IPV4 = [
   ['0.0.0.0', 8],
   ['10.0.0.0', 8],
   ['100.64.0.0', 10],
@@ -67,18 +64,53 @@ for (const [network, prefix] of [
   ['198.18.0.0', 15],
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
-] as const) {
-  NOT_PUBLIC.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+] as const;
+
+/**
+ * IPv6 networks that are not public, whatever follows the prefix: unspecified, loopback and the deprecated
+ * IPv4-compatible addresses (`::a.b.c.d`, RFC 4291 §2.5.5.1: no public host has one, and a host that still
+ * tunnels them would carry them to the IPv4 address), local-use NAT64 (`64:ff9b:1::/48`, RFC 8215: a
+ * translator of the operator's own network, which may put the IPv4 address anywhere in the suffix), unique
+ * local, link-local, site-local (`fec0::/10`, deprecated by RFC 3879 but still routed by some networks as
+ * private) and multicast.
+ */
+const NOT_PUBLIC_IPV6 = [
+  ['::', 96],
+  ['64:ff9b:1::', 48],
   ['fc00::', 7],
   ['fe80::', 10],
+  ['fec0::', 10],
   ['ff00::', 8],
-] as const) {
-  NOT_PUBLIC.addSubnet(network, prefix, 'ipv6');
+] as const;
+
+/**
+ * Where IPv6 forms carry an IPv4 address, each judged as the address it carries, since a translator or tunnel
+ * on the way delivers it there: NAT64's well-known prefix (`64:ff9b::/96`, RFC 6052: the last 32 bits), 6to4
+ * (`2002::/16`, RFC 3056: bits 16 to 48) and SIIT's IPv4-translated form (`::ffff:0:a.b.c.d`, RFC 2765).
+ * IPv4-mapped addresses (`::ffff:a.b.c.d`) need no entry: `BlockList` judges them by the IPv4 rules itself.
+ */
+const IPV4_CARRIERS: readonly ((hex: string, prefix: number) => readonly [string, number])[] = [
+  (hex, prefix) => [`64:ff9b::${hex}`, 96 + prefix],
+  (hex, prefix) => [`2002:${hex}::`, 16 + prefix],
+  (hex, prefix) => [`::ffff:0:${hex}`, 96 + prefix],
+];
+
+/** An IPv4 address as the two hexadecimal groups of an IPv6 address (`127.0.0.1` → `7f00:1`). */
+function ipv4Groups(address: string): string {
+  const [a = 0, b = 0, c = 0, d = 0] = address.split('.').map(Number);
+  return `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
 }
+
+/**
+ * Addresses that reach this host or its private networks, never the public internet: the `*` entry does not
+ * reach them (SSRF). The networks above, and each IPv6 form that carries one of the IPv4 networks.
+ */
+const NOT_PUBLIC = new BlockList();
+for (const [network, prefix] of NOT_PUBLIC_IPV4) {
+  NOT_PUBLIC.addSubnet(network, prefix, 'ipv4');
+  for (const carrier of IPV4_CARRIERS) NOT_PUBLIC.addSubnet(...carrier(ipv4Groups(network), prefix), 'ipv6');
+}
+for (const [network, prefix] of NOT_PUBLIC_IPV6) NOT_PUBLIC.addSubnet(network, prefix, 'ipv6');
 
 /** Whether `address` (a literal IPv4 or IPv6 address) is loopback, private, link-local or otherwise not public. */
 export function isNonPublicAddress(address: string): boolean {

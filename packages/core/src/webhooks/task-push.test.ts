@@ -142,16 +142,43 @@ describe('TaskService push targets', () => {
   });
 });
 
+/** A new store of each kind, closed by the test's cleanups. */
+const stores: Record<string, () => Promise<TaskStore>> = {
+  memory: async () => createMemoryTaskStore(),
+  sqlite: async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'klym-push-'));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    return createSqliteTaskStore({ path: join(dir, 'tasks.db') });
+  },
+  redis: () => createRedisTaskStore({ url: redis.url, prefix: `push-due-${crypto.randomUUID()}:` }),
+};
+
+describe('push configs changed concurrently, on each store', () => {
+  for (const [kind, open] of Object.entries(stores)) {
+    it(`${kind}: keeps all of 20 configs created at once on one task, and applies all of 10 deletes at once`, async () => {
+      const hooks = await receiver();
+      const store = await open();
+      cleanups.push(() => store.close());
+      const klym = await service({ store, push: { allow: [hooks.origin], format, ...FAST, maxPerTask: 25 } });
+      const { task_id } = await klym.start({ prompt: 'p' }, 'grynya');
+      const caller = { principal: 'grynya' };
+      const ids = Array.from({ length: 20 }, (_, index) => `c${index}`);
+
+      const created = await Promise.all(ids.map((id) => klym.push.set(task_id, caller, { id, url: `${hooks.origin}/${id}` })));
+      // Each caller was told it worked: each config must be there.
+      expect(created.map((target) => target.id)).toEqual(ids);
+      expect(new Set((await klym.push.list(task_id, caller)).map((target) => target.id))).toEqual(new Set(ids));
+      // And each was told of the task as it stands.
+      await vi.waitFor(() => expect(new Set(hooks.requests.map((request) => request.path))).toEqual(new Set(ids.map((id) => `/${id}`))), { timeout: 10_000 });
+
+      const deleted = ids.filter((_, index) => index % 2 === 0);
+      await Promise.all(deleted.map((id) => klym.push.delete(task_id, caller, id)));
+      expect(new Set((await klym.push.list(task_id, caller)).map((target) => target.id))).toEqual(new Set(ids.filter((id) => !deleted.includes(id))));
+    });
+  }
+});
+
 describe('push messages in the stores’ outboxes', () => {
-  const stores: Record<string, () => Promise<TaskStore>> = {
-    memory: async () => createMemoryTaskStore(),
-    sqlite: async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'klym-push-'));
-      cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
-      return createSqliteTaskStore({ path: join(dir, 'tasks.db') });
-    },
-    redis: () => createRedisTaskStore({ url: redis.url, prefix: `push-due-${crypto.randomUUID()}:` }),
-  };
   for (const [kind, open] of Object.entries(stores)) {
     it(`${kind}: says when stored messages are due, and forgets settled ones`, async () => {
       const store = await open();

@@ -13,8 +13,9 @@ export type PushTargetRequest = Omit<PushTarget, 'id'> & { readonly id?: string 
 /**
  * The push targets of the caller's tasks (A2A's push notification configs), as the task service serves
  * them: each kept on its task's record, so every process sharing the store tells it of the task's
- * transitions. Every method checks that the caller can see the task (`TASK_NOT_FOUND` else, as for an
- * unknown id).
+ * transitions. A change is one atomic step of the store (`addPushTarget`, `removePushTarget`): of concurrent
+ * changes to one task's targets, each applies. Every method checks that the caller can see the task
+ * (`TASK_NOT_FOUND` else, as for an unknown id).
  */
 export interface TaskPush {
   /** Whether the operator's allow-list admits `url`, and why not. */
@@ -79,13 +80,10 @@ export function createTaskPush({ tasks, store, dispatcher, options }: TaskPushCo
     check: (url) => options.allow.check(url),
     admit,
     async set(taskId, caller, request) {
-      const task = await tasks.get(taskId, caller);
+      await tasks.get(taskId, caller);
       const target = await admit(request);
-      const others = (task.push ?? []).filter((existing) => existing.id !== target.id);
-      if (others.length >= options.maxPerTask) {
-        throw new KlymError('INVALID_ARGUMENT', `Task ${taskId} has ${others.length} push configs, the most a task may have: delete one first`);
-      }
-      const updated = await store.update(taskId, { push: [...others, target] });
+      // The store reads the targets as they are when it writes: a read here would be stale by then.
+      const updated = await store.addPushTarget(taskId, target, options.maxPerTask);
       if (updated === undefined) throw new KlymError('TASK_NOT_FOUND', `No task ${taskId}`);
       await dispatcher.enqueueSnapshot(updated, target);
       return target;
@@ -94,10 +92,8 @@ export function createTaskPush({ tasks, store, dispatcher, options }: TaskPushCo
       return (await tasks.get(taskId, caller)).push ?? [];
     },
     async delete(taskId, caller, id) {
-      const task = await tasks.get(taskId, caller);
-      const kept = (task.push ?? []).filter((target) => target.id !== id);
-      if (kept.length === (task.push ?? []).length) return;
-      await store.update(taskId, { push: kept.length === 0 ? undefined : kept });
+      await tasks.get(taskId, caller);
+      await store.removePushTarget(taskId, id);
     },
   };
 }

@@ -4,6 +4,7 @@ import { keptBytes, storeLimitError, taskLimitError, tasksToEvict, type Artifact
 import { ARTIFACT_DEFAULTS, TASK_DEFAULTS } from '../../defaults.ts';
 import { KlymError } from '../../errors.ts';
 import { createMemoryOutbox } from '../../webhooks/memory-outbox.ts';
+import { withoutPushTarget, withPushTarget } from '../../webhooks/push-target-list.ts';
 import { BoundedLog, type BoundedLogOptions, type TaskLogPage } from './task-log.ts';
 import {
   isTerminal,
@@ -45,8 +46,8 @@ interface Entry {
 /**
  * The library's default {@link TaskStore}: tasks, their bounded logs, checkpoints, artifacts and webhook
  * outbox in this process's memory. Lost on restart (`createSqliteTaskStore` of `@klym/core/sqlite` is the
- * durable one). Transitions and artifact saves are atomic because each one checks and writes within one
- * synchronous turn.
+ * durable one). Transitions, push target changes and artifact saves are atomic because each one checks (or
+ * reads) and writes within one synchronous turn.
  *
  * @throws {KlymError} `CONFIG_INVALID` for an artifact cap that is not a positive integer
  */
@@ -112,6 +113,14 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
     async update(id, patch) {
       const { status: _ignored, ...rest } = patch as TaskPatch;
       return apply(id, rest);
+    },
+    async addPushTarget(id, target, max) {
+      const task = tasks.get(id)?.task;
+      return task === undefined ? undefined : apply(id, { push: withPushTarget(id, task.push, target, max) });
+    },
+    async removePushTarget(id, targetId) {
+      const task = tasks.get(id)?.task;
+      return task === undefined ? undefined : apply(id, { push: withoutPushTarget(task.push, targetId) });
     },
     async list(filter = {}, page = {}) {
       const limit = page.limit ?? TASK_DEFAULTS.listPageSize;

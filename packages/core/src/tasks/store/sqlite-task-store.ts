@@ -10,6 +10,7 @@ import type { BoundedLogOptions } from './task-log.ts';
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStore } from '../task-types.ts';
 import { createArtifactTable } from './sqlite/artifact-table.ts';
 import { createSpendTable } from './sqlite/spend-table.ts';
+import { withoutPushTarget, withPushTarget } from '../../webhooks/push-target-list.ts';
 
 /** Finished tasks one eviction transaction deletes at most. */
 const EVICT_CHUNK = 20;
@@ -135,6 +136,12 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
       // Never the status, even when a caller's object carries one.
       const { status: _status, ...rest } = patch as TaskPatch;
       return use(() => tasks.change(id, rest, () => true));
+    },
+    async addPushTarget(id, target, max) {
+      return use(() => tasks.edit(id, (task) => ({ push: withPushTarget(id, task.push, target, max) })));
+    },
+    async removePushTarget(id, targetId) {
+      return use(() => tasks.edit(id, (task) => ({ push: withoutPushTarget(task.push, targetId) })));
     },
     async list(filter = {}, page = {}) {
       return use(() => tasks.list(filter, page));

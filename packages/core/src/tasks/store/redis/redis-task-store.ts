@@ -2,6 +2,7 @@ import type { AgentCheckpoint } from '../../../agent/types.ts';
 import { keptBytes, storeLimitError, taskLimitError, type ArtifactLimits } from '../../../artifacts/artifact-limit.ts';
 import { ARTIFACT_DEFAULTS, REDIS_DEFAULTS, TASK_DEFAULTS } from '../../../defaults.ts';
 import { KlymError } from '../../../errors.ts';
+import { tooManyPushTargets } from '../../../webhooks/push-target-list.ts';
 import type { BoundedLogOptions } from '../task-log.ts';
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from '../../task-types.ts';
 import { createCheckpoints } from './checkpoints.ts';
@@ -180,6 +181,16 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
       // Never the status, even when a caller's object carries one.
       const { status: _status, ...rest } = patch as TaskPatch;
       return change(id, undefined, rest);
+    },
+    async addPushTarget(id, target, max) {
+      const reply = await use(`add a push target to task ${id}`, () => scripts.klymPushTarget(keys.task(id), target.id, JSON.stringify(target), max));
+      const [outcome, answer] = (reply ?? []) as [string?, ScriptReply?];
+      if (outcome === 'full') throw tooManyPushTargets(id, Number(answer));
+      return taskOf(answer);
+    },
+    async removePushTarget(id, targetId) {
+      const reply = await use(`remove a push target of task ${id}`, () => scripts.klymPushTarget(keys.task(id), targetId));
+      return taskOf(((reply ?? []) as [string?, ScriptReply?])[1]);
     },
     async list(filter = {}, page = {}) {
       const limit = page.limit ?? TASK_DEFAULTS.listPageSize;

@@ -8,7 +8,7 @@ import { OUTBOX_SCRIPTS } from './outbox-scripts.ts';
  * (and forgot its scripts) is sent them again before anything else on the new connection.
  *
  * A task's hash holds its record as one field per top-level key (the value's JSON), so a patch is an
- * HSET/HDEL of its fields and no script parses JSON. The store's own fields start with `:`. Index names
+ * HSET/HDEL of its fields and no script but PUSH_TARGET parses JSON. The store's own fields start with `:`. Index names
  * are built here from the prefix, as in redis-keys.ts: which indexes a change touches is known only once
  * the script has read the task. (So the store needs one Redis, not a Cluster, whose scripts must name
  * every key up front.) Every index but `finished` and `finished-artifacts` (the finished tasks holding
@@ -297,6 +297,33 @@ if to <= from then return '' end
 return string.sub(text, from + 1, to)
 `;
 
+/**
+ * KEYS: task. ARGV: a target's id, then to add: the target's JSON and how many others the task may have; to
+ * remove: nothing more. Reads the task's `push` field (a JSON array), changes it and writes it back in one
+ * step, so that concurrent changes of one task's targets all apply. Answers `changed` and the task's fields,
+ * `full` and how many others it has, or nil when the task is missing. (cjson writes `/` as `\/`, which JSON
+ * reads back alike; an empty list is deleted, since cjson would write it as `{}`.)
+ */
+const PUSH_TARGET = `
+if redis.call('HEXISTS', KEYS[1], 'status') == 0 then return false end
+local id, adding, max = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local current = redis.call('HGET', KEYS[1], 'push')
+local kept, dropped = {}, false
+if current then
+  for _, target in ipairs(cjson.decode(current)) do
+    if target.id == id then dropped = true else kept[#kept + 1] = target end
+  end
+end
+if adding then
+  if #kept >= max then return { 'full', #kept } end
+  kept[#kept + 1] = cjson.decode(adding)
+elseif not dropped then
+  return { 'changed', redis.call('HGETALL', KEYS[1]) }
+end
+if #kept == 0 then redis.call('HDEL', KEYS[1], 'push') else redis.call('HSET', KEYS[1], 'push', cjson.encode(kept)) end
+return { 'changed', redis.call('HGETALL', KEYS[1]) }
+`;
+
 /** The scripts as ioredis's `scripts` option defines them: each becomes a method of the client. */
 export const REDIS_SCRIPTS = {
   klymInsert: { lua: INSERT, numberOfKeys: 3 },
@@ -312,6 +339,7 @@ export const REDIS_SCRIPTS = {
   klymLoadCheckpoint: { lua: LOAD_CHECKPOINT, numberOfKeys: 2, readOnly: true },
   klymSaveArtifact: { lua: SAVE_ARTIFACT, numberOfKeys: 4 },
   klymLoadArtifactRange: { lua: LOAD_ARTIFACT_RANGE, numberOfKeys: 1, readOnly: true },
+  klymPushTarget: { lua: PUSH_TARGET, numberOfKeys: 1 },
   ...OUTBOX_SCRIPTS,
 } as const;
 

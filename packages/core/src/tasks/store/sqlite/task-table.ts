@@ -10,6 +10,7 @@ import {
   type TaskRecord,
   type TaskStatus,
 } from '../../task-types.ts';
+import { inTransaction } from './transaction.ts';
 
 /** Task records in the `tasks` table: the whole record as JSON, and as columns what is queried. */
 export interface TaskTable {
@@ -18,6 +19,8 @@ export interface TaskTable {
   findByIdempotencyKey(principal: string, idempotencyKey: string): TaskRecord | undefined;
   /** Applies `patch` when `accept` takes the task's status; `undefined` when it did not apply. */
   change(id: string, patch: TaskPatch, accept: (status: TaskStatus) => boolean): TaskRecord | undefined;
+  /** Applies the patch `edit` makes of the task as stored, read and written in one transaction; `undefined` when it is not kept. */
+  edit(id: string, edit: (task: TaskRecord) => TaskPatch): TaskRecord | undefined;
   list(filter: TaskFilter, page: TaskPageRequest): TaskListPage;
   counts(): Record<TaskStatus, number>;
   /** Tasks pending or running, and finished ones whose write-back was under way: oldest first. */
@@ -66,6 +69,13 @@ export function createTaskTable(db: DatabaseSync): TaskTable {
 
   const get = (id: string): TaskRecord | undefined => parseRow(selectById.get(id));
 
+  const change = (task: TaskRecord | undefined, patch: TaskPatch, accept: (status: TaskStatus) => boolean): TaskRecord | undefined => {
+    if (task === undefined || !accept(task.status)) return undefined;
+    const next: TaskRecord = { ...task, ...patch, id: task.id, principal: task.principal, request: task.request, createdAt: task.createdAt };
+    updateRecord.run(next.status, utcOrNull(next.finishedAt), JSON.stringify(next), task.id, task.status);
+    return next;
+  };
+
   return {
     insert(task) {
       const key = task.request.idempotencyKey;
@@ -83,12 +93,12 @@ export function createTaskTable(db: DatabaseSync): TaskTable {
     findByIdempotencyKey(principal, idempotencyKey) {
       return parseRow(selectByKey.get(principal, idempotencyKey));
     },
-    change(id, patch, accept) {
-      const task = get(id);
-      if (task === undefined || !accept(task.status)) return undefined;
-      const next: TaskRecord = { ...task, ...patch, id: task.id, principal: task.principal, request: task.request, createdAt: task.createdAt };
-      updateRecord.run(next.status, utcOrNull(next.finishedAt), JSON.stringify(next), id, task.status);
-      return next;
+    change: (id, patch, accept) => change(get(id), patch, accept),
+    edit(id, edit) {
+      return inTransaction(db, () => {
+        const task = get(id);
+        return task === undefined ? undefined : change(task, edit(task), () => true);
+      });
     },
     list(filter, page) {
       const limit = page.limit ?? TASK_DEFAULTS.listPageSize;
