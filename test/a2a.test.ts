@@ -324,6 +324,16 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
       id: 6,
       error: { code: -32001 },
     });
+    // A part of a media type Klym does not take (the conformance kit's CORE-SEND-003): ContentTypeNotSupportedError.
+    const raw = { raw: 'dGNr', mediaType: 'application/x-unsupported-tck-type' };
+    expect(
+      (
+        await rpc(
+          url,
+          JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'SendMessage', params: { message: { messageId: 'm7', role: 'ROLE_USER', parts: [raw] } } }),
+        )
+      ).json,
+    ).toMatchObject({ id: 7, error: { code: -32005 } });
     const unauthenticated = await fetch(`${url}/a2a`, { method: 'POST', body: '{}' });
     expect(unauthenticated.status).toBe(401);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
