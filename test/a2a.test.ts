@@ -47,22 +47,38 @@ async function rpc(url: string, body: string, headers: Record<string, string> = 
 }
 
 describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
-  it('serves a card generated from the capabilities, and delegates a task whose id reads the same over MCP and REST', async () => {
+  it('serves a public card without the inventory, the extended card with it to a caller with a token, and delegates a task whose id reads the same over MCP and REST', async () => {
     harness = await startHarness({ auth: { tokens: TOKENS } });
     const { url } = harness.server;
-    // The card answers at once, an upstream still connecting named as such: wait for it, to see its tools there.
+    // The extended card answers at once, an upstream still connecting named as such: wait for it, to see its tools there.
     await harness.server.klym.service.pool.warmedUp();
     const card = (await (await fetch(`${url}/.well-known/agent-card.json`)).json()) as Record<string, unknown>;
     expect(card).toMatchObject({
       name: 'Klym',
       supportedInterfaces: [{ url: `${url}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-      capabilities: { streaming: true, pushNotifications: false },
+      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: true },
       securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'bearer' } } },
-      skills: [{ id: 'delegate-heavy-work', description: expect.stringContaining('Models: scripted') }],
+      skills: [{ id: 'delegate-heavy-work', name: 'Delegate heavy work', description: expect.stringContaining('GetExtendedAgentCard') }],
     });
-    expect(JSON.stringify(card)).toMatch(/Upstreams: grynya \(ready, \d+ tools\)\. Tools: grynya__/);
+    // Served without login, it names no upstream, state, tool, model or policy.
+    expect(JSON.stringify(card)).not.toMatch(/grynya|ready|scripted|Models:|Tools:|policies:/i);
 
     const client = await clientOf(url, TOKENS.grynya);
+    // The SDK's client reads the extended card because the public one says there is one.
+    const extended = await client.getAgentCard();
+    expect(extended.skills[0]?.description).toContain('Models: scripted');
+    expect(extended.skills[0]?.description).toMatch(/Upstreams: grynya \(ready, \d+ tools\)\. Tools: grynya__/);
+    expect(extended.skills[0]?.tags).toContain('grynya');
+    expect(extended.supportedInterfaces[0]?.url).toBe(`${url}/a2a`);
+    // Without a token, GetExtendedAgentCard does not reach the endpoint at all.
+    const anonymous = await fetch(`${url}/a2a/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [A2A_VERSION_HEADER]: '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard', params: {} }),
+    });
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.text()).not.toContain('grynya__');
+
     const started = (await send(client, 'Self-check, please')) as Task;
     expect(started.status?.state).toBeOneOf([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]);
     await expect
@@ -177,6 +193,60 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
     });
   });
 
+  it('refuses to subscribe to a task that has ended with UnsupportedOperationError (-32004), as an unknown one with TaskNotFoundError', async () => {
+    harness = await startHarness({ auth: { tokens: TOKENS } });
+    const { url } = harness.server;
+    const client = await clientOf(url, TOKENS.grynya);
+    const started = (await send(client, 'Self-check, please')) as Task;
+    await expect
+      .poll(async () => (await client.getTask({ tenant: '', id: started.id })).status?.state, { timeout: 15_000 })
+      .toBe(TaskState.TASK_STATE_COMPLETED);
+
+    const refused = await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'SubscribeToTask', params: { id: started.id } }));
+    expect(refused.json).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32004, message: expect.stringContaining('has already ended') } });
+    // The SDK's client sees the same refusal, not a stream that closes.
+    await expect(async () => {
+      for await (const _ of client.resubscribeTask({ tenant: '', id: started.id })) {
+        // nothing is streamed
+      }
+    }).rejects.toThrow(/has already ended/);
+    // An unknown task is still TaskNotFoundError.
+    const unknown = await rpc(url, JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'SubscribeToTask', params: { id: 'no-such-task' } }));
+    expect(unknown.json).toMatchObject({ error: { code: -32001 } });
+  });
+
+  it('serves the public card with Cache-Control max-age and an ETag, and answers If-None-Match with 304', async () => {
+    harness = await startHarness({ auth: { tokens: TOKENS } });
+    const cardUrl = `${harness.server.url}/.well-known/agent-card.json`;
+    const first = await fetch(cardUrl);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('cache-control')).toMatch(/^public, max-age=\d+$/);
+    const etag = first.headers.get('etag');
+    expect(etag).toMatch(/^W\/"[0-9a-f]{16}"$/);
+    expect(first.headers.get('last-modified')).not.toBeNull();
+    const body = await first.text();
+
+    const again = await fetch(cardUrl, { headers: { 'if-none-match': etag ?? '' } });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe('');
+    expect(again.headers.get('etag')).toBe(etag);
+    // Another tag gets the card again, the same body under the same tag.
+    const other = await fetch(cardUrl, { headers: { 'if-none-match': 'W/"0000000000000000"' } });
+    expect(other.status).toBe(200);
+    expect(await other.text()).toBe(body);
+  });
+
+  it('answers JSON-RPC at /a2a/ as at /a2a (where the conformance kit posts), behind the same token', async () => {
+    harness = await startHarness({ auth: { tokens: TOKENS } });
+    const { url } = harness.server;
+    const request = JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'ListTasks', params: {} });
+    const headers = { 'content-type': 'application/json', [A2A_VERSION_HEADER]: '1.0' };
+    const slashed = await fetch(`${url}/a2a/`, { method: 'POST', headers: { ...headers, authorization: `Bearer ${TOKENS.grynya}` }, body: request });
+    expect(slashed.status).toBe(200);
+    expect(await slashed.json()).toMatchObject({ jsonrpc: '2.0', id: 3, result: { tasks: [] } });
+    expect((await fetch(`${url}/a2a/`, { method: 'POST', headers, body: request })).status).toBe(401);
+  });
+
   it('cancels a running task through to its run, canceled on every surface', async () => {
     harness = await startHarness({ auth: { tokens: TOKENS } });
     harness.grynya.faults.hang = true;
@@ -254,6 +324,16 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
       id: 6,
       error: { code: -32001 },
     });
+    // A part of a media type Klym does not take (the conformance kit's CORE-SEND-003): ContentTypeNotSupportedError.
+    const raw = { raw: 'dGNr', mediaType: 'application/x-unsupported-tck-type' };
+    expect(
+      (
+        await rpc(
+          url,
+          JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'SendMessage', params: { message: { messageId: 'm7', role: 'ROLE_USER', parts: [raw] } } }),
+        )
+      ).json,
+    ).toMatchObject({ id: 7, error: { code: -32005 } });
     const unauthenticated = await fetch(`${url}/a2a`, { method: 'POST', body: '{}' });
     expect(unauthenticated.status).toBe(401);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);

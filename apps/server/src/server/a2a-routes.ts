@@ -12,10 +12,18 @@ type Env = { Bindings: Partial<HttpBindings>; Variables: GuardVariables };
 export const A2A_PATH = '/a2a';
 
 /**
- * Mounts Klym's A2A 1.0 door (core's `createA2aEndpoint`): the Agent Card at `/.well-known/agent-card.json`
- * (public, as discovery is; its security schemes say which tokens `/a2a` takes: bearer, and OAuth2 with
- * `auth.oauth`), and the JSON-RPC endpoint at `POST /a2a`, which the app puts behind the same bearer auth, body
- * limit and scopes as `/mcp`; each request is answered for its principal.
+ * The paths the endpoint answers at: the card's URL, and the same with a trailing slash, where the official
+ * conformance kit's client posts (its base URL plus `/`).
+ */
+export const A2A_PATHS = [A2A_PATH, `${A2A_PATH}/`] as const;
+
+/**
+ * Mounts Klym's A2A 1.0 door (core's `createA2aEndpoint`): the public Agent Card at `/.well-known/agent-card.json`
+ * (served without login, as discovery is, with `Cache-Control`, `ETag` and 304s; it names Klym, its skill, its
+ * interface and the tokens `/a2a` takes: bearer, and OAuth2 with `auth.oauth`), and the JSON-RPC endpoint at
+ * `POST /a2a` (and `/a2a/`), which the app puts behind the same bearer auth, body limit and scopes as `/mcp`; each
+ * request is answered for its principal, the extended card (the inventory of models, upstreams, tools, policies)
+ * included.
  */
 export function mountA2aRoutes(app: Hono<Env>, service: TaskService, options: ResolvedServerOptions): void {
   const oauth = options.auth?.oauth;
@@ -29,7 +37,7 @@ export function mountA2aRoutes(app: Hono<Env>, service: TaskService, options: Re
       ...(oauth === undefined ? {} : { oauth: { issuer: oauth.issuer, scopes: oauth.scopes } }),
     },
   });
-  app.get('/.well-known/agent-card.json', async (c) => c.json(await endpoint.card(c.req.url)));
+  app.get('/.well-known/agent-card.json', async (c) => endpoint.cardResponse(c.req.url, c.req.raw.headers));
   // The guards may have read the body (the scope check); Hono keeps it for the route.
-  app.post(A2A_PATH, async (c) => endpoint.handle(await c.req.text(), c.req.raw.headers, c.get('principal')));
+  for (const path of A2A_PATHS) app.post(path, async (c) => endpoint.handle(await c.req.text(), c.req.raw.headers, c.get('principal'), c.req.url));
 }

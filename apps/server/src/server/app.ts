@@ -15,7 +15,7 @@ import { McpSessions } from './mcp-sessions.ts';
 import { openTasks } from './open-tasks.ts';
 import { requestLog } from './request-log.ts';
 import { mountRestApi } from './rest-api.ts';
-import { mountA2aRoutes } from './a2a-routes.ts';
+import { A2A_PATHS, mountA2aRoutes } from './a2a-routes.ts';
 import { resolveServerOptions, type KlymServerOptions, type ResolvedServerOptions } from './server-options.ts';
 
 /** Klym's Hono app with what it serves. */
@@ -99,7 +99,7 @@ export async function createKlymApp(options: KlymServerOptions): Promise<KlymApp
   const auth = bearerAuth(resolved);
   const scopes = scopeGuard(resolved);
   if (resolved.auth?.oauth !== undefined) mountResourceMetadata(app, resolved.auth.oauth);
-  for (const path of ['/mcp', '/sse', '/messages', '/api/*', '/a2a']) {
+  for (const path of ['/mcp', '/sse', '/messages', '/api/*', ...A2A_PATHS]) {
     app.use(path, auth);
     app.use(path, limit);
     app.use(path, scopes);

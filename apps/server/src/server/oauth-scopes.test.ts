@@ -32,8 +32,19 @@ describe('operationsOf', () => {
     for (const method of ['SendMessage', 'SendStreamingMessage', 'CreateTaskPushNotificationConfig', 'DeleteTaskPushNotificationConfig'])
       expect(operationsOf('POST', '/a2a', request(method))).toEqual(['start']);
     expect(operationsOf('POST', '/a2a', request('CancelTask'))).toEqual(['cancel']);
-    for (const method of ['GetTask', 'ListTasks', 'SubscribeToTask', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'SomeFutureMethod'])
+    for (const method of [
+      'GetTask',
+      'ListTasks',
+      'SubscribeToTask',
+      'GetTaskPushNotificationConfig',
+      'ListTaskPushNotificationConfigs',
+      'GetExtendedAgentCard',
+      'SomeFutureMethod',
+    ])
       expect(operationsOf('POST', '/a2a', request(method))).toEqual(['read']);
+    // The same endpoint at `/a2a/`, where the conformance kit posts: the same scopes, not the REST default.
+    expect(operationsOf('POST', '/a2a/', request('SendMessage'))).toEqual(['start']);
+    expect(operationsOf('POST', '/a2a/', request('CancelTask'))).toEqual(['cancel']);
   });
 
   it('MCP: a batch needs each of its messages’ operations, once', () => {

@@ -20,7 +20,10 @@ const A2A_OPERATIONS: Readonly<Record<string, KlymOperation>> = {
   DeleteTaskPushNotificationConfig: 'start',
 };
 
-/** What one A2A JSON-RPC request needs: `GetTask`, `ListTasks`, `SubscribeToTask`, reading push configs, and the rest read. */
+/** Whether `path` is the A2A endpoint's: `/a2a`, or `/a2a/` (where the conformance kit posts). */
+const isA2aPath = (path: string): boolean => path === '/a2a' || path === '/a2a/';
+
+/** What one A2A JSON-RPC request needs: `GetTask`, `ListTasks`, `SubscribeToTask`, reading push configs, `GetExtendedAgentCard`, and the rest read. */
 function operationOfA2a(message: unknown): KlymOperation {
   const method = typeof message === 'object' && message !== null && 'method' in message ? message.method : undefined;
   return (typeof method === 'string' ? A2A_OPERATIONS[method] : undefined) ?? 'read';
@@ -66,7 +69,7 @@ export function operationsOf(method: string, path: string, body?: unknown): Klym
     return [...new Set(needed.filter((operation) => operation !== undefined))];
   }
   if (path === '/sse') return [];
-  if (path === '/a2a') return method === 'POST' ? [operationOfA2a(body)] : [];
+  if (isA2aPath(path)) return method === 'POST' ? [operationOfA2a(body)] : [];
   if (method === 'POST' && path === '/api/tasks') return ['start'];
   if (method === 'POST' && /^\/api\/tasks\/[^/]+\/cancel$/.test(path)) return ['cancel'];
   return ['read']; // the rest of the REST API, /metrics
@@ -74,5 +77,5 @@ export function operationsOf(method: string, path: string, body?: unknown): Klym
 
 /** Whether {@link operationsOf} needs the request's JSON body to decide. */
 export function needsBody(method: string, path: string): boolean {
-  return method === 'POST' && (path === '/mcp' || path === '/messages' || path === '/a2a');
+  return method === 'POST' && (path === '/mcp' || path === '/messages' || isA2aPath(path));
 }

@@ -34,6 +34,11 @@ export interface A2aRequestHandlerOptions {
   /** The Agent Card the handler answers (`getAgentCard`), for the version check. */
   readonly card: () => Promise<AgentCard>;
   /**
+   * The extended Agent Card (`GetExtendedAgentCard`), answered only to an authenticated caller, whose call's
+   * context it is given. @default none: `ExtendedAgentCardNotConfiguredError`
+   */
+  readonly extendedCard?: (context: ServerCallContext) => Promise<AgentCard>;
+  /**
    * The longest a `SendMessage` without `returnImmediately` waits for its task to end before it answers
    * the task as it stands (a task's own `timeout_ms` bounds it too). @default 60_000
    */
@@ -96,13 +101,15 @@ async function assertPushUrl(push: TaskPush, url: string): Promise<void> {
  *   without, it waits for the end (at most `maxBlockMs`) and answers the task as it stands. A message naming
  *   an existing task (a follow-up) is refused with `UnsupportedOperationError`.
  * - `SendStreamingMessage` / `SubscribeToTask`: the `Task`, then a status update at each change of state or
- *   step, the result artifact, and the end.
+ *   step, the result artifact, and the end. `SubscribeToTask` on a task that has ended answers
+ *   `UnsupportedOperationError` (A2A §3.1.6): `GetTask` reads it.
  * - `GetTask`, `ListTasks` (the caller's tasks, newest first: see {@link listA2aTasks}), `CancelTask`
  *   (`TaskNotCancelableError` once ended).
  * - Push notifications (`configuration.taskPushNotificationConfig` of a send, and the four config methods)
  *   through the service's `push` (`TaskService.push`): a URL outside the operator's allow-list, or any push
  *   when the service has none, answers `PushNotificationNotSupportedError` (-32003) saying why.
- * - Another principal's task answers `TaskNotFoundError`, as an unknown one does. No extended card.
+ * - `GetExtendedAgentCard`: `options.extendedCard` for the authenticated caller.
+ * - Another principal's task answers `TaskNotFoundError`, as an unknown one does.
  */
 export function createA2aRequestHandler(service: TaskService, options: A2aRequestHandlerOptions): A2ARequestHandler {
   const maxBlockMs = options.maxBlockMs ?? 60_000;
@@ -179,9 +186,11 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
 
   return {
     getAgentCard: () => options.card(),
-    getAuthenticatedExtendedAgentCard: async () => {
-      throw new ExtendedAgentCardNotConfiguredError('Klym has no extended agent card');
-    },
+    getAuthenticatedExtendedAgentCard: guarded(async (_params, context) => {
+      callerOf(context); // only for an authenticated caller
+      if (options.extendedCard === undefined) throw new ExtendedAgentCardNotConfiguredError('Klym has no extended agent card here');
+      return options.extendedCard(context);
+    }),
     sendMessage: guarded(async (params, context): Promise<Message | Task> => {
       const caller = callerOf(context);
       const task = await start(params, caller);
@@ -205,7 +214,11 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
     },
     resubscribe: async function* (params, context) {
       try {
-        yield* stream(params.id, callerOf(context));
+        const caller = callerOf(context);
+        const task = await service.tasks.get(params.id, caller); // TASK_NOT_FOUND for an unknown or another principal's id
+        if (isTerminal(task.status))
+          throw new UnsupportedOperationError(`Task ${params.id} has already ended (${task.status}): there is nothing to subscribe to; GetTask reads it`);
+        yield* stream(params.id, caller);
       } catch (error) {
         throw toA2aError(error);
       }

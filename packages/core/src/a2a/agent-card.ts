@@ -38,13 +38,20 @@ export const DELEGATE_SKILL_ID = 'delegate-heavy-work';
 /** A tool list in a skill's description is capped: a card is fetched often, and the full list is one `describe_capabilities` away. */
 const MAX_TOOLS_NAMED = 40;
 
+/** What the public card's skill says of itself: what Klym does, not what it has. */
+const PUBLIC_SKILL_DESCRIPTION =
+  'Runs an LLM agent over MCP tools until the job is done, as a task you can poll, list and cancel. ' +
+  'Authenticated callers read the models, upstreams, tools, policies and limits in the extended card (GetExtendedAgentCard). ' +
+  'Message metadata `klym` may carry `model`, `budget` ({ max_steps, max_tokens, max_cost_usd, timeout_ms }), `tools` ({ allow, deny, policy }) and `webhook`, as start_async_agent_task takes them.';
+
 /**
- * Klym's A2A Agent Card (A2A §8.2, the SDK's `AgentCard`): one JSON-RPC interface at `url` speaking
- * protocol 1.0, and one skill, "delegate heavy work", whose description is written from the same facts
- * `describe_capabilities` answers (models, upstreams and their tools, policies, budgets). Serve it with
+ * Klym's public A2A Agent Card (A2A §8.2, the SDK's `AgentCard`), served without login: Klym, its one skill
+ * "delegate heavy work" in general terms, one JSON-RPC interface at `url` speaking protocol 1.0, its security
+ * schemes, and `capabilities.extendedAgentCard`, as the inventory (models, upstreams and their state, tools,
+ * policies, budgets) is only in {@link buildExtendedAgentCard}'s card, for authenticated callers. Serve it with
  * `AgentCard.toJSON`.
  */
-export function buildAgentCard(capabilities: CapabilitiesView, options: AgentCardOptions): AgentCard {
+export function buildAgentCard(options: AgentCardOptions): AgentCard {
   const { securitySchemes, securityRequirements } = securityOf(options.security ?? {});
   return {
     name: options.name ?? 'Klym',
@@ -56,7 +63,7 @@ export function buildAgentCard(capabilities: CapabilitiesView, options: AgentCar
     supportedInterfaces: [{ url: options.url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION }],
     provider: undefined,
     version: options.version,
-    capabilities: { streaming: options.streaming ?? false, pushNotifications: options.pushNotifications ?? false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: options.streaming ?? false, pushNotifications: options.pushNotifications ?? false, extensions: [], extendedAgentCard: true },
     securitySchemes,
     securityRequirements,
     defaultInputModes: ['text/plain'],
@@ -65,8 +72,8 @@ export function buildAgentCard(capabilities: CapabilitiesView, options: AgentCar
       {
         id: DELEGATE_SKILL_ID,
         name: 'Delegate heavy work',
-        description: describeSkill(capabilities),
-        tags: ['delegation', 'agent', 'tools', ...Object.keys(capabilities.upstreams)],
+        description: PUBLIC_SKILL_DESCRIPTION,
+        tags: ['delegation', 'agent', 'tools'],
         examples: ['Find the sessions without a LAST_EVENT in the graph and summarise why each one stopped.'],
         inputModes: ['text/plain'],
         outputModes: ['text/plain', 'application/json'],
@@ -74,6 +81,24 @@ export function buildAgentCard(capabilities: CapabilitiesView, options: AgentCar
       },
     ],
     signatures: [],
+  };
+}
+
+/**
+ * The extended Agent Card (A2A §3.1.11, `GetExtendedAgentCard`), for authenticated callers only: the public
+ * card ({@link buildAgentCard}) whose skill is described from the same facts `describe_capabilities` answers
+ * (models, upstreams with their live state and tool counts, tool names, policies, budgets), tagged with the
+ * upstreams' names.
+ */
+export function buildExtendedAgentCard(capabilities: CapabilitiesView, options: AgentCardOptions): AgentCard {
+  const card = buildAgentCard(options);
+  return {
+    ...card,
+    skills: card.skills.map((skill) => ({
+      ...skill,
+      description: describeSkill(capabilities),
+      tags: [...skill.tags, ...Object.keys(capabilities.upstreams)],
+    })),
   };
 }
 
