@@ -28,8 +28,12 @@ const isList = (type: Folding): type is List => typeof type === 'object' && 'ele
 export const isRawJson = (value: unknown): value is { readonly rawJSON: string } =>
   (JSON as unknown as { isRawJSON(value: unknown): boolean }).isRawJSON(value);
 
-/** A run of digits long enough to be an integer past 2^53, which `JSON.parse` would round. */
-const LONG_DIGITS = /\d{16}/;
+/**
+ * A number of 16 digits or more where a JSON value starts (after `:`, `[` or `,`): an integer past 2^53 may be
+ * there, which `JSON.parse` would round. Digits inside a string (an id, a trace) are not looked at, so that a
+ * document without such a number is parsed without a reviver, which costs a string for every value.
+ */
+const LONG_NUMBER = /[:[,]\s*-?\d{16}/;
 
 /**
  * `text` parsed as JSON, integers past 2^53 kept with their digits (as `JSON.rawJSON`, which `JSON.stringify`
@@ -37,7 +41,7 @@ const LONG_DIGITS = /\d{16}/;
  */
 export function parseJsonExact(text: string): unknown {
   try {
-    if (!LONG_DIGITS.test(text)) return JSON.parse(text) as unknown;
+    if (!LONG_NUMBER.test(text)) return JSON.parse(text) as unknown;
     const rawJson = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
     return JSON.parse(text, (_key, value: unknown, context?: { source?: string }) =>
       typeof value === 'number' && !Number.isSafeInteger(value) && context?.source !== undefined && /^-?\d+$/.test(context.source)
