@@ -22,8 +22,14 @@ const isObject = (value: unknown): value is Record<string, Json> => typeof value
 export const RECORDS_SHARE = 0.9;
 
 /**
+ * Characters of the rest of a document (beside its array) small enough that the array is what it is about
+ * whatever their share: grynya's `{"status":"success","results":[…]}` with two results is records.
+ */
+export const SMALL_REST_CHARS = 1_024;
+
+/**
  * How a JSON text is kept: as records (its biggest array of objects, when that holds at least
- * {@link RECORDS_SHARE} of the document), as one `document` (any other JSON: its tables are the whole value
+ * {@link RECORDS_SHARE} of the document, or the rest is at most {@link SMALL_REST_CHARS}), as one `document` (any other JSON: its tables are the whole value
  * and its paths), or `undefined` when it is not JSON.
  */
 export function jsonLayoutOf(text: string): RecordsLayout | 'document' | undefined {
@@ -40,7 +46,9 @@ export function jsonLayoutOf(text: string): RecordsLayout | 'document' | undefin
   if (firstLine === 1) {
     const note = `[${array.length} records: lines 1-${array.length} of this artifact]`;
     lines.unshift(JSON.stringify(replaceAt(document, path, note)));
-    if (recordChars < RECORDS_SHARE * (recordChars + (lines[0] as string).length)) return 'document';
+    // The rest of the document, without the note put in the array's place.
+    const rest = (lines[0] as string).length - JSON.stringify(note).length;
+    if (rest > SMALL_REST_CHARS && recordChars < RECORDS_SHARE * (recordChars + rest)) return 'document';
   }
   const types = recordTypes(array);
   return {

@@ -138,6 +138,12 @@ describe('real documents from npm packages', () => {
     expect(await single(`SELECT value FROM ${kept.id}_paths WHERE path = '$.data.flexbox.title'`)).toBe(data.data.flexbox?.title);
   });
 
+  it('keeps a small answer whose array is all it is about as records, whatever its share: a status and two results', async () => {
+    const kept = await keep(JSON.stringify({ status: 'success', results: [{ a: 1 }, { a: 2 }] }));
+    expect(kept.records).toMatchObject({ count: 2, path: ['results'] });
+    expect(await single(`SELECT sum(a) FROM ${kept.id}`)).toBe(3);
+  });
+
   it('keeps a text that only looks like JSON as lines, and says which tables it has', async () => {
     const kept = await keep('{"not": "json" after all\n{"second": line}\n');
     expect(kept.json).toBeUndefined();
