@@ -1,7 +1,16 @@
 import type { HttpBindings } from '@hono/node-server';
 import { KlymError, type TaskService } from '@klym/core';
 import { parseArgs } from '@klym/core/internal';
-import { replyTaskSchema, cancelTaskSchema, checkTaskSchema, listTasksSchema, queryArtifactsSchema, readArtifactSchema, startTaskSchema, taskLogsSchema } from '@klym/core';
+import {
+  replyTaskSchema,
+  cancelTaskSchema,
+  checkTaskSchema,
+  listTasksSchema,
+  queryArtifactsSchema,
+  readArtifactSchema,
+  startTaskSchema,
+  taskLogsSchema,
+} from '@klym/core';
 import type { Hono } from 'hono';
 import type { GuardVariables } from './guards.ts';
 

@@ -42,7 +42,8 @@ export interface ParkedStep {
 }
 
 /** What a second ask in one step reads: only the first is put to the caller. */
-const ONE_QUESTION = 'Only one question is asked at a time: the first ask of this step was put to the caller. Ask this one after its answer, if it is still needed.';
+const ONE_QUESTION =
+  'Only one question is asked at a time: the first ask of this step was put to the caller. Ask this one after its answer, if it is still needed.';
 
 /**
  * The ask of a finished step, if the model called `klym__ask_caller` (validly: an invalid call was answered
@@ -56,7 +57,8 @@ export function parkedStep(stepMessages: readonly ModelMessage[]): ParkedStep | 
     if (typeof message.content === 'string') continue;
     for (const part of message.content) {
       if (part.type === 'tool-result') outputs.set(part.toolCallId, part.output);
-      else if (part.type === 'tool-call' && part.providerExecuted !== true) made.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
+      else if (part.type === 'tool-call' && part.providerExecuted !== true)
+        made.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
     }
   }
   let asked: AskedQuestion | undefined;

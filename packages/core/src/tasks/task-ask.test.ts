@@ -138,7 +138,13 @@ describe('a task that asks its caller', () => {
       let clock = Date.parse('2026-03-01T10:00:00Z');
       const now = (): number => clock;
       const firstStore = await openStore();
-      const first = createTaskManager({ pool, store: firstStore, now, inputTimeoutMs: 3_600_000, run: (options) => runAgent({ ...options, model: askingModel() }) });
+      const first = createTaskManager({
+        pool,
+        store: firstStore,
+        now,
+        inputTimeoutMs: 3_600_000,
+        run: (options) => runAgent({ ...options, model: askingModel() }),
+      });
       const task = await first.start({ prompt: 'Check the errors' }, me);
       expect((await waitForStatus(first, task.id, 'input_required')).input?.askedAt).toBe('2026-03-01T10:00:00.000Z');
       await first.close({ graceMs: 0 });
@@ -155,7 +161,10 @@ describe('a task that asks its caller', () => {
       clock += 2_000;
       const third = open(pool, askingModel(), { store, now, inputTimeoutMs: 3_600_000 });
       const ended = await waitForStatus(third, task.id, 'error');
-      expect(ended.error).toEqual({ code: 'INPUT_TIMEOUT', message: `Task ${task.id} asked its caller a question and no answer came within 3600000 ms (tasks.inputTimeoutMs)` });
+      expect(ended.error).toEqual({
+        code: 'INPUT_TIMEOUT',
+        message: `Task ${task.id} asked its caller a question and no answer came within 3600000 ms (tasks.inputTimeoutMs)`,
+      });
       await expect(third.reply(task.id, me, { answer: 'late' })).rejects.toThrow(`Task ${task.id} is error, not waiting for input`);
     });
   });

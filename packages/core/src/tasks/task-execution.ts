@@ -140,7 +140,9 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     if (found.status === 'pending') {
       // An answered task goes on where it asked, and keeps the time it first started.
       const answered = found.input?.answer !== undefined;
-      const patch: TaskPatch = answered ? { status: 'running', currentStep: 'resuming' } : { status: 'running', startedAt: new Date().toISOString(), currentStep: 'starting' };
+      const patch: TaskPatch = answered
+        ? { status: 'running', currentStep: 'resuming' }
+        : { status: 'running', startedAt: new Date().toISOString(), currentStep: 'starting' };
       const started = await store.transition(id, ['pending'], patch);
       if (started !== undefined) return answered ? { task: started, resumed: true, answered } : { task: started, resumed: false };
       return takeUp(id);

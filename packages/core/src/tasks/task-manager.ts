@@ -306,9 +306,13 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         await queue.add(id, { principal: task.principal, rank: 1 });
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);
-        throw new KlymError('STORE_UNAVAILABLE', `Task ${id}'s answer is kept, but the task could not be queued (${reason}); it goes on when Klym next starts`, {
-          cause: error,
-        });
+        throw new KlymError(
+          'STORE_UNAVAILABLE',
+          `Task ${id}'s answer is kept, but the task could not be queued (${reason}); it goes on when Klym next starts`,
+          {
+            cause: error,
+          },
+        );
       }
       return (await store.get(id)) ?? answered;
     },
@@ -316,8 +320,8 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       const before = await visible(id, caller);
       const task = isTerminal(before.status) ? undefined : await cancelTask(id, reason);
       if (task !== undefined) return { cancelled: true, task, message: `Task ${id} is cancelled` };
-      const now = await visible(id, caller);
-      return { cancelled: false, task: now, message: `Task ${id} had already ended as ${now.status}; nothing changed` };
+      const current = await visible(id, caller);
+      return { cancelled: false, task: current, message: `Task ${id} had already ended as ${current.status}; nothing changed` };
     },
     async list(caller, filter = {}, page = {}) {
       return store.list({ principal: caller.principal, ...(filter.status === undefined ? {} : { status: filter.status }) }, page);

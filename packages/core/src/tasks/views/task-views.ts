@@ -100,7 +100,6 @@ export interface TaskStartView {
   readonly budget: BudgetLimitsView;
 }
 
-/** What `cancel_agent_task` answers. */
 /** What `reply_to_agent_task` answers: the task, queued to go on with the answer. */
 export interface TaskReplyView {
   readonly task_id: string;
