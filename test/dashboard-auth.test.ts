@@ -131,7 +131,7 @@ describe('the dashboard without tokens (loopback)', () => {
     const base = harness.server.url;
     const status = await fetch(`${base}/?status=done`);
     expect(status.status).toBe(400);
-    expect(await status.text()).toContain('`status`: expected one of pending, running, completed, error, cancelled, got &quot;done&quot;');
+    expect(await status.text()).toContain('`status`: expected one of pending, running, input_required, completed, error, cancelled, got &quot;done&quot;');
     const cursor = await fetch(`${base}/?cursor=nonsense`);
     expect(cursor.status).toBe(400);
     expect(await cursor.text()).toContain('not a cursor this list gave');

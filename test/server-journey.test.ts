@@ -84,7 +84,7 @@ describe('bearer auth with the official client', () => {
     harness = await startHarness({ auth: { tokens: { grynya: 'the-token-of-grynya-123456' } } });
     for (const kind of ['streamable-http', 'sse'] as const) {
       const client = await harness.connect(kind, 'the-token-of-grynya-123456');
-      expect((await client.listTools()).tools).toHaveLength(8);
+      expect((await client.listTools()).tools).toHaveLength(9);
       await expect(harness.connect(kind)).rejects.toThrow(/401|Unauthorized/i);
       await expect(harness.connect(kind, 'a-wrong-token')).rejects.toThrow(/401|Unauthorized/i);
     }

@@ -99,7 +99,7 @@ describe('GET /metrics', () => {
     expect(valueOf(samples, 'nodejs_eventloop_lag_seconds')).toBeDefined();
 
     // Bounded labels: fixed sets, the configured upstream, model and principal, listed tools; never a task id or prompt.
-    expect(labelValues(samples, 'klym_tasks', 'status')).toEqual(['cancelled', 'completed', 'error', 'pending', 'running']);
+    expect(labelValues(samples, 'klym_tasks', 'status')).toEqual(['cancelled', 'completed', 'error', 'input_required', 'pending', 'running']);
     expect(labelValues(samples, 'klym_upstream_calls_total', 'tool')).toEqual(['other', 'query_graph']);
     expect(labelValues(samples, 'klym_upstream_state', 'state')).toEqual(['closed', 'connecting', 'down', 'ready']);
     expect(labelValues(samples, 'klym_llm_tokens_total', 'model')).toEqual(['scripted']);

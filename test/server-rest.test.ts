@@ -157,7 +157,11 @@ describe('the REST API, through app.request()', () => {
     const response = await klym.app.request('/healthz');
     expect(response.status).toBe(200);
     const body = await response.text();
-    expect(JSON.parse(body)).toMatchObject({ status: 'ok', upstreams: { grynya: { state: 'ready', transport: 'sse' } }, tasks: { running: 0, completed: 0 } });
+    expect(JSON.parse(body)).toMatchObject({
+      status: 'ok',
+      upstreams: { grynya: { state: 'ready', transport: 'sse' } },
+      tasks: { running: 0, input_required: 0, completed: 0 },
+    });
     expect(body).not.toContain(TOKEN);
     expect(body).not.toContain(UPSTREAM_SECRET);
     expect(body).not.toMatch(/127\.0\.0\.1:\d+/);

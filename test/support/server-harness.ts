@@ -5,7 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { startKlymServer, type KlymServerOptions, type RunningKlymServer } from '../../apps/server/src/server/index.ts';
 
-/** Every tool Klym's /mcp lists, sorted, as a client sees their names on the wire: the seven task tools and `run_agent_task`. */
+/** Every tool Klym's /mcp lists, sorted, as a client sees their names on the wire: the eight task tools and `run_agent_task`. */
 export const KLYM_TOOLS = [
   'cancel_agent_task',
   'check_task_status',
@@ -13,6 +13,7 @@ export const KLYM_TOOLS = [
   'list_agent_tasks',
   'query_task_artifact',
   'read_task_artifact',
+  'reply_to_agent_task',
   'run_agent_task',
   'start_async_agent_task',
 ] as const;

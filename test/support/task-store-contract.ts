@@ -53,7 +53,7 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       const finished = await store.transition('t1', ['pending', 'running'], { status: 'completed', finishedAt: '2026-01-01T00:01:00.000Z' });
       expect(finished).toMatchObject({ id: 't1', status: 'completed', finishedAt: '2026-01-01T00:01:00.000Z', currentStep: applied[0]?.currentStep });
       expect(await store.get('t1')).toEqual(finished);
-      expect(await store.counts()).toEqual({ pending: 0, running: 0, completed: 1, error: 0, cancelled: 0 });
+      expect(await store.counts()).toEqual({ pending: 0, running: 0, input_required: 0, completed: 1, error: 0, cancelled: 0 });
       expect((await store.list({ status: 'completed' })).tasks.map((task) => task.id)).toEqual(['t1']);
       expect((await store.list({ status: 'pending' })).total).toBe(0);
     });
@@ -113,7 +113,7 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       );
       await store.insert(taskRecord('new', { createdAt: '2026-01-01T00:00:03.000Z' }));
       await store.insert(taskRecord('written', { status: 'completed', createdAt: '2026-01-01T00:00:04.000Z' }));
-      expect(await store.counts()).toEqual({ pending: 1, running: 1, completed: 2, error: 1, cancelled: 0 });
+      expect(await store.counts()).toEqual({ pending: 1, running: 1, input_required: 0, completed: 2, error: 1, cancelled: 0 });
       // A write-back under way when the process died is unfinished business too.
       expect((await store.unfinished()).map((item) => item.id)).toEqual(['old', 'writing', 'new']);
       await store.update('writing', { writeBack: { status: 'written', nodeId: 'klym_writing', dayId: 'd' } });
@@ -138,7 +138,7 @@ export function describeTaskStoreContract(name: string, options: TaskStoreContra
       expect(await store.loadCheckpoint('old')).toBeUndefined();
       expect(await store.findByIdempotencyKey('alice', 'k')).toBeUndefined();
       expect((await store.list()).tasks.map((item) => item.id)).toEqual(['running', 'recent']);
-      expect(await store.counts()).toEqual({ pending: 0, running: 1, completed: 0, error: 0, cancelled: 1 });
+      expect(await store.counts()).toEqual({ pending: 0, running: 1, input_required: 0, completed: 0, error: 0, cancelled: 1 });
       expect(await store.evict(new Date('2026-01-01T01:00:00.000Z'))).toEqual([]);
       // The key is free again: a new start with it is a new task.
       expect((await store.insert(taskRecord('again', { request: { prompt: 'x', idempotencyKey: 'k' } }))).id).toBe('again');

@@ -56,6 +56,12 @@ export const TASK_DEFAULTS = {
   shutdownGraceMs: 10_000,
   /** Whether a task that was running when the process died resumes from its last step on restart. */
   resumeOnRestart: true,
+  /** Whether a task's model is offered `klym__ask_caller` (unless its request says `ask_caller: false`). */
+  askCaller: true,
+  /** How long a task waits for its caller's answer, in milliseconds (a day); then it ends as `error`, `INPUT_TIMEOUT`. */
+  inputTimeoutMs: 86_400_000,
+  /** How often waiting tasks are checked against `inputTimeoutMs`, at most, in milliseconds. */
+  inputCheckMs: 60_000,
   /** The budget of a task whose request asks for none. */
   defaultBudget: { maxSteps: DEFAULT_MAX_STEPS },
   /** The most a caller may ask for; larger asks are capped. */

@@ -24,6 +24,9 @@
  *   the quota, its limit and what is in use (`quota`, `limit`, `used`), and `retryAfterMs` when a wait helps. Other
  *   callers' starts are not affected.
  * - `TASK_INTERRUPTED`: the process running the task died, and it was not resumed (`resumeOnRestart: false`).
+ * - `TASK_NOT_WAITING`: a reply to a task that is not waiting for input (the message names its status), or whose
+ *   question was already answered (the first answer stands).
+ * - `INPUT_TIMEOUT`: a task waited for its caller's answer longer than `tasks.inputTimeoutMs`.
  * - `STORE_UNAVAILABLE`: the task store cannot be opened or used (the message names the file or server and why).
  * - `INVALID_ARGUMENT`: a request's arguments are not usable (the message names the field).
  * - `SHUTTING_DOWN`: Klym is shutting down and takes no new work.
@@ -53,6 +56,8 @@ export type KlymErrorCode =
   | 'TASK_QUEUE_FULL'
   | 'QUOTA_EXCEEDED'
   | 'TASK_INTERRUPTED'
+  | 'TASK_NOT_WAITING'
+  | 'INPUT_TIMEOUT'
   | 'STORE_UNAVAILABLE'
   | 'INVALID_ARGUMENT'
   | 'SHUTTING_DOWN'

@@ -56,6 +56,7 @@ export {
 } from './artifacts/artifact-query.ts';
 // the agent
 export { runAgent } from './agent/run-agent.ts';
+export { ASK_CALLER_TOOL_NAME, INPUT_REQUIRED, answerAsk, type AskedQuestion } from './agent/ask-caller.ts';
 export type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules } from './tools/tool-policy.ts';
 export { SELF_CHECK_OK } from './agent/self-check.ts';
 export { DEFAULT_SYSTEM_PROMPT, TOOLS_PLACEHOLDER } from './agent/system-prompt.ts';
@@ -118,6 +119,7 @@ export type {
   UnknownLogEntry,
 } from './tasks/store/log-entry.ts';
 export {
+  TASK_STATUSES,
   TERMINAL_STATUSES,
   isTerminal,
   type DaySpend,
@@ -131,6 +133,7 @@ export {
   type TaskStatus,
   type TaskStore,
   type TaskUsage,
+  type TaskInput,
   type WriteBackOutcome,
 } from './tasks/task-types.ts';
 // the task service: what the task tools serve, whatever the door
@@ -139,6 +142,7 @@ export type {
   BudgetLimitsView,
   TaskBudgetView,
   TaskCancelView,
+  TaskReplyView,
   TaskListView,
   TaskStartView,
   TaskStatusView,
@@ -149,6 +153,7 @@ export type { TaskLogEntryView, TaskLogLineView, TaskLogPageView, TaskLogView } 
 export type { TaskArtifactSliceView, TaskArtifactView, TaskQueryView } from './tasks/views/artifact-views.ts';
 export {
   cancelTaskSchema,
+  replyTaskSchema,
   checkTaskSchema,
   listTasksSchema,
   queryArtifactsSchema,
@@ -156,6 +161,7 @@ export {
   startTaskSchema,
   taskLogsSchema,
   type CancelTaskArgs,
+  type ReplyTaskArgs,
   type CheckTaskArgs,
   type ListTasksArgs,
   type QueryArtifactsArgs,

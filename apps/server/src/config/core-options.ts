@@ -200,6 +200,8 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
       runner: config.tasks.runner,
       sharedQueue: { lockDurationMs: config.tasks.lockDurationMs, stalledIntervalMs: config.tasks.stalledIntervalMs },
       resumeOnRestart: config.tasks.resumeOnRestart,
+      askCaller: config.tasks.askCaller,
+      inputTimeoutMs: config.tasks.inputTimeoutMs,
       writeBack: { upstream: config.writeBack.upstream, byDefault: config.writeBack.enabled, timeZone: config.writeBack.timeZone },
       webhooks: config.webhooks,
       ...(config.a2a?.pushAllow === undefined || config.a2a.pushAllow.length === 0

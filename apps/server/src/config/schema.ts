@@ -230,6 +230,10 @@ export const configObjectSchema = z.strictObject({
       runner: z.enum(['thread', 'inline']).default(CLI_TASK_RUNNER),
       /** Whether a task that was running when Klym stopped resumes from its last step on restart; `false` ends it as `error` (`TASK_INTERRUPTED`). @default true */
       resumeOnRestart: z.boolean().default(TASK_DEFAULTS.resumeOnRestart),
+      /** Whether a task's model may ask its caller a question (`klym__ask_caller`) and wait for the answer; a start may turn it off (`ask_caller: false`). @default true */
+      askCaller: z.boolean().default(TASK_DEFAULTS.askCaller),
+      /** How long a task waits for its caller's answer, in milliseconds; then it ends as `error` (`INPUT_TIMEOUT`). @default 86_400_000 (a day) */
+      inputTimeoutMs: z.number().int().positive().default(TASK_DEFAULTS.inputTimeoutMs),
       /**
        * With a Redis store: how long a worker's lock on a task lasts unless renewed (every half of it). A worker that
        * died has its task taken over by another within about `lockDurationMs` + 2 × `stalledIntervalMs` (50 s). @default 30_000

@@ -1,5 +1,5 @@
 import {
-  TERMINAL_STATUSES,
+  TASK_STATUSES,
   type PrincipalUsage,
   type TaskEvent,
   type TaskRefusal,
@@ -52,7 +52,7 @@ export interface CallTotals {
   readonly totalMs: number;
 }
 
-const STATUSES: readonly TaskStatus[] = ['pending', 'running', ...TERMINAL_STATUSES];
+const STATUSES: readonly TaskStatus[] = TASK_STATUSES;
 const UPSTREAM_STATES: readonly UpstreamStatus['state'][] = ['connecting', 'ready', 'down', 'closed'];
 /** Seconds: a task runs from seconds to its 30-minute default limit, and may wait in the queue before. */
 const TASK_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600];

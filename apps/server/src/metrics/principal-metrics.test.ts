@@ -14,7 +14,7 @@ async function scrape(metrics: KlymMetrics): Promise<Sample[]> {
 const valueOf = (samples: readonly Sample[], name: string, labels: Readonly<Record<string, string>> = {}): number | undefined =>
   samples.find((sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value))?.value;
 
-const TOTALS: Record<TaskStatus, number> = { pending: 5, running: 4, completed: 0, error: 0, cancelled: 0 };
+const TOTALS: Record<TaskStatus, number> = { pending: 5, running: 4, input_required: 0, completed: 0, error: 0, cancelled: 0 };
 
 const usageOf = (principal: string, running: number, queued: number): PrincipalUsage => ({
   principal,

@@ -1,7 +1,7 @@
 import type { KlymOperation } from './oauth-options.ts';
 
-/** The tools that start a run, and the one that cancels; every other tool of Klym's reads. */
-const STARTING_TOOLS = new Set(['start_async_agent_task', 'run_agent_task']);
+/** The tools that start a run (a reply sets a waiting run going again), and the one that cancels; every other tool of Klym's reads. */
+const STARTING_TOOLS = new Set(['start_async_agent_task', 'run_agent_task', 'reply_to_agent_task']);
 const CANCELLING_TOOLS = new Set(['cancel_agent_task']);
 
 /**
@@ -71,6 +71,7 @@ export function operationsOf(method: string, path: string, body?: unknown): Klym
   if (path === '/sse') return [];
   if (isA2aPath(path)) return method === 'POST' ? [operationOfA2a(body)] : [];
   if (method === 'POST' && path === '/api/tasks') return ['start'];
+  if (method === 'POST' && /^\/api\/tasks\/[^/]+\/reply$/.test(path)) return ['start'];
   if (method === 'POST' && /^\/api\/tasks\/[^/]+\/cancel$/.test(path)) return ['cancel'];
   return ['read']; // the rest of the REST API, /metrics
 }

@@ -6,6 +6,8 @@ import type { TaskRecord, TaskStatus } from '../tasks/task-types.ts';
 export const A2A_STATE_OF: Readonly<Record<TaskStatus, TaskState>> = {
   pending: TaskState.TASK_STATE_SUBMITTED,
   running: TaskState.TASK_STATE_WORKING,
+  // Until A2A can carry the answer (`SendMessage` with the task's id), a waiting task is `working` there, its question the status message.
+  input_required: TaskState.TASK_STATE_WORKING,
   completed: TaskState.TASK_STATE_COMPLETED,
   error: TaskState.TASK_STATE_FAILED,
   cancelled: TaskState.TASK_STATE_CANCELED,
@@ -33,6 +35,8 @@ function statusText(task: TaskRecord): string | undefined {
     case 'pending':
     case 'running':
       return task.currentStep === '' ? undefined : task.currentStep;
+    case 'input_required':
+      return `Waiting for the caller's answer (reply_to_agent_task): ${task.input?.question ?? ''}`;
     case 'error':
       return task.error === undefined ? 'The task failed' : `${task.error.code}: ${task.error.message}`;
     case 'cancelled':

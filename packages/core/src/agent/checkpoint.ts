@@ -28,6 +28,12 @@ export interface Checkpointer extends StepProgress {
   sent(call: Omit<InFlightToolCall, 'output'>): Promise<void> | undefined;
   /** A step ended: `done` now includes it. */
   endStep(done: CompletedRun): void;
+  /**
+   * A step ended by asking the caller: `parked` (its completed steps, and the asking step as `current`, its
+   * ask without a result) is saved, and waited for, as a checkpoint before a call is: a run parks only once its
+   * question is recorded. @throws {KlymError} `STORE_UNAVAILABLE` when it could not be stored
+   */
+  park(parked: CompletedRun & { readonly current: NonNullable<AgentCheckpoint['current']> }): Promise<void> | undefined;
 }
 
 /**
@@ -106,6 +112,11 @@ export function createCheckpointer(
       done = completed;
       current = undefined;
       save();
+    },
+    park({ current: asking, ...completed }) {
+      done = completed;
+      current = { step: asking.step, text: asking.text, calls: [...asking.calls] };
+      return save(true);
     },
   };
 }

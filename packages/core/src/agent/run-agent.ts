@@ -6,6 +6,7 @@ import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { createResultTexts } from '../tools/tool-result.ts';
 import { raceAbort } from '../internal/abort.ts';
 import { createBudgetHolds, describeBudgetHit, outsideBudget, resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
+import { askCallerTools, INPUT_REQUIRED, parkedStep, type AskedQuestion } from './ask-caller.ts';
 import { assertCheckpoint, createCheckpointer, resumeFrom } from './checkpoint.ts';
 import { artifactThreshold, contextWindowOf, createContextWindow } from './context-window.ts';
 import { removeOrphanedToolCalls } from './history.ts';
@@ -88,7 +89,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
   let callCount = resumed?.toolCalls ?? 0;
   let messages: readonly ModelMessage[] = resumed?.messages ?? [...(options.messages ?? []), { role: 'user', content: options.prompt }];
   const checkpoints = createCheckpointer(options.onCheckpoint, elapsed);
-  const finish = (finishReason: string): AgentRunResult => {
+  const finish = (finishReason: string, asked?: AskedQuestion): AgentRunResult => {
     const costUsd = costOf(usage, price);
     emit({ type: 'run-end', finishReason, steps, usage, costUsd, elapsedMs: elapsed() });
     tracing?.end({ finishReason, usage });
@@ -106,6 +107,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       budget,
       messages,
       ...(resume === undefined ? {} : { resumedFrom: resume.steps }),
+      ...(asked === undefined ? {} : { asked }),
     };
   };
   const stopped = (): AgentRunResult => {
@@ -210,7 +212,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       // The map's usage is in the run's already (`onUsage`): the event tells the task's status.
       onMapped: ({ artifact, chunks, usage: used }) => emit({ type: 'artifact-map', step: currentStep, artifact, chunks, usage: used }),
     };
-    const builtIns = artifactTools(keeping);
+    const builtIns = { ...artifactTools(keeping), ...(options.askCaller === true ? askCallerTools() : {}) };
     const messageChars = createMessageSizer();
     const tools = {
       ...catalog.toolSet({
@@ -295,6 +297,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       const outcome = await runStepInWindow(input, contextWindow, (sent) =>
         tracing === undefined ? runStep(sent) : tracing.step(currentStep, () => runStep(sent)),
       );
+      const before = { steps: currentStep, messages, texts: savedTexts, toolCalls: callCount };
+      // A step that asked its caller parks the run: never after an abort or a failure, whose calls are cut off.
+      const parked = options.askCaller === true && !outcome.aborted && outcome.error === undefined ? parkedStep(outcome.messages) : undefined;
       // A new array, never `push`: the checkpoints handed out hold the old one, and it must not change under them.
       if (outcome.messages.length > 0) messages = messages.concat(outcome.messages);
       if (outcome.text !== '') {
@@ -306,13 +311,16 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       usage = addUsage(usage, outcome.usage);
       const costUsd = costOf(usage, price);
       emit({ type: 'step-end', step: currentStep, usage: outcome.usage, costUsd, elapsedMs: elapsed() });
-      checkpoints.endStep({ steps, messages, texts: savedTexts, usage, toolCalls: callCount });
+      if (parked === undefined) checkpoints.endStep({ steps, messages, texts: savedTexts, usage, toolCalls: callCount });
+      // The asking step as the one under way, its usage counted: a resume closes it with the answer and goes on with the next.
+      else await checkpoints.park({ ...before, usage, current: { step: currentStep, text: outcome.text, calls: parked.calls } });
 
       if (outcome.aborted) return stopped();
       if (outcome.error !== undefined) throw failed(outcome.error);
       // A budget that could not pay for a map's next call ends the run too, with what was spent: never past it.
       const hit = spentBudget(budget, usage, costUsd) ?? holds.refused();
       if (hit !== undefined) return spent(hit);
+      if (parked !== undefined) return finish(INPUT_REQUIRED, parked.asked);
       if (!outcome.continues) return finish(outcome.finishReason ?? 'other');
     }
   } finally {

@@ -6,6 +6,7 @@ import type { AgentTracing } from '../telemetry/run-tracing.ts';
 import type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules } from '../tools/tool-policy.ts';
 import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
 import type { AgentEvent } from './agent-event.ts';
+import type { AskedQuestion } from './ask-caller.ts';
 
 export type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules };
 
@@ -67,7 +68,8 @@ export interface AgentToolCall {
 
 /**
  * How a run ended: the model's own reason (`stop`, `length`, `content-filter`, `other`, …),
- * `budget:<steps|tokens|cost|time>` when a budget ran out, or `cancelled` when the caller's signal aborted.
+ * `budget:<steps|tokens|cost|time>` when a budget ran out, `cancelled` when the caller's signal aborted, or
+ * `input-required` when it stopped to ask its caller (`askCaller`).
  */
 export type AgentFinishReason = string;
 
@@ -102,6 +104,12 @@ export interface AgentRunResult {
   readonly finalText: string;
   /** The checkpoint's `steps`, when the run continued one (`resume`). */
   readonly resumedFrom?: number;
+  /**
+   * The question the run stopped to ask (`finishReason: "input-required"`, `askCaller` on): the run's last
+   * checkpoint holds the asking step, its ask unanswered; resume it with the answer as the ask's result
+   * (`answerAsk`) to go on.
+   */
+  readonly asked?: AskedQuestion;
 }
 
 /** A tool call of the step under way, recorded right before its request went to the upstream (a call refused before that is not recorded). */
@@ -229,6 +237,13 @@ export interface RunAgentOptions {
   readonly artifactThresholdTokens?: number;
   /** Further secret values (upstream tokens, …) to keep out of events and errors; provider keys are always kept out. */
   readonly secrets?: readonly string[];
+  /**
+   * Offer the model `klym__ask_caller { question }`. Calling it ends the run without an error once the step's
+   * other calls are done, `finishReason: "input-required"` and the question in `asked`, its last checkpoint
+   * (`onCheckpoint`, waited for) holding the ask unanswered: whoever can answer resumes the run from it with the
+   * answer as the ask's result. A task manager turns it on for its tasks (`askCaller`). @default false
+   */
+  readonly askCaller?: boolean;
   /** Aborting it stops the model request and the tool calls in flight; the run resolves with `finishReason: "cancelled"`. */
   readonly signal?: AbortSignal;
   /**

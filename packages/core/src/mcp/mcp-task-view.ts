@@ -10,10 +10,12 @@ export interface McpTaskTiming {
 }
 
 // The spec's statuses are fewer than Klym's: `pending` is `working` with a message saying it waits, an
-// `error` is `failed`. `input_required` is never used: a Klym task never asks its caller anything.
+// `error` is `failed`. A task waiting for its caller's answer is `working` too, its question the message: the
+// spec's `input_required` would send a client to `tasks/result` for a request Klym does not make there yet.
 export const MCP_STATUS: Readonly<Record<TaskRecord['status'], Task['status']>> = {
   pending: 'working',
   running: 'working',
+  input_required: 'working',
   completed: 'completed',
   error: 'failed',
   cancelled: 'cancelled',
@@ -26,6 +28,8 @@ export function statusMessage(task: TaskRecord): string {
       return 'pending: queued until a slot to run it is free';
     case 'running':
       return task.currentStep;
+    case 'input_required':
+      return `input_required: waiting for your answer (reply_to_agent_task): ${task.input?.question ?? ''}`;
     case 'completed':
       return `completed: ${task.result?.finishReason ?? 'stop'}`;
     case 'error':

@@ -65,7 +65,7 @@ function payload(result: unknown): Record<string, unknown> {
 }
 
 describe('registerTaskTools', () => {
-  it('serves the seven task tools on any McpServer, with their annotations and input schemas', async () => {
+  it('serves the eight task tools on any McpServer, with their annotations and input schemas', async () => {
     const client = await connect(await taskService());
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual([
@@ -73,6 +73,7 @@ describe('registerTaskTools', () => {
       'check_task_status',
       'read_task_artifact',
       'query_task_artifact',
+      'reply_to_agent_task',
       'cancel_agent_task',
       'list_agent_tasks',
       'describe_capabilities',

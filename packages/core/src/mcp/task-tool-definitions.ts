@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { isKlymError } from '../errors.ts';
 import {
   cancelTaskSchema,
+  replyTaskSchema,
   checkTaskSchema,
   listTasksSchema,
   noArgumentsSchema,
@@ -84,8 +85,9 @@ export const TASK_TOOLS: readonly TaskToolDefinition[] = [
     config: {
       title: 'Check a background task',
       description:
-        'Where a task is: status (pending, running, completed, error, cancelled; a pending one says its queue_position, how ' +
-        'many waiting tasks start before it), current step, budget use beside its ' +
+        'Where a task is: status (pending, running, input_required, completed, error, cancelled; a pending one says its queue_position, how ' +
+        'many waiting tasks start before it; an input_required one says the `question` it asks you: answer with reply_to_agent_task; ' +
+        'current step, budget use beside its ' +
         'limits, elapsed time, the last few log lines with a `next_cursor`, and the final answer when done (cut at 400 ' +
         'characters with result_truncated: true). Small by default so your context stays clean; pass `full_result: true` ' +
         'for the whole answer and every step’s text, or `log_after: <cursor>` to page through the full log.',
@@ -121,6 +123,18 @@ export const TASK_TOOLS: readonly TaskToolDefinition[] = [
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     run: (service, args, principal, _meta, signal) => service.queryArtifacts(args, principal, signal === undefined ? {} : { signal }),
+  }),
+  define({
+    name: 'reply_to_agent_task',
+    config: {
+      title: 'Answer a background task’s question',
+      description:
+        'Answers the question your task asked (check_task_status shows status input_required and its `question`): the task goes on ' +
+        'from where it asked, its model reading your answer. Only the first answer counts; a task not waiting refuses it, naming its status.',
+      inputSchema: replyTaskSchema,
+      annotations: { readOnlyHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    run: (service, args, principal) => service.reply(args, principal),
   }),
   define({
     name: 'cancel_agent_task',

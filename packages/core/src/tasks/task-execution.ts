@@ -12,6 +12,8 @@ import type { TaskLogData, TaskNoteType } from './store/log-entry.ts';
 import type { AnnouncedEvent, RunOutcome, TaskLease } from './queue/task-queue.ts';
 import type { AgentRunner, TaskEvent } from './task-manager-types.ts';
 import { createProgress, eventData } from './runner/task-progress.ts';
+import { answerAsk, INPUT_REQUIRED } from '../agent/ask-caller.ts';
+import type { AgentRunResult } from '../agent/types.ts';
 import { completionOf, runOptionsOf, type TaskRunDefaults } from './runner/task-run.ts';
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';
 import { writeBackResult, type WriteBackOptions } from './runner/write-back.ts';
@@ -43,6 +45,10 @@ export interface TaskExecutionContext {
   readonly queries?: TaskQueries;
   /** What each principal's runs spend per day: every step and map counted, a run stopped once its principal's day is spent. */
   readonly spend?: DailySpend;
+  /** Whether runs are offered `klym__ask_caller` (a task's request may still turn it off). */
+  readonly askCaller: boolean;
+  /** The manager's clock, in ms since the epoch: when a question was asked. */
+  readonly now: () => number;
 }
 
 /** Running tasks, and ending them: what the task manager and its queue share. */
@@ -124,20 +130,30 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
   };
 
   /**
-   * Takes the task up: `pending` → `running`; a `running` one (its last run stopped: its process died, or
-   * handed it back) is resumed, or ended as `TASK_INTERRUPTED` when resuming is off. Else the outcome of
-   * a run that has nothing to do.
+   * Takes the task up: `pending` → `running`, resumed from its checkpoint when its caller answered its question;
+   * a `running` one (its last run stopped: its process died, or handed it back) is resumed, or ended as
+   * `TASK_INTERRUPTED` when resuming is off. Else the outcome of a run that has nothing to do.
    */
-  const takeUp = async (id: string): Promise<{ task: TaskRecord; resumed: boolean } | 'ended' | 'left'> => {
-    const started = await store.transition(id, ['pending'], { status: 'running', startedAt: new Date().toISOString(), currentStep: 'starting' });
-    if (started !== undefined) return { task: started, resumed: false };
+  const takeUp = async (id: string): Promise<{ task: TaskRecord; resumed: boolean; answered?: true } | 'ended' | 'left'> => {
     const found = await store.get(id);
     if (found === undefined) return 'ended';
+    if (found.status === 'pending') {
+      // An answered task goes on where it asked, and keeps the time it first started.
+      const answered = found.input?.answer !== undefined;
+      const patch: TaskPatch = answered
+        ? { status: 'running', currentStep: 'resuming' }
+        : { status: 'running', startedAt: new Date().toISOString(), currentStep: 'starting' };
+      const started = await store.transition(id, ['pending'], patch);
+      if (started !== undefined) return answered ? { task: started, resumed: true, answered } : { task: started, resumed: false };
+      return takeUp(id);
+    }
     if (isTerminal(found.status)) {
       // Its run ended it but the process stopped before the queue heard, perhaps while writing the result.
       await settleWriteBack(found);
       return 'ended';
     }
+    // Waiting for its caller: nothing to run until the answer queues it again.
+    if (found.status === 'input_required') return 'ended';
     if (found.status !== 'running') return 'left';
     if (!context.resumeOnRestart) {
       await interrupt(id, notResumed);
@@ -148,11 +164,49 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     return resumed === undefined ? 'ended' : { task: resumed, resumed: true };
   };
 
+  /**
+   * The checkpoint an answered task resumes from: its ask's result the answer, saved before the run goes on, so
+   * that the answer is in the checkpoint whichever process took the task up. `null` when the checkpoint has no
+   * such question (the task is then ended as `error`). A task resumed after a restart (`fromAnswer` false) gets the
+   * answer too when its checkpoint still holds the ask unanswered (its process stopped before saving it).
+   */
+  const withAnswer = async (task: TaskRecord, checkpoint: AgentCheckpoint | undefined, fromAnswer: boolean): Promise<AgentCheckpoint | undefined | null> => {
+    const { input } = task;
+    if (input?.answer === undefined) return checkpoint;
+    const answered = checkpoint === undefined ? undefined : answerAsk(checkpoint, input.toolCallId, input.answer);
+    if (answered === undefined && !fromAnswer) return checkpoint;
+    if (answered === undefined) {
+      const message = `Task ${task.id} was answered, but its checkpoint holds no question ${input.toolCallId} to answer; it cannot go on`;
+      await finish(task.id, ['running'], { status: 'error', currentStep: 'failed', error: { code: 'INTERNAL', message } });
+      return null;
+    }
+    if (answered !== checkpoint) await store.saveCheckpoint(task.id, answered);
+    return answered;
+  };
+
+  /** A run that asked its caller: `running` → `input_required` with the question; its slot and sessions are let go as any run's end. */
+  const park = async (task: TaskRecord, result: AgentRunResult, checkpoint: AgentCheckpoint | undefined): Promise<boolean> => {
+    const asked = result.asked as NonNullable<AgentRunResult['asked']>;
+    const { result: _result, ...completed } = completionOf(task, result, { checkpoint, writeBack: false, redact });
+    const waiting = await store.transition(task.id, ['running'], {
+      usage: completed.usage,
+      elapsedMs: completed.elapsedMs,
+      status: 'input_required',
+      currentStep: 'waiting for input',
+      input: { question: redact.text(asked.question), toolCallId: asked.toolCallId, askedAt: new Date(context.now()).toISOString() },
+    });
+    if (waiting === undefined) return false;
+    log(task.id, 'input-required', { question: asked.question, toolCallId: asked.toolCallId });
+    emit({ type: 'task-input-required', task: waiting });
+    return true;
+  };
+
   const execute = async (lease: TaskLease): Promise<RunOutcome> => {
     const { id } = lease;
     const taken = await takeUp(id);
     if (typeof taken === 'string') return taken;
     const { task, resumed } = taken;
+    const fromAnswer = taken.answered === true;
     // A principal whose day is spent runs nothing more today: a task that never ran ends unstarted, a resumed one stops as its budget would.
     const budget = new AbortController();
     const meter = await context.spend?.meter(task.principal);
@@ -165,7 +219,8 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       if (hit && !budget.signal.aborted) budget.abort(hit);
     };
     stopFor(meter?.reached);
-    const checkpoint = resumed ? await store.loadCheckpoint(id) : undefined;
+    const checkpoint = resumed ? await withAnswer(task, await store.loadCheckpoint(id), fromAnswer) : undefined;
+    if (checkpoint === null) return 'ended';
     const spentMs = checkpoint?.elapsedMs ?? 0;
     if (resumed) {
       const fromStep = checkpoint?.steps ?? 0;
@@ -181,6 +236,8 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       context.announce('task-start', id);
       log(id, 'task-start', { model: task.request.model ?? defaults.model ?? 'default' });
     }
+    const asking = context.askCaller && task.request.askCaller !== false;
+    let parked = false;
     // The run's own signal: the lease's (cancel, release) and the task's time limit.
     const controller = new AbortController();
     const onLeaseAbort = (): void => controller.abort(lease.signal.reason);
@@ -245,6 +302,7 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       onCheckpoint,
       checkpoint,
       tracing,
+      askCaller: asking,
     });
     try {
       const result = await raceAbort(
@@ -254,9 +312,13 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       if (result.finishReason === 'cancelled' || controller.signal.aborted)
         throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);
       if (!(await lease.holds())) return 'left';
-      const record = task.request.recordResult ?? context.writeBack?.byDefault ?? false;
-      const done = await finish(id, ['running'], completionOf(task, result, { checkpoint, writeBack: record, redact }));
-      if (done !== undefined && record) await recordResult(done, span?.toolCalls);
+      if (result.finishReason === INPUT_REQUIRED && result.asked !== undefined) {
+        parked = await park(task, result, checkpoint);
+      } else {
+        const record = task.request.recordResult ?? context.writeBack?.byDefault ?? false;
+        const done = await finish(id, ['running'], completionOf(task, result, { checkpoint, writeBack: record, redact }));
+        if (done !== undefined && record) await recordResult(done, span?.toolCalls);
+      }
     } catch (error) {
       // Released: the task stays `running` with its checkpoint, for the run that takes it up next.
       if (lease.released()) return 'left';
@@ -280,6 +342,8 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       await context.queries?.release(id).catch(() => {});
       if (span !== undefined) span.end(await store.get(id).catch(() => undefined));
     }
+    // Answered while this run was ending: a shared queue's add was a no-op for the job still held here.
+    if (parked && (await store.get(id).catch(() => undefined))?.status === 'pending') return 'left';
     return 'ended';
   };
 

@@ -77,6 +77,17 @@ export interface TaskManagerOptions {
    * checkpoint (`true`), or end it as `error` with `TASK_INTERRUPTED`, its log intact. @default true
    */
   readonly resumeOnRestart?: boolean;
+  /**
+   * Offer each task's model `klym__ask_caller { question }` (a task's request may turn it off with `askCaller: false`).
+   * A run that asks parks: its task waits as `input_required`, holding no runner slot and no upstream session,
+   * until `reply` answers it and a run goes on from its checkpoint, the answer as the ask's result. @default true
+   */
+  readonly askCaller?: boolean;
+  /**
+   * How long a task waits for its caller's answer, in milliseconds; then it ends as `error` with `INPUT_TIMEOUT`.
+   * Checked when the manager opens (so across restarts) and every minute at most, by `now`. @default 86_400_000 (a day)
+   */
+  readonly inputTimeoutMs?: number;
   /** Run options for every task. @default {} (runAgent's own defaults) */
   readonly defaults?: TaskRunDefaults;
   /** Writing results into the graph. @default { upstream: 'grynya', byDefault: false } */
@@ -103,13 +114,20 @@ export interface TaskManagerOptions {
    * @default { countTokens: estimateTokens, pageTokens: ARTIFACT_DEFAULTS.pageTokens (8,000) }
    */
   readonly artifactReading?: ArtifactReaderOptions;
-  /** The clock that says which day (UTC) a principal's spend counts in (`perPrincipal.maxTokensPerDay`), in ms since the epoch. @default Date.now */
+  /**
+   * The clock that says which day (UTC) a principal's spend counts in (`perPrincipal.maxTokensPerDay`), when a
+   * question was asked and whether it waited past `inputTimeoutMs`, in ms since the epoch. @default Date.now
+   */
   readonly now?: () => number;
 }
 
 /** A task's lifecycle, as {@link TaskManagerOptions.onEvent} receives it (noun-verb). */
 export type TaskEvent =
-  | { readonly type: 'task-create' | 'task-evict'; readonly task: TaskRecord }
+  | {
+      /** `task-input-required`: its run asked the caller a question (`task.input`) and the task waits for the answer. */
+      readonly type: 'task-create' | 'task-evict' | 'task-input-required';
+      readonly task: TaskRecord;
+    }
   | {
       readonly type: 'task-start' | 'task-resume' | 'task-end';
       readonly task: TaskRecord;
@@ -208,7 +226,15 @@ export interface TaskManager extends AsyncDisposable {
    * @throws {KlymError} `TASK_NOT_FOUND` (another principal's task too); `ARTIFACT_NOT_FOUND`; `QUERY_FAILED` quoting DuckDB
    */
   queryArtifacts(id: string, caller: Caller, sql: string, options?: QueryPage & { readonly signal?: AbortSignal }): Promise<QueryAnswer>;
-  /** Cancels a pending or running task; a finished one is left as it is, and the outcome says so. @throws {KlymError} `TASK_NOT_FOUND` */
+  /**
+   * Answers the question a task's run asked (`input_required`): the answer is kept on the task (the first one
+   * wins, atomically), the task goes back to `pending` and is queued, and the run that takes it up goes on from
+   * its checkpoint with the answer as the ask's result — in any process, after a restart too.
+   * @throws {KlymError} `TASK_NOT_FOUND` (another principal's task too); `TASK_NOT_WAITING` for a task not waiting
+   * for input (naming its status) or already answered; `STORE_UNAVAILABLE`
+   */
+  reply(id: string, caller: Caller, reply: { readonly answer: string }): Promise<TaskRecord>;
+  /** Cancels a pending, running or waiting task; a finished one is left as it is, and the outcome says so. @throws {KlymError} `TASK_NOT_FOUND` */
   cancel(id: string, caller: Caller, reason?: string): Promise<CancelOutcome>;
   /** A page of the caller's tasks, newest first. */
   list(caller: Caller, filter?: { readonly status?: TaskStatus }, page?: TaskPageRequest): Promise<TaskListPage>;

@@ -7,7 +7,7 @@ import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
 import { createTaskAdmission } from './admission/task-admission.ts';
 import { createTaskExecution, notResumed } from './task-execution.ts';
-import { isTerminal, type TaskRecord } from './task-types.ts';
+import { isTerminal, UNFINISHED_STATUSES, type TaskRecord } from './task-types.ts';
 import { createArtifactReader, type ArtifactReader } from '../artifacts/artifact-reader.ts';
 import type { StoredArtifact } from '../artifacts/artifact-types.ts';
 import { taskArtifacts } from './runner/task-artifacts.ts';
@@ -42,6 +42,8 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const taskTimeoutMs = positive('taskTimeoutMs', options.taskTimeoutMs ?? TASK_DEFAULTS.timeoutMs);
   const ttlMs = positive('ttlMs', options.ttlMs ?? TASK_DEFAULTS.ttlMs);
   const resumeOnRestart = options.resumeOnRestart ?? TASK_DEFAULTS.resumeOnRestart;
+  const inputTimeoutMs = positive('inputTimeoutMs', options.inputTimeoutMs ?? TASK_DEFAULTS.inputTimeoutMs);
+  const now = options.now ?? Date.now;
   const store = options.store ?? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log });
   const run: AgentRunner = options.run ?? runAgent;
   const defaults = options.defaults ?? {};
@@ -75,6 +77,8 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     announce: (type, id) => queue.announce(type, id),
     queries,
     spend: admission.spend,
+    askCaller: options.askCaller ?? TASK_DEFAULTS.askCaller,
+    now,
   });
   const { log, emit, finish } = execution;
   let closing: Promise<void> | undefined;
@@ -104,7 +108,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   };
 
   const cancelTask = async (id: string, reason: string): Promise<TaskRecord | undefined> => {
-    const task = await finish(id, ['pending', 'running'], { status: 'cancelled', currentStep: 'cancelled', cancelReason: reason });
+    const task = await finish(id, UNFINISHED_STATUSES, { status: 'cancelled', currentStep: 'cancelled', cancelReason: reason });
     if (task === undefined) return undefined;
     // The cancel is stored: a run the queue cannot reach now stops when its process learns of it.
     await queue.cancel(id, reason).catch(() => {});
@@ -154,7 +158,29 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     }
     for (const task of resumeOnRestart ? [...running, ...pending] : pending) await queue.add(task.id, placements.get(task.id));
   };
-  const recovered = recover().catch(() => {});
+  /**
+   * Ends as `INPUT_TIMEOUT` each task that has waited for its caller's answer past `inputTimeoutMs` (by `now`):
+   * at open, so a wait spans restarts, and on a timer. Of many processes sharing a store, one ends each.
+   */
+  const expireInputs = async (): Promise<void> => {
+    const due = now() - inputTimeoutMs;
+    let cursor: string | undefined;
+    do {
+      const page = await store.list({ status: 'input_required' }, { limit: 200, ...(cursor === undefined ? {} : { cursor }) });
+      for (const task of page.tasks) {
+        if (task.input === undefined || Date.parse(task.input.askedAt) > due) continue;
+        const message = `Task ${task.id} asked its caller a question and no answer came within ${inputTimeoutMs} ms (tasks.inputTimeoutMs)`;
+        await finish(task.id, ['input_required'], { status: 'error', currentStep: 'no answer', error: { code: 'INPUT_TIMEOUT', message } });
+      }
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+  };
+  const recovered = recover()
+    .catch(() => {})
+    .then(() => expireInputs())
+    .catch(() => {});
+  const inputChecker = setInterval(() => void expireInputs().catch(() => {}), Math.min(inputTimeoutMs, TASK_DEFAULTS.inputCheckMs));
+  inputChecker.unref();
 
   const sweep = async (): Promise<void> => {
     for (const task of await store.evict(new Date(Date.now() - ttlMs))) emit({ type: 'task-evict', task });
@@ -255,12 +281,47 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       const { text, original, ...artifact } = stored as StoredArtifact;
       return { artifact, text: original ?? text };
     },
+    async reply(id, caller, { answer }) {
+      if (closing) throw new KlymError('SHUTTING_DOWN', 'Klym is shutting down and takes no replies');
+      await recovered;
+      if (typeof answer !== 'string') throw new KlymError('INVALID_ARGUMENT', `Expected \`answer\` to be a string, got ${typeof answer}`);
+      const refuse = (task: TaskRecord): never => {
+        const answeredAt = task.input?.answeredAt;
+        throw new KlymError(
+          'TASK_NOT_WAITING',
+          answeredAt !== undefined && task.status !== 'input_required'
+            ? `Task ${id}'s question was already answered at ${answeredAt}; the first answer stands (the task is ${task.status})`
+            : `Task ${id} is ${task.status}, not waiting for input: only a task in input_required takes a reply`,
+        );
+      };
+      const task = await visible(id, caller);
+      if (task.status !== 'input_required' || task.input === undefined) return refuse(task);
+      const input = { ...task.input, answer, answeredAt: new Date(now()).toISOString() };
+      // Of two replies at once, one moves the task: the first answer wins, and the other is refused.
+      const answered = await store.transition(id, ['input_required'], { status: 'pending', currentStep: 'answered: queued to go on', input });
+      if (answered === undefined) return refuse(await visible(id, caller));
+      log(id, 'input-answered', { toolCallId: input.toolCallId, chars: answer.length });
+      try {
+        // Ahead of the principal's waiting starts: it was running when it asked.
+        await queue.add(id, { principal: task.principal, rank: 1 });
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new KlymError(
+          'STORE_UNAVAILABLE',
+          `Task ${id}'s answer is kept, but the task could not be queued (${reason}); it goes on when Klym next starts`,
+          {
+            cause: error,
+          },
+        );
+      }
+      return (await store.get(id)) ?? answered;
+    },
     async cancel(id, caller, reason = 'cancelled by caller') {
       const before = await visible(id, caller);
       const task = isTerminal(before.status) ? undefined : await cancelTask(id, reason);
       if (task !== undefined) return { cancelled: true, task, message: `Task ${id} is cancelled` };
-      const now = await visible(id, caller);
-      return { cancelled: false, task: now, message: `Task ${id} had already ended as ${now.status}; nothing changed` };
+      const current = await visible(id, caller);
+      return { cancelled: false, task: current, message: `Task ${id} had already ended as ${current.status}; nothing changed` };
     },
     async list(caller, filter = {}, page = {}) {
       return store.list({ principal: caller.principal, ...(filter.status === undefined ? {} : { status: filter.status }) }, page);
@@ -271,6 +332,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       if (closing === undefined) closeReason = reason;
       closing ??= (async () => {
         clearInterval(sweeper);
+        clearInterval(inputChecker);
         await recovered;
         await queue.close({ graceMs });
         await queries.close();

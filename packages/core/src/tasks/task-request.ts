@@ -3,9 +3,9 @@ import type { AgentBudget } from '../agent/types.ts';
 import { KlymError } from '../errors.ts';
 import type { PoolTool } from '../pool/session-pool.ts';
 import { READ_ONLY_POLICY, toolAccess, type AccessRules, type ToolSelection } from '../tools/tool-policy.ts';
-import type { TaskRequest, TaskStatus } from './task-types.ts';
+import { TASK_STATUSES, type TaskRequest } from './task-types.ts';
 
-const STATUSES = ['pending', 'running', 'completed', 'error', 'cancelled'] as const satisfies readonly TaskStatus[];
+const STATUSES = TASK_STATUSES;
 const taskId = z.string().min(1).max(200);
 
 /** Arguments of `start_async_agent_task` (also the body of `POST /api/tasks`), as a zod shape (what `McpServer.registerTool` takes). */
@@ -38,6 +38,12 @@ const startTaskShape = {
     .optional()
     .describe(
       'Your key for this start: starting again with the same key answers the task it started (whatever its status) instead of a new one. Use it to retry safely.',
+    ),
+  ask_caller: z
+    .boolean()
+    .optional()
+    .describe(
+      'Let the task ask you a question when it cannot go on without one (default true): it then waits as `input_required` until you answer with reply_to_agent_task. `false`: it never asks.',
     ),
   webhook: z
     .string()
@@ -102,6 +108,12 @@ const queryArtifactsShape = {
     ),
 };
 
+/** Arguments of `reply_to_agent_task` (also the body of `POST /api/tasks/:id/reply`, with the id in the path). */
+const replyTaskShape = {
+  task_id: taskId.describe('The id of the task that asked (check_task_status shows status input_required and its question).'),
+  answer: z.string().min(1).max(100_000).describe('Your answer: the task’s model reads it as the result of its question, whole.'),
+};
+
 /** Arguments of `cancel_agent_task`. */
 const cancelTaskShape = { task_id: taskId.describe('The id of the task to cancel.') };
 
@@ -122,6 +134,8 @@ export const startTaskSchema = z.strictObject(startTaskShape);
 export const checkTaskSchema = z.strictObject(checkTaskShape);
 /** Arguments of a log page (`GET /api/tasks/:id/logs`). */
 export const taskLogsSchema = z.strictObject(taskLogsShape);
+/** Arguments of `reply_to_agent_task` (and `POST /api/tasks/:id/reply`). */
+export const replyTaskSchema = z.strictObject(replyTaskShape);
 /** Arguments of `cancel_agent_task` (and `POST /api/tasks/:id/cancel`). */
 export const cancelTaskSchema = z.strictObject(cancelTaskShape);
 /** Arguments of `list_agent_tasks` (and `GET /api/tasks`). */
@@ -139,6 +153,8 @@ export type StartTaskArgs = z.output<typeof startTaskSchema>;
 export type CheckTaskArgs = z.output<typeof checkTaskSchema>;
 /** Parsed arguments of a log page. */
 export type TaskLogsArgs = z.output<typeof taskLogsSchema>;
+/** Parsed arguments of `reply_to_agent_task`. */
+export type ReplyTaskArgs = z.output<typeof replyTaskSchema>;
 /** Parsed arguments of `cancel_agent_task`. */
 export type CancelTaskArgs = z.output<typeof cancelTaskSchema>;
 /** Parsed arguments of `list_agent_tasks`. */
@@ -211,6 +227,7 @@ export async function narrowTaskRequest(args: StartTaskArgs, limits: RequestLimi
     ...(args.record_result === undefined ? {} : { recordResult: args.record_result }),
     ...(args.idempotency_key === undefined ? {} : { idempotencyKey: args.idempotency_key }),
     ...(args.webhook === undefined ? {} : { webhook: args.webhook }),
+    ...(args.ask_caller === false ? { askCaller: false } : {}),
   };
 }
 

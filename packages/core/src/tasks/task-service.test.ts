@@ -397,7 +397,7 @@ describe('createTaskService: tasks', () => {
     expect(await klym.health()).toEqual({
       status: 'ok',
       upstreams: { grynya: { state: 'ready', transport: 'custom', protocolVersion: '2025-11-25', sessions: 1, breaker: 'closed' } },
-      tasks: { pending: 0, running: 0, completed: 1, error: 0, cancelled: 0 },
+      tasks: { pending: 0, running: 0, input_required: 0, completed: 1, error: 0, cancelled: 0 },
     });
     expect(await klym.cancel({ task_id: taskId }, 'grynya')).toMatchObject({ cancelled: false, status: 'completed' });
     await expect(klym.cancel({ task_id: taskId }, 'mallory')).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });

@@ -18,6 +18,7 @@ import type { StartOptions, TaskEvent, TaskManager, TaskManagerOptions } from '.
 import {
   narrowTaskRequest,
   type CancelTaskArgs,
+  type ReplyTaskArgs,
   type CheckTaskArgs,
   type ListTasksArgs,
   type QueryArtifactsArgs,
@@ -32,6 +33,7 @@ import {
   viewTaskList,
   viewTaskStatus,
   type TaskCancelView,
+  type TaskReplyView,
   type TaskListView,
   type TaskStartView,
   type TaskStatusView,
@@ -118,7 +120,12 @@ export interface TaskService extends AsyncDisposable {
    * @throws {KlymError} `TASK_NOT_FOUND`, `ARTIFACT_NOT_FOUND`, `QUERY_FAILED`
    */
   queryArtifacts(args: QueryArtifactsArgs, principal: string, options?: { readonly signal?: AbortSignal }): Promise<TaskQueryView>;
-  /** `cancel_agent_task`: cancels a pending or running task; a finished one stays as it was, and the answer says so. */
+  /**
+   * `reply_to_agent_task`: answers the question the caller's task asked (`input_required`); the task is queued to go
+   * on with the answer. @throws {KlymError} `TASK_NOT_FOUND`; `TASK_NOT_WAITING` for a task not waiting, or answered already
+   */
+  reply(args: ReplyTaskArgs, principal: string): Promise<TaskReplyView>;
+  /** `cancel_agent_task`: cancels a pending, running or waiting task; a finished one stays as it was, and the answer says so. */
   cancel(args: CancelTaskArgs, principal: string): Promise<TaskCancelView>;
   /** `list_agent_tasks`: `{ status?, cursor?, limit? }` → a page of the caller's tasks, newest first, with a cursor to older ones. */
   list(args: ListTasksArgs, principal: string): Promise<TaskListView>;
@@ -298,6 +305,10 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
           ? { note: `${left} rows left out to keep this answer short: aggregate, or page with LIMIT ${csv.rows} OFFSET ${csv.rows}` }
           : {}),
       };
+    },
+    async reply(args, principal) {
+      const task = await tasks.reply(args.task_id, { principal }, { answer: args.answer });
+      return { task_id: task.id, status: task.status, message: `Task ${task.id} has your answer and goes on from where it asked` };
     },
     async cancel(args, principal) {
       const outcome = await tasks.cancel(args.task_id, { principal });

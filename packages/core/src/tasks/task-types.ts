@@ -8,10 +8,17 @@ import type { TaskLogPage } from './store/task-log.ts';
 import type { ArtifactInfo, StoredArtifact } from '../artifacts/artifact-types.ts';
 
 /**
- * Where a task is. `pending`: queued behind the concurrency limit; `running`; and the terminal ones,
+ * Where a task is. `pending`: queued behind the concurrency limit; `running`; `input_required`: its run asked
+ * the caller a question (`input`) and waits for the answer, holding no runner slot; and the terminal ones,
  * which never change: `completed` (also when a budget ended the run), `error`, `cancelled`.
  */
-export type TaskStatus = 'pending' | 'running' | 'completed' | 'error' | 'cancelled';
+export type TaskStatus = 'pending' | 'running' | 'input_required' | 'completed' | 'error' | 'cancelled';
+
+/** Every status, in the order a task may pass them. */
+export const TASK_STATUSES = ['pending', 'running', 'input_required', 'completed', 'error', 'cancelled'] as const satisfies readonly TaskStatus[];
+
+/** The statuses of a task not yet ended. */
+export const UNFINISHED_STATUSES: readonly TaskStatus[] = ['pending', 'running', 'input_required'];
 
 /** The statuses a task never leaves. */
 export const TERMINAL_STATUSES: readonly TaskStatus[] = ['completed', 'error', 'cancelled'];
@@ -36,6 +43,20 @@ export interface TaskRequest {
    * existing task (whatever its status, across restarts, until it is evicted) instead of starting one.
    */
   readonly idempotencyKey?: string;
+  /** `false`: the model is not offered `klym__ask_caller`. @default the manager's `askCaller` (on) */
+  readonly askCaller?: boolean;
+}
+
+/** The question a task's run asked its caller (`klym__ask_caller`), and its answer once given. */
+export interface TaskInput {
+  readonly question: string;
+  /** The ask's tool call: the answer becomes its result. */
+  readonly toolCallId: string;
+  /** ISO 8601; `tasks.inputTimeoutMs` counts from it. */
+  readonly askedAt: string;
+  /** The first answer given; a task `pending` with one resumes its run from its checkpoint, the answer as the ask's result. */
+  readonly answer?: string;
+  readonly answeredAt?: string;
 }
 
 /** Budget use of a task so far. */
@@ -96,6 +117,8 @@ export interface TaskRecord {
   readonly resumes?: readonly number[];
   /** The W3C trace context the start request carried (`params._meta`): the task's spans are its children, after a restart too. */
   readonly trace?: TraceCarrier;
+  /** The last question its run asked the caller, and its answer once given (see `input_required`). */
+  readonly input?: TaskInput;
   /** Receivers the caller gave for this task's transitions (A2A push notification configs). They hold its credentials: no view shows them. */
   readonly push?: readonly PushTarget[];
 }

@@ -1,10 +1,10 @@
-import type { TaskListPage, TaskStatus } from '@klym/core';
+import { TASK_STATUSES, type TaskListPage, type TaskStatus } from '@klym/core';
 import { html } from 'hono/html';
 import type { DashboardViewer } from '../dashboard-auth.ts';
 import { formatTime, preview, type Html } from './format.ts';
 
 /** The statuses the list filters by, in a task's order of life. */
-export const STATUSES: readonly TaskStatus[] = ['pending', 'running', 'completed', 'error', 'cancelled'];
+export const STATUSES: readonly TaskStatus[] = TASK_STATUSES;
 
 /** Which page of the list: a status filter and a cursor to older tasks. */
 export interface TaskListQuery {

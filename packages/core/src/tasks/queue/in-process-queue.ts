@@ -39,6 +39,8 @@ export function createInProcessTaskQueue(): TaskQueue {
   /** Each waiting task's group. */
   const queued = new Map<string, Group>();
   const live = new Map<string, { readonly controller: AbortController; readonly done: Promise<void> }>();
+  // Tasks added again while their run here was ending (a question answered as its run parked): queued once it has.
+  const again = new Map<string, TaskPlacement | undefined>();
   let arrivals = 0;
   let consumer: TaskConsumer | undefined;
   let closing: Promise<void> | undefined;
@@ -81,6 +83,11 @@ export function createInProcessTaskQueue(): TaskQueue {
         live.delete(id);
         group.running--;
         forgetIfIdle(group);
+        if (again.has(id)) {
+          const placement = again.get(id);
+          again.delete(id);
+          enqueue(id, placement);
+        }
         pump();
       });
     live.set(id, { controller, done });
@@ -118,7 +125,8 @@ export function createInProcessTaskQueue(): TaskQueue {
       pump();
     },
     async add(id, placement) {
-      if (queued.has(id) || live.has(id)) return;
+      if (queued.has(id)) return;
+      if (live.has(id)) return void again.set(id, placement);
       enqueue(id, placement);
       pump();
     },

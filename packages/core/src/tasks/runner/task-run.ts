@@ -30,6 +30,8 @@ export interface TaskRunWiring {
   readonly checkpoint: AgentCheckpoint | undefined;
   /** The run's tracing, its parent the task's span; absent when tracing is off. */
   readonly tracing?: AgentTracing | undefined;
+  /** Offer the model `klym__ask_caller`: the manager's `askCaller`, unless the request says `askCaller: false`. */
+  readonly askCaller: boolean;
 }
 
 /**
@@ -59,6 +61,7 @@ export function runOptionsOf(task: TaskRecord, wiring: TaskRunWiring): RunAgentO
     onCheckpoint: wiring.onCheckpoint,
     ...(wiring.checkpoint === undefined ? {} : { resume: wiring.checkpoint }),
     ...(wiring.tracing === undefined ? {} : { tracing: wiring.tracing }),
+    ...(wiring.askCaller && request.askCaller !== false ? { askCaller: true } : {}),
   };
 }
 

@@ -11,6 +11,10 @@ export interface TaskNoteData {
   readonly 'task-start': { readonly model: string };
   /** A restarted process took the task up again after step `fromStep`; `interruptedCalls` names the calls whose outcome is unknown. */
   readonly 'task-resume': { readonly fromStep: number; readonly interruptedCalls: readonly string[] };
+  /** The run asked its caller `question` (`klym__ask_caller`) and the task waits for the answer. */
+  readonly 'input-required': { readonly question: string; readonly toolCallId: string };
+  /** The caller answered; the task is queued to go on from its checkpoint. */
+  readonly 'input-answered': { readonly toolCallId: string; readonly chars: number };
   readonly 'task-end': { readonly status: TaskStatus; readonly error?: NonNullable<TaskRecord['error']>; readonly reason?: string };
   /** The write-back's outcome; one a stopped process left under way is told without its `dayId`. */
   readonly 'write-back': Omit<WriteBackOutcome, 'dayId'> & { readonly dayId?: string };
@@ -102,6 +106,8 @@ const LOG_TYPES = new Set(
     'task-create': true,
     'task-start': true,
     'task-resume': true,
+    'input-required': true,
+    'input-answered': true,
     'task-end': true,
     'write-back': true,
     'webhook-delivery': true,

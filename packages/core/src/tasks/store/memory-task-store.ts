@@ -139,7 +139,7 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
       return result;
     },
     async counts() {
-      const counts: Record<TaskStatus, number> = { pending: 0, running: 0, completed: 0, error: 0, cancelled: 0 };
+      const counts: Record<TaskStatus, number> = { pending: 0, running: 0, input_required: 0, completed: 0, error: 0, cancelled: 0 };
       for (const { task } of tasks.values()) counts[task.status]++;
       return counts;
     },

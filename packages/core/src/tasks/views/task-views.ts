@@ -39,6 +39,9 @@ export interface TaskStatusView {
   readonly step: string;
   /** While it waits: how many waiting tasks will start before it (0: it is next), in fair turns between callers. */
   readonly queue_position?: number;
+  /** While it is `input_required`: the question its run asked you, whole; answer it with `reply_to_agent_task`. */
+  readonly question?: string;
+  readonly asked_at?: string;
   readonly model?: string;
   readonly created_at: string;
   readonly started_at?: string;
@@ -95,6 +98,13 @@ export interface TaskStartView {
   readonly model?: string;
   /** The limits the task runs under, after the server's caps. */
   readonly budget: BudgetLimitsView;
+}
+
+/** What `reply_to_agent_task` answers: the task, queued to go on with the answer. */
+export interface TaskReplyView {
+  readonly task_id: string;
+  readonly status: TaskStatus;
+  readonly message: string;
 }
 
 /** What `cancel_agent_task` answers. */
@@ -247,6 +257,7 @@ function composeStatus(
     status: task.status,
     step: texts.step,
     ...(task.status === 'pending' && context.queuePosition !== undefined ? { queue_position: context.queuePosition } : {}),
+    ...(task.status === 'input_required' && task.input !== undefined ? { question: task.input.question, asked_at: task.input.askedAt } : {}),
     ...(texts.model === undefined ? {} : { model: texts.model }),
     created_at: task.createdAt,
     ...(task.startedAt === undefined ? {} : { started_at: task.startedAt }),

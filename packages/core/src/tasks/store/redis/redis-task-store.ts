@@ -4,7 +4,7 @@ import { ARTIFACT_DEFAULTS, REDIS_DEFAULTS, TASK_DEFAULTS } from '../../../defau
 import { KlymError } from '../../../errors.ts';
 import { tooManyPushTargets } from '../../../webhooks/push-target-list.ts';
 import type { BoundedLogOptions } from '../task-log.ts';
-import { isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from '../../task-types.ts';
+import { isTerminal, TASK_STATUSES, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from '../../task-types.ts';
 import { createCheckpoints } from './checkpoints.ts';
 import { createLogStreams } from './log-stream.ts';
 import { createRedisOutbox } from './outbox.ts';
@@ -29,7 +29,7 @@ const SPEND_KEPT_S = 35 * 86_400;
 /** The fields of `principal`'s tokens and USD in a day's spend hash: JSON, so no name can run into another. */
 const spendFields = (principal: string): [string, string] => [JSON.stringify([principal, 'tokens']), JSON.stringify([principal, 'usd'])];
 
-const ALL_STATUSES: readonly TaskStatus[] = ['pending', 'running', 'completed', 'error', 'cancelled'];
+const ALL_STATUSES: readonly TaskStatus[] = TASK_STATUSES;
 
 /** Options of {@link createRedisTaskStore}. */
 export interface RedisTaskStoreOptions {

@@ -330,7 +330,8 @@ export const REDIS_SCRIPTS = {
   klymChange: { lua: CHANGE, numberOfKeys: 1 },
   klymLookup: { lua: LOOKUP, numberOfKeys: 1, readOnly: true },
   klymList: { lua: LIST, numberOfKeys: 1, readOnly: true },
-  klymCounts: { lua: COUNTS, numberOfKeys: 5, readOnly: true },
+  // One key per status (`TASK_STATUSES`).
+  klymCounts: { lua: COUNTS, numberOfKeys: 6, readOnly: true },
   klymUnfinished: { lua: UNFINISHED, numberOfKeys: 3, readOnly: true },
   klymEvict: { lua: EVICT, numberOfKeys: 1 },
   klymAppend: { lua: APPEND, numberOfKeys: 2 },

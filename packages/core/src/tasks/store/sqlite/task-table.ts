@@ -2,6 +2,7 @@ import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import { TASK_DEFAULTS } from '../../../defaults.ts';
 import { KlymError } from '../../../errors.ts';
 import {
+  TASK_STATUSES,
   TERMINAL_STATUSES,
   type TaskFilter,
   type TaskListPage,
@@ -29,7 +30,7 @@ export interface TaskTable {
   evict(before: Date, limit: number): TaskRecord[];
 }
 
-const ALL_STATUSES: readonly TaskStatus[] = ['pending', 'running', 'completed', 'error', 'cancelled'];
+const ALL_STATUSES: readonly TaskStatus[] = TASK_STATUSES;
 const sqlList = (statuses: readonly TaskStatus[]): string => statuses.map((status) => `'${status}'`).join(', ');
 
 /** Creates the {@link TaskTable} of `db`, whose schema is current. */
