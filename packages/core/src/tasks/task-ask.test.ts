@@ -12,6 +12,9 @@ import { createSqliteTaskStore } from './store/sqlite-task-store.ts';
 import { createTaskManager } from './task-manager.ts';
 import type { AgentRunner, TaskManager, TaskManagerOptions } from './task-manager-types.ts';
 import type { TaskRecord, TaskStore } from './task-types.ts';
+import type { TaskQueue } from './queue/task-queue.ts';
+import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
+import { createMemoryTaskStore } from './store/memory-task-store.ts';
 
 const me = { principal: 'grynya' };
 
@@ -87,6 +90,30 @@ describe('a task that asks its caller', () => {
     const done = await waitForStatus(manager, task.id, 'completed');
     expect(done.result?.finalText).toBe('The caller said: {"type":"text","value":"billing"}');
     expect(done.usage.steps).toBe(2);
+  });
+
+  it('on a shared queue, runs an answered task whose queueing was lost while the asking run ended', async () => {
+    const pool = await openPool();
+    const inner = createInProcessTaskQueue();
+    let dropNext = false;
+    // A shared queue's add is a no-op for a job still held by the run that asked (BullMQ keeps the job's id): the first add after the reply is lost.
+    const queue: TaskQueue = {
+      ...inner,
+      shared: true,
+      add: (id, placement) => {
+        if (!dropNext) return inner.add(id, placement);
+        dropNext = false;
+        return Promise.resolve();
+      },
+    };
+    const manager = open(pool, askingModel(), { queue, store: createMemoryTaskStore() });
+    const task = await manager.start({ prompt: 'Check the errors of yesterday' }, me);
+    await waitForStatus(manager, task.id, 'input_required');
+    dropNext = true;
+    await manager.reply(task.id, me, { answer: 'search' });
+    expect(dropNext).toBe(false);
+    const done = await waitForStatus(manager, task.id, 'completed');
+    expect(done.result?.finalText).toBe('The caller said: {"type":"text","value":"search"}');
   });
 
   it('does not offer klym__ask_caller to a task started with askCaller: false, nor under askCaller: false', async () => {

@@ -14,6 +14,9 @@ import { taskArtifacts } from './runner/task-artifacts.ts';
 import { createTaskQueries } from './runner/task-queries.ts';
 import type { AgentRunner, Caller, TaskManager, TaskManagerOptions, TaskRefusal } from './task-manager-types.ts';
 
+/** How long after a reply a shared queue is asked again to run the answered task (a no-op if its job waits there). */
+const REPLY_REQUEUE_MS = 5_000;
+
 /**
  * Creates a task manager over a session pool.
  *
@@ -313,6 +316,18 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
             cause: error,
           },
         );
+      }
+      if (queue.shared) {
+        // A shared queue's add is a no-op for a job the run that asked still holds, in the moment between its
+        // last look at the task and its job's end: looked at again once that moment is surely past.
+        setTimeout(() => {
+          void store
+            .get(id)
+            .then((later) =>
+              later?.status === 'pending' && later.input?.answer !== undefined ? queue.add(id, { principal: task.principal, rank: 1 }) : undefined,
+            )
+            .catch(() => {});
+        }, REPLY_REQUEUE_MS).unref();
       }
       return (await store.get(id)) ?? answered;
     },
