@@ -229,8 +229,8 @@ export const MCP_TASK_DEFAULTS = {
 
 /** Defaults of webhook endpoints (`createTaskService`'s `webhooks`), defined once. */
 export const WEBHOOK_DEFAULTS = {
-  /** The events an endpoint receives when it names none. */
-  events: ['task.completed', 'task.failed', 'task.cancelled'],
+  /** The events an endpoint receives when it names none: a task waiting on its caller, and every end. */
+  events: ['task.input_required', 'task.completed', 'task.failed', 'task.cancelled'],
   /** How long a message is retried after its event, in milliseconds (24 h); then it is given up. */
   retryForMs: 86_400_000,
   /** The delay before the first retry, in milliseconds; it doubles with each attempt (with jitter). */

@@ -274,7 +274,7 @@ describe('mapping the configuration onto core and the server', () => {
       audit: {
         url: 'http://127.0.0.1:9/h',
         secret,
-        events: ['task.completed', 'task.failed', 'task.cancelled'],
+        events: ['task.input_required', 'task.completed', 'task.failed', 'task.cancelled'],
         all: true,
         retryForMs: 60_000,
         retryDelayMs: 5_000,

@@ -82,7 +82,10 @@ const webhookSchema = z.strictObject({
   secret: z
     .string()
     .regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, 'expected `whsec_` and the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)'),
-  /** The events it receives: `task.started`, `task.completed`, `task.failed`, `task.cancelled`. @default ['task.completed', 'task.failed', 'task.cancelled'] */
+  /**
+   * The events it receives: `task.started`, `task.input_required` (its run asks its caller: `data.question`),
+   * `task.completed`, `task.failed`, `task.cancelled`. @default ['task.input_required', 'task.completed', 'task.failed', 'task.cancelled']
+   */
   events: z
     .array(z.enum(WEBHOOK_EVENTS))
     .min(1)

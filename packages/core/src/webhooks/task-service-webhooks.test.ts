@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startWebhookReceiver, webhookSecret, type WebhookReceiver } from '../../../../test/support/webhook-receiver.ts';
+import { runAgent } from '../agent/run-agent.ts';
+import { createScriptedModel } from '../agent/scripted-model.ts';
 import { createSessionPool } from '../pool/session-pool.ts';
 import { runResult } from '../testing/run-result.ts';
 import type { AgentRunner } from '../tasks/task-manager-types.ts';
@@ -19,6 +21,19 @@ const answers: AgentRunner = async () => runResult(`All done; the key was ${PROV
 /** A run that lasts until it is cancelled. */
 const hangs: AgentRunner = (options) =>
   new Promise((_, reject) => options.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true }));
+
+/** A run whose model asks its caller which day, then answers. */
+const asker: AgentRunner = (options) =>
+  runAgent({
+    ...options,
+    model: createScriptedModel({
+      // Asks until the conversation holds the ask's answer (each run's model counts its calls from 1).
+      steps: ({ options: call }) =>
+        call.prompt.some((message) => message.role === 'tool')
+          ? { text: 'Done for that day.' }
+          : { toolCalls: [{ toolName: 'klym__ask_caller', args: { question: 'Which day?' } }] },
+    }),
+  });
 
 async function service(options: Partial<TaskServiceOptions>): Promise<TaskService> {
   const pool = await createSessionPool({ upstreams: {} });
@@ -96,6 +111,21 @@ describe('createTaskService with webhooks', () => {
       ops.requests.map((request) => request.body),
     ]);
     for (const secret of [ops.secret, ops.secret.slice('whsec_'.length), PROVIDER_KEY]) expect(seen).not.toContain(secret);
+  });
+
+  it('tells an endpoint by default that a task asks its caller, with the question, and then of its end', async () => {
+    const ops = await receiver();
+    const klym = await service({ run: asker, webhooks: { ops: { url: ops.url, secret: ops.secret } } });
+    const { task_id } = await klym.start({ prompt: 'p', webhook: 'ops' }, 'grynya');
+    await vi.waitFor(() => expect(ops.accepted.size).toBe(1), { timeout: 5_000 });
+    expect([...ops.accepted.values()][0]).toEqual({
+      type: 'task.input_required',
+      timestamp: expect.any(String),
+      data: { task_id, status: 'input_required', principal: 'grynya', question: 'Which day?' },
+    });
+    await klym.reply({ task_id, answer: 'yesterday' }, 'grynya');
+    await vi.waitFor(() => expect(ops.accepted.size).toBe(2), { timeout: 5_000 });
+    expect([...ops.accepted.values()][1]).toMatchObject({ type: 'task.completed', data: { task_id, status: 'completed' } });
   });
 
   it('tells an `all` endpoint of a cancel, and of tasks that named no endpoint', async () => {

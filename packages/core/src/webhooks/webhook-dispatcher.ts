@@ -253,7 +253,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       const now = Date.now();
       for (const endpoint of receivers) {
         messages.push({
-          id: webhookMessageId(task.id, endpoint.name, type),
+          id: webhookMessageId(task.id, endpoint.name, type, type === 'task.input_required' ? task.input?.askedAt : undefined),
           taskId: task.id,
           endpoint: endpoint.name,
           type,

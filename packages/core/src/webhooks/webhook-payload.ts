@@ -19,15 +19,18 @@ export interface WebhookPayload {
     readonly finish_reason?: string;
     readonly error?: { readonly code: string; readonly message: string };
     readonly cancel_reason?: string;
+    /** For `task.input_required`: what the task asks; answer it with `reply_to_agent_task` or `POST /api/tasks/:id/reply`. */
+    readonly question?: string;
     /** The final answer's first 400 characters; `check_task_status` with `full_result` gives it whole. */
     readonly result_preview?: string;
     readonly result_truncated?: true;
   };
 }
 
-/** The webhook event a task event is, if any: a start, or an end by its status. A resume is not a start. */
+/** The webhook event a task event is, if any: a start, a question to its caller, or an end by its status. A resume is not a start. */
 export function webhookEventOf(event: TaskEvent): WebhookEventType | undefined {
   if (event.type === 'task-start') return 'task.started';
+  if (event.type === 'task-input-required') return 'task.input_required';
   if (event.type !== 'task-end') return undefined;
   switch (event.task.status) {
     case 'completed':
@@ -44,10 +47,11 @@ export function webhookEventOf(event: TaskEvent): WebhookEventType | undefined {
 /**
  * The `webhook-id` of a task's event for an endpoint (or a push target, `push:<id>`): the same whichever
  * process stores it, so storing it twice stores one message, and a receiver that deduplicates by id sees the event once.
+ * `occasion` tells apart events a task may have more than once (each question it asks, by when it asked).
  */
-export function webhookMessageId(taskId: string, endpoint: string, type: OutboxEventType): string {
+export function webhookMessageId(taskId: string, endpoint: string, type: OutboxEventType, occasion?: string): string {
   return `msg_${createHash('sha256')
-    .update(JSON.stringify([taskId, endpoint, type]))
+    .update(JSON.stringify(occasion === undefined ? [taskId, endpoint, type] : [taskId, endpoint, type, occasion]))
     .digest('base64url')
     .slice(0, 32)}`;
 }
@@ -58,7 +62,7 @@ export function webhookPayload(type: WebhookEventType, task: TaskRecord, redact:
   const preview = answer === undefined || answer === '' ? undefined : clipText(answer, TASK_DEFAULTS.resultPreviewChars);
   return redact.value({
     type,
-    timestamp: (type === 'task.started' ? task.startedAt : task.finishedAt) ?? new Date().toISOString(),
+    timestamp: (type === 'task.started' ? task.startedAt : type === 'task.input_required' ? task.input?.askedAt : task.finishedAt) ?? new Date().toISOString(),
     data: {
       task_id: task.id,
       status: task.status,
@@ -66,6 +70,7 @@ export function webhookPayload(type: WebhookEventType, task: TaskRecord, redact:
       ...(task.result === undefined ? {} : { finish_reason: task.result.finishReason }),
       ...(task.error === undefined ? {} : { error: { code: task.error.code, message: task.error.message } }),
       ...(task.cancelReason === undefined ? {} : { cancel_reason: task.cancelReason }),
+      ...(type === 'task.input_required' && task.input !== undefined ? { question: task.input.question } : {}),
       ...(preview === undefined ? {} : { result_preview: preview, ...(preview !== answer ? { result_truncated: true as const } : {}) }),
     },
   });

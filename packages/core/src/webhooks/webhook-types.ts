@@ -1,7 +1,7 @@
 import type { PushEventType } from './push-types.ts';
 
 /** The task events a webhook endpoint can receive (Standard Webhooks' `type`). */
-export const WEBHOOK_EVENTS = ['task.started', 'task.completed', 'task.failed', 'task.cancelled'] as const;
+export const WEBHOOK_EVENTS = ['task.started', 'task.input_required', 'task.completed', 'task.failed', 'task.cancelled'] as const;
 
 /** One of {@link WEBHOOK_EVENTS}: `task.failed` is a task that ended as `error`. */
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
@@ -18,7 +18,7 @@ export interface WebhookEndpoint {
   readonly url: string;
   /** The Standard Webhooks signing secret, `whsec_<base64 of 24 to 64 bytes>`. Never logged or shown. */
   readonly secret: string;
-  /** The events this endpoint receives. @default ['task.completed', 'task.failed', 'task.cancelled'] */
+  /** The events this endpoint receives. @default ['task.input_required', 'task.completed', 'task.failed', 'task.cancelled'] */
   readonly events?: readonly WebhookEventType[];
   /**
    * Receive the events of every task, not only of those whose start named this endpoint (`webhook`).
