@@ -58,7 +58,6 @@ export async function runInSandbox(options: SandboxOptions): Promise<ProgramAnsw
   const deadline = performance.now() + timeoutMs;
   const timeUp = (): KlymError => new KlymError('CODE_FAILED', `The program ran past its time limit: code.timeoutMs is ${timeoutMs} ms`, { limit: timeoutMs });
   const outOfMemory = (): KlymError => new KlymError('CODE_FAILED', `The program ran out of memory: code.memoryMiB is ${memoryMiB} MiB`, { limit: memoryMiB });
-  const cancelled = (): KlymError => new KlymError('ABORTED', 'The program was interrupted: its task was cancelled');
   const stopped = (): KlymError | undefined => (signal?.aborted === true ? cancelled() : performance.now() >= deadline ? timeUp() : undefined);
 
   const module = await newQuickJSWASMModule(RELEASE_SYNC);
@@ -85,11 +84,11 @@ export async function runInSandbox(options: SandboxOptions): Promise<ProgramAnsw
       if (/out of memory/i.test(text)) return outOfMemory();
       return new KlymError('CODE_FAILED', `The program failed: ${text}`);
     };
-    let pump = (): void => {};
+    let pump: (() => void) | undefined;
     calls = installHost(
       vm,
       options.host,
-      () => pump(),
+      () => pump?.(),
       () => settle !== undefined,
     );
     const prelude = vm.evalCode(PRELUDE(Object.keys(options.host)), 'prelude.js');
@@ -128,11 +127,17 @@ export async function runInSandbox(options: SandboxOptions): Promise<ProgramAnsw
     // an assertion inside QuickJS (aborting the module): the module is this program's alone, so it goes whole to the
     // garbage collector instead, its memory with it.
     if (calls?.outstanding === 0 && stopped() === undefined) {
-      vm.dispose();
-      runtime.dispose();
+      try {
+        vm.dispose();
+        runtime.dispose();
+      } catch {
+        // An object the program left alive (a promise it never awaited): the module goes whole, as above.
+      }
     }
   }
 }
+
+const cancelled = (): KlymError => new KlymError('ABORTED', 'The program was interrupted: its task was cancelled');
 
 /** The one bridge the prelude wraps: `__klymHost(name, argsJson)` → a Promise of the answer's JSON text. */
 function installHost(vm: QuickJSContext, host: SandboxOptions['host'], pump: () => void, running: () => boolean): { outstanding: number } {
@@ -160,6 +165,7 @@ function installHost(vm: QuickJSContext, host: SandboxOptions['host'], pump: () 
         },
       );
     void deferred.settled.then(() => {
+      deferred.dispose();
       if (running()) pump();
     });
     return deferred.handle;
