@@ -13,7 +13,7 @@ import { runInSandbox, type HostFunction } from './sandbox.ts';
 export const CODE_TOOL_NAME = `${BUILT_IN_NAMESPACE}${TOOL_NAME_SEPARATOR}run_code`;
 
 /** The host functions a program awaits, by the names programs (and the tests of other agents) rely on. */
-export const HOST_FUNCTIONS = ['callTool', 'sql', 'read', 'grep', 'log'] as const;
+export type HostFunctionName = 'callTool' | 'sql' | 'read' | 'grep' | 'log';
 
 /** Limits of one `klym__run_code` program (the config's `code` section). */
 export interface CodeLimits {
@@ -33,7 +33,7 @@ export type CodeEvent =
       readonly toolCallId: string;
       /** The program's host call number, from 1. */
       readonly call: number;
-      readonly name: (typeof HOST_FUNCTIONS)[number];
+      readonly name: HostFunctionName;
       /** The upstream tool of a `callTool`, the artifact of a `read` or `grep`. */
       readonly target?: string;
       readonly durationMs: number;
@@ -116,7 +116,7 @@ export function codeTool(running: CodeRunning): ToolSet[string] {
       const started = performance.now();
       let calls = 0;
       const counted =
-        (name: (typeof HOST_FUNCTIONS)[number], work: (args: readonly unknown[]) => Promise<{ value: unknown; target?: string }>): HostFunction =>
+        (name: HostFunctionName, work: (args: readonly unknown[]) => Promise<{ value: unknown; target?: string }>): HostFunction =>
         async (args) => {
           const call = ++calls;
           const begun = performance.now();
@@ -148,7 +148,7 @@ export function codeTool(running: CodeRunning): ToolSet[string] {
             throw error;
           }
         };
-      const host: Record<(typeof HOST_FUNCTIONS)[number], HostFunction> = {
+      const host: Record<HostFunctionName, HostFunction> = {
         callTool: counted('callTool', async ([name, args]) => ({ value: await callTool(running, String(name), args ?? {}, `${toolCallId}.${calls}`, signal) })),
         sql: counted('sql', async ([query]) => ({ value: await sql(running, String(query), limits.maxRows, signal) })),
         read: counted('read', async ([artifact, range]) => {
