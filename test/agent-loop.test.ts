@@ -50,6 +50,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
       'klym__map_artifact',
       'klym__query_artifact',
       'klym__read_artifact',
+      'klym__run_code',
     ]);
     const system = first?.prompt[0];
     expect(system?.role).toBe('system');
@@ -129,6 +130,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
       'klym__map_artifact',
       'klym__query_artifact',
       'klym__read_artifact',
+      'klym__run_code',
     ]);
     expect(model.doStreamCalls[0]?.prompt[0]?.content).toMatch(/Denied for this run: .*grynya__add_node \(policy "read-only"\)/);
     expect(events.find((event) => event.type === 'run-start')).toMatchObject({
@@ -180,6 +182,7 @@ describe('runAgent: the tool loop against the fake grynya', () => {
       'klym__map_artifact',
       'klym__query_artifact',
       'klym__read_artifact',
+      'klym__run_code',
     ]);
     const start = events.find((event) => event.type === 'run-start');
     expect(start?.type === 'run-start' && start.denied).toEqual(

@@ -98,6 +98,16 @@ export const TASK_DEFAULTS = {
   artifactReaders: 4,
 } as const;
 
+/** Defaults of `klym__run_code`, the programs a model writes (the config's `code` section). */
+export const CODE_DEFAULTS = {
+  /** A program's heap, in MiB: past it, the program fails naming `code.memoryMiB`. */
+  memoryMiB: 64,
+  /** Wall-clock limit of one program, its host calls included, in milliseconds (1 min). */
+  timeoutMs: 60_000,
+  /** Rows one `sql()` of a program answers at most; a bigger answer fails that call, saying how many rows it had. */
+  maxRows: 10_000,
+} as const;
+
 /** Defaults of artifacts: tool results kept whole out of the conversation, and the built-in tools over them. */
 export const ARTIFACT_DEFAULTS = {
   /** A result over this share of the model's context window becomes an artifact. */

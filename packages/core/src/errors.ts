@@ -35,6 +35,8 @@
  * - `INTERNAL`: a bug in Klym; the message says what was being done.
  * - `QUERY_FAILED`: a SQL query over a task's artifacts failed: DuckDB refused it or an operation in it (its message
  *   is quoted), or it passed a limit (time, memory, rows; the message names the limit and the option that sets it).
+ * - `CODE_FAILED`: a `klym__run_code` program failed: it did not parse, threw, or passed a limit (the message names
+ *   `code.timeoutMs` or `code.memoryMiB` and its value). The run goes on; the model reads why.
  */
 export type KlymErrorCode =
   | 'CONFIG_INVALID'
@@ -64,7 +66,8 @@ export type KlymErrorCode =
   | 'ARTIFACT_NOT_FOUND'
   | 'ARTIFACT_LIMIT'
   | 'INTERNAL'
-  | 'QUERY_FAILED';
+  | 'QUERY_FAILED'
+  | 'CODE_FAILED';
 
 /** Options of {@link KlymError}: the structured fields that name the failing thing. */
 export interface KlymErrorOptions {

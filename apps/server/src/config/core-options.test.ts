@@ -73,6 +73,7 @@ describe('mapping the configuration onto core and the server', () => {
       'upstreams.<name>.tools',
       'KLYM_POLICIES',
       'KLYM_READ_ONLY_TOOLS',
+      'code',
     ]);
     expect(Object.values(RUN_SETTINGS).filter((row) => schemaAt(row.config.split('.')) === undefined)).toEqual([]);
     expect(runSettings(configWith({}))).toEqual({
@@ -85,6 +86,7 @@ describe('mapping the configuration onto core and the server', () => {
       upstreamTools: {},
       policies: {},
       readOnlyTools: [],
+      code: { memoryMiB: 64, timeoutMs: 60_000, maxRows: 10_000 },
       tools: {},
     });
     const config = configWith({
@@ -103,6 +105,7 @@ describe('mapping the configuration onto core and the server', () => {
       KLYM_READ_ONLY_TOOLS: 'kb__search,kb__list',
       KLYM_TOOLS_POLICY: 'reader',
       KLYM_SYSTEM_PROMPT: 'Be brief. {{tools}}',
+      KLYM_CODE_TIMEOUT_MS: '5000',
     });
     expect(runSettings(config)).toEqual({
       temperature: 0.5,
@@ -119,6 +122,7 @@ describe('mapping the configuration onto core and the server', () => {
       readOnlyTools: ['kb__search', 'kb__list'],
       tools: { policy: 'reader' },
       systemPrompt: 'Be brief. {{tools}}',
+      code: { memoryMiB: 64, timeoutMs: 5_000, maxRows: 10_000 },
     });
     expect(() => configWith({ KLYM_LLM_TEMPERATURE: '3' })).toThrow(/llm\.temperature.*KLYM_LLM_TEMPERATURE/);
   });

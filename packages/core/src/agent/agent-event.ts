@@ -1,6 +1,7 @@
 import type { KlymErrorCode } from '../errors.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
 import type { ArtifactInfo } from '../artifacts/artifact-types.ts';
+import type { CodeEvent } from '../code/code-tool.ts';
 import type { AgentFinishReason, AgentRunResult, AgentUsage, BudgetName, ToolErrorCode } from './types.ts';
 
 /** Every step of a run, as `onEvent` receives it. Never holds a secret. */
@@ -108,6 +109,12 @@ export type AgentEvent =
       readonly window: number;
       readonly reason: string;
     }
+  /**
+   * A `klym__run_code` program (its call's `toolCallId`): `code-start` with its source, a `code-call` per host call
+   * (its number, the function, the tool or artifact, its time and the bytes given to the program), `code-log` per
+   * `log()`, and `code-end` with its calls, time and answer's size, or why it failed.
+   */
+  | (CodeEvent & { readonly step: number })
   | { readonly type: 'step-end'; readonly step: number; readonly usage: AgentUsage; readonly costUsd: number | undefined; readonly elapsedMs: number }
   | { readonly type: 'budget'; readonly name: BudgetName; readonly limit: number; readonly used: number }
   | { readonly type: 'upstream-log'; /** The step whose tool call the upstream was serving. */ readonly step?: number; readonly entry: UpstreamLogEntry }

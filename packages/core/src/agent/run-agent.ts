@@ -26,6 +26,7 @@ import { createArtifactStore, createMemoryArtifacts } from '../artifacts/artifac
 import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
 import { artifactTools, keepBigResult, type ResultKeeping } from '../artifacts/artifact-tools.ts';
 import { compactHistory, type Compaction } from '../artifacts/compaction.ts';
+import { CODE_TOOL_NAME, codeTool } from '../code/code-tool.ts';
 
 /**
  * Runs an LLM over the pool's tools until the task is done: each step is one model call (streamed, for a
@@ -212,7 +213,23 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       // The map's usage is in the run's already (`onUsage`): the event tells the task's status.
       onMapped: ({ artifact, chunks, usage: used }) => emit({ type: 'artifact-map', step: currentStep, artifact, chunks, usage: used }),
     };
-    const builtIns = { ...artifactTools(keeping), ...(options.askCaller === true ? askCallerTools() : {}) };
+    const builtIns = {
+      ...artifactTools(keeping),
+      ...(options.askCaller === true ? askCallerTools() : {}),
+      // A program's calls take the model's path (rules, policies, the scope, logs), but its results reach the program, kept by it.
+      [CODE_TOOL_NAME]: codeTool({
+        ...(options.code === undefined ? {} : { limits: options.code }),
+        tools: catalog.toolSet({
+          scope,
+          ...(options.toolTimeoutMs === undefined ? {} : { timeoutMs: options.toolTimeoutMs }),
+          onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
+          resultText,
+          ...(tracing === undefined ? {} : { tracing: tracing.toolCalls }),
+        }),
+        keeping,
+        onEvent: (event) => emit({ ...event, step: currentStep }),
+      }),
+    };
     const messageChars = createMessageSizer();
     const tools = {
       ...catalog.toolSet({

@@ -1,6 +1,6 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { ARTIFACT_DEFAULTS, DEFAULT_MAX_RETRIES } from '../defaults.ts';
+import { ARTIFACT_DEFAULTS, CODE_DEFAULTS, DEFAULT_MAX_RETRIES } from '../defaults.ts';
 import { RUN_SETTINGS, RUN_SETTING_KEYS, type RunSettingsTable, type ServiceRunSettings } from './run-settings.ts';
 import type { RunAgentOptions } from './types.ts';
 
@@ -38,6 +38,7 @@ describe('RUN_SETTINGS: the one table of the settings a task service gives every
       maxRetries: DEFAULT_MAX_RETRIES,
       policies: {},
       readOnlyTools: [],
+      code: CODE_DEFAULTS,
     });
     expect(() => RUN_SETTINGS.temperature.schema.parse(3)).toThrow(/<=2/);
     expect(() => RUN_SETTINGS.policies.schema.parse({ 'no spaces': {} })).toThrow(/expected a policy name of letters, digits/);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ARTIFACT_DEFAULTS, DEFAULT_MAX_RETRIES } from '../defaults.ts';
+import { ARTIFACT_DEFAULTS, CODE_DEFAULTS, DEFAULT_MAX_RETRIES, MAX_TIMER_MS } from '../defaults.ts';
 import type { RunSettings } from './types.ts';
 
 /**
@@ -84,6 +84,20 @@ export const RUN_SETTINGS = {
   },
   /** Tools (namespaced patterns) counted as read-only besides those annotated `readOnlyHint`. @default [] */
   readOnlyTools: { config: 'readOnlyTools', schema: patterns.default([]) },
+  /** Limits of `klym__run_code`'s programs. */
+  code: {
+    config: 'code',
+    schema: z
+      .strictObject({
+        /** A program's heap, in MiB; past it the program fails, naming this key. @default 64 */
+        memoryMiB: z.number().int().positive().max(4_096).default(CODE_DEFAULTS.memoryMiB),
+        /** Wall-clock limit of one program, its host calls included, in milliseconds. @default 60000 */
+        timeoutMs: z.number().int().positive().max(MAX_TIMER_MS).default(CODE_DEFAULTS.timeoutMs),
+        /** Rows one `sql()` of a program answers at most. @default 10000 */
+        maxRows: z.number().int().positive().default(CODE_DEFAULTS.maxRows),
+      })
+      .prefault({}),
+  },
 } as const satisfies RunSettingsTable<ServiceRunSettings>;
 
 /** The keys of {@link RUN_SETTINGS}: the options a task service picks from its own for every task's run. */

@@ -1,3 +1,4 @@
+import type { CodeLimits } from '../code/code-tool.ts';
 import type { LanguageModel, ModelMessage, ToolResultPart } from 'ai';
 import type { KlymErrorCode } from '../errors.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
@@ -221,6 +222,8 @@ export interface RunAgentOptions {
   readonly artifacts?: ArtifactBackend;
   /** The model `klym__map_artifact` calls on each chunk (a name, as `model`). @default the run's model */
   readonly mapModel?: string;
+  /** Limits of `klym__run_code`'s programs: memory, time, rows of a `sql()`. @default CODE_DEFAULTS */
+  readonly code?: CodeLimits;
   /** `klym__map_artifact`'s model calls under way at once, at most. @default ARTIFACT_DEFAULTS.mapConcurrency (4) */
   readonly mapConcurrency?: number;
   /**

@@ -194,9 +194,21 @@ export function tableColumns(artifact: ArtifactInfo): string {
  * @throws {KlymError} `ARTIFACT_LIMIT` when the task may keep no more
  */
 export async function keepBigResult(toolName: string, result: CallToolResult, keeping: ResultKeeping): Promise<CallToolResult> {
-  if (result.isError === true) return result;
+  return (await keepResult(toolName, result, keeping)).result;
+}
+
+/**
+ * {@link keepBigResult}, also saying which artifact the result was kept as (none when it was sent as it is).
+ * @throws {KlymError} `ARTIFACT_LIMIT` when the task may keep no more
+ */
+export async function keepResult(
+  toolName: string,
+  result: CallToolResult,
+  keeping: ResultKeeping,
+): Promise<{ readonly result: CallToolResult; readonly artifact?: ArtifactInfo }> {
+  if (result.isError === true) return { result };
   const text = (keeping.resultText ?? resultText)(result);
-  if (!hasMoreTokens(text, keeping.thresholdTokens, keeping.countTokens)) return result;
+  if (!hasMoreTokens(text, keeping.thresholdTokens, keeping.countTokens)) return { result };
   // A result that is only structuredContent is kept as its JSON, so that its records are found as in a text's.
   const structuredOnly = result.structuredContent !== undefined && !(result.content ?? []).some((item) => item.type === 'text');
   const kept = await keeping.artifacts.put(toolName, structuredOnly ? JSON.stringify(result.structuredContent) : text);
@@ -205,7 +217,7 @@ export async function keepBigResult(toolName: string, result: CallToolResult, ke
   keeping.onKept?.(artifact, headLines(index));
   const media = (result.content ?? []).filter((item) => item.type === 'image' || item.type === 'audio');
   const told = { queries: keeping.query !== undefined, ...(keeping.tokenizer === undefined ? {} : { tokenizer: keeping.tokenizer }) };
-  return { content: [{ type: 'text', text: artifactReference(artifact, index, told) }, ...media] };
+  return { result: { content: [{ type: 'text', text: artifactReference(artifact, index, told) }, ...media] }, artifact };
 }
 
 /** The first five lines of an artifact, each cut at 200 characters. */

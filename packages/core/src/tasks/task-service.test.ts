@@ -379,6 +379,7 @@ describe('createTaskService: tasks', () => {
       upstreamTools: { grynya: { readOnlyTools: ['query_graph'] } },
       policies: { reader: { allow: ['grynya__get_*'] } },
       readOnlyTools: ['grynya__query_graph'],
+      code: { memoryMiB: 32, timeoutMs: 5_000, maxRows: 100 },
     } satisfies Required<ServiceRunSettings>;
     const runs: RunAgentOptions[] = [];
     const klym = service(await graphPool(), { ...settings, run: async (options) => (runs.push(options), finishesAtOnce(options)) });
