@@ -96,17 +96,12 @@ export function codeTool(running: CodeRunning): ToolSet[string] {
   const emit = (event: CodeEvent): void => running.onEvent?.(event);
   return tool({
     description:
-      'Runs a JavaScript program (the body of an async function; `return` the answer) in a sandbox over your tools and artifacts, and gives you only ' +
-      'what it returns. Prefer it to plain tool calls when a job needs many calls that depend on each other (for each of 100 services, read its ' +
-      "dependencies, then each dependency's state), aggregation over tool results, or the same work per item: the intermediate results never " +
-      'pass through this conversation, so 200 calls cost one step. For one or two calls, call the tools directly. Host functions, each awaited: ' +
-      '`callTool(name, args)` calls a tool by its name here (e.g. "grynya__query_graph"), under the same rules as your own calls, and answers ' +
-      '`{ text, json, artifact }` (json when the text is JSON; a result too big to send comes as `{ text: its reference, artifact: "art_…" }`, ' +
-      `without json: query it with sql()); a refused or failed call throws an Error you can catch. \`sql(query)\` runs DuckDB SQL over the artifacts ` +
-      `(as ${ARTIFACT_TOOL_NAMES.query}) and answers rows as objects (at most ${limits.maxRows}; aggregate or LIMIT). \`read(artifact, { offset, limit })\` ` +
-      'answers `{ lines: [{ n, text }], next }`; `grep(artifact, pattern)` (RE2) answers `{ total, matches: [{ line, text }] }`; `log(...values)` writes ' +
-      `to the task's log. No require, fetch, timers or clock (Date.now). Limits: ${limits.memoryMiB} MiB of memory, ${limits.timeoutMs} ms in all; ` +
-      'past one, the program fails with the limit named. Return a compact answer (counts, ids, findings), not raw results.',
+      'Runs JavaScript (an async function body; `return` the answer) in a sandbox over your tools and artifacts; only what it returns ' +
+      'reaches you. Use it when a job needs many dependent calls, aggregation over results, or the same work per item (200 calls, one ' +
+      'step); for one or two calls, call the tools directly. Awaited host functions: `callTool(name, args)` → `{ text, json, artifact }` ' +
+      `(same rules as your calls; a failure throws), \`sql(query)\` → rows as objects (at most ${limits.maxRows}), \`read(artifact, { offset, limit })\`, ` +
+      `\`grep(artifact, pattern)\`, \`log(...values)\`. No require, fetch, timers or clock. Limits: ${limits.memoryMiB} MiB, ${limits.timeoutMs} ms. ` +
+      'Return a compact answer, not raw results.',
     inputSchema: CODE_INPUT,
     execute: async ({ code }, { toolCallId, abortSignal }) => {
       emit({ type: 'code-start', toolCallId, code });
