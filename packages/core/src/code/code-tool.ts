@@ -6,7 +6,7 @@ import { KlymError } from '../errors.ts';
 import { BUILT_IN_NAMESPACE, TOOL_NAME_SEPARATOR } from '../pool/tool-name.ts';
 import { resultText } from '../tools/tool-result.ts';
 import { toRecords } from '../artifacts/artifact-query.ts';
-import { ARTIFACT_TOOL_NAMES, keepBigResult, keepResult, type ResultKeeping } from '../artifacts/artifact-tools.ts';
+import { keepBigResult, keepResult, type ResultKeeping } from '../artifacts/artifact-tools.ts';
 import { runInSandbox, type HostFunction } from './sandbox.ts';
 
 /** The name of Klym's built-in tool that runs a program over the run's tools and artifacts. */
