@@ -78,7 +78,7 @@ const redis = await createRedisTaskStore({ url: 'redis://127.0.0.1:1/0', connect
 
 const text = (result.content as { text: string }[])[0]?.text;
 const ran = run.text.startsWith(SELF_CHECK_OK) && task.status === 'completed' && threaded.finishReason === 'stop' && threaded.model === 'scripted';
-const mcp = served.length === 7 && served.includes('query_task_artifact') && described?.tools?.[0]?.name === 'demo__echo' && sqliteKept;
+const mcp = served.length === 8 && served.includes('query_task_artifact') && served.includes('reply_to_agent_task') && described?.tools?.[0]?.name === 'demo__echo' && sqliteKept;
 const redisRefused = redis instanceof KlymError && redis.code === 'STORE_UNAVAILABLE';
 if (listing.tools[0]?.name !== 'demo__echo' || text !== 'from the tarball' || !(closed instanceof KlymError) || closed.code !== 'POOL_CLOSED' || !ran || !mcp || !redisRefused || summed !== 3) {
   console.error('consumer check failed', { tools: listing.tools.map((tool) => tool.name), text, closed, run: run.text, task: task.status, threaded, served, described, sqliteKept, redis, summed });

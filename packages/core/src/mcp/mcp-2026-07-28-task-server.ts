@@ -98,7 +98,7 @@ export async function toMcp20260728Task(service: TaskService, task: TaskRecord, 
 const updateParams = TASK_ID_PARAMS.extend({ inputResponses: z.record(z.string(), z.unknown()).optional() });
 
 /**
- * Builds the v2 SDK server that answers 2026-07-28 requests: Klym's seven task tools (the same definitions the
+ * Builds the v2 SDK server that answers 2026-07-28 requests: Klym's eight task tools (the same definitions the
  * 2025-11-25 sessions serve), `run_agent_task` under the Tasks extension, and the extension's `tasks/get`,
  * `tasks/update` and `tasks/cancel`. It holds no caller: each request's tasks are those of the principal its
  * `authInfo` names ({@link principalOf}, from the handler context's `http.authInfo`), so one server serves one

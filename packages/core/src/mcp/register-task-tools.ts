@@ -52,7 +52,7 @@ function endLine(task: TaskRecord): string {
 }
 
 /**
- * Registers Klym's seven task tools on `server` over `service`: `start_async_agent_task`,
+ * Registers Klym's eight task tools on `server` over `service`: `start_async_agent_task`,
  * `check_task_status`, `read_task_artifact`, `query_task_artifact`, `reply_to_agent_task`, `cancel_agent_task`, `list_agent_tasks`, `describe_capabilities`. Results are JSON
  * (text and `structuredContent`); failures are `isError` results with `{ error: { code, message } }`. The
  * SDK checks the arguments against the tools' strict input schemas, the only check they get: an unknown or

@@ -62,7 +62,7 @@ export async function answer(produce: () => Promise<object>): Promise<TaskToolRe
   }
 }
 
-/** The seven task tools, in the order `tools/list` gives them. */
+/** The eight task tools, in the order `tools/list` gives them. */
 export const TASK_TOOLS: readonly TaskToolDefinition[] = [
   define({
     name: 'start_async_agent_task',
