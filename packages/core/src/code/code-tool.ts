@@ -116,9 +116,7 @@ export function codeTool(running: CodeRunning): ToolSet[string] {
           const call = ++calls;
           const begun = performance.now();
           const target = name !== 'log' && name !== 'sql' && typeof args[0] === 'string' ? args[0] : undefined;
-          try {
-            const { value } = await work(args);
-            const bytes = value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value));
+          const record = (bytes: number, error?: unknown): void =>
             emit({
               type: 'code-call',
               toolCallId,
@@ -127,19 +125,14 @@ export function codeTool(running: CodeRunning): ToolSet[string] {
               ...(target === undefined ? {} : { target }),
               durationMs: Math.round(performance.now() - begun),
               bytes,
+              ...(error === undefined ? {} : { error: errorMessage(error) }),
             });
+          try {
+            const { value } = await work(args);
+            record(value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value)));
             return value;
           } catch (error) {
-            emit({
-              type: 'code-call',
-              toolCallId,
-              call,
-              name,
-              ...(target === undefined ? {} : { target }),
-              durationMs: Math.round(performance.now() - begun),
-              bytes: 0,
-              error: errorMessage(error),
-            });
+            record(0, error);
             throw error;
           }
         };
