@@ -135,6 +135,7 @@ export {
   type TaskStore,
   type TaskUsage,
   type TaskInput,
+  type TaskReply,
   type WriteBackOutcome,
 } from './tasks/task-types.ts';
 // the task service: what the task tools serve, whatever the door

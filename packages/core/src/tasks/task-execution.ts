@@ -15,7 +15,7 @@ import { createProgress, eventData } from './runner/task-progress.ts';
 import { answerAsk, INPUT_REQUIRED } from '../agent/ask-caller.ts';
 import type { AgentRunResult } from '../agent/types.ts';
 import { completionOf, runOptionsOf, type TaskRunDefaults } from './runner/task-run.ts';
-import { isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';
+import { isReplied, isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';
 import { writeBackResult, type WriteBackOptions } from './runner/write-back.ts';
 import { taskArtifacts } from './runner/task-artifacts.ts';
 import type { TaskQueries } from './runner/task-queries.ts';
@@ -139,7 +139,7 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     if (found === undefined) return 'ended';
     if (found.status === 'pending') {
       // An answered task goes on where it asked, and keeps the time it first started.
-      const answered = found.input?.answer !== undefined;
+      const answered = isReplied(found.input);
       const patch: TaskPatch = answered
         ? { status: 'running', currentStep: 'resuming' }
         : { status: 'running', startedAt: new Date().toISOString(), currentStep: 'starting' };

@@ -7,7 +7,7 @@ import type { TaskQueue } from './queue/task-queue.ts';
 import type { PerPrincipalOptions, PrincipalUsage } from './admission/principal-quotas.ts';
 import type { BoundedLogOptions, TaskLogPage } from './store/task-log.ts';
 import type { TaskRunDefaults } from './runner/task-run.ts';
-import type { TaskListPage, TaskPageRequest, TaskRecord, TaskRequest, TaskStatus, TaskStore } from './task-types.ts';
+import type { TaskListPage, TaskPageRequest, TaskRecord, TaskReply, TaskRequest, TaskStatus, TaskStore } from './task-types.ts';
 import type { WriteBackOptions } from './runner/write-back.ts';
 import type { PushTarget } from '../webhooks/push-types.ts';
 import type { ArtifactSlice, ReadRequest } from '../artifacts/artifact-store.ts';
@@ -227,13 +227,14 @@ export interface TaskManager extends AsyncDisposable {
    */
   queryArtifacts(id: string, caller: Caller, sql: string, options?: QueryPage & { readonly signal?: AbortSignal }): Promise<QueryAnswer>;
   /**
-   * Answers the question a task's run asked (`input_required`): the answer is kept on the task (the first one
-   * wins, atomically), the task goes back to `pending` and is queued, and the run that takes it up goes on from
-   * its checkpoint with the answer as the ask's result — in any process, after a restart too.
+   * Replies to what a task's run waits for (`input_required`): `{ answer }` to a question, `{ approve, reason? }` to an
+   * approval. The reply is kept on the task (the first one wins, atomically), the task goes back to `pending` and is
+   * queued, and the run that takes it up goes on from its checkpoint — the answer as the ask's result, the approved
+   * call run, or the denial as the call's result — in any process, after a restart too.
    * @throws {KlymError} `TASK_NOT_FOUND` (another principal's task too); `TASK_NOT_WAITING` for a task not waiting
-   * for input (naming its status) or already answered; `STORE_UNAVAILABLE`
+   * for input (naming its status) or already answered; `INVALID_ARGUMENT` for a reply of the wrong kind; `STORE_UNAVAILABLE`
    */
-  reply(id: string, caller: Caller, reply: { readonly answer: string }): Promise<TaskRecord>;
+  reply(id: string, caller: Caller, reply: TaskReply): Promise<TaskRecord>;
   /** Cancels a pending, running or waiting task; a finished one is left as it is, and the outcome says so. @throws {KlymError} `TASK_NOT_FOUND` */
   cancel(id: string, caller: Caller, reason?: string): Promise<CancelOutcome>;
   /** A page of the caller's tasks, newest first. */

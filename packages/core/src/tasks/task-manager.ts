@@ -7,7 +7,7 @@ import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
 import { createTaskAdmission } from './admission/task-admission.ts';
 import { createTaskExecution, notResumed } from './task-execution.ts';
-import { isTerminal, UNFINISHED_STATUSES, type TaskRecord } from './task-types.ts';
+import { isReplied, isTerminal, UNFINISHED_STATUSES, type TaskInput, type TaskRecord, type TaskReply } from './task-types.ts';
 import { createArtifactReader, type ArtifactReader } from '../artifacts/artifact-reader.ts';
 import type { StoredArtifact } from '../artifacts/artifact-types.ts';
 import { taskArtifacts } from './runner/task-artifacts.ts';
@@ -284,26 +284,29 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       const { text, original, ...artifact } = stored as StoredArtifact;
       return { artifact, text: original ?? text };
     },
-    async reply(id, caller, { answer }) {
+    async reply(id, caller, reply) {
       if (closing) throw new KlymError('SHUTTING_DOWN', 'Klym is shutting down and takes no replies');
       await recovered;
-      if (typeof answer !== 'string') throw new KlymError('INVALID_ARGUMENT', `Expected \`answer\` to be a string, got ${typeof answer}`);
       const refuse = (task: TaskRecord): never => {
         const answeredAt = task.input?.answeredAt;
         throw new KlymError(
           'TASK_NOT_WAITING',
           answeredAt !== undefined && task.status !== 'input_required'
-            ? `Task ${id}'s question was already answered at ${answeredAt}; the first answer stands (the task is ${task.status})`
+            ? `Task ${id}'s ${task.input?.kind === 'approval' ? 'call' : 'question'} was already ${task.input?.kind === 'approval' ? 'decided' : 'answered'} at ${answeredAt}; the first reply stands (the task is ${task.status})`
             : `Task ${id} is ${task.status}, not waiting for input: only a task in input_required takes a reply`,
         );
       };
       const task = await visible(id, caller);
       if (task.status !== 'input_required' || task.input === undefined) return refuse(task);
-      const input = { ...task.input, answer, answeredAt: new Date(now()).toISOString() };
+      const given = replyOf(id, task.input, reply);
+      const input: TaskInput = { ...task.input, ...given, answeredAt: new Date(now()).toISOString() };
       // Of two replies at once, one moves the task: the first answer wins, and the other is refused.
       const answered = await store.transition(id, ['input_required'], { status: 'pending', currentStep: 'answered: queued to go on', input });
       if (answered === undefined) return refuse(await visible(id, caller));
-      log(id, 'input-answered', { toolCallId: input.toolCallId, chars: answer.length });
+      log(id, 'input-answered', {
+        toolCallId: input.toolCallId,
+        ...(input.answer === undefined ? { approved: input.approved === true } : { chars: input.answer.length }),
+      });
       try {
         // Ahead of the principal's waiting starts: it was running when it asked.
         await queue.add(id, { principal: task.principal, rank: 1 });
@@ -324,7 +327,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
           void store
             .get(id)
             .then((later) =>
-              later?.status === 'pending' && later.input?.answer !== undefined ? queue.add(id, { principal: task.principal, rank: 1 }) : undefined,
+              later?.status === 'pending' && isReplied(later.input) ? queue.add(id, { principal: task.principal, rank: 1 }) : undefined,
             )
             .catch(() => {});
         }, REPLY_REQUEUE_MS).unref();
@@ -369,4 +372,25 @@ function positive(name: string, value: number): number {
 function atLeastZero(name: string, value: number): number {
   if (!Number.isFinite(value) || value < 0) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a number of at least 0, got ${value}`);
   return value;
+}
+
+/**
+ * What a reply gives the waiting `input`: an answer to a question, a decision on an approval.
+ * @throws {KlymError} `INVALID_ARGUMENT` naming what was wrong (a decision to a question, an answer to an approval, a wrong type)
+ */
+function replyOf(id: string, input: TaskInput, reply: TaskReply): Pick<TaskInput, 'answer' | 'approved' | 'reason'> {
+  const given = reply as { answer?: unknown; approve?: unknown; reason?: unknown };
+  if (input.kind === 'approval') {
+    if (typeof given.approve !== 'boolean') {
+      const what = given.answer === undefined ? `\`approve\` ${given.approve === undefined ? 'missing' : `of type ${typeof given.approve}`}` : 'an `answer`';
+      throw new KlymError('INVALID_ARGUMENT', `Task ${id} waits for a decision on ${input.call?.toolName ?? 'a call'}: reply { approve: true | false, reason? }, not ${what}`);
+    }
+    if (given.reason !== undefined && typeof given.reason !== 'string') throw new KlymError('INVALID_ARGUMENT', `Expected \`reason\` to be a string, got ${typeof given.reason}`);
+    return { approved: given.approve, ...(given.reason === undefined ? {} : { reason: given.reason }) };
+  }
+  if (typeof given.answer !== 'string') {
+    const what = given.approve === undefined ? `\`answer\` ${given.answer === undefined ? 'missing' : `of type ${typeof given.answer}`}` : 'an approval';
+    throw new KlymError('INVALID_ARGUMENT', `Task ${id} waits for an answer to its question: reply { answer: "…" }, not ${what}`);
+  }
+  return { answer: given.answer };
 }

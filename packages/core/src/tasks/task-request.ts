@@ -111,7 +111,9 @@ const queryArtifactsShape = {
 /** Arguments of `reply_to_agent_task` (also the body of `POST /api/tasks/:id/reply`, with the id in the path). */
 const replyTaskShape = {
   task_id: taskId.describe('The id of the task that asked (check_task_status shows status input_required and its question).'),
-  answer: z.string().min(1).max(100_000).describe('Your answer: the task’s model reads it as the result of its question, whole.'),
+  answer: z.string().min(1).max(100_000).optional().describe('Your answer to its question: the task’s model reads it as the question’s result, whole.'),
+  approve: z.boolean().optional().describe('Your decision on the call it waits to make (an approval): true runs it, false denies it.'),
+  reason: z.string().max(10_000).optional().describe('Why, with a decision: a denied task’s model reads it.'),
 };
 
 /** Arguments of `cancel_agent_task`. */

@@ -15,6 +15,7 @@ import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthVie
 import { viewQuota, type QuotaView } from './admission/principal-quotas.ts';
 import { createTaskManager } from './task-manager.ts';
 import type { StartOptions, TaskEvent, TaskManager, TaskManagerOptions } from './task-manager-types.ts';
+import type { TaskReply } from './task-types.ts';
 import {
   narrowTaskRequest,
   type CancelTaskArgs,
@@ -307,8 +308,12 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       };
     },
     async reply(args, principal) {
-      const task = await tasks.reply(args.task_id, { principal }, { answer: args.answer });
-      return { task_id: task.id, status: task.status, message: `Task ${task.id} has your answer and goes on from where it asked` };
+      const task = await tasks.reply(args.task_id, { principal }, replyOfArgs(args));
+      const message =
+        task.input?.approved === undefined
+          ? `Task ${task.id} has your answer and goes on from where it asked`
+          : `Task ${task.id} has your decision (${task.input.approved ? 'approved' : 'denied'}) and goes on from where it waited`;
+      return { task_id: task.id, status: task.status, message };
     },
     async cancel(args, principal) {
       const outcome = await tasks.cancel(args.task_id, { principal });
@@ -357,4 +362,19 @@ function pick<Source extends object, Key extends keyof Source>(source: Source, k
   const picked: Partial<Pick<Source, Key>> = {};
   for (const key of keys) if (source[key] !== undefined) picked[key] = source[key];
   return picked;
+}
+
+/**
+ * The reply `reply_to_agent_task`'s arguments give: `answer`, or `approve` with its `reason`; never both, never neither.
+ * @throws {KlymError} `INVALID_ARGUMENT`
+ */
+function replyOfArgs(args: ReplyTaskArgs): TaskReply {
+  if (args.answer !== undefined && args.approve !== undefined)
+    throw new KlymError('INVALID_ARGUMENT', 'Give either `answer` (to a question) or `approve` (to an approval), not both');
+  if (args.answer !== undefined) {
+    if (args.reason !== undefined) throw new KlymError('INVALID_ARGUMENT', '`reason` goes with `approve`, not with `answer`');
+    return { answer: args.answer };
+  }
+  if (args.approve === undefined) throw new KlymError('INVALID_ARGUMENT', 'Give `answer` (to a question) or `approve` (to an approval)');
+  return { approve: args.approve, ...(args.reason === undefined ? {} : { reason: args.reason }) };
 }

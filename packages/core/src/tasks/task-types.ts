@@ -47,17 +47,35 @@ export interface TaskRequest {
   readonly askCaller?: boolean;
 }
 
-/** The question a task's run asked its caller (`klym__ask_caller`), and its answer once given. */
+/**
+ * What a task's run waits for from its caller: a question (`klym__ask_caller`) or an approval of one tool call
+ * (a tool matching `tools.approval`, or the write-back into the graph), and the reply once given.
+ */
 export interface TaskInput {
+  /** `question`: any text answers it; `approval`: a yes or no (with a reason) decides the call in `call`. @default 'question' */
+  readonly kind?: 'question' | 'approval';
+  /** What the caller is shown, whole: the question, or for an approval the call to approve in words. */
   readonly question: string;
-  /** The ask's tool call: the answer becomes its result. */
+  /** The call waiting for approval (`kind: 'approval'`): its namespaced tool and its arguments, redacted. */
+  readonly call?: { readonly toolName: string; readonly input: unknown };
+  /** The ask's (or the call to approve's) tool call: the reply becomes its result. `write-back` for the write-back's approval. */
   readonly toolCallId: string;
   /** ISO 8601; `tasks.inputTimeoutMs` counts from it. */
   readonly askedAt: string;
-  /** The first answer given; a task `pending` with one resumes its run from its checkpoint, the answer as the ask's result. */
+  /** The first answer given to a question; a task `pending` with one resumes its run from its checkpoint, the answer as the ask's result. */
   readonly answer?: string;
+  /** The first decision on an approval: `true` runs the call, `false` tells the model it was denied (with `reason`). */
+  readonly approved?: boolean;
+  /** The caller's reason given with a decision. */
+  readonly reason?: string;
   readonly answeredAt?: string;
 }
+
+/** A caller's reply to a task in `input_required`: an answer to a question, or a decision on an approval. */
+export type TaskReply = { readonly answer: string } | { readonly approve: boolean; readonly reason?: string };
+
+/** Whether a task's input has been replied to (answered or decided). */
+export const isReplied = (input: TaskInput | undefined): boolean => input?.answer !== undefined || input?.approved !== undefined;
 
 /** Budget use of a task so far. */
 export interface TaskUsage {

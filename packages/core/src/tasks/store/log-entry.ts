@@ -12,9 +12,10 @@ export interface TaskNoteData {
   /** A restarted process took the task up again after step `fromStep`; `interruptedCalls` names the calls whose outcome is unknown. */
   readonly 'task-resume': { readonly fromStep: number; readonly interruptedCalls: readonly string[] };
   /** The run asked its caller `question` (`klym__ask_caller`) and the task waits for the answer. */
-  readonly 'input-required': { readonly question: string; readonly toolCallId: string };
-  /** The caller answered; the task is queued to go on from its checkpoint. */
-  readonly 'input-answered': { readonly toolCallId: string; readonly chars: number };
+  /** The run waits for its caller: a question, or (with `toolName`) the approval of that call. */
+  readonly 'input-required': { readonly question: string; readonly toolCallId: string; readonly toolName?: string };
+  /** The caller answered (`chars` long) or decided (`approved`); the task is queued to go on from its checkpoint. */
+  readonly 'input-answered': { readonly toolCallId: string; readonly chars?: number; readonly approved?: boolean };
   readonly 'task-end': { readonly status: TaskStatus; readonly error?: NonNullable<TaskRecord['error']>; readonly reason?: string };
   /** The write-back's outcome; one a stopped process left under way is told without its `dayId`. */
   readonly 'write-back': Omit<WriteBackOutcome, 'dayId'> & { readonly dayId?: string };
