@@ -74,4 +74,41 @@ describe('a task that asks its caller', () => {
     await expect.poll(async () => (await status(taskId)).status, { timeout: 20_000 }).toBe('completed');
     expect(String((await status(taskId)).result)).toContain('search');
   });
+
+  it('over REST: a body that is not a reply gets 400 naming the field, and the task keeps waiting; a second reply gets 409', async () => {
+    const { harness, taskId, status } = await askingTask();
+    const post = async (body: string): Promise<{ status: number; error: { code?: string; message?: string } }> => {
+      const response = await fetch(`${harness.server.url}/api/tasks/${taskId}/reply`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body,
+      });
+      return { status: response.status, error: ((await response.json()) as { error: { code?: string; message?: string } }).error };
+    };
+    const refusals: [string, RegExp][] = [
+      ['not json', /^`body`: not valid JSON/],
+      ['["billing"]', /^`body`: expected a JSON object/],
+      ['{}', /Give `answer` \(to a question\) or `approve`/],
+      ['{"answer": 42}', /^`answer`: /],
+      ['{"answer": ""}', /^`answer`: /],
+      ['{"approve": "yes"}', /^`approve`: /],
+      ['{"answr": "billing"}', /^`answr`: /],
+      ['{"answer": "billing", "approve": true}', /either `answer` .* or `approve` .*not both/],
+      ['{"answer": "billing", "reason": "because"}', /`reason` goes with `approve`/],
+      ['{"answer": "billing", "task_id": "task_other"}', /^`task_id`: the task is the one in the path/],
+      // A decision to a question: the manager refuses the wrong kind by name.
+      ['{"approve": true}', /waits for an answer to its question: reply \{ answer/],
+    ];
+    for (const [body, message] of refusals) {
+      const refused = await post(body);
+      expect({ body, ...refused }).toMatchObject({ body, status: 400, error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(message) } });
+    }
+    expect((await status(taskId)).status).toBe('input_required');
+
+    expect((await post('{"answer": "billing"}')).status).toBe(200);
+    const again = await post('{"answer": "search"}');
+    expect(again).toMatchObject({ status: 409, error: { code: 'TASK_NOT_WAITING' } });
+    await expect.poll(async () => (await status(taskId)).status, { timeout: 20_000 }).toBe('completed');
+    expect(String((await status(taskId)).result)).toContain('billing');
+  });
 });

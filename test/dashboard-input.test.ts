@@ -1,0 +1,111 @@
+// Issue #40 on the dashboard, in a real browser (Debian's headless Chromium, driven by playwright-core): a task
+// whose run asks its caller shows the question on its page, its owner answers in the form there, and the task
+// goes on and completes with the answer; the timeline shows the question asked and the answer given. Another
+// principal, an admin, sees the question but no form; a POST from another site is refused.
+import { runAgent, type AgentRunner } from '@klym/core';
+import { createScriptedModel } from '@klym/core/internal';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserPages, logIn, startTask, taskStatus } from './support/dashboard.ts';
+import { startHarness, type ServerHarness } from './support/server-harness.ts';
+
+const TOKENS = { alice: 'alice-token-0123456789abcdef', ops: 'ops-token-0123456789abcdef' };
+const QUESTION = 'Which service: billing or search?';
+
+/** Asks on its first step; then answers with what the ask's result said. */
+const asker: AgentRunner = (options) =>
+  runAgent({
+    ...options,
+    model: createScriptedModel({
+      steps: ({ options: call }) => {
+        const results = call.prompt.flatMap((message) => (message.role === 'tool' ? message.content : []));
+        const answer = results.find((part) => part.type === 'tool-result' && part.toolName === 'klym__ask_caller');
+        if (answer === undefined) return { toolCalls: [{ toolName: 'klym__ask_caller', args: { question: QUESTION } }] };
+        return { text: `Looking at ${JSON.stringify(answer.type === 'tool-result' ? answer.output : null)}` };
+      },
+    }),
+  });
+
+let harness: ServerHarness;
+let base: string;
+const { newPage } = browserPages();
+
+beforeAll(async () => {
+  harness = await startHarness({ tasks: { run: asker }, auth: { tokens: TOKENS, admins: ['ops'] } });
+  base = harness.server.url;
+}, 60_000);
+afterAll(async () => {
+  await harness?.cleanup();
+});
+
+describe('a task waiting for its caller, on the dashboard in Chromium', () => {
+  it('shows the question; its owner answers it in the page, and the task goes on and completes with the answer', async () => {
+    const page = await newPage();
+    await logIn(page, base, TOKENS.alice);
+    const id = await startTask(base, TOKENS.alice, 'Why did errors rise yesterday?');
+    await page.goto(`${base}/dashboard/tasks/${id}`);
+    await page.locator('#task[data-status="input_required"]').waitFor();
+    expect(await page.locator('.ask h2').textContent()).toBe('Waiting for your answer');
+    expect(await page.locator('.ask .question').textContent()).toBe(QUESTION);
+    await page.locator('.timeline .note-input-required').waitFor();
+    expect(await page.locator('.timeline .note-input-required').textContent()).toContain(`Asked its caller: ${QUESTION}`);
+
+    // Typed slowly, across the page's refreshes (each second): what is being written is not replaced.
+    await page.locator('.ask textarea[name=answer]').pressSequentially('billing, since the deploy', { delay: 60 });
+    expect(await page.locator('.ask textarea[name=answer]').inputValue()).toBe('billing, since the deploy');
+    await page.locator('.ask form.reply button[type=submit]').click();
+
+    await page.locator('#task[data-status="completed"]').waitFor({ timeout: 20_000 });
+    expect(await page.locator('.task-result').textContent()).toBe('Looking at {"type":"text","value":"billing, since the deploy"}');
+    expect(await page.locator('.ask').count()).toBe(0);
+    const answered = page.locator('.timeline .note-input-answered');
+    expect(await answered.textContent()).toContain('Its caller answered (25 characters)');
+    // The timeline keeps the order: the question, then the answer, then the run that went on.
+    const notes = await page.locator('.timeline > li.note').evaluateAll((items) => items.map((item) => item.className.replace('note note-', '')));
+    expect(notes.indexOf('input-required')).toBeLessThan(notes.indexOf('input-answered'));
+    expect(notes.indexOf('input-answered')).toBeLessThan(notes.lastIndexOf('task-end'));
+    expect(await taskStatus(base, TOKENS.alice, id)).toMatchObject({ status: 'completed' });
+
+    // Answered once: the same form sent again is refused, saying why.
+    const again = await page.evaluate(async (taskId) => {
+      const response = await fetch(`/dashboard/tasks/${taskId}/reply`, { method: 'POST', body: new URLSearchParams({ answer: 'search' }) });
+      return { status: response.status, text: await response.text() };
+    }, id);
+    expect(again.status).toBe(409);
+    expect(again.text).toContain('already answered');
+  });
+
+  it('shows an admin the question without the form, refuses an empty answer and a reply from another site', async () => {
+    const id = await startTask(base, TOKENS.alice, 'Which errors?');
+    const admin = await newPage();
+    await logIn(admin, base, TOKENS.ops);
+    await admin.goto(`${base}/dashboard/tasks/${id}`);
+    await admin.locator('#task[data-status="input_required"]').waitFor();
+    expect(await admin.locator('.ask .question').textContent()).toBe(QUESTION);
+    expect(await admin.locator('.ask form').count()).toBe(0);
+    // Not the admin's to answer: the reply is refused as for a task it does not own.
+    const asAdmin = await admin.evaluate(
+      async (taskId) => (await fetch(`/dashboard/tasks/${taskId}/reply`, { method: 'POST', body: new URLSearchParams({ answer: 'billing' }) })).status,
+      id,
+    );
+    expect(asAdmin).toBe(404);
+
+    const owner = await newPage();
+    await logIn(owner, base, TOKENS.alice);
+    const empty = await owner.evaluate(async (taskId) => {
+      const response = await fetch(`/dashboard/tasks/${taskId}/reply`, { method: 'POST', body: new URLSearchParams({ answer: '  ' }) });
+      return { status: response.status, text: await response.text() };
+    }, id);
+    expect(empty.status).toBe(400);
+    expect(empty.text).toContain('`answer`: write an answer');
+
+    // The session cookie is SameSite=Strict; a form posted from another origin is refused by its Origin too.
+    const cookies = await owner.context().cookies();
+    const crossSite = await fetch(`${base}/dashboard/tasks/${id}/reply`, {
+      method: 'POST',
+      headers: { Origin: 'https://evil.example', Cookie: cookies.map((cookie) => `${cookie.name}=${cookie.value}`).join('; ') },
+      body: new URLSearchParams({ answer: 'billing' }),
+    });
+    expect(crossSite.status).toBe(403);
+    expect(await taskStatus(base, TOKENS.alice, id)).toMatchObject({ status: 'input_required', question: QUESTION });
+  });
+});
