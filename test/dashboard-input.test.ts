@@ -97,6 +97,21 @@ describe('a task waiting for its caller, on the dashboard in Chromium', () => {
     }, id);
     expect(empty.status).toBe(400);
     expect(empty.text).toContain('`answer`: write an answer');
+    // A decision is for an approval; this task asked a question. And a decision is approve or deny.
+    const post = (taskId: string, form: Record<string, string>) =>
+      owner.evaluate(
+        async ([id, body]) => {
+          const response = await fetch(`/dashboard/tasks/${id}/reply`, { method: 'POST', body: new URLSearchParams(body) });
+          return { status: response.status, text: await response.text() };
+        },
+        [taskId, form] as const,
+      );
+    const decided = await post(id, { decision: 'approve', reason: 'fine' });
+    expect(decided.status).toBe(400);
+    expect(decided.text).toContain('waits for an answer to its question');
+    const maybe = await post(id, { decision: 'maybe' });
+    expect(maybe.status).toBe(400);
+    expect(maybe.text).toContain('`decision`: expected &quot;approve&quot; or &quot;deny&quot;');
 
     // The session cookie is SameSite=Strict; a form posted from another origin is refused by its Origin too.
     const cookies = await owner.context().cookies();

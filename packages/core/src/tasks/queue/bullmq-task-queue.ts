@@ -203,12 +203,15 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
     const look = async (delayMs: number): Promise<void> => {
       watches.delete(id);
       try {
+        if (closing !== undefined) return;
         if ((await queue.getJobState(id)) === 'active') {
           if (Date.now() < until && closing === undefined) watches.set(id, setTimeout(() => void look(Math.min(delayMs * 2, 1_000)), delayMs).unref());
           return;
         }
         await enqueue(id, placement, priority);
       } catch (error) {
+        // Closing: the queue is let go under it; the task is `pending`, and the next process to start queues it.
+        if (closing !== undefined) return;
         log.warning(
           `${unavailable(`queue task ${id} again once the run that held its job let it go`, error).message}. It is taken up when a Klym process sharing the queue next starts`,
         );
@@ -270,9 +273,10 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
       const priority = priorityOf(placement);
       let held: boolean;
       try {
-        // Looked at first: adding a task whose job a run still holds (`active`) is a no-op in BullMQ.
-        held = (await queue.getJobState(id)) === 'active';
-        await enqueue(id, placement, priority);
+        // Looked at as it is added (both sent at once, the look first): adding a task whose job a run still holds
+        // (`active`) is a no-op in BullMQ.
+        const [state] = await Promise.all([queue.getJobState(id), enqueue(id, placement, priority)]);
+        held = state === 'active';
       } catch (error) {
         throw unavailable(`queue task ${id}`, error);
       }
