@@ -100,8 +100,8 @@ describe('a task waiting for its caller, on the dashboard in Chromium', () => {
     // A decision is for an approval; this task asked a question. And a decision is approve or deny.
     const post = (taskId: string, form: Record<string, string>) =>
       owner.evaluate(
-        async ([id, body]) => {
-          const response = await fetch(`/dashboard/tasks/${id}/reply`, { method: 'POST', body: new URLSearchParams(body) });
+        async ([target, body]) => {
+          const response = await fetch(`/dashboard/tasks/${target}/reply`, { method: 'POST', body: new URLSearchParams(body) });
           return { status: response.status, text: await response.text() };
         },
         [taskId, form] as const,
