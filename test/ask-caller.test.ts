@@ -162,4 +162,35 @@ describe('a task that asks its caller', () => {
     expect(String(done.result)).toContain('success');
     expect(harness.grynya.stats.calls.add_node).toBe(1);
   });
+
+  it('over REST: an approval takes { approve, reason }; an answer or a reason of the wrong type gets 400 naming it; a denial reaches the model', async () => {
+    const harness = await startHarness({ auth: { tokens: { grynya: TOKEN } }, tasks: { run: writer } });
+    cleanups.push(() => harness.cleanup());
+    const call = async (route: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> => {
+      const response = await fetch(`${harness.server.url}${route}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { Authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+    };
+    const started = await call('/api/tasks', { prompt: 'Record why db-3 stopped', tools: { approval: ['grynya__add_node'] } });
+    const taskId = String(started.json.task_id);
+    await expect.poll(async () => (await call(`/api/tasks/${taskId}`, undefined)).json.status, { timeout: 20_000 }).toBe('input_required');
+
+    const answer = await call(`/api/tasks/${taskId}/reply`, { answer: 'yes' });
+    expect(answer).toMatchObject({
+      status: 400,
+      json: { error: { code: 'INVALID_ARGUMENT', message: expect.stringContaining('reply { approve: true | false, reason? }, not an `answer`') } },
+    });
+    const reason = await call(`/api/tasks/${taskId}/reply`, { approve: false, reason: 42 });
+    expect(reason).toMatchObject({ status: 400, json: { error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/^`reason`: /) } } });
+
+    const denied = await call(`/api/tasks/${taskId}/reply`, { approve: false, reason: 'not in the graph today' });
+    expect(denied).toMatchObject({ status: 200, json: { message: expect.stringContaining('(denied)') } });
+    await expect.poll(async () => (await call(`/api/tasks/${taskId}`, undefined)).json.status, { timeout: 20_000 }).toBe('completed');
+    expect(String((await call(`/api/tasks/${taskId}?full_result=true`, undefined)).json.result)).toContain('Denied by the caller: not in the graph today');
+    expect(harness.grynya.stats.calls.add_node ?? 0).toBe(0);
+    expect(await call(`/api/tasks/${taskId}/reply`, { approve: true })).toMatchObject({ status: 409, json: { error: { code: 'TASK_NOT_WAITING' } } });
+  });
 });

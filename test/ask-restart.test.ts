@@ -1,7 +1,8 @@
 // Issue #40 with real processes: a task waiting for its caller's answer outlives the process it asked in. On
 // SQLite, `klym serve` is killed (SIGKILL) while the task waits and started again on the same file, and the answer
 // given to the new process resumes the run. On Redis, a front that runs nothing takes the answer while a worker
-// resumes the run — not the worker that ran the question, which was killed meanwhile.
+// resumes the run — not the worker that ran the question, which was killed meanwhile; and a call waiting for approval
+// there is decided on the front and sent once by the worker.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createFakeGrynya } from '@klym/fake-grynya';
@@ -20,9 +21,22 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).toReversed()) await cleanup().catch(() => {});
 });
 
-/** The fake model: asks its caller until the conversation holds the answer, then says it used it. */
+/**
+ * The fake model: a task whose prompt says "Record" writes into the graph (a call that waits for approval), then
+ * says the call answered; any other asks its caller until the conversation holds the answer, then says it used it.
+ */
 function askingModel(requests: string[]): (request: { body: string }) => FakeReply {
   return ({ body }) => {
+    if (body.includes('Record why db-3 stopped')) {
+      if (body.includes('function_call_output')) return { kind: 'turn', text: 'Recorded it.' };
+      const args = {
+        node_type: 'Analysis',
+        node_data: { id: 'a_db3', full_text: 'db-3 ran out of disk' },
+        day_id: 'd_2026_11_28',
+        time: '2026-11-28T09:00:00Z',
+      };
+      return { kind: 'turn', toolCalls: [{ name: 'grynya__add_node', args }] };
+    }
     requests.push(body);
     if (body.includes(ANSWER)) return { kind: 'turn', text: `Looked at the errors of ${ANSWER}.` };
     return { kind: 'turn', toolCalls: [{ name: 'klym__ask_caller', args: { question: QUESTION } }] };
@@ -85,7 +99,7 @@ describe('a task waiting for its answer, across processes', () => {
     expect((await second.klym.exited()).code).toBe(0);
   }, 60_000);
 
-  it('on Redis: a front that runs nothing takes the answer, and another worker than the one that asked resumes the run', async () => {
+  it('on Redis: a front that runs nothing takes the answer, and another worker than the one that asked resumes the run; an approval decided there is sent once', async () => {
     const redis = await startRedisServer();
     cleanups.push(() => redis.close());
     const requests: string[] = [];
@@ -112,5 +126,20 @@ describe('a task waiting for its answer, across processes', () => {
     expect(types.indexOf('input-required')).toBeLessThan(types.indexOf('input-answered'));
     expect(types.indexOf('input-answered')).toBeLessThan(types.lastIndexOf('task-end'));
     expect(resumer.child.exitCode).toBeNull();
+
+    // An approval the same way: the call waits until the front takes the decision, then the worker sends it, once.
+    const writing = await front.api('/api/tasks', { prompt: 'Record why db-3 stopped', tools: { approval: ['grynya__add_node'] } });
+    const writer = String(writing.json.task_id);
+    await vi.waitFor(
+      async () => expect(await statusOf(front, writer)).toMatchObject({ status: 'input_required', input_kind: 'approval', tool: 'grynya__add_node' }),
+      {
+        timeout: 15_000,
+      },
+    );
+    expect(fleet.grynya.graph.nodes.has('a_db3')).toBe(false);
+    expect(await front.api(`/api/tasks/${writer}/reply`, { approve: true })).toMatchObject({ status: 200 });
+    await vi.waitFor(async () => expect(await statusOf(front, writer)).toMatchObject({ status: 'completed', result: 'Recorded it.' }), { timeout: 15_000 });
+    expect(fleet.grynya.graph.nodes.get('a_db3')).toMatchObject({ label: 'Analysis' });
+    expect(fleet.grynya.stats.calls.add_node).toBe(1);
   }, 60_000);
 });

@@ -25,12 +25,46 @@ const asker: AgentRunner = (options) =>
     }),
   });
 
+/** Writes an Analysis into the graph on its first step (a call that waits for approval); then says what the call answered. */
+const writer: AgentRunner = (options) =>
+  runAgent({
+    ...options,
+    model: createScriptedModel({
+      steps: ({ options: call }) => {
+        const results = call.prompt.flatMap((message) => (message.role === 'tool' ? message.content : []));
+        const wrote = results.find((part) => part.type === 'tool-result' && part.toolName === 'grynya__add_node');
+        if (wrote !== undefined) return { text: `Wrote: ${JSON.stringify(wrote.type === 'tool-result' ? wrote.output : null)}` };
+        const args = {
+          node_type: 'Analysis',
+          node_data: { id: 'a_1', full_text: 'db-3 ran out of disk' },
+          day_id: 'd_2026_11_28',
+          time: '2026-11-28T09:00:00Z',
+        };
+        return { toolCalls: [{ toolName: 'grynya__add_node', args }] };
+      },
+    }),
+  });
+
+/** A task whose prompt starts with "Record" writes into the graph; any other asks its caller. */
+const runner: AgentRunner = (options) => (options.prompt.startsWith('Record') ? writer(options) : asker(options));
+
+/** Starts a task that writes into the graph, its add_node waiting for its caller's approval. */
+async function startWriting(token: string, prompt: string): Promise<string> {
+  const response = await fetch(`${base}/api/tasks`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ prompt, tools: { approval: ['grynya__add_node'] } }),
+  });
+  if (response.status !== 202) throw new Error(`Starting a task answered ${response.status}: ${await response.text()}`);
+  return ((await response.json()) as { task_id: string }).task_id;
+}
+
 let harness: ServerHarness;
 let base: string;
 const { newPage } = browserPages();
 
 beforeAll(async () => {
-  harness = await startHarness({ tasks: { run: asker }, auth: { tokens: TOKENS, admins: ['ops'] } });
+  harness = await startHarness({ tasks: { run: runner }, auth: { tokens: TOKENS, admins: ['ops'] } });
   base = harness.server.url;
 }, 60_000);
 afterAll(async () => {
@@ -122,5 +156,40 @@ describe('a task waiting for its caller, on the dashboard in Chromium', () => {
     });
     expect(crossSite.status).toBe(403);
     expect(await taskStatus(base, TOKENS.alice, id)).toMatchObject({ status: 'input_required', question: QUESTION });
+  });
+
+  it('shows a call waiting for approval with its tool and arguments; Approve sends it, Deny with a reason tells the model why', async () => {
+    const page = await newPage();
+    await logIn(page, base, TOKENS.alice);
+    const approved = await startWriting(TOKENS.alice, 'Record why db-3 stopped');
+    await page.goto(`${base}/dashboard/tasks/${approved}`);
+    await page.locator('#task[data-status="input_required"] .ask[data-kind="approval"]').waitFor();
+    expect(await page.locator('.ask h2').textContent()).toBe('Waiting for your approval');
+    expect(await page.locator('.ask .ask-tool').textContent()).toBe('grynya__add_node');
+    expect(JSON.parse((await page.locator('.ask .ask-args').textContent()) ?? '')).toMatchObject({
+      node_type: 'Analysis',
+      node_data: { full_text: 'db-3 ran out of disk' },
+    });
+    await page.locator('.timeline .note-input-required').waitFor();
+    expect(await page.locator('.timeline .note-input-required').textContent()).toContain("Waiting for its caller's approval of grynya__add_node");
+    expect(harness.grynya.stats.calls.add_node ?? 0).toBe(0);
+
+    await page.locator('.ask input[name=reason]').fill('checked with ops');
+    await page.locator('.ask button[value=approve]').click();
+    await page.locator('#task[data-status="completed"]').waitFor({ timeout: 20_000 });
+    expect(await page.locator('.task-result').textContent()).toContain('success');
+    expect(harness.grynya.stats.calls.add_node).toBe(1);
+    expect(await page.locator('.timeline .note-input-answered').textContent()).toContain('Its caller approved the call');
+
+    const denied = await startWriting(TOKENS.alice, 'Record why db-4 stopped');
+    await page.goto(`${base}/dashboard/tasks/${denied}`);
+    await page.locator('.ask[data-kind="approval"] button[value=deny]').waitFor();
+    await page.locator('.ask input[name=reason]').fill('not in the graph today');
+    await page.locator('.ask button[value=deny]').click();
+    await page.locator('#task[data-status="completed"]').waitFor({ timeout: 20_000 });
+    expect(await page.locator('.task-result').textContent()).toContain('Denied by the caller: not in the graph today. The call was not sent.');
+    expect(harness.grynya.stats.calls.add_node).toBe(1);
+    expect(await page.locator('.timeline .note-input-answered').textContent()).toContain('Its caller denied the call');
+    expect(await taskStatus(base, TOKENS.alice, denied)).toMatchObject({ status: 'completed' });
   });
 });
