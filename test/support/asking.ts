@@ -1,0 +1,19 @@
+import { runAgent, type AgentRunner } from '@klym/core';
+import { createScriptedModel } from '@klym/core/internal';
+
+/** The question {@link asker} asks. */
+export const QUESTION = 'Which service: billing or search?';
+
+/** The real runAgent with a scripted model that asks {@link QUESTION} on its first step, then answers with what the ask's result said. */
+export const asker: AgentRunner = (options) =>
+  runAgent({
+    ...options,
+    model: createScriptedModel({
+      steps: ({ options: call }) => {
+        const results = call.prompt.flatMap((message) => (message.role === 'tool' ? message.content : []));
+        const answer = results.find((part) => part.type === 'tool-result' && part.toolName === 'klym__ask_caller');
+        if (answer === undefined) return { toolCalls: [{ toolName: 'klym__ask_caller', args: { question: QUESTION } }] };
+        return { text: `Looking at ${JSON.stringify(answer.type === 'tool-result' ? answer.output : null)}` };
+      },
+    }),
+  });
