@@ -8,7 +8,7 @@ import { Client, StreamableHTTPClientTransport, type ElicitRequestFormParams, ty
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { asker, QUESTION } from './support/asking.ts';
-import { mcp20260728Call, type Mcp20260728Answer } from './support/mcp-2026-07-28.ts';
+import { mcp20260728Call, mcp20260728Post, readEvents, type Mcp20260728Answer } from './support/mcp-2026-07-28.ts';
 import { startHarness, type ServerHarness } from './support/server-harness.ts';
 
 const TOKEN = 'the-token-of-grynya-123456';
@@ -183,6 +183,28 @@ describe('MCP 2026-07-28 Tasks extension: input_required with inputRequests, ans
     );
     expect(again.error).toBeUndefined();
     expect((await untilStatus(task.taskId, 'completed', true)).result?.content[0]?.text).toContain('billing');
+  });
+
+  it('tells a subscriptions/listen of the ask with its input request, then of the end once tasks/update answered it', async () => {
+    await start();
+    const call = await call20260728('tools/call', { name: 'run_agent_task', arguments: { prompt: 'Why did errors rise?' } }, true);
+    const taskId = String(call.result?.['taskId']);
+    const listen = await mcp20260728Post(
+      harness!.server.mcpUrl,
+      TOKEN,
+      { jsonrpc: '2.0', id: 'sub-1', method: 'subscriptions/listen', params: { notifications: { taskIds: [taskId] } } },
+      { capabilities: ELICITATION },
+    );
+    const events = readEvents(listen, 20_000);
+    const key = Object.keys((await untilStatus(taskId, 'input_required', true)).inputRequests ?? {})[0]!;
+    await call20260728('tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { answer: 'billing' } } } }, true);
+
+    const told = (await events).filter((event) => event.method === 'notifications/tasks').map((event) => event.params as DetailedTask);
+    expect(told.find((task) => task.status === 'input_required')).toMatchObject({
+      statusMessage: QUESTION,
+      inputRequests: { [key]: { method: 'elicitation/create', params: { message: QUESTION } } },
+    });
+    expect(told.at(-1)).toMatchObject({ status: 'completed', result: { content: [{ text: expect.stringContaining('billing') }] } });
   });
 
   it('sends no input request to a client without elicitation, names reply_to_agent_task instead, and that reply completes the task', async () => {
