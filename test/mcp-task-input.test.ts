@@ -5,9 +5,14 @@
 // `inputRequests`, answered through `tasks/update`. A client without elicitation answers with reply_to_agent_task.
 import { DECLINED_ANSWER } from '@klym/core/mcp';
 import { Client, StreamableHTTPClientTransport, type ElicitRequestFormParams, type ElicitResult } from '@modelcontextprotocol/client';
+import { Client as Client1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport as StreamableHTTPClientTransport1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { asker, QUESTION } from './support/asking.ts';
+import { streamTool, textOf } from './support/mcp-tasks.ts';
 import { mcp20260728Call, mcp20260728Post, readEvents, type Mcp20260728Answer } from './support/mcp-2026-07-28.ts';
 import { startHarness, type ServerHarness } from './support/server-harness.ts';
 
@@ -17,7 +22,7 @@ const ANY = z.looseObject({});
 const ELICITATION = { elicitation: { form: {} } };
 
 let harness: ServerHarness | undefined;
-const clients: Client[] = [];
+const clients: (Client | Client1)[] = [];
 afterEach(async () => {
   await Promise.allSettled(clients.splice(0).map((client) => client.close()));
   await harness?.cleanup();
@@ -122,6 +127,28 @@ describe('MCP 2025-11-25 tasks: input_required, answered through tasks/result', 
     expect((await first).content[0]?.text).toBe(second.content[0]?.text);
   });
 });
+
+for (const kind of ['streamable-http', 'sse'] as const) {
+  it(`MCP 2025-11-25 over ${kind}: the 1.x SDK's callToolStream, seeing input_required, calls tasks/result, and its elicitation handler's answer ends the task`, async () => {
+    await start();
+    const client = new Client1({ name: 'grynya', version: '1.0.0' }, { capabilities: ELICITATION });
+    const asked: unknown[] = [];
+    client.setRequestHandler(ElicitRequestSchema, (request) => {
+      asked.push(request.params);
+      return { action: 'accept', content: { answer: 'billing' } };
+    });
+    const url = new URL(kind === 'sse' ? harness!.server.sseUrl : harness!.server.mcpUrl);
+    const requestInit = { headers: { Authorization: `Bearer ${TOKEN}` } };
+    await client.connect(kind === 'sse' ? new SSEClientTransport(url, { requestInit }) : new StreamableHTTPClientTransport1(url, { requestInit }));
+    clients.push(client);
+
+    const streamed = await streamTool(client, 'run_agent_task', { prompt: 'Why did errors rise?' });
+    expect(streamed.error).toBeUndefined();
+    expect(streamed.statuses.at(-1)).toMatchObject({ status: 'input_required', statusMessage: QUESTION });
+    expect(asked).toEqual([expect.objectContaining({ message: QUESTION, _meta: { [RELATED_TASK]: { taskId: streamed.created?.taskId } } })]);
+    expect(textOf(streamed.result)).toContain('billing');
+  });
+}
 
 /** Calls a 2026-07-28 method as a client that declares the Tasks extension and, with `elicits`, form elicitation. */
 const call20260728 = (method: string, params: Record<string, unknown>, elicits: boolean): Promise<Mcp20260728Answer> =>
