@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ASK_CALLER_TOOL_NAME } from '../agent/ask-caller.ts';
 import { runAgent } from '../agent/run-agent.ts';
 import { createScriptedModel, type ScriptedCall } from '../agent/scripted-model.ts';
@@ -10,7 +10,8 @@ import { createSessionPool, type SessionPool } from '../pool/session-pool.ts';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
 import { createSqliteTaskStore } from './store/sqlite-task-store.ts';
 import { createTaskManager } from './task-manager.ts';
-import type { AgentRunner, TaskManager, TaskManagerOptions } from './task-manager-types.ts';
+import { openManager, waitForStatus as waitFor } from './task-manager.test-support.ts';
+import type { TaskManager, TaskManagerOptions } from './task-manager-types.ts';
 import type { TaskRecord, TaskStore } from './task-types.ts';
 import type { TaskQueue } from './queue/task-queue.ts';
 import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
@@ -50,22 +51,9 @@ async function openPool(): Promise<SessionPool> {
   return pool;
 }
 
-function open(pool: SessionPool, model: ReturnType<typeof createScriptedModel>, options: Partial<TaskManagerOptions> = {}): TaskManager {
-  const run: AgentRunner = (runOptions) => runAgent({ ...runOptions, model });
-  const manager = createTaskManager({ pool, run, ...options });
-  cleanups.push(() => manager.close({ graceMs: 0 }));
-  return manager;
-}
-
-const waitForStatus = (manager: TaskManager, id: string, status: TaskRecord['status']): Promise<TaskRecord> =>
-  vi.waitFor(
-    async () => {
-      const task = await manager.get(id, me);
-      expect(task.status).toBe(status);
-      return task;
-    },
-    { timeout: 10_000 },
-  );
+const open = (pool: SessionPool, model: ReturnType<typeof createScriptedModel>, options: Partial<TaskManagerOptions> = {}): TaskManager =>
+  openManager(cleanups, pool, model, options);
+const waitForStatus = (manager: TaskManager, id: string, status: TaskRecord['status']): Promise<TaskRecord> => waitFor(manager, me, id, status);
 
 describe('a task that asks its caller', () => {
   it('waits as input_required with its question, holding no slot, and goes on with the answer as the ask’s result', async () => {

@@ -326,9 +326,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         setTimeout(() => {
           void store
             .get(id)
-            .then((later) =>
-              later?.status === 'pending' && isReplied(later.input) ? queue.add(id, { principal: task.principal, rank: 1 }) : undefined,
-            )
+            .then((later) => (later?.status === 'pending' && isReplied(later.input) ? queue.add(id, { principal: task.principal, rank: 1 }) : undefined))
             .catch(() => {});
         }, REPLY_REQUEUE_MS).unref();
       }
@@ -383,9 +381,13 @@ function replyOf(id: string, input: TaskInput, reply: TaskReply): Pick<TaskInput
   if (input.kind === 'approval') {
     if (typeof given.approve !== 'boolean') {
       const what = given.answer === undefined ? `\`approve\` ${given.approve === undefined ? 'missing' : `of type ${typeof given.approve}`}` : 'an `answer`';
-      throw new KlymError('INVALID_ARGUMENT', `Task ${id} waits for a decision on ${input.call?.toolName ?? 'a call'}: reply { approve: true | false, reason? }, not ${what}`);
+      throw new KlymError(
+        'INVALID_ARGUMENT',
+        `Task ${id} waits for a decision on ${input.call?.toolName ?? 'a call'}: reply { approve: true | false, reason? }, not ${what}`,
+      );
     }
-    if (given.reason !== undefined && typeof given.reason !== 'string') throw new KlymError('INVALID_ARGUMENT', `Expected \`reason\` to be a string, got ${typeof given.reason}`);
+    if (given.reason !== undefined && typeof given.reason !== 'string')
+      throw new KlymError('INVALID_ARGUMENT', `Expected \`reason\` to be a string, got ${typeof given.reason}`);
     return { approved: given.approve, ...(given.reason === undefined ? {} : { reason: given.reason }) };
   }
   if (typeof given.answer !== 'string') {
