@@ -1,5 +1,7 @@
 // Issue #40: a task that asks its caller, as Grynya meets it over HTTP: the official MCP client sees the
 // question in check_task_status and answers with reply_to_agent_task; over REST, POST /api/tasks/:id/reply.
+import { runAgent, type AgentRunner } from '@klym/core';
+import { createScriptedModel } from '@klym/core/internal';
 import { afterEach, describe, expect, it } from 'vitest';
 import { asker, QUESTION } from './support/asking.ts';
 import { payload, startHarness, waitForEnd, type ServerHarness } from './support/server-harness.ts';

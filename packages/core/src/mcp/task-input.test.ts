@@ -6,7 +6,7 @@ import { DECLINED_ANSWER, DECLINED_REASON, elicitationOf, inputKeyOf, replyOfEli
 const question: TaskInput = { question: 'Which service?', toolCallId: 'call-1', askedAt: '2026-01-01T00:00:00.000Z' };
 const approval: TaskInput = {
   kind: 'approval',
-  question: 'grynya__write_node with {"id":"n1"}',
+  question: 'Approve the call of grynya__write_node with {"id":"n1"}?',
   call: { toolName: 'grynya__write_node', input: { id: 'n1' } },
   toolCallId: 'call-2',
   askedAt: '2026-01-01T00:01:00.000Z',
@@ -26,7 +26,8 @@ describe('the elicitation of an ask, and the reply its result gives', () => {
   it('asks a question for a string answer, and an approval for approve and reason with a message naming the call', () => {
     expect(elicitationOf(question)).toMatchObject({ mode: 'form', message: 'Which service?', requestedSchema: { required: ['answer'] } });
     const asked = elicitationOf(approval);
-    expect(asked.message).toBe('Approve the call of grynya__write_node? grynya__write_node with {"id":"n1"}');
+    expect(asked.message).toBe('Approve the call of grynya__write_node with {"id":"n1"}?');
+    expect(elicitationOf({ ...approval, question: 'May I write?' }).message).toBe('grynya__write_node: May I write?');
     expect(asked.requestedSchema.properties).toMatchObject({ approve: { type: 'boolean' }, reason: { type: 'string' } });
     expect(asked.requestedSchema.required).toEqual(['approve']);
     expect(inputKeyOf(approval)).not.toBe(inputKeyOf({ ...approval, askedAt: '2026-01-01T00:02:00.000Z' }));

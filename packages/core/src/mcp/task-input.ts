@@ -60,7 +60,8 @@ export function elicitationOf(input: TaskInput): ElicitRequestFormParams {
     const toolName = input.call?.toolName ?? 'a tool';
     return {
       mode: 'form',
-      message: `Approve the call of ${toolName}? ${input.question}`,
+      // The approval's question is the call in words; named here should a question ever leave the tool out.
+      message: input.question.includes(toolName) ? input.question : `${toolName}: ${input.question}`,
       requestedSchema: {
         type: 'object',
         properties: {
