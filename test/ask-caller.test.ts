@@ -3,25 +3,11 @@
 import { runAgent, type AgentRunner } from '@klym/core';
 import { createScriptedModel } from '@klym/core/internal';
 import { afterEach, describe, expect, it } from 'vitest';
+import { asker, QUESTION } from './support/asking.ts';
 import { payload, startHarness, waitForEnd, type ServerHarness } from './support/server-harness.ts';
 
 const TOKEN = 'the-token-of-grynya-123456';
 const OTHER = 'the-token-of-other-1234567';
-const QUESTION = 'Which service: billing or search?';
-
-/** Asks on its first step; then answers with what the ask's result said. */
-const asker: AgentRunner = (options) =>
-  runAgent({
-    ...options,
-    model: createScriptedModel({
-      steps: ({ options: call }) => {
-        const results = call.prompt.flatMap((message) => (message.role === 'tool' ? message.content : []));
-        const answer = results.find((part) => part.type === 'tool-result' && part.toolName === 'klym__ask_caller');
-        if (answer === undefined) return { toolCalls: [{ toolName: 'klym__ask_caller', args: { question: QUESTION } }] };
-        return { text: `Looking at ${JSON.stringify(answer.type === 'tool-result' ? answer.output : null)}` };
-      },
-    }),
-  });
 
 /** Writes a node on its first step; then says what the write answered. */
 const writer: AgentRunner = (options) =>
