@@ -67,8 +67,10 @@ function createUnwrittenSpend(store: TaskStore): { keep(principal: string, day: 
   let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = async (): Promise<void> => {
     timer = undefined;
-    for (const [key, entry] of [...kept]) {
-      kept.delete(key);
+    // Taken out first: a spend kept meanwhile, or kept again on a failure, waits for the next try.
+    const due = Array.from(kept.values());
+    kept.clear();
+    for (const entry of due) {
       try {
         await store.addSpend(entry.principal, entry.day, entry.spend);
         delayMs = RETRY_FIRST_MS;
