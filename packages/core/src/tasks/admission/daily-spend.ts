@@ -63,6 +63,9 @@ const plus = (one: DaySpend, other: DaySpend): DaySpend => ({ tokens: one.tokens
  */
 function createUnwrittenSpend(store: TaskStore): { keep(principal: string, day: string, spend: DaySpend): void; of(principal: string, day: string): DaySpend } {
   const kept = new Map<string, { readonly principal: string; readonly day: string; spend: DaySpend }>();
+  // Being written: still counted here until the store has taken it.
+  const writing = new Map<string, DaySpend>();
+  const keyOf = (principal: string, day: string): string => `${principal}\n${day}`;
   let delayMs = RETRY_FIRST_MS;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = async (): Promise<void> => {
@@ -71,6 +74,8 @@ function createUnwrittenSpend(store: TaskStore): { keep(principal: string, day: 
     const due = Array.from(kept.values());
     kept.clear();
     for (const entry of due) {
+      const key = keyOf(entry.principal, entry.day);
+      writing.set(key, entry.spend);
       try {
         await store.addSpend(entry.principal, entry.day, entry.spend);
         delayMs = RETRY_FIRST_MS;
@@ -78,6 +83,8 @@ function createUnwrittenSpend(store: TaskStore): { keep(principal: string, day: 
         // Still down: kept again (with whatever was kept meanwhile), for the next try.
         keep(entry.principal, entry.day, entry.spend, false);
         delayMs = Math.min(delayMs * 2, RETRY_MAX_MS);
+      } finally {
+        writing.delete(key);
       }
     }
     schedule();
@@ -89,13 +96,16 @@ function createUnwrittenSpend(store: TaskStore): { keep(principal: string, day: 
     timer.unref();
   };
   const keep = (principal: string, day: string, spend: DaySpend, retry = true): void => {
-    const key = `${principal}\n${day}`;
+    const key = keyOf(principal, day);
     const entry = kept.get(key);
     if (entry === undefined) kept.set(key, { principal, day, spend });
     else entry.spend = plus(entry.spend, spend);
     if (retry) schedule();
   };
-  return { keep, of: (principal, day) => kept.get(`${principal}\n${day}`)?.spend ?? NOTHING };
+  return {
+    keep,
+    of: (principal, day) => plus(kept.get(keyOf(principal, day))?.spend ?? NOTHING, writing.get(keyOf(principal, day)) ?? NOTHING),
+  };
 }
 
 /**
