@@ -55,6 +55,8 @@ export interface DailySpend {
 const RETRY_FIRST_MS = 500;
 const RETRY_MAX_MS = 30_000;
 
+const keyOf = (principal: string, day: string): string => `${principal}\n${day}`;
+
 const plus = (one: DaySpend, other: DaySpend): DaySpend => ({ tokens: one.tokens + other.tokens, usd: one.usd + other.usd });
 
 /**
@@ -65,7 +67,6 @@ function createUnwrittenSpend(store: TaskStore): { keep(principal: string, day: 
   const kept = new Map<string, { readonly principal: string; readonly day: string; spend: DaySpend }>();
   // Being written: still counted here until the store has taken it.
   const writing = new Map<string, DaySpend>();
-  const keyOf = (principal: string, day: string): string => `${principal}\n${day}`;
   let delayMs = RETRY_FIRST_MS;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = async (): Promise<void> => {
