@@ -2,6 +2,7 @@ import type { ModelMessage } from 'ai';
 import { KlymError } from '../errors.ts';
 import type { ToolResultOutput } from '../tools/tool-result.ts';
 import type { StepProgress } from './run-step.ts';
+import type { HostCallRecord } from '../code/program-record.ts';
 import type { AgentCheckpoint, CheckpointTaken, InFlightToolCall } from './types.ts';
 
 /** What a model reads for a call that was sent but whose result was never recorded. */
@@ -26,6 +27,16 @@ export interface Checkpointer extends StepProgress {
    * listener returned one (a store on another thread): the call waits for it.
    */
   sent(call: Omit<InFlightToolCall, 'output'>): Promise<void> | undefined;
+  /**
+   * A program's host call (`klym__run_code` call `toolCallId`, already recorded by `sent`), kept with that call:
+   * `strict`, saved and waited for as `sent` is (a write before it goes); otherwise saved as an answer is.
+   */
+  hostCall(toolCallId: string, record: HostCallRecord, strict: boolean): Promise<void> | undefined;
+  /**
+   * A resumed run goes on from `checkpoint` before its next step (replaying the programs a crash interrupted):
+   * its checkpoints are `checkpoint`'s until the next `beginStep`, the step under way its `current`.
+   */
+  resumeStep(checkpoint: AgentCheckpoint): void;
   /** A step ended: `done` now includes it. */
   endStep(done: CompletedRun): void;
   /**
@@ -107,6 +118,31 @@ export function createCheckpointer(
       if (current === undefined || index < 0) return;
       current.calls[index] = { ...(current.calls[index] as InFlightToolCall), output };
       save();
+    },
+    hostCall(toolCallId, record, strict) {
+      const index = current?.calls.findIndex((call) => call.toolCallId === toolCallId) ?? -1;
+      if (current === undefined || index < 0) return undefined;
+      const call = current.calls[index] as InFlightToolCall;
+      const hostCalls = (call.hostCalls ?? []).filter((earlier) => earlier.call !== record.call);
+      const step = current;
+      step.calls[index] = { ...call, hostCalls: [...hostCalls, record] };
+      if (!strict) return save();
+      // A record that could not be stored goes: the call is not sent, and a later checkpoint must not say it was.
+      const forget = (error: unknown): never => {
+        const at = step.calls.findIndex((recorded) => recorded.toolCallId === toolCallId);
+        const recorded = step.calls[at];
+        if (recorded !== undefined) step.calls[at] = { ...recorded, hostCalls: (recorded.hostCalls ?? []).filter((earlier) => earlier !== record) };
+        throw error;
+      };
+      try {
+        return save(true)?.catch(forget);
+      } catch (error) {
+        return forget(error);
+      }
+    },
+    resumeStep({ current: interrupted, elapsedMs: _elapsedMs, ...completed }) {
+      done = completed;
+      current = interrupted === undefined ? undefined : { step: interrupted.step, text: interrupted.text, calls: [...interrupted.calls] };
     },
     endStep(completed) {
       done = completed;
