@@ -121,10 +121,10 @@ export function codeTool(running: CodeRunning): ToolSet[string] {
   return tool({
     description:
       'Runs JavaScript (an async function body; `return` the answer) in a sandbox over your tools and artifacts; only what it returns ' +
-      'reaches you. Use it when a job needs many dependent calls, aggregation over results, or the same work per item (200 calls, one ' +
-      'step); for one or two calls, call the tools directly. Awaited host functions: `callTool(name, args)` → `{ text, json, artifact }` ' +
+      'reaches you. Use it for many dependent calls, aggregation over results, or the same work per item; for one or two calls, ' +
+      'call the tools directly. Awaited host functions: `callTool(name, args)` → `{ text, json, artifact }` ' +
       `(same rules as your calls; a failure throws), \`sql(query)\` → rows as objects (at most ${limits.maxRows}), \`read(artifact, { offset, limit })\`, ` +
-      "`grep(artifact, pattern)`, `llm(instruction, text)` → a sub-model's answer (no tools), `llmMap(instruction, texts)` → one per text, " +
+      "`grep(artifact, pattern)`, `llm(instruction, text)` → a sub-model's answer, `llmMap(instruction, texts)` → answers, " +
       `\`log(...values)\`. No require, fetch, timers or clock. Limits: ${limits.memoryMiB} MiB, ${limits.timeoutMs} ms. ` +
       'Return a compact answer, not raw results.',
     inputSchema: CODE_INPUT,
