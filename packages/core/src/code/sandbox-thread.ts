@@ -1,13 +1,13 @@
 // The thread a program runs on (see `sandbox.ts`): QuickJS computes here, never on the thread of the runs, and
-// each host call is a message to that thread and an answer back. The thread is the program's alone and is
-// terminated when it ends, is cancelled or passes its time: nothing it allocated outlives it.
-import { parentPort, workerData } from 'node:worker_threads';
+// each host call is a message to that thread and an answer back. The thread loads QuickJS, says it is ready, and
+// runs the one program it is then given; it is the program's alone and is terminated when the program ends, is
+// cancelled or passes its time: nothing it allocated outlives it.
+import { parentPort } from 'node:worker_threads';
 import { newQuickJSWASMModule, RELEASE_SYNC, type QuickJSContext, type QuickJSHandle } from 'quickjs-emscripten';
-import type { FromSandboxThread, SandboxThreadData, ToSandboxThread } from './sandbox-messages.ts';
+import type { FromSandboxThread, SandboxProgram, ToSandboxThread } from './sandbox-messages.ts';
 
 const port = parentPort;
 if (port === null) throw new Error('sandbox-thread.ts runs as a worker thread');
-const data = workerData as SandboxThreadData;
 const post = (message: FromSandboxThread): void => port.postMessage(message);
 
 // Inside the sandbox: the host functions as async globals over one bridge, JSON both ways, and no clock
@@ -34,7 +34,6 @@ const PRELUDE = (names: readonly string[]): string => `(() => {
 
 const module = await newQuickJSWASMModule(RELEASE_SYNC);
 const runtime = module.newRuntime();
-runtime.setMemoryLimit(data.memoryMiB * 1024 * 1024);
 const vm = runtime.newContext();
 let ended = false;
 
@@ -72,6 +71,7 @@ vm.setProp(vm.global, '__klymHost', bridge);
 bridge.dispose();
 
 port.on('message', (message: ToSandboxThread) => {
+  if (message.type === 'start') return run(message);
   const deferred = pending.get(message.id);
   if (deferred === undefined || ended) return;
   pending.delete(message.id);
@@ -80,30 +80,43 @@ port.on('message', (message: ToSandboxThread) => {
   else vm.newString(message.value).consume((handle) => deferred.resolve(handle));
 });
 
-const prelude = vm.evalCode(PRELUDE(data.names), 'prelude.js');
-if (prelude.error !== undefined) fail(prelude.error);
-else {
+// V8 compiles a WASM module's functions as they are first called: a program on a fresh module would pay for QuickJS's
+// parser, promises and JSON being compiled. A throwaway context runs them first, while the thread waits for a program.
+{
+  const warmUp = runtime.newContext();
+  const warmed = warmUp.evalCode(
+    `${PRELUDE([])}; (async () => { const m = new Map([[1, JSON.parse('{"a":[1,"b"]}')]]); await null; return JSON.stringify([...m]); })()`,
+  );
+  if (warmed.error === undefined) warmed.value.dispose();
+  else warmed.error.dispose();
+  runtime.executePendingJobs();
+  warmUp.dispose();
+}
+post({ type: 'ready' });
+
+function run(data: SandboxProgram): void {
+  runtime.setMemoryLimit(data.memoryMiB * 1024 * 1024);
+  const prelude = vm.evalCode(PRELUDE(data.names), 'prelude.js');
+  if (prelude.error !== undefined) return fail(prelude.error);
   prelude.value.dispose();
   const evaluated = vm.evalCode(
     `(async () => {\n${data.code}\n})().then((value) => (value === undefined ? undefined : typeof value === 'string' ? { kind: 'text', text: value } : { kind: 'json', text: JSON.stringify(value) }))`,
     'program.js',
   );
-  if (evaluated.error !== undefined) fail(evaluated.error);
-  else {
-    const promise = evaluated.value;
-    // Run after every host answer: the program goes on until it waits again, then its promise says where it is.
-    pump = (): void => {
-      if (ended) return;
-      const jobs = runtime.executePendingJobs();
-      if (jobs.error !== undefined) return fail(jobs.error);
-      const state = vm.getPromiseState(promise);
-      if (state.type === 'rejected') fail(state.error);
-      else if (state.type === 'fulfilled') {
-        const answer = vm.dump(state.value) as { kind: 'text' | 'json'; text: string } | undefined;
-        state.value.dispose();
-        end({ type: 'ended', ...(answer === undefined ? {} : { answer }) });
-      }
-    };
-    pump();
-  }
+  if (evaluated.error !== undefined) return fail(evaluated.error);
+  const promise = evaluated.value;
+  // Run after every host answer: the program goes on until it waits again, then its promise says where it is.
+  pump = (): void => {
+    if (ended) return;
+    const jobs = runtime.executePendingJobs();
+    if (jobs.error !== undefined) return fail(jobs.error);
+    const state = vm.getPromiseState(promise);
+    if (state.type === 'rejected') fail(state.error);
+    else if (state.type === 'fulfilled') {
+      const answer = vm.dump(state.value) as { kind: 'text' | 'json'; text: string } | undefined;
+      state.value.dispose();
+      end({ type: 'ended', ...(answer === undefined ? {} : { answer }) });
+    }
+  };
+  pump();
 }

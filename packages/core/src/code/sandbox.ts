@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { isKlymError, KlymError } from '../errors.ts';
-import type { FromSandboxThread, SandboxThreadData, ToSandboxThread } from './sandbox-messages.ts';
+import type { FromSandboxThread, SandboxProgram, ToSandboxThread } from './sandbox-messages.ts';
 
 /** A function the program may await: its arguments and answer cross the boundary as JSON. */
 export type HostFunction = (args: readonly unknown[]) => Promise<unknown>;
@@ -44,8 +44,7 @@ const THREAD_HEAP_MIB = 128;
 export async function runInSandbox(options: SandboxOptions): Promise<ProgramAnswer> {
   const { memoryMiB, timeoutMs, signal, host } = options;
   signal?.throwIfAborted();
-  const data: SandboxThreadData = { code: options.code, names: Object.keys(host), memoryMiB };
-  const worker = new Worker(THREAD_ENTRY, { workerData: data, resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MIB } });
+  const worker = takeThread();
   const outcome = Promise.withResolvers<ProgramAnswer>();
   let settled = false;
   const settle = (error: KlymError | undefined, answer?: ProgramAnswer): void => {
@@ -67,16 +66,22 @@ export async function runInSandbox(options: SandboxOptions): Promise<ProgramAnsw
     // oxlint-disable-next-line unicorn/require-post-message-target-origin -- a Worker's postMessage has no target origin
     if (!settled) worker.postMessage(message);
   };
+  const program: SandboxProgram = { code: options.code, names: Object.keys(host), memoryMiB };
+  // A warm thread is ready already (its first message was read while it waited); a new one says so when QuickJS is loaded.
+  if (warm.has(worker)) answer({ type: 'start', ...program });
   worker.on('message', (message: FromSandboxThread) => {
     switch (message.type) {
+      case 'ready':
+        return answer({ type: 'start', ...program });
       case 'call': {
         const call = host[message.name];
         const pending = call === undefined ? Promise.reject(new Error(`No host function ${message.name}`)) : call(JSON.parse(message.args) as unknown[]);
         pending.then(
-          (value) => answer({ id: message.id, ...(value === undefined ? {} : { value: JSON.stringify(value) }) }),
+          (value) => answer({ type: 'answer', id: message.id, ...(value === undefined ? {} : { value: JSON.stringify(value) }) }),
           (error: unknown) => {
             const code = error instanceof KlymError ? error.code : undefined;
             answer({
+              type: 'answer',
               id: message.id,
               error: { name: code === undefined ? 'Error' : `KlymError ${code}`, message: error instanceof Error ? error.message : String(error) },
             });
@@ -100,7 +105,47 @@ export async function runInSandbox(options: SandboxOptions): Promise<ProgramAnsw
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);
+    replenish();
   }
 }
 
 const cancelled = (): KlymError => new KlymError('ABORTED', 'The program was interrupted: its task was cancelled');
+
+/**
+ * One thread loaded and waiting, started when a program ends (none until the first program has run): a
+ * program's start is then a message, not a thread's and QuickJS's load (figures: docs/benchmarks.md, `code_start_ms`).
+ * It is the process's one piece of shared state here, and holds nothing of any program: each thread runs one program
+ * and is terminated. Unreferenced while it waits, it never keeps the process alive.
+ */
+let spare: Worker | undefined;
+/** Threads that said they are ready before a program took them. */
+const warm = new WeakSet<Worker>();
+
+function startThread(): Worker {
+  const worker = new Worker(THREAD_ENTRY, { resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MIB } });
+  worker.once('message', (message: FromSandboxThread) => {
+    if (message.type === 'ready') warm.add(worker);
+  });
+  // A spare that fails or exits before it is taken is dropped; the next program starts its own.
+  const drop = (): void => {
+    if (spare === worker) spare = undefined;
+  };
+  worker.once('error', drop);
+  worker.once('exit', drop);
+  return worker;
+}
+
+/** The spare thread, or a new one when there is none. */
+function takeThread(): Worker {
+  const taken = spare ?? startThread();
+  spare = undefined;
+  taken.ref();
+  return taken;
+}
+
+/** A spare for the next program, started once a program has ended: never beside a program, whose CPU it would take. */
+function replenish(): void {
+  if (spare !== undefined) return;
+  spare = startThread();
+  spare.unref();
+}
