@@ -129,7 +129,7 @@ describe('llm and llmMap', () => {
   });
 });
 
-describe('a spent budget stops a program', () => {
+describe("a spent budget, or an approval, stops a program's call", () => {
   it('stops sub-calls the token budget cannot pay for, though the program catches errors; the run ends budget:tokens', async () => {
     const { pool } = await grynyaPool(cleanups);
     const code = `let answered = 0, caught = 0; const text = 'lorem '.repeat(2000);
@@ -172,5 +172,16 @@ return { answered, caught };`;
     expect(events.find((event) => event.type === 'code-end')).toMatchObject({
       error: "The budget stopped the program: its principal's tokens for the day are spent: 1200 of 1000 (maxTokensPerDay)",
     });
+  });
+
+  it("refuses a program's call of a tool that needs the caller's approval, naming why, and sends nothing", async () => {
+    const { grynya, pool } = await grynyaPool(cleanups);
+    const code = `try { await callTool('grynya__add_node', { node_type: 'Note', node_data: { id: 'x' } }); return 'written' } catch (error) { return error.message }`;
+    const { model } = programmer(code);
+    const run = await runAgent({ pool, prompt: 'write', model, approvals: true, tools: { approval: ['grynya__add_node'] } });
+    expect(run.finalText).toBe(
+      `text: Tool grynya__add_node needs the caller's approval (tools.approval "grynya__add_node"), which only a task's step can wait for: call it directly, not from a program or a run without a caller`,
+    );
+    expect(grynya.stats.calls.add_node).toBeUndefined();
   });
 });

@@ -32,11 +32,6 @@ export interface Checkpointer extends StepProgress {
    * `strict`, saved and waited for as `sent` is (a write before it goes); otherwise saved as an answer is.
    */
   hostCall(toolCallId: string, record: HostCallRecord, strict: boolean): Promise<void> | undefined;
-  /**
-   * A resumed run goes on from `checkpoint` before its next step (replaying the programs a crash interrupted):
-   * its checkpoints are `checkpoint`'s until the next `beginStep`, the step under way its `current`.
-   */
-  resumeStep(checkpoint: AgentCheckpoint): void;
   /** A step ended: `done` now includes it. */
   endStep(done: CompletedRun): void;
   /**
@@ -45,6 +40,10 @@ export interface Checkpointer extends StepProgress {
    * question is recorded. @throws {KlymError} `STORE_UNAVAILABLE` when it could not be stored
    */
   park(parked: CompletedRun & { readonly current: NonNullable<AgentCheckpoint['current']> }): Promise<void> | undefined;
+  /** A resumed run goes on with a parked step (to send its approved calls): `parked` is where it stands, not saved again. */
+  reopen(parked: CompletedRun & { readonly current: NonNullable<AgentCheckpoint['current']> }): void;
+  /** Where the run stands now, as the next checkpoint would say it. @throws {Error} before the run's first step */
+  snapshot(): AgentCheckpoint;
 }
 
 /**
@@ -62,14 +61,15 @@ export function createCheckpointer(
    * `strict`: a listener that fails is rethrown as {@link unsent}, and one that returned a Promise is
    * waited for, so that a call whose record could not be stored is not sent.
    */
+  // Fresh arrays each time: a listener may keep a checkpoint, and the run goes on changing its own.
+  const snapshot = (completed: CompletedRun): AgentCheckpoint => ({
+    ...completed,
+    elapsedMs: elapsedMs(),
+    ...(current === undefined ? {} : { current: { step: current.step, text: current.text, calls: [...current.calls] } }),
+  });
   const save = (strict = false): Promise<void> | undefined => {
     if (onCheckpoint === undefined || done === undefined) return undefined;
-    // Fresh arrays each time: a listener may keep a checkpoint, and the run goes on changing its own.
-    const checkpoint: AgentCheckpoint = {
-      ...done,
-      elapsedMs: elapsedMs(),
-      ...(current === undefined ? {} : { current: { step: current.step, text: current.text, calls: [...current.calls] } }),
-    };
+    const checkpoint = snapshot(done);
     try {
       const returned: unknown = onCheckpoint(checkpoint, strict ? BEFORE_CALL : NOT_BEFORE_CALL);
       if (returned instanceof Promise) {
@@ -97,11 +97,17 @@ export function createCheckpointer(
     sent(call) {
       const step = current;
       if (step === undefined) return undefined;
-      step.calls.push({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input });
+      // An approved call is in the step already, unsent: it is recorded as sent in its place.
+      const earlier = step.calls.findIndex((recorded) => recorded.toolCallId === call.toolCallId);
+      const before = step.calls[earlier];
+      const sending: InFlightToolCall = { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input };
+      if (before === undefined) step.calls.push(sending);
+      else step.calls[earlier] = { ...sending, ...(before.approval === undefined ? {} : { approval: before.approval }) };
       // By id, not the last: the step's other calls may have been recorded while this one's record was awaited.
       const forget = (error: unknown): never => {
         const index = step.calls.findIndex((recorded) => recorded.toolCallId === call.toolCallId);
-        if (index >= 0) step.calls.splice(index, 1);
+        if (index >= 0 && before === undefined) step.calls.splice(index, 1);
+        else if (index >= 0) step.calls[index] = before as InFlightToolCall;
         throw error;
       };
       let saved: Promise<void> | undefined;
@@ -140,10 +146,6 @@ export function createCheckpointer(
         return forget(error);
       }
     },
-    resumeStep({ current: interrupted, elapsedMs: _elapsedMs, ...completed }) {
-      done = completed;
-      current = interrupted === undefined ? undefined : { step: interrupted.step, text: interrupted.text, calls: [...interrupted.calls] };
-    },
     endStep(completed) {
       done = completed;
       current = undefined;
@@ -153,6 +155,14 @@ export function createCheckpointer(
       done = completed;
       current = { step: asking.step, text: asking.text, calls: [...asking.calls] };
       return save(true);
+    },
+    snapshot() {
+      if (done === undefined) throw new Error('No checkpoint before the run’s first step');
+      return snapshot(done);
+    },
+    reopen({ current: parked, ...completed }) {
+      done = completed;
+      current = { step: parked.step, text: parked.text, calls: [...parked.calls] };
     },
   };
 }
@@ -213,13 +223,24 @@ export function resumeFrom(checkpoint: AgentCheckpoint): ResumedRun {
           type: 'tool-result' as const,
           toolCallId: call.toolCallId,
           toolName: call.toolName,
-          output: call.output ?? unknown(call.toolCallId),
+          output: call.output ?? (call.approval === undefined ? unknown(call.toolCallId) : unsentCall(call.approval)),
         })),
       },
     );
     if (text !== '') texts.push(text);
   }
   return { messages, texts, toolCalls: checkpoint.toolCalls + calls.length, interruptedCalls };
+}
+
+/** What a model reads for a call that waited for approval and was never sent (a run resumed before its reply was given). */
+function unsentCall(approval: NonNullable<InFlightToolCall['approval']>): ToolResultOutput {
+  return {
+    type: 'error-text',
+    value:
+      approval === 'approved'
+        ? 'This call was approved but not sent before the run stopped; it was not sent.'
+        : 'This call waited for the caller’s approval and was not sent.',
+  };
 }
 
 /**

@@ -34,7 +34,7 @@ export interface ReplayOptions {
   readonly checkpoint: AgentCheckpoint;
   /** The resumed run's conversation (`resumeFrom`'s), where each interrupted program's result is an unknown outcome. */
   readonly messages: readonly ModelMessage[];
-  readonly checkpoints: Pick<Checkpointer, 'resumeStep' | 'answered'>;
+  readonly checkpoints: Pick<Checkpointer, 'reopen' | 'answered'>;
   readonly signal: AbortSignal;
 }
 
@@ -45,7 +45,9 @@ export interface ReplayOptions {
  */
 export async function replayInterrupted(options: ReplayOptions): Promise<ModelMessage[]> {
   const { running, checkpoint, checkpoints, signal } = options;
-  checkpoints.resumeStep(checkpoint);
+  const { current, elapsedMs: _elapsedMs, ...completed } = checkpoint;
+  // The interrupted step stays the one under way: a crash while its programs run again resumes the same way.
+  if (current !== undefined) checkpoints.reopen({ ...completed, current });
   const outputs = new Map<string, ToolResultOutput>();
   for (const call of interruptedPrograms(checkpoint)) {
     const code = String((call.input as { code?: unknown } | undefined)?.code ?? '');

@@ -33,6 +33,14 @@ function noteText(note: TimelineNote): string {
       const { finishReason, steps, usage, costUsd, elapsedMs, error } = note.data;
       return `Run ended: ${finishReason} after ${str(steps)} steps, ${formatCount(usage.totalTokens)} tokens, ${costUsd === undefined ? '' : `${formatCost(costUsd)}, `}${formatDuration(elapsedMs)}${error === undefined ? '' : ` — ${error.code}: ${error.message}`}`;
     }
+    case 'input-required':
+      return note.data.toolName === undefined
+        ? `Asked its caller: ${preview(note.data.question, 600)}`
+        : `Waiting for its caller's approval of ${note.data.toolName}: ${preview(note.data.question, 600)}`;
+    case 'input-answered':
+      return note.data.approved === undefined
+        ? `Its caller answered${note.data.chars === undefined ? '' : ` (${formatCount(note.data.chars)} characters)`}; queued to go on`
+        : `Its caller ${note.data.approved ? 'approved' : 'denied'} the call; queued to go on`;
     case 'budget':
       return `Budget ${note.data.name} used up: ${str(note.data.used)} of ${str(note.data.limit)}`;
     case 'write-back':
