@@ -239,7 +239,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       },
       recorder: {
         started: (toolCallId, code) => checkpoints.sent({ toolCallId, toolName: CODE_TOOL_NAME, input: { code } }),
-        hostCall: (toolCallId, record, strict) => checkpoints.hostCall(toolCallId, record, strict),
+        hostCall: (toolCallId, record, when) => checkpoints.hostCall(toolCallId, record, when),
       },
     };
     const builtIns = {

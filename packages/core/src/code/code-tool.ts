@@ -194,6 +194,9 @@ export async function runProgram(running: CodeRunning, run: ProgramRun): Promise
         recorded === undefined
           ? undefined
           : { call, name: recorded, ...(target === undefined ? {} : { target }), args: recorded === 'callTool' ? (args[1] ?? {}) : args };
+      const writes = entry?.name === 'callTool' && !readOnly(entry.target ?? '');
+      // A write's outcome is stored at once; a read's or a sub-call's may wait for the next save (a crash costs making it again).
+      const outcomeSaved = writes ? 'now' : 'soon';
       try {
         if (entry !== undefined) {
           const found = replay.find(call, entry.name, entry.target, entry.args);
@@ -205,9 +208,8 @@ export async function runProgram(running: CodeRunning, run: ProgramRun): Promise
             record(found.outcome.value === undefined ? 0 : Buffer.byteLength(JSON.stringify(found.outcome.value)), undefined, true);
             return found.outcome.value;
           }
-          const writes = entry.name === 'callTool' && !readOnly(entry.target ?? '');
           if (found !== undefined && writes) {
-            await recorder?.hostCall(toolCallId, { ...entry, outcome: { error: INTERRUPTED_HOST_CALL_MESSAGE } }, false);
+            await recorder?.hostCall(toolCallId, { ...entry, outcome: { error: INTERRUPTED_HOST_CALL_MESSAGE } }, 'now');
             const error = new KlymError('TASK_INTERRUPTED', INTERRUPTED_HOST_CALL_MESSAGE);
             record(0, error, true);
             throw error;
@@ -215,17 +217,17 @@ export async function runProgram(running: CodeRunning, run: ProgramRun): Promise
           const refused = running.budgetSpent?.();
           if (refused !== undefined) throw budgetStop(refused);
           // A write is recorded before it is sent: after a crash, its record says it may have taken effect.
-          if (writes) await recorder?.hostCall(toolCallId, entry, true);
+          if (writes) await recorder?.hostCall(toolCallId, entry, 'before-call');
         }
         const value = await work(args, (used) => (spent = addUsage(spent ?? ZERO_USAGE, used)));
-        if (entry !== undefined) void recorder?.hostCall(toolCallId, { ...entry, outcome: { value } }, false);
+        if (entry !== undefined) void recorder?.hostCall(toolCallId, { ...entry, outcome: { value } }, outcomeSaved);
         record(value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value)));
         return value;
       } catch (error) {
         if (isKlymError(error, 'BUDGET_EXCEEDED')) stop.abort(error);
         // A call cut off by the program's end or its run's cancel has no outcome to record.
         else if (entry !== undefined && !signal.aborted && !isKlymError(error, 'TASK_INTERRUPTED') && !(error instanceof ReplayedError))
-          void recorder?.hostCall(toolCallId, { ...entry, outcome: { error: errorMessage(error) } }, false);
+          void recorder?.hostCall(toolCallId, { ...entry, outcome: { error: errorMessage(error) } }, outcomeSaved);
         if (!(error instanceof ReplayedError) && !isKlymError(error, 'TASK_INTERRUPTED')) record(0, error);
         throw error;
       }

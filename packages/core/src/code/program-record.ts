@@ -18,6 +18,14 @@ export interface HostCallRecord {
   readonly outcome?: { readonly value: unknown } | { readonly error: string };
 }
 
+/**
+ * When a host call's record is saved: `before-call`, before a write is sent (waited for; the call fails unsent,
+ * `STORE_UNAVAILABLE`, when it cannot be stored); `now`, a write's outcome; `soon`, a read's or a sub-call's
+ * outcome, with the next save or within a fraction of a second (a program's hundreds of reads are not each a
+ * write of the whole checkpoint; a crash meanwhile only costs making them again).
+ */
+export type HostCallSave = 'before-call' | 'now' | 'soon';
+
 /** Where a run keeps its programs' host calls as they happen: its checkpoints. */
 export interface ProgramRecorder {
   /**
@@ -26,10 +34,10 @@ export interface ProgramRecorder {
    */
   started(toolCallId: string, code: string): Promise<void> | undefined;
   /**
-   * A host call, recorded `strict`ly before it is sent (waited for; it fails unsent, `STORE_UNAVAILABLE`, when the
-   * record cannot be stored), or once it has an outcome. A record replaces the program's earlier one of the same number.
+   * A host call, recorded (a record replaces the program's earlier one of the same number) and saved
+   * {@link HostCallSave `when`}.
    */
-  hostCall(toolCallId: string, record: HostCallRecord, strict: boolean): Promise<void> | undefined;
+  hostCall(toolCallId: string, record: HostCallRecord, when: HostCallSave): Promise<void> | undefined;
 }
 
 /** What a program re-run after a crash is given for a call that a write tool was sent but whose result was never recorded. */
