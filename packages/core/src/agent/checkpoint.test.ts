@@ -118,21 +118,22 @@ describe('createCheckpointer with a store that answers later (a store on another
   });
 });
 
-describe("a program's host calls in the checkpoints", () => {
-  const start = (saved: AgentCheckpoint[], fail = { now: false }) => {
-    const checkpoints = createCheckpointer(
-      (checkpoint) => {
-        if (fail.now) throw new Error('disk full');
-        saved.push(structuredClone(checkpoint));
-      },
-      () => 0,
-    );
-    checkpoints.beginStep(1, { steps: 0, messages: [{ role: 'user', content: 'Do it' }], texts: [], usage, toolCalls: 0 });
-    checkpoints.sent({ toolCallId: 'p', toolName: 'klym__run_code', input: { code: 'return 1' } });
-    return checkpoints;
-  };
-  const hostCallsOf = (checkpoint: AgentCheckpoint | undefined) => checkpoint?.current?.calls[0]?.hostCalls?.map((call) => call.call);
+/** A checkpointer at step 1 with a program under way, its saves copied into `saved` (or failing while `fail.now`). */
+const start = (saved: AgentCheckpoint[], fail = { now: false }) => {
+  const checkpoints = createCheckpointer(
+    (checkpoint) => {
+      if (fail.now) throw new Error('disk full');
+      saved.push(structuredClone(checkpoint));
+    },
+    () => 0,
+  );
+  checkpoints.beginStep(1, { steps: 0, messages: [{ role: 'user', content: 'Do it' }], texts: [], usage, toolCalls: 0 });
+  checkpoints.sent({ toolCallId: 'p', toolName: 'klym__run_code', input: { code: 'return 1' } });
+  return checkpoints;
+};
+const hostCallsOf = (checkpoint: AgentCheckpoint | undefined) => checkpoint?.current?.calls[0]?.hostCalls?.map((call) => call.call);
 
+describe("a program's host calls in the checkpoints", () => {
   it("saves a write before it is sent and its outcome at once; a read's outcome with the next save, or after HOST_CALL_SAVE_MS", () => {
     vi.useFakeTimers();
     try {
