@@ -170,7 +170,7 @@ export async function runProgram(running: CodeRunning, run: ProgramRun): Promise
   const started = performance.now();
   let calls = 0;
   const counted =
-    (name: HostFunctionName, work: (args: readonly unknown[], spend: (used: AgentUsage) => void) => Promise<unknown>): HostFunction =>
+    (name: HostFunctionName, work: (args: readonly unknown[], spend: (used: AgentUsage) => void, call: number) => Promise<unknown>): HostFunction =>
     async (args) => {
       const call = ++calls;
       let spent: AgentUsage | undefined;
@@ -219,7 +219,7 @@ export async function runProgram(running: CodeRunning, run: ProgramRun): Promise
           // A write is recorded before it is sent: after a crash, its record says it may have taken effect.
           if (writes) await recorder?.hostCall(toolCallId, entry, 'before-call');
         }
-        const value = await work(args, (used) => (spent = addUsage(spent ?? ZERO_USAGE, used)));
+        const value = await work(args, (used) => (spent = addUsage(spent ?? ZERO_USAGE, used)), call);
         if (entry !== undefined) void recorder?.hostCall(toolCallId, { ...entry, outcome: { value } }, outcomeSaved);
         record(value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value)));
         return value;
@@ -233,7 +233,8 @@ export async function runProgram(running: CodeRunning, run: ProgramRun): Promise
       }
     };
   const host: Record<HostFunctionName, HostFunction> = {
-    callTool: counted('callTool', async ([name, args]) => callTool(running, String(name), args ?? {}, `${toolCallId}.${calls}`, signal)),
+    // Each upstream call's id is the program's call's and its number: calls awaited together stay apart.
+    callTool: counted('callTool', async ([name, args], _spend, call) => callTool(running, String(name), args ?? {}, `${toolCallId}.${call}`, signal)),
     sql: counted('sql', async ([query]) => sql(running, String(query), limits.maxRows, signal)),
     read: counted('read', async ([artifact, range]) => {
       const { offset, limit } = (range ?? {}) as { offset?: number; limit?: number };
