@@ -102,7 +102,9 @@ export function createSubCalls(mapping: ArtifactMapping, signal: AbortSignal): S
       const inputTokens = result.usage.inputTokens ?? input;
       const outputTokens = result.usage.outputTokens ?? count(result.text);
       spend(inputTokens, outputTokens, result.usage.inputTokens === undefined || result.usage.outputTokens === undefined);
-      return result.text.trim();
+      // An answer cut at its allowance says so: the program must not take it for a whole one.
+      const cut = result.finishReason === 'length' ? `\n[cut: the answer reached the ${tokens(answerTokens)} tokens a sub-call's answer may have]` : '';
+      return `${result.text.trim()}${cut}`;
     } catch (error) {
       if (signal.aborted || error instanceof KlymError) throw error;
       const said = contextLengthExceeded(error);
