@@ -164,6 +164,22 @@ describe('a call that needs the caller’s approval', () => {
     expect(notes).toEqual(['first', 'first', 'second']);
   });
 
+  it('ends as INPUT_TIMEOUT when no decision came within inputTimeoutMs, naming the call, which was never sent', async () => {
+    const { notes, server } = notesUpstream();
+    const pool = await openPool(server);
+    let clock = Date.parse('2026-03-01T10:00:00Z');
+    const manager = open(pool, writingModel(['late']), { now: () => clock, inputTimeoutMs: 1_000, defaults: { tools: { approval: ['notes__add_note'] } } });
+    const task = await manager.start({ prompt: 'Record it' }, me);
+    await waitForStatus(manager, task.id, 'input_required');
+    clock += 1_001;
+    const ended = await waitForStatus(manager, task.id, 'error');
+    expect(ended.error).toEqual({
+      code: 'INPUT_TIMEOUT',
+      message: `Task ${task.id} waited for its caller's approval of notes__add_note and no decision came within 1000 ms (tasks.inputTimeoutMs)`,
+    });
+    expect(notes).toEqual([]);
+  });
+
   it('is refused inside a program, and in a run without a caller to ask', async () => {
     const { notes, server } = notesUpstream();
     const pool = await openPool(server);

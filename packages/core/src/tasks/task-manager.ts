@@ -169,7 +169,11 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       const page = await store.list({ status: 'input_required' }, { limit: 200, ...(cursor === undefined ? {} : { cursor }) });
       for (const task of page.tasks) {
         if (task.input === undefined || Date.parse(task.input.askedAt) > due) continue;
-        const message = `Task ${task.id} asked its caller a question and no answer came within ${inputTimeoutMs} ms (tasks.inputTimeoutMs)`;
+        const what =
+          task.input.kind === 'approval'
+            ? `waited for its caller's approval of ${task.input.call?.toolName ?? 'a call'} and no decision came`
+            : 'asked its caller a question and no answer came';
+        const message = `Task ${task.id} ${what} within ${inputTimeoutMs} ms (tasks.inputTimeoutMs)`;
         await finish(task.id, ['input_required'], { status: 'error', currentStep: 'no answer', error: { code: 'INPUT_TIMEOUT', message } });
       }
       cursor = page.nextCursor;
