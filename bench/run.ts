@@ -3,6 +3,7 @@
 // `--quick` is a shorter run; `--only <name>[,<name>…]` runs only the scenarios named (see `scenarios`).
 import os from 'node:os';
 import { bigMessage } from './big-message.ts';
+import { codeFigures } from './code.ts';
 import { failureFigures } from './failure-figures.ts';
 import { fairness } from './fairness.ts';
 import { freshVsPooled } from './fresh-vs-pooled.ts';
@@ -35,6 +36,7 @@ const scenarios: readonly (readonly [name: string, heading: string, run: () => P
   ['big-message', '## 9. Big messages from an upstream: a file read through server-filesystem over stdio', () => bigMessage({ quick })],
   ['heavy', '## 10. Heavy inputs: the same questions through map and through query (a log, the graph)', () => heavy({ quick })],
   ['fairness', "## 11. Fair turns between principals: a newcomer's task behind another caller's 40-task backlog", () => fairness({ quick })],
+  ['code', '## 12. Code over the evidence: a 200-call diagnosis as one program and as a tool loop', () => codeFigures({ quick })],
 ];
 
 const onlyAt = process.argv.indexOf('--only');

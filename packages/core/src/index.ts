@@ -64,6 +64,7 @@ export { DEFAULT_MODEL_PRICES } from './agent/usage.ts';
 export { DEFAULT_CONTEXT_WINDOWS } from './agent/context-window.ts';
 export type { AgentEvent } from './agent/agent-event.ts';
 export type { CodeEvent, CodeLimits, HostFunctionName } from './code/code-tool.ts';
+export type { HostCallRecord, HostCallSave, RecordedHostCall } from './code/program-record.ts';
 export type {
   AgentBudget,
   AgentCheckpoint,

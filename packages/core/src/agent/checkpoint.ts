@@ -2,11 +2,15 @@ import type { ModelMessage } from 'ai';
 import { KlymError } from '../errors.ts';
 import type { ToolResultOutput } from '../tools/tool-result.ts';
 import type { StepProgress } from './run-step.ts';
+import type { HostCallRecord, HostCallSave } from '../code/program-record.ts';
 import type { AgentCheckpoint, CheckpointTaken, InFlightToolCall } from './types.ts';
 
 /** What a model reads for a call that was sent but whose result was never recorded. */
 export const INTERRUPTED_CALL_MESSAGE =
   'This tool call was interrupted by a restart of Klym before its result was recorded. Its outcome is unknown: it may or may not have taken effect. Klym did not retry it; check before calling it again.';
+
+/** How long a read's or a sub-call's record of a program may wait for its save, in milliseconds. */
+export const HOST_CALL_SAVE_MS = 250;
 
 const BEFORE_CALL: CheckpointTaken = Object.freeze({ beforeCall: true });
 const NOT_BEFORE_CALL: CheckpointTaken = Object.freeze({ beforeCall: false });
@@ -26,6 +30,12 @@ export interface Checkpointer extends StepProgress {
    * listener returned one (a store on another thread): the call waits for it.
    */
   sent(call: Omit<InFlightToolCall, 'output'>): Promise<void> | undefined;
+  /**
+   * A program's host call (`klym__run_code` call `toolCallId`, already recorded by `sent`), kept with that call:
+   * `before-call`, saved and waited for as `sent` is (a write before it goes); `now`, saved as an answer is;
+   * `soon`, saved with the next checkpoint or after {@link HOST_CALL_SAVE_MS}, whichever comes first.
+   */
+  hostCall(toolCallId: string, record: HostCallRecord, when: HostCallSave): Promise<void> | undefined;
   /** A step ended: `done` now includes it. */
   endStep(done: CompletedRun): void;
   /**
@@ -61,7 +71,11 @@ export function createCheckpointer(
     elapsedMs: elapsedMs(),
     ...(current === undefined ? {} : { current: { step: current.step, text: current.text, calls: [...current.calls] } }),
   });
+  // A `soon` host call's save, waiting: any save before it holds that record too.
+  let soon: NodeJS.Timeout | undefined;
   const save = (strict = false): Promise<void> | undefined => {
+    clearTimeout(soon);
+    soon = undefined;
     if (onCheckpoint === undefined || done === undefined) return undefined;
     const checkpoint = snapshot(done);
     try {
@@ -118,6 +132,34 @@ export function createCheckpointer(
       if (current === undefined || index < 0) return;
       current.calls[index] = { ...(current.calls[index] as InFlightToolCall), output };
       save();
+    },
+    hostCall(toolCallId, record, when) {
+      const index = current?.calls.findIndex((call) => call.toolCallId === toolCallId) ?? -1;
+      if (current === undefined || index < 0) return undefined;
+      const call = current.calls[index] as InFlightToolCall;
+      const hostCalls = (call.hostCalls ?? []).filter((earlier) => earlier.call !== record.call);
+      const step = current;
+      step.calls[index] = { ...call, hostCalls: [...hostCalls, record] };
+      if (when === 'now') return save();
+      if (when === 'soon') {
+        if (onCheckpoint !== undefined && soon === undefined) {
+          soon = setTimeout(() => save(), HOST_CALL_SAVE_MS);
+          soon.unref();
+        }
+        return undefined;
+      }
+      // A record that could not be stored goes: the call is not sent, and a later checkpoint must not say it was.
+      const forget = (error: unknown): never => {
+        const at = step.calls.findIndex((recorded) => recorded.toolCallId === toolCallId);
+        const recorded = step.calls[at];
+        if (recorded !== undefined) step.calls[at] = { ...recorded, hostCalls: (recorded.hostCalls ?? []).filter((earlier) => earlier !== record) };
+        throw error;
+      };
+      try {
+        return save(true)?.catch(forget);
+      } catch (error) {
+        return forget(error);
+      }
     },
     endStep(completed) {
       done = completed;

@@ -27,7 +27,8 @@ import { createArtifactStore, createMemoryArtifacts } from '../artifacts/artifac
 import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
 import { artifactTools, keepBigResult, type ResultKeeping } from '../artifacts/artifact-tools.ts';
 import { compactHistory, type Compaction } from '../artifacts/compaction.ts';
-import { CODE_TOOL_NAME, codeTool } from '../code/code-tool.ts';
+import { CODE_TOOL_NAME, codeTool, type CodeRunning } from '../code/code-tool.ts';
+import { interruptedPrograms, replayInterrupted } from '../code/code-replay.ts';
 
 /**
  * Runs an LLM over the pool's tools until the task is done: each step is one model call (streamed, for a
@@ -218,22 +219,34 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       // The map's usage is in the run's already (`onUsage`): the event tells the task's status.
       onMapped: ({ artifact, chunks, usage: used }) => emit({ type: 'artifact-map', step: currentStep, artifact, chunks, usage: used }),
     };
+    const readOnly = new Set(catalog.tools.flatMap((tool) => (tool.readOnly ? [tool.name] : [])));
+    const coding: CodeRunning = {
+      ...(options.code === undefined ? {} : { limits: options.code }),
+      tools: catalog.toolSet({
+        scope,
+        ...(options.toolTimeoutMs === undefined ? {} : { timeoutMs: options.toolTimeoutMs }),
+        onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
+        resultText,
+        ...(tracing === undefined ? {} : { tracing: tracing.toolCalls }),
+      }),
+      keeping,
+      onEvent: (event) => emit({ ...event, step: currentStep }),
+      readOnly: (toolName) => readOnly.has(toolName),
+      // A program's calls and sub-calls stop at a spent budget, as the run's steps do.
+      budgetSpent: () => {
+        const hit = spentBudget(budget, usage, costOf(usage, price)) ?? outsideBudget(options.budgetSignal) ?? holds.refused();
+        return hit === undefined ? undefined : describeBudgetHit(hit);
+      },
+      recorder: {
+        started: (toolCallId, code) => checkpoints.sent({ toolCallId, toolName: CODE_TOOL_NAME, input: { code } }),
+        hostCall: (toolCallId, record, when) => checkpoints.hostCall(toolCallId, record, when),
+      },
+    };
     const builtIns = {
       ...artifactTools(keeping),
       ...(options.askCaller === true ? askCallerTools() : {}),
       // A program's calls take the model's path (rules, policies, the scope, logs), but its results reach the program, kept by it.
-      [CODE_TOOL_NAME]: codeTool({
-        ...(options.code === undefined ? {} : { limits: options.code }),
-        tools: catalog.toolSet({
-          scope,
-          ...(options.toolTimeoutMs === undefined ? {} : { timeoutMs: options.toolTimeoutMs }),
-          onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
-          resultText,
-          ...(tracing === undefined ? {} : { tracing: tracing.toolCalls }),
-        }),
-        keeping,
-        onEvent: (event) => emit({ ...event, step: currentStep }),
-      }),
+      [CODE_TOOL_NAME]: codeTool(coding),
     };
     const messageChars = createMessageSizer();
     const tools = {
@@ -291,6 +304,10 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       }
       messages = resumeFrom(settled).messages;
       checkpoints.endStep({ steps, messages, texts: savedTexts, usage, toolCalls: callCount });
+    } else if (resume !== undefined && interruptedPrograms(resume).length > 0) {
+      // A program a crash interrupted runs again from its start, its recorded calls answered from the checkpoint.
+      currentStep = resume.current?.step ?? steps + 1;
+      messages = await replayInterrupted({ running: coding, checkpoint: resume, messages, checkpoints, signal: controller.signal });
     }
 
     for (;;) {

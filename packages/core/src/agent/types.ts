@@ -8,6 +8,7 @@ import type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules } from '..
 import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
 import type { AgentEvent } from './agent-event.ts';
 import type { AskedQuestion } from './ask-caller.ts';
+import type { HostCallRecord } from '../code/program-record.ts';
 
 export type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules };
 
@@ -124,6 +125,11 @@ export interface InFlightToolCall {
    * (`error-text` with the error's message). Absent: the outcome is unknown — or the call waits for its approval.
    */
   readonly output?: ToolResultPart['output'];
+  /**
+   * A `klym__run_code` call's host calls that a resume may replay (tool calls and sub-calls, as they happened):
+   * a program interrupted by a crash runs again from its start, these answered from the record.
+   */
+  readonly hostCalls?: readonly HostCallRecord[];
   /**
    * A call of a tool that needs the caller's approval, never sent until approved: `waiting` for the decision,
    * `approved` (a resumed run sends it). A denied call has the denial as its `output`.
