@@ -1,7 +1,7 @@
 // Issue #41: a program off the run's thread (one that computes for seconds does not hold up another run), its
 // sub-calls (`llm`, `llmMap`: counted before they are sent, `mapConcurrency` at a time, in the run's usage) and
 // its host calls stopped by a spent budget, the run then ending as budget-stopped.
-import { runAgent, type AgentEvent } from '@klym/core';
+import { createTaskManager, runAgent, type AgentEvent } from '@klym/core';
 import { createScriptedModel } from '@klym/core/internal';
 import { afterEach, describe, expect, it } from 'vitest';
 import { grynyaPool } from './support/grynya-pool.ts';
@@ -105,6 +105,24 @@ describe('llm and llmMap', () => {
     // The run's usage holds the two model steps and every sub-call.
     const steps = events.flatMap((event) => (event.type === 'step-end' ? [event.usage.totalTokens] : [])).reduce((sum, tokens) => sum + tokens, 0);
     expect(run.usage.totalTokens).toBe(steps + subCallTokens);
+  });
+
+  it("counts a task's sub-calls in its principal's day, as the task's own usage does", async () => {
+    const { pool } = await grynyaPool(cleanups);
+    const { model } = programmer(`return await llmMap('Upper-case it', ['one', 'two', 'three']);`);
+    const manager = createTaskManager({ pool, run: (options) => runAgent({ ...options, model }), perPrincipal: { maxTokensPerDay: 1_000_000 } });
+    cleanups.push(() => manager.close({ graceMs: 0 }));
+    const alice = { principal: 'alice' };
+    const task = await manager.start({ prompt: 'shout' }, alice);
+    await expect.poll(async () => (await manager.get(task.id, alice)).status, { timeout: 20_000 }).toBe('completed');
+    const done = await manager.get(task.id, alice);
+    const logged = (await manager.logs(task.id, alice, { limit: 500 })).entries;
+    const subCalls = logged.reduce(
+      (sum, entry) => sum + (entry.type === 'code-call' ? ((entry.data as { usage?: { totalTokens: number } }).usage?.totalTokens ?? 0) : 0),
+      0,
+    );
+    expect(subCalls).toBeGreaterThan(0);
+    await expect.poll(async () => (await manager.usage(alice)).today.spent.tokens).toBe(done.usage.totalTokens);
   });
 
   it('refuses a text too big for one sub-call, naming its size and the room, and the program can go on', async () => {

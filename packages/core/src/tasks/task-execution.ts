@@ -282,6 +282,8 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     const onEvent = (event: AgentEvent): void => {
       // What a run spends counts against its principal's day, whoever holds the task now.
       if (event.type === 'artifact-map') spend(event.usage.totalTokens, 0);
+      // A program's sub-calls too (a replayed call's were counted when they were made).
+      if (event.type === 'code-call' && event.usage !== undefined && event.replayed !== true) spend(event.usage.totalTokens, 0);
       // A released run's task is someone else's now: what it still reports is not the task's.
       if (lease.released()) return;
       try {
