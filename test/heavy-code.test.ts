@@ -1,5 +1,6 @@
 // Issue #41: `klym__run_code`, a program the model writes, run in a sandbox over the run's tools and artifacts. A
-// diagnosis that needs a hundred dependent graph calls is one tool call and two model requests; a program past
+// diagnosis that needs 200 dependent graph calls is one tool call and two model requests (as a tool loop, 202 requests
+// carrying ten times the characters and more); a program past
 // its time or memory fails that call only, naming the limit, and the run goes on; a denied tool's refusal reaches
 // the program as an error it catches; a cancelled task interrupts its program; sql/read/grep read an artifact.
 import { runAgent, type AgentEvent, type SessionPool } from '@klym/core';
@@ -13,7 +14,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
 });
 
-const SERVICES = 60;
+const SERVICES = 101;
 const id = (n: number): string => `svc-${String(n).padStart(3, '0')}`;
 
 /** A graph of services, each depending on the next three; every seventh service is down. */
@@ -67,8 +68,61 @@ function programmer(code: string) {
   return { model, requests };
 }
 
+/** DIAGNOSIS as a tool loop: one query_graph call a step, the next decided from the last result. */
+function toolLooper() {
+  const requests: string[] = [];
+  const status = new Map<string, string>();
+  const broken: string[] = [];
+  let service = 0;
+  let deps: string[] = [];
+  let asked: { kind: 'deps' } | { kind: 'status'; dep: string } | undefined;
+  const query = (text: string) => ({ toolCalls: [{ toolName: 'grynya__query_graph', args: { query: text } }] });
+  const lastRows = (prompt: readonly { role: string; content: unknown }[]): Record<string, unknown>[] => {
+    const last = prompt.at(-1) as { role: string; content: { type: string; output?: { value?: unknown } }[] };
+    const value = last.role === 'tool' ? last.content[0]?.output?.value : undefined;
+    return typeof value === 'string' ? (JSON.parse(value) as { results: Record<string, unknown>[] }).results : [];
+  };
+  /** The next call for the current service, or the next service's, or the answer. */
+  const next = (): ReturnType<typeof query> | { text: string } => {
+    for (;;) {
+      const dep = deps.shift();
+      if (dep !== undefined && !status.has(dep)) {
+        asked = { kind: 'status', dep };
+        return query(`MATCH (n:Service {id: '${dep}'}) RETURN n`);
+      }
+      if (dep !== undefined && status.get(dep) === 'down') {
+        broken.push(id(service));
+        deps = [];
+      }
+      if (dep !== undefined && status.get(dep) !== 'down') continue;
+      if (++service >= SERVICES) return { text: JSON.stringify({ broken }) };
+      asked = { kind: 'deps' };
+      return query(`MATCH (s:Service {id: '${id(service)}'})-[r]->(d) RETURN type(r), d.id`);
+    }
+  };
+  const model = createScriptedModel({
+    steps: ({ call, options }) => {
+      requests.push(JSON.stringify(options.prompt));
+      if (call === 1) {
+        asked = { kind: 'deps' };
+        return query(`MATCH (s:Service {id: '${id(0)}'})-[r]->(d) RETURN type(r), d.id`);
+      }
+      const rows = lastRows(options.prompt);
+      if (asked?.kind === 'deps') {
+        deps = rows.map((row) => String(row['d.id']));
+      } else if (asked?.kind === 'status') {
+        status.set(asked.dep, String((rows[0]?.n as { properties: { status: string } }).properties.status));
+        // The dependency just read decides, as in the program: back in front of the rest.
+        deps.unshift(asked.dep);
+      }
+      return next();
+    },
+  });
+  return { model, requests };
+}
+
 describe('klym__run_code', () => {
-  it('diagnoses the graph with a hundred dependent query_graph calls in one tool call: exact answer, two model requests', async () => {
+  it('diagnoses the graph with 200 dependent query_graph calls in one tool call: exact answer, two model requests', async () => {
     const { grynya, pool } = await setUp();
     const { broken } = loadServices(grynya);
     const { model, requests } = programmer(DIAGNOSIS);
@@ -81,7 +135,7 @@ describe('klym__run_code', () => {
     expect(run.toolCalls).toHaveLength(1);
     const calls = events.filter((event) => event.type === 'code-call' && event.name === 'callTool');
     // One dependency query per service, one status query per service that is someone's dependency.
-    expect(calls.length).toBeGreaterThanOrEqual(100);
+    expect(calls.length).toBeGreaterThanOrEqual(200);
     expect(calls.every((event) => event.type === 'code-call' && event.name === 'callTool' && event.target === 'grynya__query_graph' && event.bytes > 0)).toBe(
       true,
     );
@@ -92,6 +146,24 @@ describe('klym__run_code', () => {
     expect(events.find((event) => event.type === 'code-end')).toMatchObject({ calls: calls.length + 1 });
     expect(grynya.stats.calls.query_graph).toBe(calls.length);
   }, 60_000);
+
+  it('does the same job as a tool loop for comparison: the same answer, one request per call, each carrying all before it', async () => {
+    const { grynya, pool } = await setUp();
+    const { broken } = loadServices(grynya);
+    const loop = toolLooper();
+    const looped = await runAgent({ pool, prompt: 'Which services have a dependency that is down?', model: loop.model, budget: { maxSteps: 400 } });
+    expect(looped.finishReason).toBe('stop');
+    expect(looped.finalText).toBe(JSON.stringify({ broken }));
+    expect(loop.requests.length).toBeGreaterThanOrEqual(201);
+
+    const { model, requests } = programmer(DIAGNOSIS);
+    const coded = await runAgent({ pool, prompt: 'Which services have a dependency that is down?', model });
+    expect(coded.finalText).toBe(`text: ${JSON.stringify({ broken })}`);
+    // What the model is sent, in characters of its requests: the program's two against the loop's hundreds (the
+    // bench counts the same in o200k tokens: deep_tokens_ratio).
+    const chars = (sent: readonly string[]): number => sent.reduce((sum, request) => sum + request.length, 0);
+    expect(chars(requests) / chars(loop.requests)).toBeLessThan(0.1);
+  }, 120_000);
 
   it('fails a program that loops forever naming code.timeoutMs, and the run goes on', async () => {
     const { pool } = await setUp();
