@@ -3,7 +3,7 @@
 //   node --conditions=klym-source scripts/a2a-tck.ts <kit directory> [python] [-- pytest args…]
 // The kit sends no bearer token, so a loopback proxy in front of Klym adds one; the kit reads the card from the
 // proxy and posts where it points. Its summary and each failure are printed; the exit code is pytest's.
-// See docs/architecture.md ("A2A conformance") for the figures and what each remaining failure means.
+// See docs/architecture/a2a.md ("A2A conformance") for the figures and what each remaining failure means.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
