@@ -3,8 +3,8 @@
 // scripted model that calls klym__ask_caller and then uses the answer, and a local push receiver.
 import { StreamResponse, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
-import { runAgent, type AgentRunner } from '@klym/core';
-import { a2aPush } from '@klym/core/a2a';
+import { runAgent, type AgentRunner, type TaskService } from '@klym/core';
+import { a2aPush, createA2aEndpoint } from '@klym/core/a2a';
 import { createScriptedModel } from '@klym/core/internal';
 import { afterEach, describe, expect, it } from 'vitest';
 import { a2aClient, textMessage } from './support/a2a-client.ts';
@@ -202,5 +202,30 @@ describe('A2A: a task that asks its caller, with the @a2a-js/sdk client', () => 
       { case: 'artifactUpdate' },
       { case: 'statusUpdate', state: TaskState.TASK_STATE_COMPLETED },
     ]);
+  });
+});
+
+describe('A2A: a stream of a task that waits', () => {
+  it('stops watching the task once its client goes, though the task waits on (for up to a day)', async () => {
+    const { client } = await start();
+    const asked = await send(client, textMessage('Why did errors rise yesterday?'));
+    expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    // The same service behind an endpoint of the test's own, its reads of the task counted.
+    const service = harness?.server.klym.service as TaskService;
+    let reads = 0;
+    const tasks = new Proxy(service.tasks, {
+      get: (target, key) => (key === 'get' ? (...args: Parameters<TaskService['tasks']['get']>) => (reads++, target.get(...args)) : Reflect.get(target, key)),
+    });
+    const endpoint = createA2aEndpoint({ ...service, tasks }, { version: '0.0.0', pollIntervalMs: 10 });
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: asked.id } });
+    const response = await endpoint.handle(body, new Headers({ 'A2A-Version': '1.0' }), 'grynya');
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain('TASK_STATE_INPUT_REQUIRED');
+    await expect.poll(() => reads, { timeout: 2_000 }).toBeGreaterThan(3); // it polls while the client is there
+    await reader.cancel();
+    const atCancel = reads;
+    // Twenty poll intervals later it has not read the task again (one read under way at the cancel may finish).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(reads - atCancel).toBeLessThanOrEqual(1);
   });
 });

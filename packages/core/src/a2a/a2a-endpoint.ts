@@ -4,7 +4,7 @@ import { VersionNotSupportedError } from '@a2a-js/sdk/errors';
 import { JsonRpcTransportHandler, ServerCallContext, type A2ARequestHandler } from '@a2a-js/sdk/server';
 import type { TaskService } from '../tasks/task-service.ts';
 import { buildAgentCard, buildExtendedAgentCard, type AgentCardOptions } from './agent-card.ts';
-import { createA2aRequestHandler, type A2aRequestHandlerOptions } from './a2a-request-handler.ts';
+import { createA2aRequestHandler, STREAM_SIGNAL_STATE, type A2aRequestHandlerOptions } from './a2a-request-handler.ts';
 import { issuerMetadataReader } from './oauth-flows.ts';
 
 /** Options of {@link createA2aEndpoint}. */
@@ -153,6 +153,9 @@ export function createA2aEndpoint(service: TaskService, options: A2aEndpointOpti
       }
       const context = new ServerCallContext({ user: { isAuthenticated: true, userName: principal }, requestedVersion: version });
       if (requestUrl !== undefined) context.state.set(REQUEST_URL_STATE, requestUrl);
+      // Aborted when the client goes (or the server closes the connection): the stream's watch ends then, not with its task.
+      const streamEnd = new AbortController();
+      context.state.set(STREAM_SIGNAL_STATE, streamEnd.signal);
       const answer = await transport.handle(body as Record<string, unknown>, context);
       if (!(Symbol.asyncIterator in answer)) return Response.json(answer);
       const events = answer[Symbol.asyncIterator]();
@@ -182,6 +185,7 @@ export function createA2aEndpoint(service: TaskService, options: A2aEndpointOpti
           }
         },
         async cancel() {
+          streamEnd.abort();
           await events.return?.(undefined);
         },
       });

@@ -44,6 +44,18 @@ export interface A2aRequestHandlerOptions {
   readonly pollIntervalMs?: number;
 }
 
+/**
+ * The key of the context's `state` where the transport may put an `AbortSignal` that ends a stream (the client went):
+ * a stream of a task that waits for its caller could otherwise watch it for as long as it waits.
+ */
+export const STREAM_SIGNAL_STATE = 'klym.streamSignal';
+
+/** The signal the transport gave a streaming call, if any. */
+function streamSignalOf(context: ServerCallContext): AbortSignal | undefined {
+  const signal = context.state.get(STREAM_SIGNAL_STATE);
+  return signal instanceof AbortSignal ? signal : undefined;
+}
+
 /** The caller's principal, which the transport puts on the context as the user's name. */
 function callerOf(context: ServerCallContext): Caller {
   const user = context.user;
@@ -165,7 +177,8 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
     return service.tasks.get(started.task_id, caller);
   };
 
-  const stream = (id: string, caller: Caller, untilInterrupted: boolean) => streamTask(service, id, caller, { ...watchOptions(), untilInterrupted });
+  const stream = (id: string, caller: Caller, context: ServerCallContext, untilInterrupted: boolean) =>
+    streamTask(service, id, caller, { ...watchOptions(streamSignalOf(context)), untilInterrupted });
 
   return {
     getAgentCard: () => options.card(),
@@ -187,7 +200,7 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
       try {
         const caller = callerOf(context);
         const task = await start(params, caller);
-        yield* stream(task.id, caller, true);
+        yield* stream(task.id, caller, context, true);
       } catch (error) {
         throw toA2aError(error);
       }
@@ -198,7 +211,7 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
         const task = await service.tasks.get(params.id, caller); // TASK_NOT_FOUND for an unknown or another principal's id
         if (isTerminal(task.status))
           throw new UnsupportedOperationError(`Task ${params.id} has already ended (${task.status}): there is nothing to subscribe to; GetTask reads it`);
-        yield* stream(params.id, caller, false);
+        yield* stream(params.id, caller, context, false);
       } catch (error) {
         throw toA2aError(error);
       }
