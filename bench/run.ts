@@ -3,20 +3,24 @@
 // `--quick` is a shorter run; `--only <name>[,<name>…]` runs only the scenarios named (see `scenarios`).
 import os from 'node:os';
 import { bigMessage } from './big-message.ts';
+import { codeFigures } from './code.ts';
 import { failureFigures } from './failure-figures.ts';
 import { fairness } from './fairness.ts';
 import { freshVsPooled } from './fresh-vs-pooled.ts';
 import { heavy } from './heavy.ts';
 import { poolOverhead } from './pool-overhead.ts';
 import { scaleOut } from './scale-out.ts';
-import { serverFigures } from './server-figures.ts';
+import { serverFigures, startFigures } from './server-figures.ts';
 import { storeFigures } from './store-figures.ts';
 
 const quick = process.argv.includes('--quick');
 const scale = quick ? { rounds: 4, perRound: 50 } : { rounds: 10, perRound: 200 };
 
-/** Every scenario, in the order they run: its name for `--only`, its heading, and its run. */
-const scenarios: readonly (readonly [name: string, heading: string, run: () => Promise<string[]>])[] = [
+/**
+ * Every scenario, in the order they run: its name for `--only`, its heading, its run, and whether it runs only
+ * when named (a part of another scenario, on its own).
+ */
+const scenarios: readonly (readonly [name: string, heading: string, run: () => Promise<string[]>, byName?: 'only when named'])[] = [
   ['pool-overhead', '## 1. Pool overhead per call: pooled callTool vs raw SDK Client.callTool on an open session', () => poolOverhead(scale)],
   [
     'fresh-vs-pooled',
@@ -26,10 +30,13 @@ const scenarios: readonly (readonly [name: string, heading: string, run: () => P
   ['failure', '## 3. The pool under failure: kill, restart, and a dead upstream', () => failureFigures({ rounds: quick ? 2 : 5 })],
   ['store', '## 7. The task store alone: SQLite against memory, in one process', () => storeFigures({ quick })],
   ['server', '## The Klym server', () => serverFigures({ quick })],
+  // The server's scenario 4 alone: start_p50_ms beside input_resume_ms_p50, without the rest of the server's figures.
+  ['start', "## 4. start_async_agent_task under load, and an answer's resume", () => startFigures({ quick }), 'only when named'],
   ['scale-out', '## 8. Scale out on Redis: fronts and workers as processes', () => scaleOut({ quick })],
   ['big-message', '## 9. Big messages from an upstream: a file read through server-filesystem over stdio', () => bigMessage({ quick })],
   ['heavy', '## 10. Heavy inputs: the same questions through map and through query (a log, the graph)', () => heavy({ quick })],
   ['fairness', "## 11. Fair turns between principals: a newcomer's task behind another caller's 40-task backlog", () => fairness({ quick })],
+  ['code', '## 12. Code over the evidence: a 200-call diagnosis as one program and as a tool loop', () => codeFigures({ quick })],
 ];
 
 const onlyAt = process.argv.indexOf('--only');
@@ -48,8 +55,8 @@ console.log(
 );
 
 let first = true;
-for (const [name, heading, run] of scenarios) {
-  if (only !== undefined && !only.includes(name)) continue;
+for (const [name, heading, run, byName] of scenarios) {
+  if (only === undefined ? byName !== undefined : !only.includes(name)) continue;
   console.log(`${first ? '' : '\n'}${heading}\n`);
   console.log((await run()).join('\n'));
   first = false;

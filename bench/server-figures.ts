@@ -15,19 +15,25 @@ import { processCpuMs } from './proc-cpu.ts';
 import { startFakeGrynyaProcess, type ChildServer } from './servers.ts';
 import { figure, ms, ratio, summarize } from './stats.ts';
 import { frontBurst } from './front-burst.ts';
+import { startInputResume } from './input-resume.ts';
 import { statusAtLoad } from './status-at-load.ts';
 import { client, scenarioFiveOptions, startKlymChild, startAsFastAsAnswered, startStatusPoller, waitUntilIdle, within } from './klym-server.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const MiB = 2 ** 20;
 
-/** Scenario 4: `start_async_agent_task` round trip while ~200 tasks run, against `ping` on the same server. */
+/**
+ * Scenario 4: `start_async_agent_task` round trip while ~200 tasks run, against `ping` on the same server; and,
+ * interleaved with them under the same load, an answer's resume (issue #40): from `reply_to_agent_task` to the
+ * resumed run's next model call.
+ */
 async function startUnderLoad(grynya: ChildServer, samples: number): Promise<string[]> {
+  const asking = await startInputResume();
   const klym = await startKlymChild({
     port: 0,
     upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse', pool: { min: 4, max: 20 } } },
-    // As `klym serve` runs them: on the runner thread.
-    tasks: { maxConcurrent: 1_000, ttlMs: 60_000, shutdownGraceMs: 0, runner: 'thread' },
+    // As `klym serve` runs them: on the runner thread. The load's self-checks run on the default scripted model.
+    tasks: { maxConcurrent: 1_000, ttlMs: 60_000, shutdownGraceMs: 0, runner: 'thread', ...asking.taskOptions },
   });
   const grynyaClient = await client(klym.mcpUrl);
   // The same start over protocol 2026-07-28: stateless, so each request carries its envelope and is served by one
@@ -62,21 +68,24 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
     const pingTimes: number[] = [];
     const mcp20260728Times: number[] = [];
     const a2aTimes: number[] = [];
+    const resumeTimes: number[] = [];
+    // A run that returns a number measured its own span (the resume's: from the reply, not from the start).
     const series = [
       [start, startTimes],
       [() => grynyaClient.ping(), pingTimes],
       [startMcp20260728, mcp20260728Times],
       [sendA2a, a2aTimes],
+      [() => asking.sample(grynyaClient), resumeTimes],
     ] as [() => Promise<unknown>, number[]][];
     for (let index = 0; index < samples; index++) {
       // Each round in another order, so that none of them always follows the same one.
       for (const [run, times] of [...series.slice(index % series.length), ...series.slice(0, index % series.length)]) {
         const began = performance.now();
-        await run();
-        times.push(performance.now() - began);
+        const measured = await run();
+        times.push(typeof measured === 'number' ? measured : performance.now() - began);
       }
     }
-    const [a, b, m, s] = [summarize(startTimes), summarize(pingTimes), summarize(mcp20260728Times), summarize(a2aTimes)];
+    const [a, b, m, s, r] = [summarize(startTimes), summarize(pingTimes), summarize(mcp20260728Times), summarize(a2aTimes), summarize(resumeTimes)];
     return [
       '| request, while 200 tasks run | p50 | p99 |',
       '| --- | --- | --- |',
@@ -84,6 +93,7 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
       `| ping (no-op, same server) | ${ms(b.median)} | ${ms(b.p99)} |`,
       `| start_async_agent_task (2026-07-28, stateless) | ${ms(m.median)} | ${ms(m.p99)} |`,
       `| A2A SendMessage, returnImmediately | ${ms(s.median)} | ${ms(s.p99)} |`,
+      `| an answer's resume: reply_to_agent_task → the run's next model call | ${ms(r.median)} | ${ms(r.p99)} |`,
       '',
       `start ÷ no-op: ${ratio(a.median / b.median)} at p50, ${ratio(a.p99 / b.p99)} at p99; 2026 start ÷ 2025 start: ${ratio(m.median / a.median)} at p50; A2A send ÷ 2025 start: ${ratio(s.median / a.median)} at p50 (${samples} of each, interleaved; tasks when measuring began: ${JSON.stringify(running)}).`,
       '',
@@ -95,11 +105,14 @@ async function startUnderLoad(grynya: ChildServer, samples: number): Promise<str
       figure('start_2026_vs_2025_ratio_p50', m.median / a.median),
       figure('a2a_send_p50_ms', s.median),
       figure('a2a_send_vs_start_ratio_p50', s.median / a.median),
+      figure('input_resume_ms_p50', r.median),
+      figure('input_resume_ms_p99', r.p99),
     ];
   } finally {
     await mcp20260728Client.close();
     await grynyaClient.close();
     await klym.stop();
+    await asking.close();
   }
 }
 
@@ -316,6 +329,16 @@ async function storeThroughServer(grynya: ChildServer, samples: number): Promise
     await Promise.all([clients.memory.close(), clients.sqlite.close()]);
     await Promise.all([servers.memory.stop(), servers.sqlite.stop()]);
     rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+/** Scenario 4 alone (`pnpm bench --only start`): the starts under load beside an answer's resume. */
+export async function startFigures(options: { quick: boolean }): Promise<string[]> {
+  const slow = await startFakeGrynyaProcess({ delayMs: 2_000 });
+  try {
+    return await startUnderLoad(slow, options.quick ? 100 : 300);
+  } finally {
+    await slow.stop();
   }
 }
 

@@ -5,6 +5,8 @@
 export interface Mcp20260728PostOptions {
   /** Declare the Tasks extension in the request's client capabilities. @default true */
   readonly extension?: boolean;
+  /** More client capabilities to declare beside the extension (`{ elicitation: { form: {} } }`). @default none */
+  readonly capabilities?: Readonly<Record<string, unknown>>;
   /** Put the envelope in `params._meta`. @default true */
   readonly envelope?: boolean;
   /** The revision the envelope and the header name. @default '2026-07-28' */
@@ -25,7 +27,10 @@ export async function mcp20260728Post(
   const envelope = {
     'io.modelcontextprotocol/protocolVersion': version,
     'io.modelcontextprotocol/clientInfo': { name: 'raw-2026-client', version: '1.0.0' },
-    'io.modelcontextprotocol/clientCapabilities': options.extension === false ? {} : { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+    'io.modelcontextprotocol/clientCapabilities': {
+      ...options.capabilities,
+      ...(options.extension === false ? {} : { extensions: { 'io.modelcontextprotocol/tasks': {} } }),
+    },
   };
   const body = { ...message, params: options.envelope === false ? params : { ...params, _meta: { ...(params['_meta'] as object | undefined), ...envelope } } };
   const name = typeof params.name === 'string' ? params.name : typeof params.taskId === 'string' ? params.taskId : undefined;

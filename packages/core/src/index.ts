@@ -56,7 +56,7 @@ export {
 } from './artifacts/artifact-query.ts';
 // the agent
 export { runAgent } from './agent/run-agent.ts';
-export { ASK_CALLER_TOOL_NAME, INPUT_REQUIRED, answerAsk, type AskedQuestion } from './agent/ask-caller.ts';
+export { ASK_CALLER_TOOL_NAME, INPUT_REQUIRED, answerAsk, type AskedQuestion, type AskReply } from './agent/ask-caller.ts';
 export type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules } from './tools/tool-policy.ts';
 export { SELF_CHECK_OK } from './agent/self-check.ts';
 export { DEFAULT_SYSTEM_PROMPT, TOOLS_PLACEHOLDER } from './agent/system-prompt.ts';
@@ -64,6 +64,7 @@ export { DEFAULT_MODEL_PRICES } from './agent/usage.ts';
 export { DEFAULT_CONTEXT_WINDOWS } from './agent/context-window.ts';
 export type { AgentEvent } from './agent/agent-event.ts';
 export type { CodeEvent, CodeLimits, HostFunctionName } from './code/code-tool.ts';
+export type { HostCallRecord, HostCallSave, RecordedHostCall } from './code/program-record.ts';
 export type {
   AgentBudget,
   AgentCheckpoint,

@@ -288,6 +288,11 @@ export const configObjectSchema = z.strictObject({
       deny: patterns.optional(),
       /** A named policy (`read-only`, or one from `policies`). @default none */
       policy: z.string().min(1).optional(),
+      /**
+       * Tools whose every call in a task waits for the caller's approval; a caller may add its own, never remove
+       * these. `grynya__add_node` here makes the result's write-back wait too. @default []
+       */
+      approval: patterns.optional(),
     })
     .prefault({}),
   /** The run settings of core's `RUN_SETTINGS` kept at the top: `policies`, `readOnlyTools`. */

@@ -102,6 +102,8 @@ const upstreamFields = {
       deny: z.array(z.string().min(1)).optional(),
       /** Tools that count as read-only though not annotated `readOnlyHint`. @default [] */
       readOnlyTools: z.array(z.string().min(1)).optional(),
+      /** Tools whose every call in a task waits for the caller's approval (`reply_to_agent_task` with `approve`). @default [] */
+      approval: z.array(z.string().min(1)).optional(),
       /** The `scripted` self-check's probe. @default `query_graph` with `RETURN 1` where there is one, else a read-only tool without arguments */
       probe: z.strictObject({ tool: z.string().min(1), args: z.record(z.string(), z.unknown()).optional() }).optional(),
     })

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { isKlymError, type KlymErrorCode, type TaskService, type TaskStore } from '@klym/core';
+import { isKlymError, KlymError, type KlymErrorCode, type TaskReply, type TaskService, type TaskStore } from '@klym/core';
 import { TASK_DEFAULTS, createRedactor, viewSlice } from '@klym/core/internal';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -42,6 +42,7 @@ const STATUS_OF: Partial<Record<KlymErrorCode, ContentfulStatusCode>> = {
   TASK_NOT_FOUND: 404,
   ARTIFACT_NOT_FOUND: 404,
   INVALID_ARGUMENT: 400,
+  TASK_NOT_WAITING: 409,
   SHUTTING_DOWN: 503,
   STORE_UNAVAILABLE: 503,
 };
@@ -62,6 +63,24 @@ const pageHeaders: MiddlewareHandler = async (c, next) => {
 
 const asset = (name: string): string => readFileSync(new URL(`./assets/${name}`, import.meta.url), 'utf8');
 
+/**
+ * The reply a task page's form sends: `answer` (a question's), or `decision` (`approve` or `deny`) with an
+ * optional `reason` (an approval's). @throws {KlymError} `INVALID_ARGUMENT` naming the field that is wrong
+ */
+function replyOfForm(form: Record<string, unknown>): TaskReply {
+  const field = (name: string): string | undefined => (typeof form[name] === 'string' ? (form[name] as string) : undefined);
+  const answer = field('answer');
+  const decision = field('decision');
+  if (answer !== undefined) {
+    if (answer.trim() === '') throw new KlymError('INVALID_ARGUMENT', '`answer`: write an answer before sending it');
+    return { answer };
+  }
+  if (decision !== 'approve' && decision !== 'deny')
+    throw new KlymError('INVALID_ARGUMENT', '`decision`: expected "approve" or "deny" (or an `answer` to a question)');
+  const reason = field('reason')?.trim();
+  return { approve: decision === 'approve', ...(reason === undefined || reason === '' ? {} : { reason }) };
+}
+
 /** A path to go back to after the login: only this server's own paths, so the form cannot send anyone elsewhere. */
 const localPath = (next: string | undefined): string => (next !== undefined && /^\/(?![/\\])/.test(next) ? next : '/');
 
@@ -73,8 +92,9 @@ const localPath = (next: string | undefined): string => (next !== undefined && /
  * the server (`hono/html`); `/dashboard/parts/…` renders the live pieces the page's script fetches again.
  * With `auth.tokens`, a login form (`/dashboard/login`) turns a token into a session cookie, and each
  * principal sees its own tasks and quota (an `auth.admins` principal every one's tasks, and every configured
- * principal's quota with the others' summed); state-changing POSTs (login, logout,
- * cancel) must come from the dashboard's own origin.
+ * principal's quota with the others' summed). A task waiting for input shows its question (or the call to
+ * approve) and its owner answers it there (`/dashboard/tasks/:id/reply`). State-changing POSTs (login, logout,
+ * cancel, reply) must come from the dashboard's own origin.
  */
 export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
   const { service, options } = dashboard;
@@ -103,7 +123,7 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
         `klym: dashboard failed serving ${c.req.method} ${c.req.path}: ${redact.text(error instanceof Error ? error.message : String(error))}`,
         'error',
       );
-    const heading = status === 404 ? 'Not found' : status === 400 ? 'Bad request' : 'Something went wrong';
+    const heading = status === 404 ? 'Not found' : status === 400 ? 'Bad request' : status === 409 ? 'Not waiting' : 'Something went wrong';
     const message = isKlymError(error) ? redact.text(error.message) : `Klym failed serving ${c.req.path}`;
     return c.html(messagePage({ ...frame(c), title: heading }, heading, message), status);
   });
@@ -125,7 +145,8 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
     await next();
     return undefined;
   };
-  for (const path of ['/dashboard/login', '/dashboard/logout', '/dashboard/tasks/:id/cancel']) app.on('POST', path, forms, sameOrigin);
+  for (const path of ['/dashboard/login', '/dashboard/logout', '/dashboard/tasks/:id/cancel', '/dashboard/tasks/:id/reply'])
+    app.on('POST', path, forms, sameOrigin);
 
   app.get('/dashboard/login', (c) => (auth.required ? render(c, loginForm(localPath(c.req.query('next')), undefined), 'Log in') : c.redirect('/', 303)));
   app.post('/dashboard/login', async (c) => {
@@ -172,9 +193,11 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
     const caller = await tasks.callerFor(c.get('viewer'), id);
     const status = await service.status({ task_id: id, full_result: true }, caller.principal);
     const log = await tasks.wholeLog(id, caller);
+    const waiting = status.status === 'input_required' ? (await service.tasks.get(id, caller)).input : undefined;
     return {
       status,
       principal: caller.principal,
+      ...(waiting === undefined ? {} : { input: redact.value(waiting), mayAnswer: caller.principal === c.get('viewer').principal }),
       timeline: buildTimeline(log.entries),
       dropped: log.dropped,
       live: mayChange(status.status, status.write_back?.status),
@@ -214,6 +237,15 @@ export function createDashboard(dashboard: DashboardOptions): Hono<Env> {
     const id = c.req.param('id');
     const viewer = c.get('viewer');
     await service.tasks.cancel(id, await tasks.callerFor(viewer, id), `cancelled on the dashboard by ${viewer.principal}`);
+    return c.redirect(`/dashboard/tasks/${encodeURIComponent(id)}`, 303);
+  });
+
+  // The owner's answer: as the task's own principal only (an admin sees the question, not the form), through
+  // the manager's reply, whose rules (first reply wins, the right kind) every door shares.
+  app.post('/dashboard/tasks/:id/reply', async (c) => {
+    const id = c.req.param('id');
+    const viewer = c.get('viewer');
+    await service.tasks.reply(id, { principal: viewer.principal }, replyOfForm(await c.req.parseBody()));
     return c.redirect(`/dashboard/tasks/${encodeURIComponent(id)}`, 303);
   });
 

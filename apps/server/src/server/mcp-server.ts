@@ -8,6 +8,7 @@ import {
   createMcpTaskStore,
   registerAgentTaskTool,
   registerTaskTools,
+  takesFormElicitation,
 } from '@klym/core/mcp';
 import { McpServer, type Transport } from '@modelcontextprotocol/server';
 import { refuseInvalidParams } from './json-rpc.ts';
@@ -22,8 +23,9 @@ export const SERVER_INFO = { name: 'klym', version: '0.1.0' } as const;
  * principal the session belongs to (`anonymous` over stdio).
  */
 export function createKlymMcpServer(service: TaskService, principal = 'anonymous'): McpServer {
-  const taskStore = createMcpTaskStore(service, { principal });
   const mcp = new McpServer(SERVER_INFO, { capabilities: { logging: {}, tasks: MCP_TASKS_CAPABILITY }, instructions: TASK_TOOLS_INSTRUCTIONS });
+  // A 2025-11-25 session's client capabilities are those its `initialize` declared (the accessor the v2 SDK keeps for that era).
+  const taskStore = createMcpTaskStore(service, { principal, elicits: () => takesFormElicitation(mcp.server.getClientCapabilities()) });
   registerTaskTools(mcp, service);
   // Before run_agent_task, whose answer the SDK must not check: it sits in front and passes the rest on.
   answerUnknownToolsAsToolErrors(mcp, [...TASK_TOOL_NAMES, AGENT_TASK_TOOL_NAME]);

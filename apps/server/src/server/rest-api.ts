@@ -37,7 +37,7 @@ const defined = (record: Record<string, unknown>): Record<string, unknown> =>
  * (`?full_result=true&log_after=&max_log_entries=`), `GET /api/tasks/:id/logs?after=&limit=`,
  * `GET /api/tasks/:id/artifacts/:artifact?offset=&char_offset=&limit=&original=`, `GET /api/tasks/:id/artifacts/:artifact/original`
  * (the result as its tool gave it, whole and byte for byte), `POST /api/tasks/:id/query` (`{ "sql": … }`),
- * `POST /api/tasks/:id/reply` (`{ answer }`), `POST /api/tasks/:id/cancel`, and `GET /api/quota` (the caller's quotas and its tasks running and waiting). Each route parses its body or query once, with the schema the MCP tools
+ * `POST /api/tasks/:id/reply` (`{ answer }`, or `{ approve, reason? }` for an approval), `POST /api/tasks/:id/cancel`, and `GET /api/quota` (the caller's quotas and its tasks running and waiting). Each route parses its body or query once, with the schema the MCP tools
  * give the SDK: an unknown or bad field is a 400 naming it. Errors answer `{ error: { code, message } }`
  * through the app's `onError`.
  */
@@ -110,7 +110,8 @@ export function mountRestApi(app: Hono<Env>, service: TaskService): void {
   app.post('/api/tasks/:id/reply', async (c) => {
     const body = await jsonBody(c.req.raw);
     if (typeof body !== 'object' || body === null || Array.isArray(body))
-      throw new KlymError('INVALID_ARGUMENT', '`body`: expected a JSON object `{ "answer": … }`');
+      throw new KlymError('INVALID_ARGUMENT', '`body`: expected a JSON object, `{ "answer": … }` or `{ "approve": true|false, "reason": … }`');
+    if ('task_id' in body) throw new KlymError('INVALID_ARGUMENT', '`task_id`: the task is the one in the path; leave it out of the body');
     return c.json(await service.reply(parseArgs(replyTaskSchema, { ...body, task_id: c.req.param('id') }), c.get('principal')));
   });
   app.post('/api/tasks/:id/cancel', async (c) => c.json(await service.cancel(parseArgs(cancelTaskSchema, { task_id: c.req.param('id') }), c.get('principal'))));

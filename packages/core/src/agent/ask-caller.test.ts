@@ -57,7 +57,13 @@ describe('klym__ask_caller', () => {
       { toolCallId: 'ask-1', toolName: ASK_CALLER_TOOL_NAME, input: { question: 'Which service?' } },
     ]);
 
-    const second = await runAgent({ pool, prompt: 'Check the errors', model, askCaller: true, resume: answerAsk(parked, 'ask-1', 'the billing service') });
+    const second = await runAgent({
+      pool,
+      prompt: 'Check the errors',
+      model,
+      askCaller: true,
+      resume: answerAsk(parked, 'ask-1', { answer: 'the billing service' }),
+    });
     expect(second.finishReason).toBe('stop');
     expect(second.finalText).toContain('"value":"the billing service"');
     expect(second.finalText).toContain('said hello');

@@ -10,10 +10,46 @@ export const ASK_CALLER_TOOL_NAME = `${BUILT_IN_NAMESPACE}${TOOL_NAME_SEPARATOR}
 /** The `finishReason` of a run that stopped to ask its caller (`AgentRunResult.asked` holds the question). */
 export const INPUT_REQUIRED = 'input-required';
 
-/** A question a run asked its caller: the ask's tool call, whose result the answer becomes. */
+/**
+ * What a run stopped to ask its caller: a question (`klym__ask_caller`), or the approval of a call (`kind:
+ * "approval"`, its tool and arguments in `call`). Either way the reply becomes the result of `toolCallId`.
+ */
 export interface AskedQuestion {
   readonly toolCallId: string;
+  /** The question, whole; for an approval, the call in words. */
   readonly question: string;
+  /** @default 'question' */
+  readonly kind?: 'question' | 'approval';
+  /** The call waiting for approval, as the model made it. */
+  readonly call?: { readonly toolName: string; readonly input: unknown };
+}
+
+/** A reply to what a run asked: an answer, or a decision on a call. */
+export type AskReply = { readonly answer: string } | { readonly approved: boolean; readonly reason?: string };
+
+/** What a denied call's result reads. */
+export const deniedCallText = (reason: string | undefined): string =>
+  `Denied by the caller${reason === undefined || reason.trim() === '' ? ' (no reason given)' : `: ${reason}`}. The call was not sent.`;
+
+/** How much of a call's arguments an approval's question shows (all of them are in its `call`). */
+const APPROVAL_INPUT_CHARS = 2_000;
+
+/** The approval of a call, as a question in words. */
+export function approvalOf(call: { readonly toolCallId: string; readonly toolName: string; readonly input: unknown }): AskedQuestion {
+  const args = JSON.stringify(call.input ?? {});
+  const shown = args.length <= APPROVAL_INPUT_CHARS ? args : `${args.slice(0, APPROVAL_INPUT_CHARS)}… (${args.length} characters; whole in the call)`;
+  return {
+    toolCallId: call.toolCallId,
+    kind: 'approval',
+    question: `Approve the call of ${call.toolName} with ${shown}?`,
+    call: { toolName: call.toolName, input: call.input },
+  };
+}
+
+/** The first call of `calls` waiting for approval, as the approval to ask for. */
+export function nextApproval(calls: readonly InFlightToolCall[]): AskedQuestion | undefined {
+  const waiting = calls.find((call) => call.approval === 'waiting' && call.output === undefined);
+  return waiting === undefined ? undefined : approvalOf(waiting);
 }
 
 // Built once, as the artifact tools are. No `execute`: the SDK ends the step with the call unanswered, and the
@@ -46,11 +82,13 @@ const ONE_QUESTION =
   'Only one question is asked at a time: the first ask of this step was put to the caller. Ask this one after its answer, if it is still needed.';
 
 /**
- * The ask of a finished step, if the model called `klym__ask_caller` (validly: an invalid call was answered
- * with its error, and is not an ask): the step's calls with their results, the ask's left without one. A second
- * ask in the step gets an error result saying one question is asked at a time. `undefined` for a step that did not ask.
+ * What a finished step left for its caller, if the model called `klym__ask_caller` (validly: an invalid call was
+ * answered with its error, and is not an ask) or a tool that `needsApproval`: the step's calls with their results,
+ * the ask's left without one and each call to approve marked `waiting`. A question is asked first, then each call
+ * to approve in turn; a second ask in the step gets an error result saying one question is asked at a time.
+ * `undefined` for a step that needs nothing of its caller.
  */
-export function parkedStep(stepMessages: readonly ModelMessage[]): ParkedStep | undefined {
+export function parkedStep(stepMessages: readonly ModelMessage[], needsApproval: (toolName: string) => boolean = () => false): ParkedStep | undefined {
   const outputs = new Map<string, InFlightToolCall['output']>();
   const made: { toolCallId: string; toolName: string; input: unknown }[] = [];
   for (const message of stepMessages) {
@@ -64,29 +102,34 @@ export function parkedStep(stepMessages: readonly ModelMessage[]): ParkedStep | 
   let asked: AskedQuestion | undefined;
   const calls = made.map((call): InFlightToolCall => {
     const output = outputs.get(call.toolCallId);
-    if (output !== undefined || call.toolName !== ASK_CALLER_TOOL_NAME) return output === undefined ? call : { ...call, output };
+    if (output !== undefined) return { ...call, output };
+    if (call.toolName !== ASK_CALLER_TOOL_NAME) return needsApproval(call.toolName) ? { ...call, approval: 'waiting' } : call;
     if (asked !== undefined) return { ...call, output: { type: 'error-text', value: ONE_QUESTION } };
     asked = { toolCallId: call.toolCallId, question: String((call.input as { question?: unknown } | undefined)?.question ?? '') };
     return call;
   });
+  asked ??= nextApproval(calls);
   return asked === undefined ? undefined : { asked, calls };
 }
 
 /**
- * `checkpoint` with `answer` as the result of its ask `toolCallId` (the call its `current` step left unanswered),
- * as a resumed run gives it to the model. A checkpoint whose ask already has a result is returned as it is.
- * `undefined` when the checkpoint has no such call.
+ * `checkpoint` with `reply` given to its ask `toolCallId` (a call its `current` step left unanswered), as a
+ * resumed run goes on from it: an answer is the ask's result; an approval marks the call `approved` (the resumed
+ * run sends it); a denial is the call's result, with the reason. A checkpoint whose ask already has its reply is
+ * returned as it is. `undefined` when the checkpoint has no such call, or the reply is not of its kind.
  */
-export function answerAsk(checkpoint: AgentCheckpoint, toolCallId: string, answer: string): AgentCheckpoint | undefined {
+export function answerAsk(checkpoint: AgentCheckpoint, toolCallId: string, reply: AskReply): AgentCheckpoint | undefined {
   const calls = checkpoint.current?.calls;
   const call = calls?.find((candidate) => candidate.toolCallId === toolCallId);
   if (checkpoint.current === undefined || calls === undefined || call === undefined) return undefined;
-  if (call.output !== undefined) return checkpoint;
-  return {
-    ...checkpoint,
-    current: {
-      ...checkpoint.current,
-      calls: calls.map((candidate) => (candidate === call ? { ...call, output: { type: 'text', value: answer } } : candidate)),
-    },
-  };
+  if (call.output !== undefined || call.approval === 'approved') return checkpoint;
+  if ('approved' in reply !== (call.approval === 'waiting')) return undefined;
+  let replied: InFlightToolCall;
+  if ('answer' in reply) replied = { ...call, output: { type: 'text', value: reply.answer } };
+  else if (reply.approved) replied = { ...call, approval: 'approved' };
+  else {
+    const { approval: _waiting, ...denied } = call;
+    replied = { ...denied, output: { type: 'error-text', value: deniedCallText(reply.reason) } };
+  }
+  return { ...checkpoint, current: { ...checkpoint.current, calls: calls.map((candidate) => (candidate === call ? replied : candidate)) } };
 }

@@ -1,7 +1,7 @@
 import type { ModelMessage } from 'ai';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { KlymError } from '../errors.ts';
-import { INTERRUPTED_CALL_MESSAGE, createCheckpointer, resumeFrom } from './checkpoint.ts';
+import { HOST_CALL_SAVE_MS, INTERRUPTED_CALL_MESSAGE, createCheckpointer, resumeFrom } from './checkpoint.ts';
 import type { AgentCheckpoint } from './types.ts';
 
 const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15, estimated: false };
@@ -115,5 +115,67 @@ describe('createCheckpointer with a store that answers later (a store on another
 
     checkpoints.answered('b', { type: 'text', value: 'read 2' });
     expect(saved.at(-1)?.current?.calls).toEqual([{ toolCallId: 'b', toolName: 'box__read', input: { id: 2 }, output: { type: 'text', value: 'read 2' } }]);
+  });
+});
+
+/** A checkpointer at step 1 with a program under way, its saves copied into `saved` (or failing while `fail.now`). */
+const start = (saved: AgentCheckpoint[], fail = { now: false }) => {
+  const checkpoints = createCheckpointer(
+    (checkpoint) => {
+      if (fail.now) throw new Error('disk full');
+      saved.push(structuredClone(checkpoint));
+    },
+    () => 0,
+  );
+  checkpoints.beginStep(1, { steps: 0, messages: [{ role: 'user', content: 'Do it' }], texts: [], usage, toolCalls: 0 });
+  checkpoints.sent({ toolCallId: 'p', toolName: 'klym__run_code', input: { code: 'return 1' } });
+  return checkpoints;
+};
+const hostCallsOf = (checkpoint: AgentCheckpoint | undefined) => checkpoint?.current?.calls[0]?.hostCalls?.map((call) => call.call);
+
+describe("a program's host calls in the checkpoints", () => {
+  it("saves a write before it is sent and its outcome at once; a read's outcome with the next save, or after HOST_CALL_SAVE_MS", () => {
+    vi.useFakeTimers();
+    try {
+      const saved: AgentCheckpoint[] = [];
+      const checkpoints = start(saved);
+      const read = { call: 1, name: 'callTool' as const, target: 'box__read', args: {}, outcome: { value: { text: 'r' } } };
+      checkpoints.hostCall('p', read, 'soon');
+      expect(saved).toHaveLength(1);
+      vi.advanceTimersByTime(HOST_CALL_SAVE_MS);
+      expect(hostCallsOf(saved.at(-1))).toEqual([1]);
+      checkpoints.hostCall('p', { ...read, call: 2 }, 'soon');
+      const write = { call: 3, name: 'callTool' as const, target: 'box__write', args: { id: 1 } };
+      checkpoints.hostCall('p', write, 'before-call');
+      // The write's record went with the read's that waited, and nothing is left waiting.
+      expect(hostCallsOf(saved.at(-1))).toEqual([1, 2, 3]);
+      expect(saved.at(-1)?.current?.calls[0]?.hostCalls?.[2]?.outcome).toBeUndefined();
+      checkpoints.hostCall('p', { ...write, outcome: { value: { text: 'w' } } }, 'now');
+      expect(saved.at(-1)?.current?.calls[0]?.hostCalls?.[2]?.outcome).toEqual({ value: { text: 'w' } });
+      const count = saved.length;
+      vi.advanceTimersByTime(HOST_CALL_SAVE_MS * 4);
+      expect(saved).toHaveLength(count);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('drops the record of a write whose record could not be stored: the write is not sent, and no later checkpoint says it was', () => {
+    const saved: AgentCheckpoint[] = [];
+    const fail = { now: false };
+    const checkpoints = start(saved, fail);
+    fail.now = true;
+    expect(() => checkpoints.hostCall('p', { call: 1, name: 'callTool', target: 'box__write', args: {} }, 'before-call')).toThrow(
+      new KlymError('STORE_UNAVAILABLE', 'The call was not sent: its record could not be stored (disk full)'),
+    );
+    fail.now = false;
+    checkpoints.answered('p', { type: 'text', value: 'done' });
+    expect(saved.at(-1)?.current?.calls[0]).toEqual({
+      toolCallId: 'p',
+      toolName: 'klym__run_code',
+      input: { code: 'return 1' },
+      hostCalls: [],
+      output: { type: 'text', value: 'done' },
+    });
   });
 });

@@ -2,11 +2,15 @@ import type { ModelMessage } from 'ai';
 import { KlymError } from '../errors.ts';
 import type { ToolResultOutput } from '../tools/tool-result.ts';
 import type { StepProgress } from './run-step.ts';
+import type { HostCallRecord, HostCallSave } from '../code/program-record.ts';
 import type { AgentCheckpoint, CheckpointTaken, InFlightToolCall } from './types.ts';
 
 /** What a model reads for a call that was sent but whose result was never recorded. */
 export const INTERRUPTED_CALL_MESSAGE =
   'This tool call was interrupted by a restart of Klym before its result was recorded. Its outcome is unknown: it may or may not have taken effect. Klym did not retry it; check before calling it again.';
+
+/** How long a read's or a sub-call's record of a program may wait for its save, in milliseconds. */
+export const HOST_CALL_SAVE_MS = 250;
 
 const BEFORE_CALL: CheckpointTaken = Object.freeze({ beforeCall: true });
 const NOT_BEFORE_CALL: CheckpointTaken = Object.freeze({ beforeCall: false });
@@ -26,6 +30,12 @@ export interface Checkpointer extends StepProgress {
    * listener returned one (a store on another thread): the call waits for it.
    */
   sent(call: Omit<InFlightToolCall, 'output'>): Promise<void> | undefined;
+  /**
+   * A program's host call (`klym__run_code` call `toolCallId`, already recorded by `sent`), kept with that call:
+   * `before-call`, saved and waited for as `sent` is (a write before it goes); `now`, saved as an answer is;
+   * `soon`, saved with the next checkpoint or after {@link HOST_CALL_SAVE_MS}, whichever comes first.
+   */
+  hostCall(toolCallId: string, record: HostCallRecord, when: HostCallSave): Promise<void> | undefined;
   /** A step ended: `done` now includes it. */
   endStep(done: CompletedRun): void;
   /**
@@ -34,6 +44,10 @@ export interface Checkpointer extends StepProgress {
    * question is recorded. @throws {KlymError} `STORE_UNAVAILABLE` when it could not be stored
    */
   park(parked: CompletedRun & { readonly current: NonNullable<AgentCheckpoint['current']> }): Promise<void> | undefined;
+  /** A resumed run goes on with a parked step (to send its approved calls): `parked` is where it stands, not saved again. */
+  reopen(parked: CompletedRun & { readonly current: NonNullable<AgentCheckpoint['current']> }): void;
+  /** Where the run stands now, as the next checkpoint would say it. @throws {Error} before the run's first step */
+  snapshot(): AgentCheckpoint;
 }
 
 /**
@@ -51,14 +65,19 @@ export function createCheckpointer(
    * `strict`: a listener that fails is rethrown as {@link unsent}, and one that returned a Promise is
    * waited for, so that a call whose record could not be stored is not sent.
    */
+  // Fresh arrays each time: a listener may keep a checkpoint, and the run goes on changing its own.
+  const snapshot = (completed: CompletedRun): AgentCheckpoint => ({
+    ...completed,
+    elapsedMs: elapsedMs(),
+    ...(current === undefined ? {} : { current: { step: current.step, text: current.text, calls: [...current.calls] } }),
+  });
+  // A `soon` host call's save, waiting: any save before it holds that record too.
+  let soon: NodeJS.Timeout | undefined;
   const save = (strict = false): Promise<void> | undefined => {
+    clearTimeout(soon);
+    soon = undefined;
     if (onCheckpoint === undefined || done === undefined) return undefined;
-    // Fresh arrays each time: a listener may keep a checkpoint, and the run goes on changing its own.
-    const checkpoint: AgentCheckpoint = {
-      ...done,
-      elapsedMs: elapsedMs(),
-      ...(current === undefined ? {} : { current: { step: current.step, text: current.text, calls: [...current.calls] } }),
-    };
+    const checkpoint = snapshot(done);
     try {
       const returned: unknown = onCheckpoint(checkpoint, strict ? BEFORE_CALL : NOT_BEFORE_CALL);
       if (returned instanceof Promise) {
@@ -86,11 +105,17 @@ export function createCheckpointer(
     sent(call) {
       const step = current;
       if (step === undefined) return undefined;
-      step.calls.push({ toolCallId: call.toolCallId, toolName: call.toolName, input: call.input });
+      // An approved call is in the step already, unsent: it is recorded as sent in its place.
+      const earlier = step.calls.findIndex((recorded) => recorded.toolCallId === call.toolCallId);
+      const before = step.calls[earlier];
+      const sending: InFlightToolCall = { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input };
+      if (before === undefined) step.calls.push(sending);
+      else step.calls[earlier] = { ...sending, ...(before.approval === undefined ? {} : { approval: before.approval }) };
       // By id, not the last: the step's other calls may have been recorded while this one's record was awaited.
       const forget = (error: unknown): never => {
         const index = step.calls.findIndex((recorded) => recorded.toolCallId === call.toolCallId);
-        if (index >= 0) step.calls.splice(index, 1);
+        if (index >= 0 && before === undefined) step.calls.splice(index, 1);
+        else if (index >= 0) step.calls[index] = before as InFlightToolCall;
         throw error;
       };
       let saved: Promise<void> | undefined;
@@ -108,6 +133,34 @@ export function createCheckpointer(
       current.calls[index] = { ...(current.calls[index] as InFlightToolCall), output };
       save();
     },
+    hostCall(toolCallId, record, when) {
+      const index = current?.calls.findIndex((call) => call.toolCallId === toolCallId) ?? -1;
+      if (current === undefined || index < 0) return undefined;
+      const call = current.calls[index] as InFlightToolCall;
+      const hostCalls = (call.hostCalls ?? []).filter((earlier) => earlier.call !== record.call);
+      const step = current;
+      step.calls[index] = { ...call, hostCalls: [...hostCalls, record] };
+      if (when === 'now') return save();
+      if (when === 'soon') {
+        if (onCheckpoint !== undefined && soon === undefined) {
+          soon = setTimeout(() => save(), HOST_CALL_SAVE_MS);
+          soon.unref();
+        }
+        return undefined;
+      }
+      // A record that could not be stored goes: the call is not sent, and a later checkpoint must not say it was.
+      const forget = (error: unknown): never => {
+        const at = step.calls.findIndex((recorded) => recorded.toolCallId === toolCallId);
+        const recorded = step.calls[at];
+        if (recorded !== undefined) step.calls[at] = { ...recorded, hostCalls: (recorded.hostCalls ?? []).filter((earlier) => earlier !== record) };
+        throw error;
+      };
+      try {
+        return save(true)?.catch(forget);
+      } catch (error) {
+        return forget(error);
+      }
+    },
     endStep(completed) {
       done = completed;
       current = undefined;
@@ -117,6 +170,14 @@ export function createCheckpointer(
       done = completed;
       current = { step: asking.step, text: asking.text, calls: [...asking.calls] };
       return save(true);
+    },
+    snapshot() {
+      if (done === undefined) throw new Error('No checkpoint before the run’s first step');
+      return snapshot(done);
+    },
+    reopen({ current: parked, ...completed }) {
+      done = completed;
+      current = { step: parked.step, text: parked.text, calls: [...parked.calls] };
     },
   };
 }
@@ -177,13 +238,24 @@ export function resumeFrom(checkpoint: AgentCheckpoint): ResumedRun {
           type: 'tool-result' as const,
           toolCallId: call.toolCallId,
           toolName: call.toolName,
-          output: call.output ?? unknown(call.toolCallId),
+          output: call.output ?? (call.approval === undefined ? unknown(call.toolCallId) : unsentCall(call.approval)),
         })),
       },
     );
     if (text !== '') texts.push(text);
   }
   return { messages, texts, toolCalls: checkpoint.toolCalls + calls.length, interruptedCalls };
+}
+
+/** What a model reads for a call that waited for approval and was never sent (a run resumed before its reply was given). */
+function unsentCall(approval: NonNullable<InFlightToolCall['approval']>): ToolResultOutput {
+  return {
+    type: 'error-text',
+    value:
+      approval === 'approved'
+        ? 'This call was approved but not sent before the run stopped; it was not sent.'
+        : 'This call waited for the caller’s approval and was not sent.',
+  };
 }
 
 /**

@@ -6,7 +6,8 @@ import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { createResultTexts } from '../tools/tool-result.ts';
 import { raceAbort } from '../internal/abort.ts';
 import { createBudgetHolds, describeBudgetHit, outsideBudget, resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
-import { askCallerTools, INPUT_REQUIRED, parkedStep, type AskedQuestion } from './ask-caller.ts';
+import { askCallerTools, INPUT_REQUIRED, nextApproval, parkedStep, type AskedQuestion } from './ask-caller.ts';
+import { approvedCalls, awaitsCaller, offeredTools, sendApproved } from './approvals.ts';
 import { assertCheckpoint, createCheckpointer, resumeFrom } from './checkpoint.ts';
 import { artifactThreshold, contextWindowOf, createContextWindow } from './context-window.ts';
 import { removeOrphanedToolCalls } from './history.ts';
@@ -26,7 +27,8 @@ import { createArtifactStore, createMemoryArtifacts } from '../artifacts/artifac
 import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
 import { artifactTools, keepBigResult, type ResultKeeping } from '../artifacts/artifact-tools.ts';
 import { compactHistory, type Compaction } from '../artifacts/compaction.ts';
-import { CODE_TOOL_NAME, codeTool } from '../code/code-tool.ts';
+import { CODE_TOOL_NAME, codeTool, type CodeRunning } from '../code/code-tool.ts';
+import { interruptedPrograms, replayInterrupted } from '../code/code-replay.ts';
 
 /**
  * Runs an LLM over the pool's tools until the task is done: each step is one model call (streamed, for a
@@ -144,6 +146,10 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       throw error;
     }
     const access = new Map(catalog.tools.map((tool) => [tool.name, tool.access]));
+    // Calls of tools that need approval park the run (a task's); without a caller to ask, they are refused.
+    const approvalTools = new Set(options.approvals === true ? catalog.tools.flatMap((tool) => (tool.approval === undefined ? [] : [tool.name])) : []);
+    const needsApproval = (toolName: string): boolean => approvalTools.has(toolName);
+    const approved = approvedCalls(resume);
     emit({
       type: 'run-start',
       model: name,
@@ -213,22 +219,34 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       // The map's usage is in the run's already (`onUsage`): the event tells the task's status.
       onMapped: ({ artifact, chunks, usage: used }) => emit({ type: 'artifact-map', step: currentStep, artifact, chunks, usage: used }),
     };
+    const readOnly = new Set(catalog.tools.flatMap((tool) => (tool.readOnly ? [tool.name] : [])));
+    const coding: CodeRunning = {
+      ...(options.code === undefined ? {} : { limits: options.code }),
+      tools: catalog.toolSet({
+        scope,
+        ...(options.toolTimeoutMs === undefined ? {} : { timeoutMs: options.toolTimeoutMs }),
+        onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
+        resultText,
+        ...(tracing === undefined ? {} : { tracing: tracing.toolCalls }),
+      }),
+      keeping,
+      onEvent: (event) => emit({ ...event, step: currentStep }),
+      readOnly: (toolName) => readOnly.has(toolName),
+      // A program's calls and sub-calls stop at a spent budget, as the run's steps do.
+      budgetSpent: () => {
+        const hit = spentBudget(budget, usage, costOf(usage, price)) ?? outsideBudget(options.budgetSignal) ?? holds.refused();
+        return hit === undefined ? undefined : describeBudgetHit(hit);
+      },
+      recorder: {
+        started: (toolCallId, code) => checkpoints.sent({ toolCallId, toolName: CODE_TOOL_NAME, input: { code } }),
+        hostCall: (toolCallId, record, when) => checkpoints.hostCall(toolCallId, record, when),
+      },
+    };
     const builtIns = {
       ...artifactTools(keeping),
       ...(options.askCaller === true ? askCallerTools() : {}),
       // A program's calls take the model's path (rules, policies, the scope, logs), but its results reach the program, kept by it.
-      [CODE_TOOL_NAME]: codeTool({
-        ...(options.code === undefined ? {} : { limits: options.code }),
-        tools: catalog.toolSet({
-          scope,
-          ...(options.toolTimeoutMs === undefined ? {} : { timeoutMs: options.toolTimeoutMs }),
-          onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
-          resultText,
-          ...(tracing === undefined ? {} : { tracing: tracing.toolCalls }),
-        }),
-        keeping,
-        onEvent: (event) => emit({ ...event, step: currentStep }),
-      }),
+      [CODE_TOOL_NAME]: codeTool(coding),
     };
     const messageChars = createMessageSizer();
     const tools = {
@@ -238,12 +256,14 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
         onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
         onDuration: (toolCallId, durationMs) => durations.set(toolCallId, durationMs),
         onRequest: (call) => checkpoints.sent(call),
+        approved: (toolCallId) => approved.has(toolCallId),
         keep: (toolName, result) => keepBigResult(toolName, result, keeping),
         resultText,
         ...(tracing === undefined ? {} : { tracing: tracing.toolCalls }),
       }),
       ...builtIns,
     };
+    const offered = approvalTools.size === 0 ? tools : offeredTools(tools, needsApproval);
     const visible = new Set([...catalog.allowed.map((tool) => tool.name), ...Object.keys(builtIns)]);
     const visibleModel = withVisibleTools(model, visible);
     const system = renderSystemPrompt(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, catalog.describe());
@@ -267,6 +287,28 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     const toolDefinitionChars = catalog.definitionChars();
     const providerOptions = { klym: context as unknown as Record<string, never> };
     const accessOf = (toolName: string) => access.get(toolName);
+
+    if (resume?.current !== undefined && awaitsCaller(resume)) {
+      // The parked step goes on: its approved calls are sent, then it ends, or parks again on its next call to approve.
+      const { current, elapsedMs: _elapsed, ...completed } = resume;
+      currentStep = current.step;
+      checkpoints.reopen({ ...completed, current });
+      const sending = { tools, step: current.step, emit, progress: checkpoints, signal: controller.signal, resultText };
+      for (const call of await sendApproved(current.calls, sending)) toolCalls.push(call);
+      if (controller.signal.aborted) return stopped();
+      const settled = checkpoints.snapshot();
+      const waiting = settled.current === undefined ? undefined : nextApproval(settled.current.calls);
+      if (waiting !== undefined) {
+        await checkpoints.park({ ...completed, current: settled.current as NonNullable<typeof settled.current> });
+        return finish(INPUT_REQUIRED, waiting);
+      }
+      messages = resumeFrom(settled).messages;
+      checkpoints.endStep({ steps, messages, texts: savedTexts, usage, toolCalls: callCount });
+    } else if (resume !== undefined && interruptedPrograms(resume).length > 0) {
+      // A program a crash interrupted runs again from its start, its recorded calls answered from the checkpoint.
+      currentStep = resume.current?.step ?? steps + 1;
+      messages = await replayInterrupted({ running: coding, checkpoint: resume, messages, checkpoints, signal: controller.signal });
+    }
 
     for (;;) {
       if (controller.signal.aborted) return stopped();
@@ -296,7 +338,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
         streams,
         system,
         messages,
-        tools,
+        tools: offered,
         offeredTools: catalog.allowed.length + Object.keys(builtIns).length,
         toolDefinitionChars,
         messageChars,
@@ -316,7 +358,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       );
       const before = { steps: currentStep, messages, texts: savedTexts, toolCalls: callCount };
       // A step that asked its caller parks the run: never after an abort or a failure, whose calls are cut off.
-      const parked = options.askCaller === true && !outcome.aborted && outcome.error === undefined ? parkedStep(outcome.messages) : undefined;
+      const asks = options.askCaller === true || approvalTools.size > 0;
+      const parked = asks && !outcome.aborted && outcome.error === undefined ? parkedStep(outcome.messages, needsApproval) : undefined;
       // A new array, never `push`: the checkpoints handed out hold the old one, and it must not change under them.
       if (outcome.messages.length > 0) messages = messages.concat(outcome.messages);
       if (outcome.text !== '') {

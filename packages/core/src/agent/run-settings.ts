@@ -6,11 +6,11 @@ import type { RunSettings } from './types.ts';
  * The settings of a run that each task sets for itself, not its service: the prompt and conversation; the
  * model, system prompt, tools and budget its request chooses within the service's limits; the secrets and
  * checkpoint its manager adds; whether it may ask its caller (`askCaller`, the manager's option narrowed by the
- * request); and `toolTimeoutMs`, which a task leaves to each upstream's `timeouts.requestMs`.
+ * request), and that its calls wait for approvals (`approvals`, always on for a task); and `toolTimeoutMs`, which a task leaves to each upstream's `timeouts.requestMs`.
  */
 export type PerTaskSetting = keyof Pick<
   RunSettings,
-  'prompt' | 'messages' | 'model' | 'systemPrompt' | 'tools' | 'budget' | 'secrets' | 'resume' | 'toolTimeoutMs' | 'askCaller'
+  'prompt' | 'messages' | 'model' | 'systemPrompt' | 'tools' | 'budget' | 'secrets' | 'resume' | 'toolTimeoutMs' | 'askCaller' | 'approvals'
 >;
 
 /**

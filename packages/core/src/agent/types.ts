@@ -8,6 +8,7 @@ import type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules } from '..
 import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
 import type { AgentEvent } from './agent-event.ts';
 import type { AskedQuestion } from './ask-caller.ts';
+import type { HostCallRecord } from '../code/program-record.ts';
 
 export type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules };
 
@@ -106,9 +107,9 @@ export interface AgentRunResult {
   /** The checkpoint's `steps`, when the run continued one (`resume`). */
   readonly resumedFrom?: number;
   /**
-   * The question the run stopped to ask (`finishReason: "input-required"`, `askCaller` on): the run's last
-   * checkpoint holds the asking step, its ask unanswered; resume it with the answer as the ask's result
-   * (`answerAsk`) to go on.
+   * The question the run stopped to ask, or the call it waits to have approved (`finishReason: "input-required"`,
+   * `askCaller` or `approvals` on): the run's last checkpoint holds the asking step, its ask unanswered; resume it
+   * with the reply (`answerAsk`) to go on.
    */
   readonly asked?: AskedQuestion;
 }
@@ -121,9 +122,19 @@ export interface InFlightToolCall {
   readonly input: unknown;
   /**
    * The result as the model reads it, once the call answered (`toModelOutput` of the result) or failed
-   * (`error-text` with the error's message). Absent: the outcome is unknown.
+   * (`error-text` with the error's message). Absent: the outcome is unknown — or the call waits for its approval.
    */
   readonly output?: ToolResultPart['output'];
+  /**
+   * A `klym__run_code` call's host calls that a resume may replay (tool calls and sub-calls, as they happened):
+   * a program interrupted by a crash runs again from its start, these answered from the record.
+   */
+  readonly hostCalls?: readonly HostCallRecord[];
+  /**
+   * A call of a tool that needs the caller's approval, never sent until approved: `waiting` for the decision,
+   * `approved` (a resumed run sends it). A denied call has the denial as its `output`.
+   */
+  readonly approval?: 'waiting' | 'approved';
 }
 
 /**
@@ -247,6 +258,13 @@ export interface RunAgentOptions {
    * answer as the ask's result. A task manager turns it on for its tasks (`askCaller`). @default false
    */
   readonly askCaller?: boolean;
+  /**
+   * A call of a tool that needs approval (`tools.approval`, see {@link ToolSelection}) ends the run the same way,
+   * `asked` being that call (`kind: "approval"`), until a decision resumes it: approved, the call is sent; denied,
+   * the model reads so with the caller's reason. Off, such calls are refused (`TOOL_DENIED`). A task manager turns
+   * it on for every task: the caller cannot turn a server's approvals off. @default false
+   */
+  readonly approvals?: boolean;
   /** Aborting it stops the model request and the tool calls in flight; the run resolves with `finishReason: "cancelled"`. */
   readonly signal?: AbortSignal;
   /**

@@ -109,7 +109,7 @@ export function chunkLabel(answer: Pick<ChunkAnswer, 'from' | 'to' | 'pieces'>):
  * A streamed call's whole text and usage, once it ended; rejects with its error. The SDK hands a stream's
  * error to `onError` and rejects `text` with a `NoOutputGeneratedError` that does not say it: the first is kept.
  */
-async function streamed(call: Parameters<typeof streamText>[0]): Promise<CallResult> {
+export async function streamed(call: Parameters<typeof streamText>[0]): Promise<CallResult> {
   let failure: unknown;
   const result = streamText({ ...call, onError: ({ error }) => void (failure ??= error) });
   try {
@@ -121,7 +121,7 @@ async function streamed(call: Parameters<typeof streamText>[0]): Promise<CallRes
 }
 
 /** What a call gave, streamed or not. */
-interface CallResult {
+export interface CallResult {
   readonly text: string;
   readonly usage: { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined };
   readonly finishReason: string;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { KlymError } from '../errors.ts';
 import { runInSandbox, type HostFunction } from './sandbox.ts';
 
 const limits = { memoryMiB: 16, timeoutMs: 2_000 };
@@ -59,6 +60,16 @@ describe('runInSandbox', () => {
     };
     await expect(run('for (;;) await tick();', host, { signal: controller.signal })).rejects.toMatchObject({ code: 'ABORTED' });
     expect(calls).toBe(5);
+  });
+
+  it("is interrupted while it computes when its signal aborts, with a spent budget's own reason", async () => {
+    const controller = new AbortController();
+    const host = { started: async () => void setTimeout(() => controller.abort(), 50) };
+    await expect(run('await started(); for (;;) {}', host, { signal: controller.signal, timeoutMs: 60_000 })).rejects.toMatchObject({ code: 'ABORTED' });
+    const budget = new AbortController();
+    const spent = new KlymError('BUDGET_EXCEEDED', 'The budget stopped the program: spent');
+    const stop = { started: async () => void setTimeout(() => budget.abort(spent), 50) };
+    await expect(run('await started(); for (;;) {}', stop, { signal: budget.signal, timeoutMs: 60_000 })).rejects.toBe(spent);
   });
 
   it('has no clock, file system, network or process', async () => {

@@ -1,5 +1,6 @@
-import { newQuickJSWASMModule, RELEASE_SYNC, type QuickJSContext, type QuickJSHandle } from 'quickjs-emscripten';
-import { KlymError } from '../errors.ts';
+import { Worker } from 'node:worker_threads';
+import { isKlymError, KlymError } from '../errors.ts';
+import type { FromSandboxThread, SandboxProgram, ToSandboxThread } from './sandbox-messages.ts';
 
 /** A function the program may await: its arguments and answer cross the boundary as JSON. */
 export type HostFunction = (args: readonly unknown[]) => Promise<unknown>;
@@ -14,163 +15,137 @@ export interface SandboxOptions {
   readonly memoryMiB: number;
   /** Wall-clock limit of the program, its host calls' waits included, in milliseconds. */
   readonly timeoutMs: number;
-  /** Aborting it interrupts the program at its next instruction or host call. */
+  /** Aborting it interrupts the program at once, whether it computes or waits for a host call. */
   readonly signal?: AbortSignal;
 }
 
 /** What a program answered: a string as it is, anything else as its JSON text; `undefined` when it returned nothing. */
 export type ProgramAnswer = { readonly kind: 'text'; readonly text: string } | { readonly kind: 'json'; readonly text: string } | undefined;
 
-// Inside the sandbox: the host functions as async globals over one bridge, JSON both ways, and no clock
-// (`Date.now()`, `new Date()`): a program that cannot see time answers the same when it is run again.
-const PRELUDE = (names: readonly string[]): string => `(() => {
-  const bridge = globalThis.__klymHost;
-  delete globalThis.__klymHost;
-  for (const name of ${JSON.stringify(names)}) {
-    globalThis[name] = async (...args) => {
-      const answer = await bridge(name, JSON.stringify(args, (key, value) => (value === undefined ? null : value)));
-      return answer === undefined ? undefined : JSON.parse(answer);
-    };
-  }
-  const NoClockDate = new Proxy(Date, {
-    construct(target, args) {
-      if (args.length === 0) throw new Error('There is no clock in the sandbox: new Date() needs a value');
-      return new target(...args);
-    },
-    apply() { throw new Error('There is no clock in the sandbox: Date() needs a value'); },
-  });
-  Date.now = () => { throw new Error('There is no clock in the sandbox: Date.now() is not available'); };
-  globalThis.Date = NoClockDate;
-})();`;
+// Tests and `klym serve --conditions=klym-source` run the sources; the published package runs the build.
+const THREAD_ENTRY = new URL(import.meta.url.endsWith('.ts') ? './sandbox-thread.ts' : './sandbox-thread.js', import.meta.url);
 
 /**
- * Runs `code` in a QuickJS runtime of its own (WebAssembly, a fresh module per program, so nothing one program
- * leaves behind, a grown heap included, outlives it): no file system, network, process or clock, only `host`.
- * The memory limit is QuickJS's allocator's; the time limit and `signal` are checked by its interrupt handler while
- * the program computes and by a timer while it waits for a host call.
+ * The thread's own V8 heap, in MiB: it holds only host answers on their way into QuickJS (whose heap is WASM memory,
+ * bounded by `memoryMiB`), so a thread past this is a fault of the sandbox, ended like a program out of memory.
+ */
+const THREAD_HEAP_MIB = 128;
+
+/**
+ * Runs `code` in a QuickJS runtime (WebAssembly) on a worker thread of its own, so that a program that computes
+ * never holds up the runs beside it: no file system, network, process or clock, only `host`, whose functions run
+ * on the caller's thread, each call a message there and an answer back. The memory limit is QuickJS's allocator's;
+ * the time limit and `signal` terminate the thread, whether the program computes or waits. The thread is
+ * terminated when the program ends, so nothing it left behind, a grown heap included, outlives it.
  *
  * @throws {KlymError} `CODE_FAILED` when the program throws, does not parse, returns what is not JSON, or passes
  * a limit (the message names `code.memoryMiB` or `code.timeoutMs` and its value); `ABORTED` when `signal` aborts.
  */
 export async function runInSandbox(options: SandboxOptions): Promise<ProgramAnswer> {
-  const { memoryMiB, timeoutMs, signal } = options;
+  const { memoryMiB, timeoutMs, signal, host } = options;
   signal?.throwIfAborted();
-  const deadline = performance.now() + timeoutMs;
-  const timeUp = (): KlymError => new KlymError('CODE_FAILED', `The program ran past its time limit: code.timeoutMs is ${timeoutMs} ms`, { limit: timeoutMs });
+  const worker = takeThread();
+  const outcome = Promise.withResolvers<ProgramAnswer>();
+  let settled = false;
+  const settle = (error: KlymError | undefined, answer?: ProgramAnswer): void => {
+    if (settled) return;
+    settled = true;
+    void worker.terminate();
+    if (error === undefined) outcome.resolve(answer);
+    else outcome.reject(error);
+  };
   const outOfMemory = (): KlymError => new KlymError('CODE_FAILED', `The program ran out of memory: code.memoryMiB is ${memoryMiB} MiB`, { limit: memoryMiB });
-  const stopped = (): KlymError | undefined => (signal?.aborted === true ? cancelled() : performance.now() >= deadline ? timeUp() : undefined);
-
-  const module = await newQuickJSWASMModule(RELEASE_SYNC);
-  const runtime = module.newRuntime();
-  runtime.setMemoryLimit(memoryMiB * 1024 * 1024);
-  runtime.setInterruptHandler(() => stopped() !== undefined);
-  const vm = runtime.newContext();
-  let settle: ((error: KlymError | undefined) => void) | undefined;
-  const waiting = new Promise<KlymError | undefined>((resolve) => (settle = resolve));
-  // While the program waits for a host call, no instruction runs to meet the interrupt handler: these end the wait.
-  const onAbort = (): void => settle?.(cancelled());
-  const timer = setTimeout(() => settle?.(timeUp()), Math.max(0, deadline - performance.now()));
+  // A spent budget stops the program with its own reason; a cancel, as a cancel.
+  const onAbort = (): void => settle(isKlymError(signal?.reason, 'BUDGET_EXCEEDED') ? signal.reason : cancelled());
+  const timer = setTimeout(
+    () => settle(new KlymError('CODE_FAILED', `The program ran past its time limit: code.timeoutMs is ${timeoutMs} ms`, { limit: timeoutMs })),
+    timeoutMs,
+  );
   signal?.addEventListener('abort', onAbort, { once: true });
-  let calls: { outstanding: number } | undefined;
-  try {
-    // A failure past the program's own code: out of memory, interrupted, or what it threw.
-    const failure = (handle: QuickJSHandle): KlymError => {
-      const dumped: unknown = vm.dump(handle);
-      handle.dispose();
-      const stop = stopped();
-      if (stop !== undefined) return stop;
-      const error = dumped as { name?: unknown; message?: unknown } | undefined;
-      const text = typeof error === 'object' && error !== null ? `${String(error.name ?? 'Error')}: ${String(error.message ?? '')}` : String(dumped);
-      if (/out of memory/i.test(text)) return outOfMemory();
-      return new KlymError('CODE_FAILED', `The program failed: ${text}`);
-    };
-    let pump: (() => void) | undefined;
-    calls = installHost(
-      vm,
-      options.host,
-      () => pump?.(),
-      () => settle !== undefined,
-    );
-    const prelude = vm.evalCode(PRELUDE(Object.keys(options.host)), 'prelude.js');
-    if (prelude.error !== undefined) throw failure(prelude.error);
-    prelude.value.dispose();
-
-    const evaluated = vm.evalCode(
-      `(async () => {\n${options.code}\n})().then((value) => (value === undefined ? undefined : typeof value === 'string' ? { kind: 'text', text: value } : { kind: 'json', text: JSON.stringify(value) }))`,
-      'program.js',
-    );
-    if (evaluated.error !== undefined) throw failure(evaluated.error);
-    const promise = evaluated.value;
-    let answer: ProgramAnswer;
-    // Run after every host answer: the program goes on until it waits again, then its promise says where it is.
-    pump = (): void => {
-      const jobs = runtime.executePendingJobs();
-      if (jobs.error !== undefined) return settle?.(failure(jobs.error));
-      const state = vm.getPromiseState(promise);
-      if (state.type === 'rejected') settle?.(failure(state.error));
-      else if (state.type === 'fulfilled') {
-        answer = vm.dump(state.value) as ProgramAnswer;
-        state.value.dispose();
-        settle?.(undefined);
+  const answer = (message: ToSandboxThread): void => {
+    // oxlint-disable-next-line unicorn/require-post-message-target-origin -- a Worker's postMessage has no target origin
+    if (!settled) worker.postMessage(message);
+  };
+  const program: SandboxProgram = { code: options.code, names: Object.keys(host), memoryMiB };
+  // A warm thread is ready already (its first message was read while it waited); a new one says so when QuickJS is loaded.
+  if (warm.has(worker)) answer({ type: 'start', ...program });
+  worker.on('message', (message: FromSandboxThread) => {
+    switch (message.type) {
+      case 'ready':
+        return answer({ type: 'start', ...program });
+      case 'call': {
+        const call = host[message.name];
+        const pending = call === undefined ? Promise.reject(new Error(`No host function ${message.name}`)) : call(JSON.parse(message.args) as unknown[]);
+        pending.then(
+          (value) => answer({ type: 'answer', id: message.id, ...(value === undefined ? {} : { value: JSON.stringify(value) }) }),
+          (error: unknown) => {
+            const code = error instanceof KlymError ? error.code : undefined;
+            answer({
+              type: 'answer',
+              id: message.id,
+              error: { name: code === undefined ? 'Error' : `KlymError ${code}`, message: error instanceof Error ? error.message : String(error) },
+            });
+          },
+        );
+        return;
       }
-    };
-    pump();
-    const error = await waiting;
-    promise.dispose();
-    if (error !== undefined) throw error;
-    return answer;
+      case 'ended':
+        return settle(undefined, message.answer);
+      case 'failed':
+        return settle(message.memory ? outOfMemory() : new KlymError('CODE_FAILED', `The program failed: ${message.message}`));
+    }
+  });
+  worker.on('error', (error) => {
+    const memory = (error as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY';
+    settle(memory ? outOfMemory() : new KlymError('CODE_FAILED', `The sandbox failed: ${error.message}`, { cause: error }));
+  });
+  worker.once('exit', (code) => settle(new KlymError('CODE_FAILED', `The sandbox's thread ended before the program did (exit code ${code})`)));
+  try {
+    return await outcome.promise;
   } finally {
-    settle = undefined;
     clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);
-    // A program stopped while it computed or waited still holds live objects, and freeing its runtime then fails
-    // an assertion inside QuickJS (aborting the module): the module is this program's alone, so it goes whole to the
-    // garbage collector instead, its memory with it.
-    if (calls?.outstanding === 0 && stopped() === undefined) {
-      try {
-        vm.dispose();
-        runtime.dispose();
-      } catch {
-        // An object the program left alive (a promise it never awaited): the module goes whole, as above.
-      }
-    }
+    replenish();
   }
 }
 
 const cancelled = (): KlymError => new KlymError('ABORTED', 'The program was interrupted: its task was cancelled');
 
-/** The one bridge the prelude wraps: `__klymHost(name, argsJson)` → a Promise of the answer's JSON text. */
-function installHost(vm: QuickJSContext, host: SandboxOptions['host'], pump: () => void, running: () => boolean): { outstanding: number } {
-  const calls = { outstanding: 0 };
-  const bridge = vm.newFunction('__klymHost', (nameHandle, argsHandle) => {
-    const name = vm.getString(nameHandle);
-    const args = JSON.parse(vm.getString(argsHandle)) as unknown[];
-    const deferred = vm.newPromise();
-    const call = host[name];
-    const pending = call === undefined ? Promise.reject(new Error(`No host function ${name}`)) : call(args);
-    calls.outstanding++;
-    pending
-      .finally(() => calls.outstanding--)
-      .then(
-        (value) => {
-          if (!running()) return;
-          if (value === undefined) deferred.resolve();
-          else vm.newString(JSON.stringify(value)).consume((handle) => deferred.resolve(handle));
-        },
-        (error: unknown) => {
-          if (!running()) return;
-          const message = error instanceof Error ? error.message : String(error);
-          const code = error instanceof KlymError ? error.code : undefined;
-          vm.newError({ name: code === undefined ? 'Error' : `KlymError ${code}`, message }).consume((handle) => deferred.reject(handle));
-        },
-      );
-    void deferred.settled.then(() => {
-      deferred.dispose();
-      if (running()) pump();
-    });
-    return deferred.handle;
+/**
+ * One thread loaded and waiting, started when a program ends (none until the first program has run): a
+ * program's start is then a message, not a thread's and QuickJS's load (figures: docs/benchmarks.md, `code_start_ms`).
+ * It is the process's one piece of shared state here, and holds nothing of any program: each thread runs one program
+ * and is terminated. Unreferenced while it waits, it never keeps the process alive.
+ */
+let spare: Worker | undefined;
+/** Threads that said they are ready before a program took them. */
+const warm = new WeakSet<Worker>();
+
+function startThread(): Worker {
+  const worker = new Worker(THREAD_ENTRY, { resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MIB } });
+  worker.once('message', (message: FromSandboxThread) => {
+    if (message.type === 'ready') warm.add(worker);
   });
-  vm.setProp(vm.global, '__klymHost', bridge);
-  bridge.dispose();
-  return calls;
+  // A spare that fails or exits before it is taken is dropped; the next program starts its own.
+  const drop = (): void => {
+    if (spare === worker) spare = undefined;
+  };
+  worker.once('error', drop);
+  worker.once('exit', drop);
+  return worker;
+}
+
+/** The spare thread, or a new one when there is none. */
+function takeThread(): Worker {
+  const taken = spare ?? startThread();
+  spare = undefined;
+  taken.ref();
+  return taken;
+}
+
+/** A spare for the next program, started once a program has ended: never beside a program, whose CPU it would take. */
+function replenish(): void {
+  if (spare !== undefined) return;
+  spare = startThread();
+  spare.unref();
 }

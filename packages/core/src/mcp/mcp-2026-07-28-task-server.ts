@@ -1,5 +1,4 @@
-import { McpServer, MissingRequiredClientCapabilityError, ProtocolErrorCode } from '@modelcontextprotocol/server';
-import { z } from 'zod';
+import { McpServer, MissingRequiredClientCapabilityError, ProtocolErrorCode, type ClientCapabilities, type InputRequests } from '@modelcontextprotocol/server';
 import { MCP_TASK_DEFAULTS } from '../defaults.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { TaskRecord } from '../tasks/task-types.ts';
@@ -7,6 +6,7 @@ import { ANY_RESULT, TASK_ID_PARAMS, asTaskRpc, listAgentTaskTool, parseAgentTas
 import { MCP_STATUS, statusMessage, toToolResult } from './mcp-task-view.ts';
 import { currentHandler } from './sdk-handlers.ts';
 import { startOptionsOf } from './start-options.ts';
+import { answerInput, elicitationOf, inputKeyOf, takesFormElicitation, waitingInput } from './task-input.ts';
 import { AGENT_TASK_TOOL, TASK_TOOLS, answer } from './task-tool-definitions.ts';
 
 /** The Tasks extension's identifier (SEP-2663), in `capabilities.extensions` and in a request's client capabilities. */
@@ -19,13 +19,15 @@ const TASKS_REQUIRED = { extensions: { [TASKS_EXTENSION_ID]: {} } };
 export interface Mcp20260728Task {
   readonly [key: string]: unknown;
   readonly taskId: string;
-  readonly status: 'working' | 'completed' | 'failed' | 'cancelled';
+  readonly status: 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
   readonly statusMessage: string;
   readonly createdAt: string;
   readonly lastUpdatedAt: string;
   /** From creation until Klym may forget the task: unknown (`null`) while it runs, since it is kept `ttlMs` after its end. */
   readonly ttlMs: number | null;
   readonly pollIntervalMs: number;
+  /** While `input_required`: the elicitation asking for the reply, keyed by the ask (empty to a client that takes no form elicitation). */
+  readonly inputRequests?: InputRequests;
   readonly result?: Record<string, unknown>;
   readonly error?: { readonly code: number; readonly message: string; readonly data: { readonly code: string } };
 }
@@ -46,43 +48,65 @@ export interface Mcp20260728TaskServerOptions {
  */
 export const principalOf = (authInfo?: { readonly clientId?: string }): string => authInfo?.clientId ?? 'anonymous';
 
+/** The client capabilities a 2026-07-28 request's envelope (its `_meta`) declares. */
+export function clientCapabilitiesOf(envelope: unknown): ClientCapabilities | undefined {
+  return (envelope as Record<string, ClientCapabilities | undefined> | undefined)?.['io.modelcontextprotocol/clientCapabilities'];
+}
+
 /** Whether a 2026-07-28 request's envelope declares the Tasks extension. */
 export function declaresTasksExtension(envelope: unknown): boolean {
-  const capabilities = (envelope as Record<string, { extensions?: Record<string, unknown> } | undefined> | undefined)?.[
-    'io.modelcontextprotocol/clientCapabilities'
-  ];
-  return capabilities?.extensions?.[TASKS_EXTENSION_ID] !== undefined;
+  return (clientCapabilitiesOf(envelope)?.extensions as Record<string, unknown> | undefined)?.[TASKS_EXTENSION_ID] !== undefined;
 }
 
 /** The `-32021` a request without the extension gets where only a task will do. */
 export const missingTasksExtension = (): MissingRequiredClientCapabilityError =>
   new MissingRequiredClientCapabilityError({ requiredCapabilities: TASKS_REQUIRED });
 
+/** Who reads a task, and how it is shown to them. */
+export interface Mcp20260728Reader {
+  readonly principal: string;
+  readonly pollIntervalMs: number;
+  /** What the reading request's envelope declares: a task waiting for input shows its elicitation only to a client that takes one. */
+  readonly capabilities?: ClientCapabilities | undefined;
+}
+
 /**
- * Reads a task of `principal` as the extension shows it; another principal's task, or an evicted one, is the
- * spec's `-32602` "Task not found", exactly as one that never existed.
+ * Reads a task of `reader.principal` as the extension shows it; another principal's task, or an evicted one, is
+ * the spec's `-32602` "Task not found", exactly as one that never existed.
  */
-export function readMcp20260728Task(service: TaskService, taskId: string, principal: string, pollIntervalMs: number): Promise<Mcp20260728Task> {
-  return asTaskRpc(async () => toMcp20260728Task(service, await service.tasks.get(taskId, { principal }), principal, pollIntervalMs));
+export function readMcp20260728Task(service: TaskService, taskId: string, reader: Mcp20260728Reader): Promise<Mcp20260728Task> {
+  return asTaskRpc(async () => toMcp20260728Task(service, await service.tasks.get(taskId, { principal: reader.principal }), reader));
 }
 
 /**
  * A task record as a `DetailedTask`, in the statuses the 2025 era shows: `pending` and `running` are
  * `working`; a completed task carries inline the `CallToolResult` `run_agent_task` would have answered had it
  * waited; a Klym `error` is `failed` with a JSON-RPC `-32603` naming its Klym code; a cancelled one says why
- * in its `statusMessage`.
+ * in its `statusMessage`. A task waiting for its caller is `input_required` with `inputRequests` (the
+ * extension's "Task Polling", response 2): to a client that declares form elicitation, one `elicitation/create`
+ * keyed by the ask ({@link inputKeyOf}), answered through `tasks/update`; to one that does not, none (a server
+ * must not send an input request of a capability the client did not declare: "Multi Round-Trip Requests",
+ * server requirements), its `statusMessage` naming `reply_to_agent_task` instead.
  */
-export async function toMcp20260728Task(service: TaskService, task: TaskRecord, principal: string, pollIntervalMs: number): Promise<Mcp20260728Task> {
+export async function toMcp20260728Task(service: TaskService, task: TaskRecord, reader: Mcp20260728Reader): Promise<Mcp20260728Task> {
+  const { principal, pollIntervalMs } = reader;
+  const elicits = takesFormElicitation(reader.capabilities);
   const base = {
     taskId: task.id,
-    statusMessage: statusMessage(task),
+    statusMessage: statusMessage(task, elicits),
     createdAt: task.createdAt,
     lastUpdatedAt: task.finishedAt ?? task.startedAt ?? task.createdAt,
     ttlMs: task.finishedAt === undefined ? null : Date.parse(task.finishedAt) - Date.parse(task.createdAt) + service.ttlMs,
     pollIntervalMs,
   };
-  // The same statuses the 2025 era shows (a Klym task is never input_required).
+  // The same statuses the 2025 era shows.
   const status = MCP_STATUS[task.status] as Mcp20260728Task['status'];
+  if (task.status === 'input_required') {
+    const input = waitingInput(task);
+    const inputRequests: InputRequests =
+      input === undefined || !elicits ? {} : { [inputKeyOf(input)]: { method: 'elicitation/create', params: elicitationOf(input) } };
+    return { ...base, status, inputRequests };
+  }
   if (task.status === 'error') {
     const code = task.error?.code ?? 'INTERNAL';
     return {
@@ -94,8 +118,6 @@ export async function toMcp20260728Task(service: TaskService, task: TaskRecord, 
   if (task.status !== 'completed') return { ...base, status };
   return { ...base, status, result: toToolResult(task, await service.status({ task_id: task.id }, principal)) as Record<string, unknown> };
 }
-
-const updateParams = TASK_ID_PARAMS.extend({ inputResponses: z.record(z.string(), z.unknown()).optional() });
 
 /**
  * Builds the v2 SDK server that answers 2026-07-28 requests: Klym's eight task tools (the same definitions the
@@ -116,9 +138,13 @@ export function createMcp20260728TaskServer(service: TaskService, options: Mcp20
     capabilities: { tools: {}, extensions: { [TASKS_EXTENSION_ID]: {} } },
     ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
   });
-  type Context = { mcpReq: { _meta?: unknown; envelope?: unknown; signal?: AbortSignal }; http?: { authInfo?: { clientId?: string } } };
+  type Context = {
+    mcpReq: { _meta?: unknown; envelope?: unknown; signal?: AbortSignal; inputResponses?: Record<string, unknown> };
+    http?: { authInfo?: { clientId?: string } };
+  };
   const metaOf = (ctx: Context): unknown => ({ ...(ctx.mcpReq['_meta'] as object | undefined), ...(ctx.mcpReq.envelope as object | undefined) });
   const callerOf = (ctx: Context): string => principalOf(ctx.http?.authInfo);
+  const readerOf = (ctx: Context): Mcp20260728Reader => ({ principal: callerOf(ctx), pollIntervalMs, capabilities: clientCapabilitiesOf(metaOf(ctx)) });
 
   for (const tool of TASK_TOOLS) {
     const handler = (args: never, ctx: Context) => answer(() => tool.run(service, args, callerOf(ctx), metaOf(ctx), ctx.mcpReq.signal));
@@ -135,38 +161,45 @@ export function createMcp20260728TaskServer(service: TaskService, options: Mcp20
   const runAgentTask = async (params: { arguments?: unknown }, ctx: Context): Promise<Record<string, unknown>> => {
     if (!declaresTasksExtension(ctx.mcpReq.envelope)) throw missingTasksExtension();
     const args = parseAgentTaskArgs(params.arguments);
-    const principal = callerOf(ctx);
-    const { task_id: taskId } = await asTaskRpc(() => service.start(args, principal, startOptionsOf(metaOf(ctx))));
+    const reader = readerOf(ctx);
+    const { task_id: taskId } = await asTaskRpc(() => service.start(args, reader.principal, startOptionsOf(metaOf(ctx))));
     // Durably created before the handle is answered: a tasks/get of it resolves from now on, on any front.
-    return { resultType: 'task', ...(await readMcp20260728Task(service, taskId, principal, pollIntervalMs)) };
+    return { resultType: 'task', ...(await readMcp20260728Task(service, taskId, reader)) };
   };
   answerBeforeTools(server, AGENT_TASK_TOOL.name, runAgentTask);
 
   const withTask =
-    <Params extends { taskId: string }>(run: (params: Params, principal: string) => Promise<Record<string, unknown>>) =>
+    <Params extends { taskId: string }>(run: (params: Params, reader: Mcp20260728Reader, ctx: Context) => Promise<Record<string, unknown>>) =>
     async (params: Params, ctx: Context): Promise<Record<string, unknown>> => {
       if (!declaresTasksExtension(ctx.mcpReq.envelope)) throw missingTasksExtension();
-      return run(params, callerOf(ctx));
+      return run(params, readerOf(ctx), ctx);
     };
   server.server.setRequestHandler(
     'tasks/get',
     { params: TASK_ID_PARAMS, result: ANY_RESULT },
-    withTask(({ taskId }, principal) => readMcp20260728Task(service, taskId, principal, pollIntervalMs)) as never,
+    withTask(({ taskId }, reader) => readMcp20260728Task(service, taskId, reader)) as never,
   );
-  // Klym never asks its caller anything (no task is ever input_required): every input response answers no
-  // outstanding request, and the spec has those ignored. The task must still be the caller's.
+  // "Task Update Requests": a response keyed by the ask the task waits on replies to it (accept answers or
+  // decides, decline denies an approval or declines a question, cancel leaves it waiting: see `answerInput`);
+  // a response to any other key (never issued, answered already, superseded) is ignored, as the spec has it.
+  // A response that does not fit its ask is `-32602` naming what is wrong ("Multi Round-Trip Requests", error
+  // handling). The acknowledgement is empty; the task's status follows, eventually. The SDK lifts the
+  // request's `inputResponses` out of its params into `ctx.mcpReq.inputResponses` (the MRTR retry field).
   server.server.setRequestHandler(
     'tasks/update',
-    { params: updateParams, result: ANY_RESULT },
-    withTask(async ({ taskId }, principal) => {
-      await asTaskRpc(() => service.tasks.get(taskId, { principal }));
+    { params: TASK_ID_PARAMS, result: ANY_RESULT },
+    withTask(async ({ taskId }, { principal }, ctx) => {
+      await asTaskRpc(async () => {
+        await service.tasks.get(taskId, { principal });
+        for (const [key, response] of Object.entries(ctx.mcpReq.inputResponses ?? {})) await answerInput(service, taskId, principal, key, response);
+      });
       return {};
     }) as never,
   );
   server.server.setRequestHandler(
     'tasks/cancel',
     { params: TASK_ID_PARAMS, result: ANY_RESULT },
-    withTask(async ({ taskId }, principal) => {
+    withTask(async ({ taskId }, { principal }) => {
       // Cooperative: an ended task stays as it was, and the acknowledgement is the same.
       await asTaskRpc(() => service.tasks.cancel(taskId, { principal }));
       return {};

@@ -19,6 +19,12 @@ export interface McpTaskStoreOptions {
   readonly pollIntervalMs?: number;
   /** Tasks a `tasks/list` page holds. @default MCP_TASK_DEFAULTS.listPageSize (50) */
   readonly pageSize?: number;
+  /**
+   * Whether the session's client takes form elicitations (it declared `elicitation` in `initialize`): a task
+   * waiting for input then shows its question alone, and `tasks/result` asks it there; otherwise its
+   * `statusMessage` says to answer with `reply_to_agent_task`. Asked each time a task is shown. @default () => false
+   */
+  readonly elicits?: () => boolean;
 }
 
 /** Klym's task service as MCP 2025-11-25 tasks of one principal: what `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` answer. */
@@ -26,6 +32,8 @@ export interface McpTaskStore {
   readonly principal: string;
   /** The `pollInterval` this store tells clients, in milliseconds (it also paces a waiting `tasks/result`). */
   readonly pollIntervalMs: number;
+  /** Whether the session's client takes form elicitations ({@link McpTaskStoreOptions.elicits}). */
+  elicits(): boolean;
   /**
    * Starts a Klym task from a task-augmented `tools/call`'s parsed arguments and its `params._meta` (the
    * trace context), and answers it as an MCP task.
@@ -73,7 +81,8 @@ export function createMcpTaskStore(service: TaskService, options: McpTaskStoreOp
   const caller = { principal: options.principal };
   const timing = { ttlMs: service.ttlMs, pollIntervalMs: positiveInteger('pollIntervalMs', options.pollIntervalMs ?? MCP_TASK_DEFAULTS.pollIntervalMs) };
   const pageSize = positiveInteger('pageSize', options.pageSize ?? MCP_TASK_DEFAULTS.listPageSize);
-  const toTask = (task: TaskRecord): Task => toMcpTask(task, timing);
+  const elicits = options.elicits ?? (() => false);
+  const toTask = (task: TaskRecord): Task => toMcpTask(task, { ...timing, elicits: elicits() });
   /** The caller's task, or `undefined` when it cannot see one of that id (the SDK answers the spec's error). */
   const find = async (taskId: string): Promise<TaskRecord | undefined> => {
     try {
@@ -87,6 +96,7 @@ export function createMcpTaskStore(service: TaskService, options: McpTaskStoreOp
   return {
     principal: options.principal,
     pollIntervalMs: timing.pollIntervalMs,
+    elicits,
     toTask,
     async start(args, meta) {
       const started = await service.start(args, options.principal, startOptionsOf(meta));

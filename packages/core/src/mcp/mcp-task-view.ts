@@ -1,35 +1,43 @@
 import type { CallToolResult, Task } from '@modelcontextprotocol/server';
 import type { TaskRecord } from '../tasks/task-types.ts';
 import type { TaskStatusView } from '../tasks/views/task-views.ts';
+import { replyToolHint } from './task-input.ts';
 
 /** What an MCP task shows besides its record: how long it is kept and how often to poll it. */
 export interface McpTaskTiming {
   /** Klym's `ttlMs`: how long a finished task stays readable, counted from its end. */
   readonly ttlMs: number;
   readonly pollIntervalMs: number;
+  /** Whether the client takes form elicitations: an `input_required` task's message then is its question alone. @default false */
+  readonly elicits?: boolean;
 }
 
 // The spec's statuses are fewer than Klym's: `pending` is `working` with a message saying it waits, an
-// `error` is `failed`. A task waiting for its caller's answer is `working` too, its question the message: the
-// spec's `input_required` would send a client to `tasks/result` for a request Klym does not make there yet.
+// `error` is `failed`. A task waiting for its caller's reply is the spec's `input_required` in both eras (the
+// 2025-11-25 tasks page, "Input Required Status"; the 2026-07-28 Tasks extension, "Task Status").
 export const MCP_STATUS: Readonly<Record<TaskRecord['status'], Task['status']>> = {
   pending: 'working',
   running: 'working',
-  input_required: 'working',
+  input_required: 'input_required',
   completed: 'completed',
   error: 'failed',
   cancelled: 'cancelled',
 };
 
-/** Why a task is where it is, in one line: queued, its current step, how it ended. */
-export function statusMessage(task: TaskRecord): string {
+/**
+ * Why a task is where it is, in one line: queued, its current step, how it ended; for a task waiting for its
+ * caller, the question (for an approval, the call in words), and, to a client that takes no elicitation
+ * (`elicits` false), how to answer it with `reply_to_agent_task` instead.
+ */
+export function statusMessage(task: TaskRecord, elicits = false): string {
   switch (task.status) {
     case 'pending':
       return 'pending: queued until a slot to run it is free';
     case 'running':
       return task.currentStep;
     case 'input_required':
-      return `input_required: waiting for your answer (reply_to_agent_task): ${task.input?.question ?? ''}`;
+      if (task.input === undefined) return 'input_required';
+      return elicits ? task.input.question : `${task.input.question} (${replyToolHint(task, task.input)})`;
     case 'completed':
       return `completed: ${task.result?.finishReason ?? 'stop'}`;
     case 'error':
@@ -44,7 +52,7 @@ export function toMcpTask(task: TaskRecord, timing: McpTaskTiming): Task {
   return {
     taskId: task.id,
     status: MCP_STATUS[task.status],
-    statusMessage: statusMessage(task),
+    statusMessage: statusMessage(task, timing.elicits),
     ttl: timing.ttlMs,
     createdAt: task.createdAt,
     lastUpdatedAt: task.finishedAt ?? task.startedAt ?? task.createdAt,

@@ -2,6 +2,7 @@ import { ProtocolError, type McpServer, type ServerCapabilities, type Task } fro
 import { z } from 'zod';
 import type { TaskService } from '../tasks/task-service.ts';
 import { ANY_RESULT, TASK_ID_PARAMS, asTaskRpc, listAgentTaskTool, parseAgentTaskArgs, taskNotFound } from './agent-task-call.ts';
+import { serveTaskResult } from './mcp-task-result.ts';
 import type { McpTaskStore } from './mcp-task-store.ts';
 import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
 import { currentHandler, replaceHandler } from './sdk-handlers.ts';
@@ -13,14 +14,14 @@ export const MCP_TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: {
 /** The name of the MCP-native task tool. */
 export const AGENT_TASK_TOOL_NAME = AGENT_TASK_TOOL.name;
 
-/** The `_meta` key relating a result to its task (MCP 2025-11-25). */
-const RELATED_TASK = 'io.modelcontextprotocol/related-task';
-
 const TERMINAL: ReadonlySet<Task['status']> = new Set(['completed', 'failed', 'cancelled']);
 
 type Handler = (request: { params: { name: string; arguments?: unknown; task?: unknown; _meta?: unknown } }, ctx: HandlerContext) => Promise<unknown>;
 interface HandlerContext {
-  readonly mcpReq: { readonly _meta?: { readonly progressToken?: string | number }; readonly signal: AbortSignal };
+  readonly mcpReq: {
+    readonly _meta?: { readonly progressToken?: string | number };
+    readonly signal: AbortSignal;
+  };
 }
 
 const cursorParams = z.looseObject({ cursor: z.string().optional() }).optional();
@@ -34,7 +35,10 @@ const answering = <Params, Result>(run: (params: Params, ctx: HandlerContext) =>
  * "required"`), with the `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` it needs, over `store`.
  * A call with `task` answers `CreateTaskResult` at once; the task is a Klym task (`check_task_status`,
  * `list_agent_tasks`, `cancel_agent_task` see it, and the `tasks/*` requests see the ones those tools
- * started), and `tasks/result` waits for its end and answers the `CallToolResult` of its final answer. While
+ * started), and `tasks/result` waits for its end and answers the `CallToolResult` of its final answer. A task
+ * waiting for its caller is `input_required`, its question the `statusMessage`; `tasks/result` asks a client
+ * that takes form elicitations for the reply there ({@link serveTaskResult}); any client may reply with
+ * `reply_to_agent_task`, which the `statusMessage` names to a client without elicitation. While
  * its session is open the client is sent `notifications/tasks/status` at each transition of the tasks it
  * started here (as the task manager of this process hears them: on a front whose tasks run on workers,
  * their end), and, when the call carried `_meta.progressToken`, `notifications/progress` of its steps at
@@ -50,8 +54,8 @@ const answering = <Params, Result>(run: (params: Params, ctx: HandlerContext) =>
  *
  * @example
  * ```ts
- * const taskStore = createMcpTaskStore(service, { principal })
  * const server = new McpServer(info, { capabilities: { logging: {}, tasks: MCP_TASKS_CAPABILITY } })
+ * const taskStore = createMcpTaskStore(service, { principal, elicits: () => takesFormElicitation(server.server.getClientCapabilities()) })
  * registerTaskTools(server, service)
  * registerAgentTaskTool(server, service, taskStore)
  * ```
@@ -92,11 +96,15 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
   server.server.setRequestHandler(
     'tasks/result',
     { params: TASK_ID_PARAMS, result: ANY_RESULT },
-    answering(async ({ taskId }: { taskId: string }, ctx) => {
-      await untilEnded(taskId, ctx.mcpReq.signal);
-      const result = await store.getTaskResult(taskId);
-      return { ...result, _meta: { ...result['_meta'], [RELATED_TASK]: { taskId } } };
-    }),
+    answering(async ({ taskId }: { taskId: string }, ctx) =>
+      serveTaskResult(service, store, taskId, {
+        signal: ctx.mcpReq.signal,
+        // Not `ctx.mcpReq.send`: Klym answers each Streamable HTTP POST with one JSON body, which has no room for
+        // a request on the way; so it goes where the notifications go, the session's GET stream (the tasks page,
+        // "Input Required Status": clients expect messages on any stream), carrying the task it belongs to.
+        elicit: (params, options) => server.server.request({ method: 'elicitation/create', params }, options),
+      }),
+    ),
   );
   server.server.setRequestHandler(
     'tasks/list',
@@ -108,42 +116,6 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
     { params: TASK_ID_PARAMS, result: ANY_RESULT },
     answering(async ({ taskId }: { taskId: string }) => store.cancelTask(taskId)),
   );
-
-  /**
-   * Resolves once `taskId` has ended (it is looked at each `pollInterval`, and at once when this process hears
-   * it end); rejects with `signal`'s reason as soon as the request is cancelled or its session closes, so
-   * nothing goes on reading the store for a client that is gone.
-   */
-  const untilEnded = async (taskId: string, signal: AbortSignal): Promise<void> => {
-    for (;;) {
-      signal.throwIfAborted();
-      const task = await store.getTask(taskId);
-      if (task === null) throw taskNotFound();
-      if (TERMINAL.has(task.status)) return;
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(ended, store.pollIntervalMs);
-        const unsubscribe = service.onEvent((event) => {
-          if (event.type === 'task-end' && event.task.id === taskId) ended();
-        });
-        // Aborted while the store was read: no `abort` event is coming.
-        if (signal.aborted) return aborted();
-        signal.addEventListener('abort', aborted, { once: true });
-        function stop(): void {
-          clearTimeout(timer);
-          unsubscribe();
-          signal.removeEventListener('abort', aborted);
-        }
-        function ended(): void {
-          stop();
-          resolve();
-        }
-        function aborted(): void {
-          stop();
-          reject(signal.reason);
-        }
-      });
-    }
-  };
 
   const tell = (task: Task): void => {
     if (!server.isConnected()) return;
@@ -159,7 +131,7 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
   };
   const unsubscribe = service.onEvent((event) => {
     if (!started.has(event.task.id)) return;
-    if (event.type !== 'task-start' && event.type !== 'task-resume' && event.type !== 'task-end') return;
+    if (event.type !== 'task-start' && event.type !== 'task-resume' && event.type !== 'task-input-required' && event.type !== 'task-end') return;
     if (event.type === 'task-end') started.delete(event.task.id);
     tell(store.toTask(event.task));
   });

@@ -3,7 +3,7 @@ import { isKlymError } from '../errors.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
 import { taskRpcError } from './agent-task-call.ts';
-import { declaresTasksExtension, missingTasksExtension, toMcp20260728Task } from './mcp-2026-07-28-task-server.ts';
+import { clientCapabilitiesOf, declaresTasksExtension, missingTasksExtension, toMcp20260728Task } from './mcp-2026-07-28-task-server.ts';
 
 const nothing = (): void => {};
 
@@ -36,7 +36,8 @@ const jsonRpcError = (id: JSONRPCRequest['id'], status: number, code: number, me
  * SSE stream that opens with `notifications/subscriptions/acknowledged` naming the ids it will report (the
  * caller's own tasks among them; another principal's or an unknown id is left out, as `tasks/get` would not
  * find it), then each one's current `DetailedTask` (so that a change between the caller's last `tasks/get`
- * and this listen is never lost), then `notifications/tasks` at each start, resumption and end that this
+ * and this listen is never lost), then `notifications/tasks` at each start, ask (`input_required`, with its
+ * `inputRequests` as a `tasks/get` with the listen's capabilities would show them), resumption and end that this
  * process hears of, every one stamped with the subscription id. When every acknowledged task has ended, or
  * at shutdown, the stream ends with the empty listen result (a graceful close); it ends silently when the
  * client goes. Progress and log messages never go on it, as the extension requires. A client that does not
@@ -52,6 +53,12 @@ export async function serveTaskListen(service: TaskService, message: JSONRPCRequ
     return jsonRpcError(message.id, 200, -32602, `Invalid params: notifications.taskIds must be at most ${MAX_LISTEN_TASK_IDS} task ids (strings)`);
   }
   const caller = { principal: options.principal };
+  // What the listen's envelope declares decides, as for a tasks/get, whether a waiting task shows its elicitation.
+  const reader = {
+    principal: options.principal,
+    pollIntervalMs: options.pollIntervalMs,
+    capabilities: clientCapabilitiesOf((message.params as Record<string, unknown> | undefined)?.['_meta']),
+  };
   // Another principal's or an unknown id is left out of the acknowledgement; a store that cannot answer is an error, not an empty listen.
   const visible = (id: string): Promise<TaskRecord | undefined> =>
     service.tasks.get(id, caller).catch((error: unknown) => (isKlymError(error, 'TASK_NOT_FOUND') ? undefined : Promise.reject(error)));
@@ -78,7 +85,7 @@ export async function serveTaskListen(service: TaskService, message: JSONRPCRequ
   const tell = (task: TaskRecord): void => {
     // One at a time, in the order heard: a task's end must not overtake its start.
     queue = queue.then(async () => {
-      const detailed = await toMcp20260728Task(service, task, options.principal, options.pollIntervalMs).catch(() => undefined);
+      const detailed = await toMcp20260728Task(service, task, reader).catch(() => undefined);
       if (detailed !== undefined) notify('notifications/tasks', detailed);
     });
   };
@@ -115,7 +122,7 @@ export async function serveTaskListen(service: TaskService, message: JSONRPCRequ
       for (const task of tasks) tell(task);
       unsubscribe = service.onEvent((event) => {
         if (!watching.has(event.task.id)) return;
-        if (event.type !== 'task-start' && event.type !== 'task-resume' && event.type !== 'task-end') return;
+        if (event.type !== 'task-start' && event.type !== 'task-resume' && event.type !== 'task-input-required' && event.type !== 'task-end') return;
         tell(event.task);
         if (event.type === 'task-end') {
           watching.delete(event.task.id);

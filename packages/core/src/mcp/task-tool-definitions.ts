@@ -86,7 +86,7 @@ export const TASK_TOOLS: readonly TaskToolDefinition[] = [
       title: 'Check a background task',
       description:
         'Where a task is: status (pending, running, input_required, completed, error, cancelled; a pending one says its queue_position, how ' +
-        'many waiting tasks start before it; an input_required one says the `question` it asks you: answer with reply_to_agent_task; ' +
+        'many waiting tasks start before it; an input_required one says the `question` it asks you (or the call it waits for you to approve): reply with reply_to_agent_task; ' +
         'current step, budget use beside its ' +
         'limits, elapsed time, the last few log lines with a `next_cursor`, and the final answer when done (cut at 400 ' +
         'characters with result_truncated: true). Small by default so your context stays clean; pass `full_result: true` ' +
@@ -127,10 +127,11 @@ export const TASK_TOOLS: readonly TaskToolDefinition[] = [
   define({
     name: 'reply_to_agent_task',
     config: {
-      title: 'Answer a background task’s question',
+      title: 'Answer a background task’s question, or approve its call',
       description:
-        'Answers the question your task asked (check_task_status shows status input_required and its `question`): the task goes on ' +
-        'from where it asked, its model reading your answer. Only the first answer counts; a task not waiting refuses it, naming its status.',
+        'Answers the question your task asked (check_task_status shows status input_required and its `question`) with `answer`, ' +
+        'or, when it waits for approval of a call (`input.kind: approval`), decides with `approve` (and a `reason` its model reads). ' +
+        'The task goes on from where it waited. Only the first reply counts; a task not waiting refuses it, naming its status.',
       inputSchema: replyTaskSchema,
       annotations: { readOnlyHint: false, idempotentHint: false, openWorldHint: false },
     },

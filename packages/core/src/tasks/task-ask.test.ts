@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ASK_CALLER_TOOL_NAME } from '../agent/ask-caller.ts';
 import { runAgent } from '../agent/run-agent.ts';
 import { createScriptedModel, type ScriptedCall } from '../agent/scripted-model.ts';
@@ -10,11 +10,9 @@ import { createSessionPool, type SessionPool } from '../pool/session-pool.ts';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
 import { createSqliteTaskStore } from './store/sqlite-task-store.ts';
 import { createTaskManager } from './task-manager.ts';
-import type { AgentRunner, TaskManager, TaskManagerOptions } from './task-manager-types.ts';
+import { openManager, waitForStatus as waitFor } from './task-manager.test-support.ts';
+import type { TaskManager, TaskManagerOptions } from './task-manager-types.ts';
 import type { TaskRecord, TaskStore } from './task-types.ts';
-import type { TaskQueue } from './queue/task-queue.ts';
-import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
-import { createMemoryTaskStore } from './store/memory-task-store.ts';
 
 const me = { principal: 'grynya' };
 
@@ -50,22 +48,9 @@ async function openPool(): Promise<SessionPool> {
   return pool;
 }
 
-function open(pool: SessionPool, model: ReturnType<typeof createScriptedModel>, options: Partial<TaskManagerOptions> = {}): TaskManager {
-  const run: AgentRunner = (runOptions) => runAgent({ ...runOptions, model });
-  const manager = createTaskManager({ pool, run, ...options });
-  cleanups.push(() => manager.close({ graceMs: 0 }));
-  return manager;
-}
-
-const waitForStatus = (manager: TaskManager, id: string, status: TaskRecord['status']): Promise<TaskRecord> =>
-  vi.waitFor(
-    async () => {
-      const task = await manager.get(id, me);
-      expect(task.status).toBe(status);
-      return task;
-    },
-    { timeout: 10_000 },
-  );
+const open = (pool: SessionPool, model: ReturnType<typeof createScriptedModel>, options: Partial<TaskManagerOptions> = {}): TaskManager =>
+  openManager(cleanups, pool, model, options);
+const waitForStatus = (manager: TaskManager, id: string, status: TaskRecord['status']): Promise<TaskRecord> => waitFor(manager, me, id, status);
 
 describe('a task that asks its caller', () => {
   it('waits as input_required with its question, holding no slot, and goes on with the answer as the ask’s result', async () => {
@@ -92,28 +77,36 @@ describe('a task that asks its caller', () => {
     expect(done.usage.steps).toBe(2);
   });
 
-  it('on a shared queue, runs an answered task whose queueing was lost while the asking run ended', async () => {
+  // A question answered while the asking run still held its job on a shared queue: test/tasks-ask-redis.test.ts, on BullMQ.
+
+  it('ends a task nobody answered as INPUT_TIMEOUT on the running manager’s own check, by its clock; one answered in time goes on', async () => {
     const pool = await openPool();
-    const inner = createInProcessTaskQueue();
-    let dropNext = false;
-    // A shared queue's add is a no-op for a job still held by the run that asked (BullMQ keeps the job's id): the first add after the reply is lost.
-    const queue: TaskQueue = {
-      ...inner,
-      shared: true,
-      add: (id, placement) => {
-        if (!dropNext) return inner.add(id, placement);
-        dropNext = false;
-        return Promise.resolve();
-      },
-    };
-    const manager = open(pool, askingModel(), { queue, store: createMemoryTaskStore() });
-    const task = await manager.start({ prompt: 'Check the errors of yesterday' }, me);
-    await waitForStatus(manager, task.id, 'input_required');
-    dropNext = true;
-    await manager.reply(task.id, me, { answer: 'search' });
-    expect(dropNext).toBe(false);
-    const done = await waitForStatus(manager, task.id, 'completed');
-    expect(done.result?.finalText).toBe('The caller said: {"type":"text","value":"search"}');
+    let clock = Date.parse('2026-03-01T10:00:00Z');
+    const events: string[] = [];
+    // A check a second (the time-out's, under the default minute): the clock says when a wait is over.
+    const manager = open(pool, askingModel(), {
+      now: () => clock,
+      inputTimeoutMs: 1_000,
+      onEvent: (event) => events.push(`${event.type} ${event.task.id} ${event.task.status}`),
+    });
+    const unanswered = await manager.start({ prompt: 'Check the errors' }, me);
+    const answered = await manager.start({ prompt: 'Check the errors again' }, me);
+    await waitForStatus(manager, unanswered.id, 'input_required');
+    await waitForStatus(manager, answered.id, 'input_required');
+    clock += 999;
+    await manager.reply(answered.id, me, { answer: 'billing' });
+    clock += 2;
+    const ended = await waitForStatus(manager, unanswered.id, 'error');
+    expect(ended.error).toEqual({
+      code: 'INPUT_TIMEOUT',
+      message: `Task ${unanswered.id} asked its caller a question and no answer came within 1000 ms (tasks.inputTimeoutMs)`,
+    });
+    expect(ended.finishedAt).toBeDefined();
+    expect(events).toContain(`task-end ${unanswered.id} error`);
+    const types = (await manager.logs(unanswered.id, me, { limit: 100 })).entries.map((entry) => entry.type);
+    expect(types).toEqual(expect.arrayContaining(['input-required', 'task-end']));
+    expect(types).not.toContain('input-answered');
+    expect((await waitForStatus(manager, answered.id, 'completed')).result?.finalText).toBe('The caller said: {"type":"text","value":"billing"}');
   });
 
   it('does not offer klym__ask_caller to a task started with askCaller: false, nor under askCaller: false', async () => {

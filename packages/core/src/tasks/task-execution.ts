@@ -12,7 +12,8 @@ import type { TaskLogData, TaskNoteType } from './store/log-entry.ts';
 import type { AnnouncedEvent, RunOutcome, TaskLease } from './queue/task-queue.ts';
 import type { AgentRunner, TaskEvent } from './task-manager-types.ts';
 import { createProgress, eventData } from './runner/task-progress.ts';
-import { answerAsk, INPUT_REQUIRED } from '../agent/ask-caller.ts';
+import { answerAsk, INPUT_REQUIRED, type AskedQuestion } from '../agent/ask-caller.ts';
+import { decidedWriteBack, isWriteBackApproval, WRITE_BACK_CALL_ID, writeBackApproval } from './runner/write-back-approval.ts';
 import type { AgentRunResult } from '../agent/types.ts';
 import { completionOf, runOptionsOf, type TaskRunDefaults } from './runner/task-run.ts';
 import { isReplied, isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';
@@ -172,11 +173,15 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
    */
   const withAnswer = async (task: TaskRecord, checkpoint: AgentCheckpoint | undefined, fromAnswer: boolean): Promise<AgentCheckpoint | undefined | null> => {
     const { input } = task;
-    if (input?.answer === undefined) return checkpoint;
-    const answered = checkpoint === undefined ? undefined : answerAsk(checkpoint, input.toolCallId, input.answer);
+    if (input === undefined || !isReplied(input)) return checkpoint;
+    const reply =
+      input.answer === undefined
+        ? { approved: input.approved === true, ...(input.reason === undefined ? {} : { reason: input.reason }) }
+        : { answer: input.answer };
+    const answered = checkpoint === undefined ? undefined : answerAsk(checkpoint, input.toolCallId, reply);
     if (answered === undefined && !fromAnswer) return checkpoint;
     if (answered === undefined) {
-      const message = `Task ${task.id} was answered, but its checkpoint holds no question ${input.toolCallId} to answer; it cannot go on`;
+      const message = `Task ${task.id} was answered, but its checkpoint holds no ${input.kind === 'approval' ? 'call' : 'question'} ${input.toolCallId} to answer; it cannot go on`;
       await finish(task.id, ['running'], { status: 'error', currentStep: 'failed', error: { code: 'INTERNAL', message } });
       return null;
     }
@@ -184,19 +189,32 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     return answered;
   };
 
-  /** A run that asked its caller: `running` → `input_required` with the question; its slot and sessions are let go as any run's end. */
-  const park = async (task: TaskRecord, result: AgentRunResult, checkpoint: AgentCheckpoint | undefined): Promise<boolean> => {
-    const asked = result.asked as NonNullable<AgentRunResult['asked']>;
-    const { result: _result, ...completed } = completionOf(task, result, { checkpoint, writeBack: false, redact });
+  /**
+   * A run that asked its caller (or whose result's write-back waits for approval, `result` then kept): `running` →
+   * `input_required` with what it asks; its slot and sessions are let go as any run's end.
+   */
+  const park = async (task: TaskRecord, result: AgentRunResult, checkpoint: AgentCheckpoint | undefined, asked: AskedQuestion): Promise<boolean> => {
+    const completed = completionOf(task, result, { checkpoint, writeBack: false, redact });
     const waiting = await store.transition(task.id, ['running'], {
       usage: completed.usage,
       elapsedMs: completed.elapsedMs,
+      ...(asked.toolCallId === WRITE_BACK_CALL_ID ? { result: completed.result } : {}),
       status: 'input_required',
-      currentStep: 'waiting for input',
-      input: { question: redact.text(asked.question), toolCallId: asked.toolCallId, askedAt: new Date(context.now()).toISOString() },
+      currentStep: asked.kind === 'approval' ? 'waiting for approval' : 'waiting for input',
+      input: {
+        ...(asked.kind === 'approval' ? { kind: 'approval' } : {}),
+        question: redact.text(asked.question),
+        ...(asked.call === undefined ? {} : { call: { toolName: asked.call.toolName, input: redact.value(asked.call.input) } }),
+        toolCallId: asked.toolCallId,
+        askedAt: new Date(context.now()).toISOString(),
+      },
     });
     if (waiting === undefined) return false;
-    log(task.id, 'input-required', { question: asked.question, toolCallId: asked.toolCallId });
+    log(task.id, 'input-required', {
+      question: asked.question,
+      toolCallId: asked.toolCallId,
+      ...(asked.call === undefined ? {} : { toolName: asked.call.toolName }),
+    });
     emit({ type: 'task-input-required', task: waiting });
     return true;
   };
@@ -207,6 +225,13 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     if (typeof taken === 'string') return taken;
     const { task, resumed } = taken;
     const fromAnswer = taken.answered === true;
+    if (fromAnswer && isWriteBackApproval(task.input)) {
+      // The run was done: its result is written (or not) as its caller decided.
+      const done = await finish(id, ['running'], decidedWriteBack(task));
+      if (done?.writeBack?.status === 'pending') await recordResult(done, undefined);
+      else if (done?.writeBack !== undefined) log(id, 'write-back', { ...done.writeBack });
+      return 'ended';
+    }
     // A principal whose day is spent runs nothing more today: a task that never ran ends unstarted, a resumed one stops as its budget would.
     const budget = new AbortController();
     const meter = await context.spend?.meter(task.principal);
@@ -312,10 +337,13 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       if (result.finishReason === 'cancelled' || controller.signal.aborted)
         throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);
       if (!(await lease.holds())) return 'left';
+      const record = task.request.recordResult ?? context.writeBack?.byDefault ?? false;
+      const approval = record ? writeBackApproval(task, result.finalText, { defaults, writeBack: context.writeBack }) : undefined;
       if (result.finishReason === INPUT_REQUIRED && result.asked !== undefined) {
-        parked = await park(task, result, checkpoint);
+        parked = await park(task, result, checkpoint, result.asked);
+      } else if (approval !== undefined) {
+        parked = await park(task, result, checkpoint, approval);
       } else {
-        const record = task.request.recordResult ?? context.writeBack?.byDefault ?? false;
         const done = await finish(id, ['running'], completionOf(task, result, { checkpoint, writeBack: record, redact }));
         if (done !== undefined && record) await recordResult(done, span?.toolCalls);
       }

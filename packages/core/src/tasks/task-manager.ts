@@ -7,15 +7,12 @@ import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
 import { createTaskAdmission } from './admission/task-admission.ts';
 import { createTaskExecution, notResumed } from './task-execution.ts';
-import { isReplied, isTerminal, UNFINISHED_STATUSES, type TaskInput, type TaskRecord, type TaskReply } from './task-types.ts';
+import { isTerminal, UNFINISHED_STATUSES, type TaskInput, type TaskRecord, type TaskReply } from './task-types.ts';
 import { createArtifactReader, type ArtifactReader } from '../artifacts/artifact-reader.ts';
 import type { StoredArtifact } from '../artifacts/artifact-types.ts';
 import { taskArtifacts } from './runner/task-artifacts.ts';
 import { createTaskQueries } from './runner/task-queries.ts';
 import type { AgentRunner, Caller, TaskManager, TaskManagerOptions, TaskRefusal } from './task-manager-types.ts';
-
-/** How long after a reply a shared queue is asked again to run the answered task (a no-op if its job waits there). */
-const REPLY_REQUEUE_MS = 5_000;
 
 /**
  * Creates a task manager over a session pool.
@@ -172,7 +169,11 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
       const page = await store.list({ status: 'input_required' }, { limit: 200, ...(cursor === undefined ? {} : { cursor }) });
       for (const task of page.tasks) {
         if (task.input === undefined || Date.parse(task.input.askedAt) > due) continue;
-        const message = `Task ${task.id} asked its caller a question and no answer came within ${inputTimeoutMs} ms (tasks.inputTimeoutMs)`;
+        const what =
+          task.input.kind === 'approval'
+            ? `waited for its caller's approval of ${task.input.call?.toolName ?? 'a call'} and no decision came`
+            : 'asked its caller a question and no answer came';
+        const message = `Task ${task.id} ${what} within ${inputTimeoutMs} ms (tasks.inputTimeoutMs)`;
         await finish(task.id, ['input_required'], { status: 'error', currentStep: 'no answer', error: { code: 'INPUT_TIMEOUT', message } });
       }
       cursor = page.nextCursor;
@@ -308,7 +309,8 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         ...(input.answer === undefined ? { approved: input.approved === true } : { chars: input.answer.length }),
       });
       try {
-        // Ahead of the principal's waiting starts: it was running when it asked.
+        // Ahead of the principal's waiting starts: it was running when it asked. The run that asked may still
+        // hold the task's place in the queue as it ends: the queue's add sees to that (`TaskQueue.add`).
         await queue.add(id, { principal: task.principal, rank: 1 });
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);
@@ -319,18 +321,6 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
             cause: error,
           },
         );
-      }
-      if (queue.shared) {
-        // A shared queue's add is a no-op for a job the run that asked still holds, in the moment between its
-        // last look at the task and its job's end: looked at again once that moment is surely past.
-        setTimeout(() => {
-          void store
-            .get(id)
-            .then((later) =>
-              later?.status === 'pending' && isReplied(later.input) ? queue.add(id, { principal: task.principal, rank: 1 }) : undefined,
-            )
-            .catch(() => {});
-        }, REPLY_REQUEUE_MS).unref();
       }
       return (await store.get(id)) ?? answered;
     },
@@ -383,9 +373,13 @@ function replyOf(id: string, input: TaskInput, reply: TaskReply): Pick<TaskInput
   if (input.kind === 'approval') {
     if (typeof given.approve !== 'boolean') {
       const what = given.answer === undefined ? `\`approve\` ${given.approve === undefined ? 'missing' : `of type ${typeof given.approve}`}` : 'an `answer`';
-      throw new KlymError('INVALID_ARGUMENT', `Task ${id} waits for a decision on ${input.call?.toolName ?? 'a call'}: reply { approve: true | false, reason? }, not ${what}`);
+      throw new KlymError(
+        'INVALID_ARGUMENT',
+        `Task ${id} waits for a decision on ${input.call?.toolName ?? 'a call'}: reply { approve: true | false, reason? }, not ${what}`,
+      );
     }
-    if (given.reason !== undefined && typeof given.reason !== 'string') throw new KlymError('INVALID_ARGUMENT', `Expected \`reason\` to be a string, got ${typeof given.reason}`);
+    if (given.reason !== undefined && typeof given.reason !== 'string')
+      throw new KlymError('INVALID_ARGUMENT', `Expected \`reason\` to be a string, got ${typeof given.reason}`);
     return { approved: given.approve, ...(given.reason === undefined ? {} : { reason: given.reason }) };
   }
   if (typeof given.answer !== 'string') {

@@ -18,6 +18,11 @@ const startTaskShape = {
       allow: z.array(z.string().max(200)).max(200).optional().describe('Only these namespaced tools (`*` is a wildcard).'),
       deny: z.array(z.string().max(200)).max(200).optional().describe('Never these tools.'),
       policy: z.string().max(100).optional().describe('A policy name from describe_capabilities, e.g. `read-only`.'),
+      approval: z
+        .array(z.string().max(200))
+        .max(200)
+        .optional()
+        .describe('Tools whose every call waits for your approval (reply_to_agent_task with approve); added to the server’s own.'),
     })
     .optional()
     .describe('Narrows the tools the task may call; it can never widen what the server allows.'),
@@ -255,5 +260,12 @@ async function narrowTools(asked: ToolSelection | undefined, limits: RequestLimi
       throw new KlymError('INVALID_ARGUMENT', '`tools.allow`: matches none of the tools tasks here may use; describe_capabilities lists them');
     }
   }
-  return { ...(allow === undefined ? {} : { allow }), ...(deny.length > 0 ? { deny } : {}), ...(policy === undefined ? {} : { policy }) };
+  // The caller's approvals add to the server's: a call either asks for waits.
+  const approval = [...new Set([...(server.approval ?? []), ...(asked?.approval ?? [])])];
+  return {
+    ...(allow === undefined ? {} : { allow }),
+    ...(deny.length > 0 ? { deny } : {}),
+    ...(policy === undefined ? {} : { policy }),
+    ...(approval.length > 0 ? { approval } : {}),
+  };
 }

@@ -144,6 +144,11 @@ describe('createTaskService: capabilities', () => {
       policies: ['read-only'],
       server_tool_policy: { policy: 'read-only' },
     });
+
+    // Tools whose calls wait for the caller's approval say so: the server's patterns and the upstream's own.
+    const approving = service(pool, { tools: { approval: ['grynya__add_*'] }, upstreamTools: { grynya: { approval: ['delete_node'] } } });
+    const flagged = (await approving.capabilities()).tools.filter((tool) => tool.needs_approval === true).map((tool) => tool.name);
+    expect(flagged).toEqual(['grynya__add_node', 'grynya__delete_node']);
   });
 
   it('removes secret-shaped text from an upstream error, and configured secrets too', async () => {

@@ -8,7 +8,7 @@ import type { SessionScope } from '../pool/session-scope.ts';
 import type { UpstreamLogEntry } from '../pool/upstream-session.ts';
 import { traceToolCall, type ToolCallTracing } from '../telemetry/tool-call-span.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
-import { assertAccessRules, isReadOnlyTool, toolAccess, type AccessRules, type ToolAccess } from './tool-policy.ts';
+import { approvalRule, assertAccessRules, isReadOnlyTool, toolAccess, type AccessRules, type ToolAccess } from './tool-policy.ts';
 import { resolveProbe, type ResolvedProbe } from './tool-probe.ts';
 import { toModelOutput } from './tool-result.ts';
 import { createToolDescriber, type ToolDescriber } from './tools-prompt.ts';
@@ -17,6 +17,8 @@ import { createToolDescriber, type ToolDescriber } from './tools-prompt.ts';
 export interface CatalogTool extends PoolTool {
   readonly readOnly: boolean;
   readonly access: ToolAccess;
+  /** The rule that makes its calls wait for the caller's approval, in words (see `ToolSelection.approval`). */
+  readonly approval?: string;
 }
 
 /** Per upstream: how many tools it listed, or why it could not. */
@@ -61,6 +63,11 @@ export interface ToolCallHooks {
   readonly keep?: (toolName: string, result: CallToolResult) => Promise<CallToolResult>;
   /** A result's text as the model reads it (a run's remembers each result's). @default `resultText` */
   readonly resultText?: (result: CallToolResult) => string;
+  /**
+   * Whether the caller approved this call of a tool that needs approval (`CatalogTool.approval`). A call not
+   * approved is refused (`TOOL_DENIED`): only a task's step can wait for a caller. @default none approved
+   */
+  readonly approved?: (toolCallId: string) => boolean;
 }
 
 /** The pool's tools for one run, with the run's policies applied. */
@@ -100,7 +107,10 @@ export async function createToolCatalog(options: ToolCatalogOptions): Promise<To
   // The listing is cached and shared by every run of the pool: a run that gives up stops waiting for it,
   // but does not cancel it for the others (nor leave an abort listener on the request).
   const listing = options.signal === undefined ? await options.pool.listTools() : await raceAbort(options.pool.listTools(), options.signal);
-  const tools: CatalogTool[] = listing.tools.map((tool) => ({ ...tool, readOnly: isReadOnlyTool(tool, options), access: toolAccess(tool, options) }));
+  const tools: CatalogTool[] = listing.tools.map((tool) => {
+    const approval = approvalRule(tool, options);
+    return { ...tool, readOnly: isReadOnlyTool(tool, options), access: toolAccess(tool, options), ...(approval === undefined ? {} : { approval }) };
+  });
   const upstreams: Record<string, CatalogUpstream> = {};
   for (const name of options.pool.upstreams) {
     const report = listing.upstreams[name];
@@ -185,6 +195,13 @@ function toAiTool(tool: CatalogTool, pool: SessionPool, validators: Validators, 
           upstream: tool.upstream,
           toolName: tool.originalName,
         });
+      }
+      if (tool.approval !== undefined && hooks.approved?.(toolCallId) !== true) {
+        throw new KlymError(
+          'TOOL_DENIED',
+          `Tool ${tool.name} needs the caller's approval (${tool.approval}), which only a task's step can wait for: call it directly, not from a program or a run without a caller`,
+          { upstream: tool.upstream, toolName: tool.originalName },
+        );
       }
       const recorded = hooks.onRequest?.({ toolCallId, toolName: tool.name, input });
       // Awaited only when it is a Promise: a synchronous store's record costs the call no extra tick.

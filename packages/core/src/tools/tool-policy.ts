@@ -9,6 +9,8 @@ export interface ToolSelection {
   readonly deny?: readonly string[];
   /** A named policy (`read-only`, or one from `policies`): tools outside it are denied. @default none */
   readonly policy?: string;
+  /** Tools whose every call waits for the caller's approval before it is sent (a task's run only). @default [] */
+  readonly approval?: readonly string[];
 }
 
 /** A named policy: which tools it permits. `read-only` is built in (`{ readOnly: true }`). */
@@ -37,6 +39,8 @@ export interface UpstreamToolRules {
   readonly deny?: readonly string[];
   /** Tools that count as read-only though not annotated `readOnlyHint`. @default [] */
   readonly readOnlyTools?: readonly string[];
+  /** Tools whose every call waits for the caller's approval before it is sent (a task's run only). @default [] */
+  readonly approval?: readonly string[];
   /** The self-check's probe of this upstream. @default `query_graph` with `RETURN 1` where there is one, else a read-only tool that needs no arguments */
   readonly probe?: ToolProbe;
 }
@@ -92,6 +96,17 @@ export function isReadOnlyTool(tool: PoolTool, rules: AccessRules): boolean {
     matchesAny(tool.name, rules.readOnlyTools) !== undefined ||
     matchesAny(tool.originalName, rules.upstreams?.[tool.upstream]?.readOnlyTools) !== undefined
   );
+}
+
+/**
+ * The rule that makes `tool`'s calls wait for the caller's approval (`tools.approval`, the run's or its
+ * upstream's), in words; `undefined` when none does.
+ */
+export function approvalRule(tool: PoolTool, rules: AccessRules): string | undefined {
+  const run = matchesAny(tool.name, rules.selection?.approval);
+  if (run !== undefined) return `tools.approval "${run}"`;
+  const upstream = matchesAny(tool.originalName, rules.upstreams?.[tool.upstream]?.approval);
+  return upstream === undefined ? undefined : `upstream "${tool.upstream}" tools.approval "${upstream}"`;
 }
 
 /**

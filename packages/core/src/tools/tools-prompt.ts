@@ -99,7 +99,8 @@ function describe(catalog: Pick<ToolCatalog, 'tools' | 'upstreams'>, parametersO
     const allowed = own.filter((tool) => tool.access.allowed);
     lines.push(`## ${upstream}: ${allowed.length} of ${own.length} tools available`);
     for (const tool of allowed) {
-      lines.push(`- ${tool.name} (${tool.originalName})${tool.readOnly ? ' [read-only]' : ''}`);
+      const approval = tool.approval === undefined ? '' : ' [each call waits for the caller’s approval]';
+      lines.push(`- ${tool.name} (${tool.originalName})${tool.readOnly ? ' [read-only]' : ''}${approval}`);
       const description = tool.description ?? tool.title;
       if (description !== undefined && description.trim() !== '') lines.push(`  ${oneLine(description)}`);
       for (const line of parametersOf(tool)) lines.push(line);

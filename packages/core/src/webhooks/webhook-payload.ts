@@ -21,6 +21,8 @@ export interface WebhookPayload {
     readonly cancel_reason?: string;
     /** For `task.input_required`: what the task asks; answer it with `reply_to_agent_task` or `POST /api/tasks/:id/reply`. */
     readonly question?: string;
+    /** For `task.input_required` when the task waits for approval of a call: the call's tool (reply with `approve`). */
+    readonly approval_tool?: string;
     /** The final answer's first 400 characters; `check_task_status` with `full_result` gives it whole. */
     readonly result_preview?: string;
     readonly result_truncated?: true;
@@ -71,6 +73,9 @@ export function webhookPayload(type: WebhookEventType, task: TaskRecord, redact:
       ...(task.error === undefined ? {} : { error: { code: task.error.code, message: task.error.message } }),
       ...(task.cancelReason === undefined ? {} : { cancel_reason: task.cancelReason }),
       ...(type === 'task.input_required' && task.input !== undefined ? { question: task.input.question } : {}),
+      ...(type === 'task.input_required' && task.input?.kind === 'approval' && task.input.call !== undefined
+        ? { approval_tool: task.input.call.toolName }
+        : {}),
       ...(preview === undefined ? {} : { result_preview: preview, ...(preview !== answer ? { result_truncated: true as const } : {}) }),
     },
   });

@@ -25,7 +25,15 @@
     return response;
   }
 
+  /** Whether the reader is writing in a form of `element` (an answer to a task's question): it is not replaced under them. */
+  function beingFilled(element) {
+    const active = document.activeElement;
+    if (active !== null && element.contains(active) && active.closest('form') !== null) return true;
+    return [...element.querySelectorAll('textarea, input[type=text]')].some((field) => field.value !== '');
+  }
+
   async function refresh(element) {
+    if (beingFilled(element)) return;
     const response = await get(element.dataset.live, element);
     if (response === undefined) return;
     const template = document.createElement('template');

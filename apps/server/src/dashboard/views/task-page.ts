@@ -1,9 +1,10 @@
-import { isTerminal, type TaskLogPage, type TaskStatusView } from '@klym/core';
+import { isTerminal, type TaskInput, type TaskLogPage, type TaskStatusView } from '@klym/core';
 import { viewLogPage } from '@klym/core/internal';
 import { html } from 'hono/html';
 import type { TimelineItem } from '../timeline.ts';
 import { formatCost, formatCount, formatDuration, formatTime, type Html } from './format.ts';
 import { statusBadge } from './task-list.ts';
+import { inputSection } from './task-input.ts';
 import { timelineView } from './timeline-view.ts';
 
 /** What the task page shows: the status view, whose task it is, and its timeline from the whole log. */
@@ -15,6 +16,10 @@ export interface TaskPageData {
   readonly dropped: number;
   /** Whether it may still change (running, or its write-back under way): the page then keeps it live. */
   readonly live: boolean;
+  /** While it is `input_required`: what it waits for (its question, or the call to approve). */
+  readonly input?: TaskInput;
+  /** Whether the viewer may answer it: the task's own principal. */
+  readonly mayAnswer?: boolean;
 }
 
 const count = (value: number | undefined): string => (value === undefined ? '—' : formatCount(value));
@@ -35,7 +40,7 @@ function budgetRow(label: string, used: number | undefined, limit: number | unde
   </tr>`;
 }
 
-/** The task page's live part: header, cancel button, budget, result and timeline; it re-renders itself while the task runs. */
+/** The task page's live part: header, cancel button, what it waits for (with the form that answers it), budget, result and timeline; it re-renders itself while the task runs. */
 export function taskPart(data: TaskPageData): Html {
   const { status } = data;
   const id = status.task_id;
@@ -66,6 +71,7 @@ export function taskPart(data: TaskPageData): Html {
               <dd>${status.resumed_from.join(', ')}</dd>`
       }
     </dl>
+    ${status.status === 'input_required' && data.input !== undefined ? inputSection(id, data.input, data.mayAnswer === true) : ''}
     <h2>Budget</h2>
     <table class="budget">
       ${budgetRow('Steps', budget.steps, budget.max_steps, count)} ${budgetRow('Tokens', budget.tokens, budget.max_tokens, count)}

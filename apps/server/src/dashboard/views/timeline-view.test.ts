@@ -27,6 +27,22 @@ function notes(): readonly TaskLogEntry[] {
   log.append('task-end', { status: 'error', error: { code: 'TASK_TIMEOUT', message: 'ran too long' } });
   log.append('task-end', { status: 'cancelled', reason: 'by hand' });
   log.append('write-back', { status: 'failed', nodeId: 'klym_t1', dayId: 'd_2026_01_01', error: 'no graph' });
+  log.append('code-start', { step: 1, toolCallId: 'p1', code: 'return await callTool("grynya__query_graph", {})', replay: true });
+  log.append('code-call', { step: 1, toolCallId: 'p1', call: 1, name: 'callTool', target: 'grynya__add_node', durationMs: 0, bytes: 40, replayed: true });
+  log.append('code-call', { step: 1, toolCallId: 'p1', call: 2, name: 'llm', durationMs: 1_200, bytes: 20, usage });
+  log.append('code-call', {
+    step: 1,
+    toolCallId: 'p1',
+    call: 3,
+    name: 'callTool',
+    target: 'grynya__x',
+    durationMs: 3,
+    bytes: 0,
+    error: 'No tool grynya__x here',
+  });
+  log.append('code-log', { step: 1, toolCallId: 'p1', text: 'checked 3' });
+  log.append('code-end', { step: 1, toolCallId: 'p1', calls: 3, elapsedMs: 1_400, bytes: 12 });
+  log.append('code-end', { step: 1, toolCallId: 'p1', calls: 0, elapsedMs: 300, error: 'The program ran past its time limit: code.timeoutMs is 300 ms' });
   log.append('webhook-delivery', { endpoint: 'ops', event: 'task.completed', attempt: 1, outcome: 'delivered', status: 200, webhookId: 'msg_1' });
   return log.read(0, 100).entries;
 }
@@ -52,6 +68,13 @@ describe('timelineView', () => {
       'Ended error — TASK_TIMEOUT: ran too long',
       'Ended cancelled (by hand)',
       'Write-back failed (klym_t1): no graph',
+      'Program run again from its start after a restart: return await callTool(&quot;grynya__query_graph&quot;, {})',
+      'Program call 1: callTool grynya__add_node, 0 ms, 40 bytes (from the task&#39;s record)',
+      'Program call 2: llm, 1.2 s, 20 bytes, 12 tokens',
+      'Program call 3: callTool grynya__x failed: No tool grynya__x here',
+      'Program log: checked 3',
+      'Program ended after 3 host calls, 1.4 s: 12 bytes answered',
+      'Program ended after 0 host calls, 300 ms — The program ran past its time limit: code.timeoutMs is 300 ms',
       '{&quot;endpoint&quot;:&quot;ops&quot;,&quot;event&quot;:&quot;task.completed&quot;,&quot;attempt&quot;:1,&quot;outcome&quot;:&quot;delivered&quot;,&quot;status&quot;:200,&quot;webhookId&quot;:&quot;msg_1&quot;}',
     ];
     expect(await noteTexts(notes())).toEqual(expected);

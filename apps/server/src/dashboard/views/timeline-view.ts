@@ -33,6 +33,14 @@ function noteText(note: TimelineNote): string {
       const { finishReason, steps, usage, costUsd, elapsedMs, error } = note.data;
       return `Run ended: ${finishReason} after ${str(steps)} steps, ${formatCount(usage.totalTokens)} tokens, ${costUsd === undefined ? '' : `${formatCost(costUsd)}, `}${formatDuration(elapsedMs)}${error === undefined ? '' : ` — ${error.code}: ${error.message}`}`;
     }
+    case 'input-required':
+      return note.data.toolName === undefined
+        ? `Asked its caller: ${preview(note.data.question, 600)}`
+        : `Waiting for its caller's approval of ${note.data.toolName}: ${preview(note.data.question, 600)}`;
+    case 'input-answered':
+      return note.data.approved === undefined
+        ? `Its caller answered${note.data.chars === undefined ? '' : ` (${formatCount(note.data.chars)} characters)`}; queued to go on`
+        : `Its caller ${note.data.approved ? 'approved' : 'denied'} the call; queued to go on`;
     case 'budget':
       return `Budget ${note.data.name} used up: ${str(note.data.used)} of ${str(note.data.limit)}`;
     case 'write-back':
@@ -41,6 +49,24 @@ function noteText(note: TimelineNote): string {
       return preview(`[${note.data.upstream} ${note.data.level}] ${note.data.message}`, 400);
     case 'artifact-map':
       return `Mapped ${note.data.artifact.id} in ${str(note.data.chunks)} chunks, ${formatCount(note.data.usage.totalTokens)} tokens`;
+    case 'code-start':
+      return `Program${note.data.replay === true ? ' run again from its start after a restart' : ''}: ${preview(note.data.code, 300)}`;
+    case 'code-call': {
+      const { call, name, target, durationMs, bytes, usage, replayed, error } = note.data;
+      const what = `Program call ${str(call)}: ${name}${target === undefined ? '' : ` ${target}`}`;
+      const spent = usage === undefined ? '' : `, ${formatCount(usage.totalTokens)} tokens`;
+      const from = replayed === true ? " (from the task's record)" : '';
+      return error === undefined
+        ? `${what}, ${formatDuration(durationMs)}, ${formatCount(bytes)} bytes${spent}${from}`
+        : `${what} failed${from}: ${preview(error, 300)}`;
+    }
+    case 'code-log':
+      return `Program log: ${preview(note.data.text, 400)}`;
+    case 'code-end': {
+      const { calls, elapsedMs, bytes, error } = note.data;
+      const ended = `Program ended after ${str(calls)} host calls, ${formatDuration(elapsedMs)}`;
+      return error === undefined ? `${ended}: ${formatCount(bytes ?? 0)} bytes answered` : `${ended} — ${preview(error, 300)}`;
+    }
     case 'history-compacted':
       return `Compacted the conversation: ${str(note.data.results)} results moved to artifacts, ${str(note.data.steps)} steps folded into a digest (${formatCount(note.data.tokensBefore)} → ${formatCount(note.data.tokensAfter)} tokens)`;
     default:

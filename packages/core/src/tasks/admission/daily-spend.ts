@@ -51,16 +51,78 @@ export interface DailySpend {
   refusal(principal: string, hit: BudgetHit, doing: string): KlymError;
 }
 
+/** How long after a failed write of spend it is tried again, at first; doubled each failure, up to {@link RETRY_MAX_MS}. */
+const RETRY_FIRST_MS = 500;
+const RETRY_MAX_MS = 30_000;
+
+const keyOf = (principal: string, day: string): string => `${principal}\n${day}`;
+
+const plus = (one: DaySpend, other: DaySpend): DaySpend => ({ tokens: one.tokens + other.tokens, usd: one.usd + other.usd });
+
+/**
+ * Spend the store could not take (it was down): kept per principal and day, counted by this process as if
+ * written, and written when the store answers again — retried with a growing delay until it does.
+ */
+function createUnwrittenSpend(store: TaskStore): { keep(principal: string, day: string, spend: DaySpend): void; of(principal: string, day: string): DaySpend } {
+  const kept = new Map<string, { readonly principal: string; readonly day: string; spend: DaySpend }>();
+  // Being written: still counted here until the store has taken it.
+  const writing = new Map<string, DaySpend>();
+  let delayMs = RETRY_FIRST_MS;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const flush = async (): Promise<void> => {
+    timer = undefined;
+    // Taken out first: a spend kept meanwhile, or kept again on a failure, waits for the next try.
+    const due = Array.from(kept.values());
+    kept.clear();
+    for (const entry of due) {
+      const key = keyOf(entry.principal, entry.day);
+      writing.set(key, entry.spend);
+      try {
+        await store.addSpend(entry.principal, entry.day, entry.spend);
+        delayMs = RETRY_FIRST_MS;
+      } catch {
+        // Still down: kept again (with whatever was kept meanwhile), for the next try.
+        keep(entry.principal, entry.day, entry.spend, false);
+        delayMs = Math.min(delayMs * 2, RETRY_MAX_MS);
+      } finally {
+        writing.delete(key);
+      }
+    }
+    schedule();
+  };
+  const schedule = (): void => {
+    if (timer !== undefined || kept.size === 0) return;
+    timer = setTimeout(() => void flush(), delayMs);
+    // Spend kept when the process ends is lost with it: it never holds a process open.
+    timer.unref();
+  };
+  const keep = (principal: string, day: string, spend: DaySpend, retry = true): void => {
+    const key = keyOf(principal, day);
+    const entry = kept.get(key);
+    if (entry === undefined) kept.set(key, { principal, day, spend });
+    else entry.spend = plus(entry.spend, spend);
+    if (retry) schedule();
+  };
+  return {
+    keep,
+    of: (principal, day) => plus(kept.get(keyOf(principal, day))?.spend ?? NOTHING, writing.get(keyOf(principal, day)) ?? NOTHING),
+  };
+}
+
 /**
  * Counts spend per principal and day in `store` (so that it holds across restarts and processes), the day
- * being the UTC date of `now()`.
+ * being the UTC date of `now()`. Spend the store fails to take is kept and written once it answers again,
+ * and counted meanwhile by this process: a quota holds through a store's outage.
  */
 export function createDailySpend(store: TaskStore, limitsOf: (principal: string) => ResolvedLimits, now: () => number): DailySpend {
+  const unwritten = createUnwrittenSpend(store);
+  /** The day's spend: the store's total, and what this process spent that the store has not taken yet. */
+  const spendOf = async (principal: string, day: string): Promise<DaySpend> => plus(await store.spendOf(principal, day), unwritten.of(principal, day));
   return {
     async meter(principal) {
       const { limits } = limitsOf(principal);
       let { day } = dayOf(now());
-      let known = limited(limits) ? await store.spendOf(principal, day) : NOTHING;
+      let known = limited(limits) ? await spendOf(principal, day) : NOTHING;
       let answered: Promise<unknown> = Promise.resolve();
       return {
         reached: hitOf(limits, known),
@@ -73,14 +135,15 @@ export function createDailySpend(store: TaskStore, limitsOf: (principal: string)
           if (today !== day) [day, known] = [today, NOTHING];
           known = { tokens: known.tokens + spend.tokens, usd: known.usd + spend.usd };
           const answer = store.addSpend(principal, today, spend).then(
-            (total) => {
+            (stored) => {
+              const total = plus(stored, unwritten.of(principal, today));
               // Answers may come back out of order: the day's total only grows.
               if (today === day) known = { tokens: Math.max(known.tokens, total.tokens), usd: Math.max(known.usd, total.usd) };
               const hit = hitOf(limits, total);
               if (hit !== undefined) onHit(hit);
             },
-            // A store that failed loses this much of the day's count; the run goes on.
-            () => {},
+            // The store is down: the spend is kept, counted here, and written when it is back; the run goes on.
+            () => unwritten.keep(principal, today, spend),
           );
           answered = answered.then(() => answer);
           return hitOf(limits, known);
@@ -90,11 +153,11 @@ export function createDailySpend(store: TaskStore, limitsOf: (principal: string)
     async reached(principal) {
       const { limits } = limitsOf(principal);
       if (!limited(limits)) return undefined;
-      return hitOf(limits, await store.spendOf(principal, dayOf(now()).day));
+      return hitOf(limits, await spendOf(principal, dayOf(now()).day));
     },
     async today(principal) {
       const { day, turnsAt } = dayOf(now());
-      return { spent: await store.spendOf(principal, day), resetsAt: new Date(turnsAt).toISOString() };
+      return { spent: await spendOf(principal, day), resetsAt: new Date(turnsAt).toISOString() };
     },
     refusal(principal, hit, doing) {
       const quota = hit.name === 'tokensPerDay' ? 'maxTokensPerDay' : 'maxUsdPerDay';

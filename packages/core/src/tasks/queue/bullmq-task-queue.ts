@@ -82,6 +82,8 @@ export interface BullmqTaskQueue extends TaskQueue, AsyncDisposable {
  * - A principal at its cap (the consumer's `runningLimit`), counted across every worker, has its task parked
  *   in BullMQ's delayed set until one of its runs ends and wakes it; others start meanwhile.
  * - A worker takes a job, and the task runs, resumes from its checkpoint, or is dropped, by its status.
+ * - A task added while a run still holds its job (answered as the run that asked was ending) is added
+ *   again once that run lets the job go: an add is never lost to a job about to complete.
  * - A cancel made anywhere reaches the run at once: every worker listens on a Redis channel.
  * - A worker that died stops renewing its lock, and its task is taken over within about `lockDurationMs` +
  *   2 × `stalledIntervalMs`; a worker whose lock was lost stops its run. A task never runs on two workers.
@@ -174,6 +176,50 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
     return new KlymError('STORE_UNAVAILABLE', redact.text(`The task queue could not ${action}: Redis at ${where} ${why}`));
   };
 
+  // Its own job id: adding a task whose job is queued or running is a no-op in BullMQ, and the job keeps its
+  // priority (a task resumed after a restart or a takeover keeps its place).
+  const enqueue = async (id: string, placement: TaskPlacement | undefined, priority: number): Promise<void> => {
+    await queue.add('task', placement === undefined ? {} : { principal: placement.principal }, {
+      jobId: id,
+      priority,
+      removeOnComplete: true,
+      removeOnFail: true,
+    });
+    if (placement !== undefined) await turns.queued(placement.principal, id);
+  };
+
+  // Tasks added while their job was held by a run (a question answered while the run that asked was ending:
+  // that run may have looked at the task before the answer came, and then completes its job, which BullMQ
+  // removes). BullMQ cannot queue a job again under an id still held (its `keepLastIfActive` deduplication
+  // recreates the job before the finished one is removed, so it needs a job id per run), so each is watched
+  // until its job is let go, then added again: a no-op if the run left the job queued (it saw the answer),
+  // a new job if it completed it. Watched no longer than a takeover takes: a job still held then is a run
+  // that took the task up, or is found stalled and queued again by BullMQ.
+  const watches = new Map<string, NodeJS.Timeout>();
+  const heldForAtMost = settings.lockDurationMs + 2 * settings.stalledIntervalMs;
+  const queueWhenLetGo = (id: string, placement: TaskPlacement | undefined, priority: number): void => {
+    if (watches.has(id) || closing !== undefined) return;
+    const until = Date.now() + heldForAtMost;
+    const look = async (delayMs: number): Promise<void> => {
+      watches.delete(id);
+      try {
+        if (closing !== undefined) return;
+        if ((await queue.getJobState(id)) === 'active') {
+          if (Date.now() < until && closing === undefined) watches.set(id, setTimeout(() => void look(Math.min(delayMs * 2, 1_000)), delayMs).unref());
+          return;
+        }
+        await enqueue(id, placement, priority);
+      } catch (error) {
+        // Closing: the queue is let go under it; the task is `pending`, and the next process to start queues it.
+        if (closing !== undefined) return;
+        log.warning(
+          `${unavailable(`queue task ${id} again once the run that held its job let it go`, error).message}. It is taken up when a Klym process sharing the queue next starts`,
+        );
+      }
+    };
+    watches.set(id, setTimeout(() => void look(50), 25).unref());
+  };
+
   let worker: BullmqWorker | undefined;
   let subscriber: Redis | undefined;
   let opened = false;
@@ -225,19 +271,16 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
     },
     async add(id, placement) {
       const priority = priorityOf(placement);
+      let held: boolean;
       try {
-        // Its own job id: adding a task whose job is queued or running is a no-op in BullMQ, and the job keeps
-        // its priority (a task resumed after a restart or a takeover keeps its place).
-        await queue.add('task', placement === undefined ? {} : { principal: placement.principal }, {
-          jobId: id,
-          priority,
-          removeOnComplete: true,
-          removeOnFail: true,
-        });
-        if (placement !== undefined) await turns.queued(placement.principal, id);
+        // Looked at as it is added (both sent at once, the look first): adding a task whose job a run still holds
+        // (`active`) is a no-op in BullMQ.
+        const [state] = await Promise.all([queue.getJobState(id), enqueue(id, placement, priority)]);
+        held = state === 'active';
       } catch (error) {
         throw unavailable(`queue task ${id}`, error);
       }
+      if (held) queueWhenLetGo(id, placement, priority);
     },
     async position(id) {
       try {
@@ -276,6 +319,8 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
     },
     close({ graceMs }) {
       closing ??= (async () => {
+        for (const timer of watches.values()) clearTimeout(timer);
+        watches.clear();
         await worker?.close(graceMs);
         subscriber?.disconnect();
         letGo = true;

@@ -82,8 +82,8 @@ export interface TaskQueue {
    * Queues a stored task, `pending` (or `running`, to be resumed), at its `placement` (without one, behind
    * every placed task of rank 1, as the first of an unknown principal). Adding a task that is queued or running
    * already changes nothing, but for a run that is ending (a task answered while the run that asked was ending):
-   * an in-process queue queues it again once that run has ended; on a shared queue, that run leaves it (`left`)
-   * when it finds it answered, for the queue to take it up again.
+   * the queue queues it again once that run has let it go — an add is never lost to a run about to end. (On a
+   * shared queue that run also leaves it queued, `left`, when it finds it answered.)
    * @throws {KlymError} `STORE_UNAVAILABLE` when the queue cannot be reached
    */
   add(id: string, placement?: TaskPlacement): Promise<void>;

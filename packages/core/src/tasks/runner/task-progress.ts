@@ -45,6 +45,11 @@ function applyAgentEvent(task: TaskRecord, event: AgentEvent): Omit<TaskPatch, '
       return { currentStep: `step ${event.step}: ${event.toolName} answered${event.isError ? ' with an error' : ''}` };
     case 'tool-error':
       return { currentStep: `step ${event.step}: ${event.toolName} failed (${event.code})` };
+    case 'code-call': {
+      const what = `step ${event.step}: program call ${event.call}: ${event.name}${event.target === undefined ? '' : ` ${event.target}`}${event.error === undefined ? '' : ' failed'}`;
+      // A program's sub-calls count in the task's tokens as each host call ends, as a map's do.
+      return event.usage === undefined ? { currentStep: what } : { currentStep: what, usage: withTokens(task.usage, event.usage) };
+    }
     case 'step-end':
       return { currentStep: `step ${event.step} done`, usage: { ...task.usage, steps: event.step, costUsd: event.costUsd } };
     case 'budget':

@@ -62,6 +62,8 @@ export function runOptionsOf(task: TaskRecord, wiring: TaskRunWiring): RunAgentO
     ...(wiring.checkpoint === undefined ? {} : { resume: wiring.checkpoint }),
     ...(wiring.tracing === undefined ? {} : { tracing: wiring.tracing }),
     ...(wiring.askCaller && request.askCaller !== false ? { askCaller: true } : {}),
+    // A task's run can always wait for a decision: the server's approvals are not the caller's to turn off.
+    approvals: true,
   };
 }
 

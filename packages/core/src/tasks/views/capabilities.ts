@@ -1,7 +1,7 @@
 import type { SessionPool } from '../../pool/session-pool.ts';
 import type { UpstreamStatus } from '../../pool/upstream-status.ts';
 import type { Redactor } from '../../redact.ts';
-import { READ_ONLY_POLICY, isReadOnlyTool, toolAccess, type ToolSelection } from '../../tools/tool-policy.ts';
+import { READ_ONLY_POLICY, approvalRule, isReadOnlyTool, toolAccess, type ToolSelection } from '../../tools/tool-policy.ts';
 import type { QuotaView } from '../admission/principal-quotas.ts';
 import type { RequestLimits } from '../task-request.ts';
 import type { TaskStatus } from '../task-types.ts';
@@ -24,6 +24,8 @@ export interface ToolCapabilityView {
   readonly name: string;
   /** It counts as read-only: the `read-only` policy permits it. */
   readonly read_only?: true;
+  /** Each call of it in a task waits for the caller's approval (the server's `tools.approval`, or its upstream's). */
+  readonly needs_approval?: true;
   /** The first 160 characters of its description. */
   readonly description: string;
 }
@@ -100,6 +102,7 @@ export async function describeCapabilities(
     .map((tool): ToolCapabilityView => ({
       name: tool.name,
       ...(isReadOnlyTool(tool, limits) ? { read_only: true as const } : {}),
+      ...(approvalRule(tool, limits) === undefined ? {} : { needs_approval: true as const }),
       description: redactor.text((tool.description ?? tool.title ?? '').slice(0, 160)),
     }));
   return {

@@ -39,8 +39,11 @@ export interface TaskStatusView {
   readonly step: string;
   /** While it waits: how many waiting tasks will start before it (0: it is next), in fair turns between callers. */
   readonly queue_position?: number;
-  /** While it is `input_required`: the question its run asked you, whole; answer it with `reply_to_agent_task`. */
+  /** While it is `input_required`: the question its run asked you, whole (or the call to approve, in words); reply with `reply_to_agent_task`. */
   readonly question?: string;
+  /** While it waits for approval of a call: `approval`, and the call's tool (its arguments are in `question`); reply with `approve`. */
+  readonly input_kind?: 'approval';
+  readonly tool?: string;
   readonly asked_at?: string;
   readonly model?: string;
   readonly created_at: string;
@@ -258,6 +261,9 @@ function composeStatus(
     step: texts.step,
     ...(task.status === 'pending' && context.queuePosition !== undefined ? { queue_position: context.queuePosition } : {}),
     ...(task.status === 'input_required' && task.input !== undefined ? { question: task.input.question, asked_at: task.input.askedAt } : {}),
+    ...(task.status === 'input_required' && task.input?.kind === 'approval'
+      ? { input_kind: 'approval' as const, ...(task.input.call === undefined ? {} : { tool: task.input.call.toolName }) }
+      : {}),
     ...(texts.model === undefined ? {} : { model: texts.model }),
     created_at: task.createdAt,
     ...(task.startedAt === undefined ? {} : { started_at: task.startedAt }),
