@@ -18,13 +18,24 @@ const QUESTION = 'Which service: billing or search?';
 let release: () => void = () => {};
 let held = new Promise<void>((resolve) => (release = resolve));
 
-/** Asks on its first step (a "hold" prompt waits for `release` first), then answers with what the ask's result said. */
+/** The call a "Record" prompt makes, whose tool the test's tasks have wait for approval. */
+const FINDING = { toolName: 'grynya__add_node', input: { node_type: 'Finding', node_data: { id: 'finding-1', text: 'disk full on db-3' } } };
+
+/**
+ * Asks on its first step (a "hold" prompt waits for `release` first), then answers with what the ask's result said;
+ * a "Record" prompt instead calls FINDING's tool, then answers with what that call's result said.
+ */
 const asker: AgentRunner = (options) =>
   runAgent({
     ...options,
     model: createScriptedModel({
       steps: async ({ options: call }) => {
         const results = call.prompt.flatMap((message) => (message.role === 'tool' ? message.content : []));
+        if (JSON.stringify(call.prompt).includes('Record')) {
+          const written = results.find((part) => part.type === 'tool-result' && part.toolName === FINDING.toolName);
+          if (written === undefined) return { toolCalls: [{ toolName: FINDING.toolName, args: FINDING.input }] };
+          return { text: `The write said ${JSON.stringify(written.type === 'tool-result' ? written.output : null)}` };
+        }
         const answer = results.find((part) => part.type === 'tool-result' && part.toolName === 'klym__ask_caller');
         if (answer === undefined) {
           if (JSON.stringify(call.prompt).includes('hold')) await held;
@@ -202,6 +213,40 @@ describe('A2A: a task that asks its caller, with the @a2a-js/sdk client', () => 
       { case: 'artifactUpdate' },
       { case: 'statusUpdate', state: TaskState.TASK_STATE_COMPLETED },
     ]);
+  });
+});
+
+/** A task whose request has FINDING's tool wait for approval (metadata.klym.tools.approval), run until it asks. */
+async function approvalTask(client: Client): Promise<Task> {
+  const asked = await send(client, textMessage('Record the finding', { metadata: { klym: { tools: { approval: [FINDING.toolName] } } } }));
+  expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+  // The call, as data a program can decide on, and how to reply.
+  expect(asked.status?.message?.parts[1]).toMatchObject({ content: { $case: 'data', value: FINDING } });
+  expect(asked.status?.message?.metadata).toMatchObject({ klym: { kind: 'approval' } });
+  return asked;
+}
+
+describe('A2A: a call that waits for the caller’s approval', () => {
+  it('approved with a data part { approve: true }: the call reaches the upstream and the task completes with its result', async () => {
+    const { client } = await start();
+    const asked = await approvalTask(client);
+    expect(harness?.grynya.stats.calls.add_node ?? 0).toBe(0);
+    // An answer in words is not a decision.
+    await expect(send(client, answerOf(asked.id, 'yes'))).rejects.toMatchObject({ name: 'RequestMalformedError', message: expect.stringContaining('approve') });
+    const done = await send(client, dataMessage(asked.id, { approve: true }));
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(harness?.grynya.stats.calls.add_node).toBe(1);
+    expect(resultOf(done)).toMatch(/The write said/);
+    expect(resultOf(done)).not.toMatch(/Denied/);
+  });
+
+  it('denied with a reason: the model reads "denied by the caller" and the reason, and the call is never sent', async () => {
+    const { client } = await start();
+    const asked = await approvalTask(client);
+    const done = await send(client, dataMessage(asked.id, { approve: false, reason: 'db-3 is being replaced today' }));
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(resultOf(done)).toMatch(/Denied by the caller: db-3 is being replaced today/);
+    expect(harness?.grynya.stats.calls.add_node ?? 0).toBe(0);
   });
 });
 
