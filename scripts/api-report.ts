@@ -3,8 +3,8 @@
 //   node scripts/api-report.ts           writes the reports: commit them with the change, so the diff is reviewed
 //   node scripts/api-report.ts --check   fails on an entry point whose API differs from its committed report (CI)
 // A type that an exported signature uses but no entry point exports fails both (ae-forgotten-export). API
-// Extractor sees one entry point at a time, so a subpath's signature may use what the root (`.`, reported first)
-// exports: its shape is frozen there.
+// Extractor sees one entry point at a time, so an entry point's signature may use what another one exports (the
+// root's `TaskManagerOptions` names `TaskQueue` of `./engine`): its shape is frozen in that one's report.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -16,14 +16,22 @@ const manifest = JSON.parse(readFileSync(path.join(core, 'package.json'), 'utf8'
 const base = ExtractorConfig.loadFile(path.join(core, 'api-extractor.json'));
 
 mkdirSync(path.join(core, 'api'), { recursive: true });
-/** The names a report declares as exported. */
-const exportsOf = (report: string): Set<string> =>
-  new Set(
-    [...readFileSync(report, 'utf8').matchAll(/^export (?:declare )?(?:abstract )?(?:function|interface|type|const|class|enum|namespace) (\w+)/gm)].map(
-      (m) => m[1]!,
-    ),
+/** The names a built entry point exports: its source lists each by name (`export { a, type B } from …`, no `export *`). */
+const exportsOf = (declarations: string): string[] =>
+  [...readFileSync(declarations, 'utf8').matchAll(/^export (?:type )?\{([^}]*)\}/gm)].flatMap((clause) =>
+    clause[1]!
+      .split(',')
+      .map((name) =>
+        name
+          .trim()
+          .replace(/^type /, '')
+          .split(/ as /)
+          .pop()!,
+      )
+      .filter((name) => name !== ''),
   );
-let rootNames = new Set<string>();
+const entryPoints = Object.entries(manifest.exports).filter(([entry]) => entry !== './internal');
+const exportedNames = new Set(entryPoints.flatMap(([, { types }]) => exportsOf(path.join(core, types))));
 const QUIET = new Set<string>([
   'console-preamble',
   'console-compiler-version-notice',
@@ -33,8 +41,7 @@ const QUIET = new Set<string>([
 ]);
 
 let failed = 0;
-for (const [entry, { types }] of Object.entries(manifest.exports)) {
-  if (entry === './internal') continue;
+for (const [entry, { types }] of entryPoints) {
   const reportFileName = entry === '.' ? 'core.api.md' : `core-${entry.slice(2)}.api.md`;
   const config = ExtractorConfig.prepare({
     configObject: { ...base, mainEntryPointFilePath: path.join(core, types), apiReport: { ...base.apiReport!, reportFileName } },
@@ -50,17 +57,16 @@ for (const [entry, { types }] of Object.entries(manifest.exports)) {
         message.handled = true;
       }
       const forgotten = message.messageId === 'ae-forgotten-export' && /The symbol "(\w+)"/.exec(message.text)?.[1];
-      if (forgotten && rootNames.has(forgotten)) {
+      if (forgotten && exportedNames.has(forgotten)) {
         message.logLevel = ExtractorLogLevel.None;
         message.handled = true;
       }
     },
   });
-  if (entry === '.') rootNames = exportsOf(path.join(core, 'node_modules/.cache/api-report', reportFileName));
   const changed = check && result.apiReportChanged;
   if (!result.succeeded || changed) failed++;
   const state = changed ? 'CHANGED' : result.succeeded ? (result.apiReportChanged ? 'updated' : 'unchanged') : 'FAILED';
-  console.log(`${entry.padEnd(10)} api/${reportFileName}: ${state}`);
+  console.log(`${entry.padEnd(12)} api/${reportFileName}: ${state}`);
   if (changed) {
     const diff = spawnSync('diff', ['-u', path.join(core, 'api', reportFileName), path.join(core, 'node_modules/.cache/api-report', reportFileName)], {
       encoding: 'utf8',
