@@ -36,6 +36,18 @@ const exportsOf = (declarations: string): string[] =>
   );
 const entryPoints = Object.entries(manifest.exports).filter(([entry]) => entry !== './internal');
 const exportedNames = new Set(entryPoints.flatMap(([, { types }]) => exportsOf(path.join(core, types))));
+
+// The root is what an agent that embeds Klym uses (issue #42: at most 120 names); engine pieces go to subpaths.
+// Every entry point names its exports one by one, so that a change to them is a visible diff.
+const MAX_ROOT_NAMES = 120;
+const refusals: string[] = [];
+const rootNames = exportsOf(path.join(core, manifest.exports['.']!.types)).length;
+if (rootNames > MAX_ROOT_NAMES) {
+  refusals.push(`the root entry point exports ${rootNames} names, more than ${MAX_ROOT_NAMES}: move engine pieces to a subpath.`);
+}
+for (const [entry, { types }] of entryPoints) {
+  if (/^export \*/m.test(readFileSync(path.join(core, types), 'utf8'))) refusals.push(`${entry} re-exports with \`export *\`: name each export.`);
+}
 const QUIET = new Set<string>([
   'console-preamble',
   'console-compiler-version-notice',
@@ -87,11 +99,13 @@ for (const [entry, { types }] of entryPoints) {
     console.log(diff.stdout.split('\n').slice(2).join('\n'));
   }
 }
+console.log(`the root entry point exports ${rootNames} names (at most ${MAX_ROOT_NAMES})`);
+for (const refusal of refusals) console.error(`api-report: ${refusal}`);
 if (failed > 0) {
   console.error(
     check
       ? `api-report: the public API of @klym/core changed in ${failed} entry point(s). If it is meant to, run \`pnpm api\` and commit packages/core/api/ with the change.`
       : `api-report: ${failed} entry point(s) failed (above).`,
   );
-  process.exit(1);
 }
+if (failed > 0 || refusals.length > 0) process.exit(1);

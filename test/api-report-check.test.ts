@@ -68,4 +68,11 @@ describe('the API report check (`pnpm api:check`, part of `pnpm check`)', () => 
     expect(changed.stdout).toMatch(/^\.\/server +api\/core-server\.api\.md: unchanged$/m);
     expect(changed.stderr).toContain('the public API of @klym/core changed in 1 entry point(s). If it is meant to, run `pnpm api`');
   }, 180_000);
+
+  it('refuses an entry point that re-exports with `export *`, whose names no diff would show', async () => {
+    appendFileSync(path.join(copy, 'src/engine.ts'), "export * from './redact.ts';\n");
+    const refused = await checkCopy();
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('api-report: ./engine re-exports with `export *`: name each export.');
+  }, 180_000);
 });
