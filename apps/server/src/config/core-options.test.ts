@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RUN_SETTINGS } from '@klym/core/internal';
+import { RUN_SETTINGS } from '@klym/core/server';
 import { configSecrets, modelProviders, poolUpstreams, runSettings, serverOptions, upstreamToolRules } from './core-options.ts';
 import { formatConfigYaml } from './format-config.ts';
 import { resolveConfig } from './resolve-config.ts';

@@ -9,7 +9,7 @@ import {
   type UpstreamConfig,
   type UpstreamToolRules,
 } from '@klym/core';
-import { RUN_SETTINGS, secretsOf, upstreamAuthSecrets } from '@klym/core/internal';
+import { RUN_SETTINGS, secretsOf, upstreamAuthSecrets } from '@klym/core/server';
 import { a2aPush } from '@klym/core/a2a';
 import { defaultResource } from '../server/oauth-options.ts';
 import type { KlymServerOptions } from '../server/server-options.ts';

@@ -1,5 +1,5 @@
-import { WEBHOOK_EVENTS } from '@klym/core';
-import { ARTIFACT_DEFAULTS, QUERY_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS } from '@klym/core/internal';
+import { ARTIFACT_DEFAULTS, QUERY_DEFAULTS } from '@klym/core/artifacts';
+import { WEBHOOK_EVENTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS } from '@klym/core/server';
 import { z } from 'zod';
 import { OAUTH_DEFAULTS, SCOPE_TOKEN, isResourceUrl, isSecureUrl } from '../server/oauth-options.ts';
 import { SERVER_DEFAULTS } from '../server/server-options.ts';

@@ -2,7 +2,6 @@ import {
   KlymError,
   createSessionPool,
   createTaskService,
-  createThreadRunner,
   openTaskBackend,
   type SessionPool,
   type TaskService,
@@ -12,7 +11,8 @@ import {
   type UpstreamCall,
   type UpstreamLogEntry,
 } from '@klym/core';
-import { createRedactor } from '@klym/core/internal';
+import { createThreadRunner } from '@klym/core/engine';
+import { createRedactor } from '@klym/core/server';
 import { THREAD_TRACING_SETUP } from '../telemetry/tracing-env.ts';
 import { serverSecrets, type ResolvedServerOptions } from './server-options.ts';
 

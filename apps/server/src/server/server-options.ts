@@ -1,6 +1,5 @@
-import type { SessionPool, TaskBackendOptions, TaskServiceOptions, TaskStore, UpstreamConfig } from '@klym/core';
-import { KlymError } from '@klym/core';
-import { secretsOf } from '@klym/core/internal';
+import { type SessionPool, type TaskBackendOptions, type TaskServiceOptions, type TaskStore, type UpstreamConfig, KlymError } from '@klym/core';
+import { secretsOf } from '@klym/core/server';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import { LOOPBACK, isLoopback } from './loopback.ts';
 import { resolveOAuthOptions, type OAuthResourceOptions, type ResolvedOAuthOptions } from './oauth-options.ts';
