@@ -1,10 +1,11 @@
-// Scenario 13 (issue #42 item 1): runner threads. One mix of tasks run to its end on a runner of one thread and on
-// one of two, alternating round by round in one process: half the tasks read an 8 MiB service log (the thread parses it,
-// its tokenizer counts it, and it is kept as an artifact: about a quarter of a second of one thread's CPU), half 1 KiB of it a
-// moment later (milliseconds), which on one thread waits behind the heavy ones. The
-// model is the OpenAI provider against a local fake of its API (bench's process, main thread); the log comes from a
-// stdio upstream (`log-dump-child.ts`), `pool.max` 8 in all (8 sessions on one thread, 4 on each of two), so no call waits for a session. `runner_threads_speedup` is the one-thread runner's
-// time to end the mix over the two-thread runner's: at most 2 on two free cores.
+// Scenario 13 (issue #42 item 1): runner threads. One mix of tasks run to its end on a runner of one thread and
+// on one of two, alternating round by round in one process: half the tasks read an 8 MiB service log (the thread
+// parses it, its tokenizer counts it, and it is kept as an artifact: about a quarter of a second of one thread's
+// CPU), half read 1 KiB of it a moment later (milliseconds), which on one thread waits behind the heavy ones. The
+// model is the OpenAI provider against a local fake of its API (this process, main thread); the log comes from a
+// stdio upstream (`log-dump-child.ts`), `pool.max` 8 in all (8 sessions on one thread, 4 on each of two), so no
+// call waits for a session. `runner_threads_speedup` is the one-thread runner's time to end the mix over the
+// two-thread runner's: at most 2 on two free cores.
 import { loadavg } from 'node:os';
 import path from 'node:path';
 import { createSessionPool, createThreadRunner, type RunAgentOptions, type SessionPool, type ThreadRunner } from '@klym/core';
