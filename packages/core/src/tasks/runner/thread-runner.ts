@@ -198,7 +198,7 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
 }
 
 /** The machine's cores less one, at least 1: the main thread keeps a core for the front. */
-export function defaultRunnerThreads(): number {
+function defaultRunnerThreads(): number {
   return Math.max(1, availableParallelism() - 1);
 }
 
