@@ -255,6 +255,14 @@ describe('mapping the configuration onto core and the server', () => {
     );
   });
 
+  it('spreads runs over `tasks.runnerThreads` threads when set (else the runner picks the cores less one); 0 is refused, naming the key', () => {
+    expect(serverOptions(configWith({}), cwd).tasks?.runnerThreads).toBeUndefined();
+    expect(serverOptions(configWith({ KLYM_TASKS_RUNNER_THREADS: '3' }), cwd).tasks?.runnerThreads).toBe(3);
+    expect(() => configWith({ KLYM_TASKS_RUNNER_THREADS: '0' })).toThrow(
+      'tasks.runnerThreads = 0: Too small: expected number to be >0 (env KLYM_TASKS_RUNNER_THREADS)',
+    );
+  });
+
   it('hands the webhook endpoints to the task service with their defaults; `klym config` redacts each secret, and an error never shows one', () => {
     const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
     const env = {

@@ -198,6 +198,7 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
         ...(config.artifacts.maxBytes === undefined ? {} : { maxBytes: config.artifacts.maxBytes }),
       },
       runner: config.tasks.runner,
+      ...(config.tasks.runnerThreads === undefined ? {} : { runnerThreads: config.tasks.runnerThreads }),
       sharedQueue: { lockDurationMs: config.tasks.lockDurationMs, stalledIntervalMs: config.tasks.stalledIntervalMs },
       resumeOnRestart: config.tasks.resumeOnRestart,
       askCaller: config.tasks.askCaller,
