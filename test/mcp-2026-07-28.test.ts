@@ -234,6 +234,10 @@ describe('a misbehaving 2026-07-28 client', () => {
     const future = await mcp20260728Post(url, TOKENS.alice, list, { protocolVersion: '2027-01-01' });
     expect(future.status).toBe(400);
     expect(await errorOf(future)).toMatchObject({ code: -32022, data: { supported: ['2026-07-28'], requested: '2027-01-01' } });
+    // The envelope under a 2025-11-25 header: the SDK's classifier decides (a mismatch), not a 2025 session's "Mcp-Session-Id required".
+    const mixed = await mcp20260728Post(url, TOKENS.alice, list, { headers: { 'mcp-protocol-version': '2025-11-25' } });
+    expect(mixed.status).toBe(400);
+    expect(await errorOf(mixed)).toMatchObject({ code: -32020, message: expect.stringContaining('2025-11-25') });
     // Headers that disagree with the body.
     const lying = await mcp20260728Post(url, TOKENS.alice, list, { headers: { 'mcp-method': 'tools/call' } });
     expect(lying.status).toBe(400);
