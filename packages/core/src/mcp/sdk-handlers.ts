@@ -97,11 +97,9 @@ export function replaceHandler(server: McpServer, method: string, handler: SdkRe
 export function answerUnknownToolsAsToolErrors(server: McpServer, known: readonly string[]): void {
   const names = new Set(known);
   const tools = currentHandler(server, 'tools/call');
-  server.server.setRequestHandler(
-    'tools/call',
-    (request, ctx) =>
-      (names.has(request.params.name)
-        ? tools(request, ctx as never)
-        : Promise.resolve({ isError: true, content: [{ type: 'text', text: `Tool ${request.params.name} not found` }] })) as never,
+  // Set as it is: the handler it wraps is the SDK's own, which checks the request and the result already.
+  // Through `setRequestHandler` each call's request was parsed twice more and its result once more (#42).
+  replaceHandler(server, 'tools/call', async (request, ctx) =>
+    names.has(request.params.name) ? tools(request, ctx) : { isError: true, content: [{ type: 'text', text: `Tool ${request.params.name} not found` }] },
   );
 }
