@@ -8,7 +8,7 @@
 //            each listed with the imports behind it: the arrows to fix
 //   circles  strongly connected components of rooms, and of files
 // `--json` prints the figures as one JSON object instead.
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 
 const core = path.resolve(import.meta.dirname, '../packages/core');
@@ -21,11 +21,11 @@ const manifest = JSON.parse(readFileSync(path.join(core, 'package.json'), 'utf8'
 const doors = new Set(Object.values(manifest.exports).flatMap((entry) => (entry['klym-source'] ? [path.resolve(core, entry['klym-source'])] : [])));
 
 const isSource = (name: string): boolean => name.endsWith('.ts') && !/\.test(-support)?\.ts$|\.test\.ts$|\.d\.ts$/.test(name);
-const files = (readdirSync(source, { recursive: true, withFileTypes: true }) as import('node:fs').Dirent[])
+const files = (readdirSync(source, { recursive: true, withFileTypes: true }) as Dirent[])
   .filter((entry) => entry.isFile() && isSource(entry.name))
   .map((entry) => path.join(entry.parentPath, entry.name))
   .filter((file) => !doors.has(file) && !/\.test\./.test(file))
-  .sort();
+  .toSorted();
 const known = new Set(files);
 const rel = (file: string): string => path.relative(source, file);
 const roomOf = (file: string): string => path.dirname(rel(file));
@@ -69,7 +69,7 @@ function components(nodes: string[], next: (node: string) => Iterable<string>): 
         onStack.delete(top);
         component.push(top);
       } while (top !== node);
-      out.push(component.sort());
+      out.push(component.toSorted());
     }
   };
   for (const node of nodes) if (!index.has(node)) visit(node);
@@ -77,7 +77,7 @@ function components(nodes: string[], next: (node: string) => Iterable<string>): 
 }
 
 // Rooms and arrows, each arrow with the file imports behind it.
-const rooms = [...new Set(files.map(roomOf))].sort();
+const rooms = [...new Set(files.map(roomOf))].toSorted();
 const arrows = new Map<string, Map<string, string[]>>(rooms.map((room) => [room, new Map()]));
 for (const [file, targets] of fileEdges) {
   for (const target of targets) {
@@ -91,6 +91,13 @@ for (const [file, targets] of fileEdges) {
 }
 const arrowCount = [...arrows.values()].reduce((sum, targets) => sum + targets.size, 0);
 
+/** How many bits a mask has set. */
+function popcount(mask: number): number {
+  let count = 0;
+  for (let rest = mask; rest; rest &= rest - 1) count++;
+  return count;
+}
+
 /**
  * Orders one circle of rooms bottom-up so that the fewest arrows run back up (an arrow runs back up when it points at
  * a room placed above its own): exact, by dynamic programming over the subsets placed so far; a circle of more than
@@ -101,11 +108,6 @@ function orderCircle(circle: string[]): string[] {
   if (n === 1) return circle;
   // importers[v]: the rooms of the circle that import circle[v], as a bit mask.
   const importers = circle.map((room) => circle.reduce((mask, other, bit) => (arrows.get(other)!.has(room) ? mask | (1 << bit) : mask), 0));
-  const popcount = (mask: number): number => {
-    let count = 0;
-    for (let rest = mask; rest; rest &= rest - 1) count++;
-    return count;
-  };
   if (n > 20) {
     const placed: number[] = [];
     let mask = 0;
@@ -150,7 +152,7 @@ for (const [from, targets] of arrows) {
   for (const [to, imports] of targets) if (position.get(to)! > position.get(from)!) backUp.push({ from, to, imports });
 }
 const floor = new Map<string, number>();
-for (const room of [...position.keys()]) {
+for (const room of position.keys()) {
   const below = [...arrows.get(room)!.keys()].filter((to) => position.get(to)! < position.get(room)!);
   floor.set(room, below.length ? Math.max(...below.map((to) => floor.get(to)! + 1)) : 0);
 }
@@ -159,6 +161,9 @@ const fileCircles = components(files, (file) => fileEdges.get(file)!)
   .filter((circle) => circle.length > 1)
   .map((circle) => circle.map(rel));
 const roomCirclesShown = roomCircles.filter((circle) => circle.length > 1);
+
+/** A room's name as printed: the top folder is `(src)`. */
+const name = (room: string): string => (room === '.' ? '(src)' : room);
 
 const figures = {
   rooms: rooms.length,
@@ -173,7 +178,6 @@ const figures = {
 if (json) {
   console.log(JSON.stringify({ ...figures, floorOf: Object.fromEntries(floor), backUp, roomCircles: roomCirclesShown, fileCircles }, null, 2));
 } else {
-  const name = (room: string): string => (room === '.' ? '(src)' : room);
   console.log(
     `${figures.rooms} rooms (${figures.files} files) on ${floors} floors, ${arrowCount} arrows, ${backUp.length} that run back up; ` +
       `circles: ${figures.roomCircles} of rooms, ${figures.fileCircles} of files (${figures.fileCirclesAcrossRooms} across rooms)`,
@@ -181,7 +185,7 @@ if (json) {
   console.log('\nfloors (top first), each room with the rooms it imports:');
   for (let level = floors - 1; level >= 0; level--) {
     for (const room of rooms.filter((r) => floor.get(r) === level)) {
-      const to = [...arrows.get(room)!.keys()].sort().map(name);
+      const to = [...arrows.get(room)!.keys()].toSorted().map(name);
       console.log(`  ${level}  ${name(room).padEnd(22)} → ${to.join(', ') || '(nothing)'}`);
     }
   }
