@@ -13,6 +13,7 @@ import type { StoredArtifact } from '../artifacts/artifact-types.ts';
 import { taskArtifacts } from './runner/task-artifacts.ts';
 import { createTaskQueries } from './runner/task-queries.ts';
 import type { AgentRunner, Caller, TaskManager, TaskManagerOptions, TaskRefusal } from './task-manager-types.ts';
+import { positiveNumber } from '../internal/positive.ts';
 
 /**
  * Creates a task manager over a session pool.
@@ -31,18 +32,18 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
   // A front of a shared queue runs nothing itself: its tasks run on the queue's workers.
   const maxConcurrent = queue.shared
     ? atLeastZero('maxConcurrent', options.maxConcurrent ?? TASK_DEFAULTS.concurrency)
-    : positive('maxConcurrent', options.maxConcurrent ?? TASK_DEFAULTS.concurrency);
+    : positiveNumber('maxConcurrent', options.maxConcurrent ?? TASK_DEFAULTS.concurrency);
   if (queue.shared && options.store === undefined) {
     throw new KlymError(
       'CONFIG_INVALID',
       "A shared task queue needs a `store` that every process sharing it uses too; the default in-memory store is this process's own",
     );
   }
-  const maxQueued = positive('maxQueued', options.maxQueued ?? TASK_DEFAULTS.maxQueued);
-  const taskTimeoutMs = positive('taskTimeoutMs', options.taskTimeoutMs ?? TASK_DEFAULTS.timeoutMs);
-  const ttlMs = positive('ttlMs', options.ttlMs ?? TASK_DEFAULTS.ttlMs);
+  const maxQueued = positiveNumber('maxQueued', options.maxQueued ?? TASK_DEFAULTS.maxQueued);
+  const taskTimeoutMs = positiveNumber('taskTimeoutMs', options.taskTimeoutMs ?? TASK_DEFAULTS.timeoutMs);
+  const ttlMs = positiveNumber('ttlMs', options.ttlMs ?? TASK_DEFAULTS.ttlMs);
   const resumeOnRestart = options.resumeOnRestart ?? TASK_DEFAULTS.resumeOnRestart;
-  const inputTimeoutMs = positive('inputTimeoutMs', options.inputTimeoutMs ?? TASK_DEFAULTS.inputTimeoutMs);
+  const inputTimeoutMs = positiveNumber('inputTimeoutMs', options.inputTimeoutMs ?? TASK_DEFAULTS.inputTimeoutMs);
   const now = options.now ?? Date.now;
   const store = options.store ?? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log });
   const run: AgentRunner = options.run ?? runAgent;
@@ -352,11 +353,6 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     [Symbol.asyncDispose]: () => manager.close({ graceMs: 0 }),
   };
   return manager;
-}
-
-function positive(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a positive number, got ${value}`);
-  return value;
 }
 
 function atLeastZero(name: string, value: number): number {

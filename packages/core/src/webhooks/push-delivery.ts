@@ -9,6 +9,7 @@ import type { AttemptTarget } from './send-webhook.ts';
 import { isWebhookSecret } from './webhook-endpoints.ts';
 import { webhookMessageId } from './webhook-payload.ts';
 import type { WebhookMessage } from './webhook-types.ts';
+import { positiveInteger } from '../internal/positive.ts';
 
 /** {@link PushOptions} checked, with every default applied. */
 export interface ResolvedPushOptions {
@@ -41,8 +42,7 @@ export function resolvePushOptions(options: PushOptions): ResolvedPushOptions {
     if (!Number.isFinite(value) || value <= 0 || value > MAX_TIMER_MS) throw invalid(option, `a positive number of milliseconds up to ${MAX_TIMER_MS}`, value);
     return value;
   };
-  const maxPerTask = options.maxPerTask ?? DEFAULT_MAX_PER_TASK;
-  if (!Number.isInteger(maxPerTask) || maxPerTask < 1) throw invalid('maxPerTask', 'a positive integer', maxPerTask);
+  const maxPerTask = positiveInteger('push.maxPerTask', options.maxPerTask ?? DEFAULT_MAX_PER_TASK);
   return {
     allow: createPushAllowList(options.allow),
     format: options.format,

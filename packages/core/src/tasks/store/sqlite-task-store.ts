@@ -11,6 +11,7 @@ import { isTerminal, type TaskPatch, type TaskRecord, type TaskStore } from '../
 import { createArtifactTable } from './sqlite/artifact-table.ts';
 import { createSpendTable } from './sqlite/spend-table.ts';
 import { withoutPushTarget, withPushTarget } from '../../webhooks/push-target-list.ts';
+import { positiveInteger } from '../../internal/positive.ts';
 
 /** Finished tasks one eviction transaction deletes at most. */
 const EVICT_CHUNK = 20;
@@ -220,11 +221,6 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
     close,
     [Symbol.asyncDispose]: close,
   };
-}
-
-function positiveInteger(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) throw invalid(name, 'a positive integer', value);
-  return value;
 }
 
 function invalid(name: string, expected: string, value: unknown): KlymError {
