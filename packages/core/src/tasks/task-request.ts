@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AgentBudget } from '../agent/types.ts';
+import { sqlArgument } from '../artifacts/sql-argument.ts';
 import { KlymError } from '../errors.ts';
 import type { PoolTool } from '../pool/session-pool.ts';
 import { READ_ONLY_POLICY, toolAccess, type AccessRules, type ToolSelection } from '../tools/tool-policy.ts';
@@ -104,13 +105,9 @@ const readArtifactShape = {
 /** Arguments of `query_task_artifact` (also the body of `POST /api/tasks/:id/query`). */
 const queryArtifactsShape = {
   task_id: taskId.describe('The id start_async_agent_task returned.'),
-  sql: z
-    .string()
-    .min(1)
-    .max(20_000)
-    .describe(
-      "One SQL query (DuckDB) over the task's artifacts, each a table named by its id (`SELECT … FROM art_… …`): text artifacts have columns n, line; JSON records one column per key.",
-    ),
+  sql: sqlArgument(
+    "One SQL query (DuckDB) over the task's artifacts, each a table named by its id (`SELECT … FROM art_… …`): text artifacts have columns n, line; JSON records one column per key.",
+  ),
 };
 
 /** Arguments of `reply_to_agent_task` (also the body of `POST /api/tasks/:id/reply`, with the id in the path). */
