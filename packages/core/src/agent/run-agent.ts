@@ -1,7 +1,8 @@
 import { APICallError, type ModelMessage } from 'ai';
 import { isKlymError, KlymError } from '../errors.ts';
 import { createRedactor, secretsOf } from '../redact.ts';
-import { startRunTracing, type RunTracing } from '../telemetry/run-tracing.ts';
+import { startRunTracing } from '../telemetry/run-tracing.ts';
+import type { RunTracing } from './agent-tracing.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { createResultTexts } from '../tools/tool-result.ts';
 import { raceAbort } from '../internal/abort.ts';

@@ -3,7 +3,7 @@ import type { LanguageModel, ModelMessage, ToolResultPart } from 'ai';
 import type { KlymErrorCode } from '../errors.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { SessionScope } from '../pool/session-scope.ts';
-import type { AgentTracing } from '../telemetry/run-tracing.ts';
+import type { AgentTracing } from './agent-tracing.ts';
 import type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules } from '../tools/tool-policy.ts';
 import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
 import type { AgentEvent } from './agent-event.ts';
