@@ -247,6 +247,17 @@ describe('A2A 1.0 beside MCP, with the @a2a-js/sdk client', () => {
     expect((await fetch(`${url}/a2a/`, { method: 'POST', headers, body: request })).status).toBe(401);
   });
 
+  it('refuses a request declared as another Content-Type than JSON with ContentTypeNotSupportedError (-32005), as the SDK server does', async () => {
+    harness = await startHarness({ auth: { tokens: TOKENS } });
+    const { url } = harness.server;
+    const request = JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'ListTasks', params: {} });
+    const plain = await rpc(url, request, { 'content-type': 'text/plain' });
+    expect(plain.json).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32005, message: expect.stringContaining('text/plain') } });
+    // JSON by another name is JSON; a JSON-declared body that does not parse is still a parse error.
+    expect((await rpc(url, request, { 'content-type': 'application/a2a+json; charset=utf-8' })).json).toMatchObject({ id: 4, result: { tasks: [] } });
+    expect((await rpc(url, '{not json', { 'content-type': 'application/json' })).json).toMatchObject({ error: { code: -32700 } });
+  });
+
   it('cancels a running task through to its run, canceled on every surface', async () => {
     harness = await startHarness({ auth: { tokens: TOKENS } });
     harness.grynya.faults.hang = true;

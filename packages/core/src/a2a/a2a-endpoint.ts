@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, AgentCard } from '@a2a-js/sdk';
-import { VersionNotSupportedError } from '@a2a-js/sdk/errors';
+import { ContentTypeNotSupportedError, VersionNotSupportedError } from '@a2a-js/sdk/errors';
 import { JsonRpcTransportHandler, ServerCallContext, type A2ARequestHandler } from '@a2a-js/sdk/server';
 import type { TaskService } from '../tasks/task-service.ts';
 import { buildAgentCard, buildExtendedAgentCard, type AgentCardOptions } from './agent-card.ts';
-import { createA2aRequestHandler, type A2aRequestHandlerOptions } from './a2a-request-handler.ts';
+import { createA2aRequestHandler, STREAM_SIGNAL_STATE, type A2aRequestHandlerOptions } from './a2a-request-handler.ts';
 import { issuerMetadataReader } from './oauth-flows.ts';
 
 /** Options of {@link createA2aEndpoint}. */
@@ -41,7 +41,7 @@ export interface A2aEndpoint {
   /**
    * Answers one JSON-RPC request (its body as text, and its headers) of `principal` (already authenticated by the caller of this method):
    * a JSON response, or an SSE stream for `SendStreamingMessage` and `SubscribeToTask`. Always HTTP 200 with
-   * the spec's JSON-RPC errors: -32700 for a body that is not JSON, -32600 for one that is not a JSON-RPC
+   * the spec's JSON-RPC errors: -32005 for a `Content-Type` that is not JSON, -32700 for a body that is not JSON, -32600 for one that is not a JSON-RPC
    * request, -32009 without `A2A-Version: 1.0`, -32601 for an unknown method, -32602 for wrong params.
    * `GetExtendedAgentCard` answers the extended card (the inventory: models, upstreams, tools, policies, limits),
    * its interface URL `options.url`, or else derived from `requestUrl` (where the request was posted).
@@ -63,6 +63,12 @@ const opaqueTag = (tag: string): string => tag.trim().replace(/^W\//, '');
 function matchesEtag(ifNoneMatch: string | null, etag: string): boolean {
   if (ifNoneMatch === null) return false;
   return ifNoneMatch.split(',').some((tag) => tag.trim() === '*' || opaqueTag(tag) === opaqueTag(etag));
+}
+
+/** Whether a `Content-Type` names JSON (`application/json`, or a `+json` type such as `application/a2a+json`), whatever its parameters. */
+function isJsonMediaType(contentType: string): boolean {
+  const type = (contentType.split(';')[0] ?? '').trim().toLowerCase();
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }
 
 /** A JSON-RPC 2.0 request's id, or `undefined` when `body` is not a request. */
@@ -136,6 +142,13 @@ export function createA2aEndpoint(service: TaskService, options: A2aEndpointOpti
       return new Response(body, { headers: { ...cacheHeaders, 'content-type': 'application/json' } });
     },
     async handle(text, headers, principal, requestUrl) {
+      // A2A §9.1: requests are `application/json`. Another declared type is refused by name, as the SDK's own server does;
+      // a request without one is read as JSON.
+      const contentType = headers.get('content-type');
+      if (contentType !== null && !isJsonMediaType(contentType)) {
+        const refusal = new ContentTypeNotSupportedError(`Content-Type ${JSON.stringify(contentType)} is not supported: send application/json (A2A §9.1)`);
+        return Response.json({ jsonrpc: '2.0', id: null, error: JsonRpcTransportHandler.mapToJSONRPCError(refusal) });
+      }
       let body: unknown;
       try {
         body = JSON.parse(text);
@@ -153,6 +166,9 @@ export function createA2aEndpoint(service: TaskService, options: A2aEndpointOpti
       }
       const context = new ServerCallContext({ user: { isAuthenticated: true, userName: principal }, requestedVersion: version });
       if (requestUrl !== undefined) context.state.set(REQUEST_URL_STATE, requestUrl);
+      // Aborted when the client goes (or the server closes the connection): the stream's watch ends then, not with its task.
+      const streamEnd = new AbortController();
+      context.state.set(STREAM_SIGNAL_STATE, streamEnd.signal);
       const answer = await transport.handle(body as Record<string, unknown>, context);
       if (!(Symbol.asyncIterator in answer)) return Response.json(answer);
       const events = answer[Symbol.asyncIterator]();
@@ -182,6 +198,7 @@ export function createA2aEndpoint(service: TaskService, options: A2aEndpointOpti
           }
         },
         async cancel() {
+          streamEnd.abort();
           await events.return?.(undefined);
         },
       });

@@ -9,8 +9,9 @@ const response = (payload: StreamResponse['payload']): unknown => StreamResponse
  * A2A's push notification bodies (A2A §4.3.3): each a `StreamResponse` as JSON, `application/a2a+json` —
  * the events a `SubscribeToTask` stream sends, one per request: `{ task }` first (the task as it stood when
  * the config was stored: at its creation for a config given with `SendMessage`), then `{ statusUpdate }` at
- * its start (`WORKING`), `{ artifactUpdate }` with the `result` artifact when it completed with an answer,
- * and `{ statusUpdate }` at its end (`COMPLETED`, `FAILED` with the Klym code, `CANCELED`).
+ * its start (`WORKING`), at each question to its caller (`INPUT_REQUIRED`, the question as the status message)
+ * and when it goes on after the answer (`WORKING`), `{ artifactUpdate }` with the `result` artifact when it
+ * completed with an answer, and `{ statusUpdate }` at its end (`COMPLETED`, `FAILED` with the Klym code, `CANCELED`).
  */
 export const a2aPushFormat: PushFormat = {
   contentType: A2A_CONTENT_TYPE,

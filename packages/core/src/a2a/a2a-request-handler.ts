@@ -1,4 +1,4 @@
-import { type AgentCard, type Message, type StreamResponse, type Task } from '@a2a-js/sdk';
+import { type AgentCard, type Message, type Task } from '@a2a-js/sdk';
 import {
   ContentTypeNotSupportedError,
   ExtendedAgentCardNotConfiguredError,
@@ -15,19 +15,16 @@ import { parseArgs, startTaskSchema } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
 import type { TaskPush } from '../webhooks/task-push.ts';
+import { answerTask } from './a2a-answer.ts';
 import { listA2aTasks } from './a2a-list-tasks.ts';
 import { pushTargetRequestOf, toPushConfig } from './a2a-push.ts';
-import { toA2aTask } from './a2a-task.ts';
-import { watchTask } from './task-watch.ts';
+import { readA2aTask, streamTask, waitForStop } from './a2a-stream.ts';
 
 /** The metadata key (on the message, else on the request) whose object holds what `start_async_agent_task` takes beside the prompt. */
 export const KLYM_METADATA_KEY = 'klym';
 
 /** The start arguments a message's `klym` metadata may carry; the prompt and the idempotency key come from the message itself. */
 const METADATA_FIELDS = ['model', 'budget', 'tools', 'webhook', 'system_prompt', 'record_result'] as const;
-
-/** The least time between two progress updates of one stream. */
-const PROGRESS_INTERVAL_MS = 1_000;
 
 /** Options of {@link createA2aRequestHandler}. */
 export interface A2aRequestHandlerOptions {
@@ -47,6 +44,18 @@ export interface A2aRequestHandlerOptions {
   readonly pollIntervalMs?: number;
 }
 
+/**
+ * The key of the context's `state` where the transport may put an `AbortSignal` that ends a stream (the client went):
+ * a stream of a task that waits for its caller could otherwise watch it for as long as it waits.
+ */
+export const STREAM_SIGNAL_STATE = 'klym.streamSignal';
+
+/** The signal the transport gave a streaming call, if any. */
+function streamSignalOf(context: ServerCallContext): AbortSignal | undefined {
+  const signal = context.state.get(STREAM_SIGNAL_STATE);
+  return signal instanceof AbortSignal ? signal : undefined;
+}
+
 /** The caller's principal, which the transport puts on the context as the user's name. */
 function callerOf(context: ServerCallContext): Caller {
   const user = context.user;
@@ -60,6 +69,8 @@ export function toA2aError(error: unknown): unknown {
   if (!isKlymError(error)) return error;
   if (error.code === 'TASK_NOT_FOUND') return new TaskNotFoundError(error.message);
   if (error.code === 'INVALID_ARGUMENT') return new RequestMalformedError(error.message);
+  // A reply to a task no longer waiting (answered already: the first reply wins) is, like one to a running task, an operation Klym does not take now.
+  if (error.code === 'TASK_NOT_WAITING') return new UnsupportedOperationError(error.message);
   // Queue full, quota, shutting down, store down: an internal error whose message says which (and names no secret).
   return new Error(`${error.code}: ${error.message}`, { cause: error });
 }
@@ -98,11 +109,16 @@ async function assertPushUrl(push: TaskPush, url: string): Promise<void> {
  * - `SendMessage`: the message's text parts are the prompt, its `messageId` the idempotency key, its
  *   `metadata.klym` what else `start_async_agent_task` takes (`model`, `budget`, `tools`, `webhook`),
  *   parsed with the same schema. With `configuration.returnImmediately` it answers the task at once;
- *   without, it waits for the end (at most `maxBlockMs`) and answers the task as it stands. A message naming
- *   an existing task (a follow-up) is refused with `UnsupportedOperationError`.
- * - `SendStreamingMessage` / `SubscribeToTask`: the `Task`, then a status update at each change of state or
- *   step, the result artifact, and the end. `SubscribeToTask` on a task that has ended answers
- *   `UnsupportedOperationError` (A2A §3.1.6): `GetTask` reads it.
+ *   without, it waits (at most `maxBlockMs`) until the task ends or asks its caller (`TASK_STATE_INPUT_REQUIRED`,
+ *   A2A §3.2.2) and answers the task as it stands.
+ * - A task that asks is `TASK_STATE_INPUT_REQUIRED`, its question the status message (an approval's call also as
+ *   a data part `{ toolName, input }`). A message carrying its `taskId` answers it ({@link answerTask}): text for a
+ *   question, a data part `{ approve, reason? }` for an approval; a blocking one returns at the next question or the
+ *   end. A message to a task that has ended, or that asks nothing now, answers `UnsupportedOperationError`.
+ * - `SendStreamingMessage`: the `Task`, then a status update at each change of state or step, the result
+ *   artifact, until the task ends or asks (A2A §11.7: the answer's own stream goes on). `SubscribeToTask`: the
+ *   same, through questions, until the task ends (A2A §3.1.6); on a task that has ended it answers
+ *   `UnsupportedOperationError`: `GetTask` reads it.
  * - `GetTask`, `ListTasks` (the caller's tasks, newest first: see {@link listA2aTasks}), `CancelTask`
  *   (`TaskNotCancelableError` once ended).
  * - Push notifications (`configuration.taskPushNotificationConfig` of a send, and the four config methods)
@@ -118,20 +134,20 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
     ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
   });
 
-  const read = async (id: string, caller: Caller): Promise<Task> => {
-    const { task, artifacts } = await service.tasks.read(id, caller, { tail: 0 });
-    return toA2aTask(task, artifacts);
-  };
+  const read = (id: string, caller: Caller): Promise<Task> => readA2aTask(service, id, caller);
 
-  /** Starts the task a message asks for; the follow-up check first, so a message naming a task never starts one. */
+  /** Starts the task a message asks for, or answers the one it names (`taskId`): a message naming a task never starts one. */
   const start = async (params: Parameters<A2ARequestHandler['sendMessage']>[0], caller: Caller): Promise<TaskRecord> => {
     const { message } = params;
     if (message === undefined) throw new RequestMalformedError('`message` is required');
+    const config = params.configuration?.taskPushNotificationConfig;
     if (message.taskId !== '') {
-      await service.tasks.get(message.taskId, caller); // TASK_NOT_FOUND for an unknown or another principal's id
-      throw new UnsupportedOperationError(
-        `Task ${message.taskId} takes no follow-up message: a Klym task runs one prompt to its end; send a new message (without taskId) for new work`,
-      );
+      return answerTask(service, message, caller, async () => {
+        if (config === undefined) return;
+        const push = pushOf(service);
+        await assertPushUrl(push, config.url);
+        await push.set(message.taskId, caller, pushTargetRequestOf(config));
+      });
     }
     const texts: string[] = [];
     for (const part of message.parts) {
@@ -151,7 +167,6 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
       ...(message.messageId === '' ? {} : { idempotency_key: message.messageId }),
     });
     // A push config is admitted before the task starts: a refused URL starts nothing.
-    const config = params.configuration?.taskPushNotificationConfig;
     let startOptions: StartOptions | undefined;
     if (config !== undefined) {
       const push = pushOf(service);
@@ -162,27 +177,8 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
     return service.tasks.get(started.task_id, caller);
   };
 
-  const stream = async function* (id: string, caller: Caller): AsyncGenerator<StreamResponse, void, undefined> {
-    let first = true;
-    let sent: { readonly status: string; readonly at: number } | undefined;
-    for await (const task of watchTask(service, id, caller, watchOptions())) {
-      const ended = isTerminal(task.status);
-      // Each transition goes at once; progress within a status (a new step) at most once a second, as a run's steps can come faster.
-      if (sent !== undefined && sent.status === task.status && Date.now() - sent.at < PROGRESS_INTERVAL_MS) continue;
-      sent = { status: task.status, at: Date.now() };
-      const view = first || ended ? await read(id, caller) : toA2aTask(task);
-      if (first) {
-        first = false;
-        yield { payload: { $case: 'task', value: view } };
-        if (ended) return;
-        continue;
-      }
-      for (const artifact of view.artifacts) {
-        yield { payload: { $case: 'artifactUpdate', value: { taskId: id, contextId: id, artifact, append: false, lastChunk: true, metadata: undefined } } };
-      }
-      yield { payload: { $case: 'statusUpdate', value: { taskId: id, contextId: id, status: view.status, metadata: view.metadata } } };
-    }
-  };
+  const stream = (id: string, caller: Caller, context: ServerCallContext, untilInterrupted: boolean) =>
+    streamTask(service, id, caller, { ...watchOptions(streamSignalOf(context)), untilInterrupted });
 
   return {
     getAgentCard: () => options.card(),
@@ -194,12 +190,9 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
     sendMessage: guarded(async (params, context): Promise<Message | Task> => {
       const caller = callerOf(context);
       const task = await start(params, caller);
-      if (params.configuration?.returnImmediately !== true && !isTerminal(task.status)) {
+      if (params.configuration?.returnImmediately !== true) {
         const limitMs = Math.min(maxBlockMs, task.request.budget?.timeoutMs ?? maxBlockMs);
-        const signal = AbortSignal.timeout(limitMs);
-        for await (const _ of watchTask(service, task.id, caller, watchOptions(signal))) {
-          // Only the end matters here; watchTask returns once the task is terminal or the limit passed.
-        }
+        await waitForStop(service, task.id, caller, watchOptions(AbortSignal.timeout(limitMs)));
       }
       return read(task.id, caller);
     }),
@@ -207,7 +200,7 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
       try {
         const caller = callerOf(context);
         const task = await start(params, caller);
-        yield* stream(task.id, caller);
+        yield* stream(task.id, caller, context, true);
       } catch (error) {
         throw toA2aError(error);
       }
@@ -218,7 +211,7 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
         const task = await service.tasks.get(params.id, caller); // TASK_NOT_FOUND for an unknown or another principal's id
         if (isTerminal(task.status))
           throw new UnsupportedOperationError(`Task ${params.id} has already ended (${task.status}): there is nothing to subscribe to; GetTask reads it`);
-        yield* stream(params.id, caller);
+        yield* stream(params.id, caller, context, false);
       } catch (error) {
         throw toA2aError(error);
       }

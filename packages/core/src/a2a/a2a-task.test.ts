@@ -1,4 +1,4 @@
-import { TaskState } from '@a2a-js/sdk';
+import { Role, TaskState } from '@a2a-js/sdk';
 import { describe, expect, it } from 'vitest';
 import { KlymError } from '../errors.ts';
 import type { TaskRecord } from '../tasks/task-types.ts';
@@ -58,14 +58,39 @@ describe('a Klym task as an A2A Task', () => {
     expect(JSON.stringify(task).length).toBeLessThan(2_000);
   });
 
+  it('asks as TASK_STATE_INPUT_REQUIRED with the question, an approval with the call as data, and is working again once answered', () => {
+    const askedAt = '2026-11-27T04:00:30.000Z';
+    const asking = toA2aTask({ ...base, status: 'input_required', input: { question: 'Which service: billing or search?', toolCallId: 'c1', askedAt } });
+    expect(asking.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(asking.status?.message).toMatchObject({ role: Role.ROLE_AGENT, taskId: 'task-1', messageId: `task-1:input:${askedAt}` });
+    expect(textOf(asking)).toBe('Which service: billing or search?');
+    expect(asking.status?.message?.parts).toHaveLength(1);
+    const call = { toolName: 'grynya__write_node', input: { id: 'n1', text: 'hello' } };
+    const approval = toA2aTask({
+      ...base,
+      status: 'input_required',
+      input: { kind: 'approval', question: 'Run grynya__write_node {"id":"n1","text":"hello"}?', call, toolCallId: 'c2', askedAt },
+    });
+    expect(approval.status?.message?.parts[1]).toMatchObject({ content: { $case: 'data', value: call }, mediaType: 'application/json' });
+    expect(approval.status?.message?.metadata).toMatchObject({ klym: { kind: 'approval' } });
+    const answered = toA2aTask({
+      ...base,
+      status: 'pending',
+      input: { question: 'Which?', toolCallId: 'c1', askedAt, answer: 'billing', answeredAt: askedAt },
+    });
+    expect(answered.status?.state).toBe(TaskState.TASK_STATE_WORKING);
+  });
+
   it('maps list filters back, and a state Klym never has to none', () => {
     expect(klymStatusOf(TaskState.TASK_STATE_CANCELED)).toBe('cancelled');
-    expect(klymStatusOf(TaskState.TASK_STATE_INPUT_REQUIRED)).toBeUndefined();
+    expect(klymStatusOf(TaskState.TASK_STATE_INPUT_REQUIRED)).toBe('input_required');
+    expect(klymStatusOf(TaskState.TASK_STATE_AUTH_REQUIRED)).toBeUndefined();
   });
 
   it('maps Klym refusals to the A2A errors the spec names', () => {
     expect(toA2aError(new KlymError('TASK_NOT_FOUND', 'No task x'))).toMatchObject({ name: 'TaskNotFoundError', message: 'No task x' });
     expect(toA2aError(new KlymError('INVALID_ARGUMENT', '`model`: unknown'))).toMatchObject({ name: 'RequestMalformedError' });
+    expect(toA2aError(new KlymError('TASK_NOT_WAITING', 'Task x was already answered'))).toMatchObject({ name: 'UnsupportedOperationError' });
     expect(toA2aError(new KlymError('TASK_QUEUE_FULL', 'The queue is full'))).toMatchObject({ message: 'TASK_QUEUE_FULL: The queue is full' });
   });
 });

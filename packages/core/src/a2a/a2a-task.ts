@@ -1,22 +1,33 @@
 import { Role, TaskState, type Artifact, type Message, type Part, type Task } from '@a2a-js/sdk';
 import type { ArtifactInfo } from '../artifacts/artifact-types.ts';
-import type { TaskRecord, TaskStatus } from '../tasks/task-types.ts';
+import { isReplied, type TaskRecord, type TaskStatus } from '../tasks/task-types.ts';
 
 /** The A2A state of each Klym status. */
 export const A2A_STATE_OF: Readonly<Record<TaskStatus, TaskState>> = {
   pending: TaskState.TASK_STATE_SUBMITTED,
   running: TaskState.TASK_STATE_WORKING,
-  // Until A2A can carry the answer (`SendMessage` with the task's id), a waiting task is `working` there, its question the status message.
-  input_required: TaskState.TASK_STATE_WORKING,
+  input_required: TaskState.TASK_STATE_INPUT_REQUIRED,
   completed: TaskState.TASK_STATE_COMPLETED,
   error: TaskState.TASK_STATE_FAILED,
   cancelled: TaskState.TASK_STATE_CANCELED,
 };
 
-/** The Klym status of an A2A state, for `ListTasks`' filter; `undefined` for states Klym never has (input-required, …). */
+/** The A2A state of `task`: as its status maps, except that a task queued again after its caller answered is still `working`, not `submitted`. */
+export function a2aStateOf(task: Pick<TaskRecord, 'status' | 'input'>): TaskState {
+  return task.status === 'pending' && isReplied(task.input) ? TaskState.TASK_STATE_WORKING : A2A_STATE_OF[task.status];
+}
+
+/** Whether A2A calls `state` interrupted (A2A §3.2.2): the task waits for its caller, and a blocking send or a message stream ends there. */
+export const isInterrupted = (state: TaskState | undefined): boolean =>
+  state === TaskState.TASK_STATE_INPUT_REQUIRED || state === TaskState.TASK_STATE_AUTH_REQUIRED;
+
+/** The Klym status of an A2A state, for `ListTasks`' filter; `undefined` for states Klym never has (auth-required, rejected, …). */
 export function klymStatusOf(state: TaskState): TaskStatus | undefined {
   return (Object.keys(A2A_STATE_OF) as TaskStatus[]).find((status) => A2A_STATE_OF[status] === state);
 }
+
+/** The metadata key of a Klym message or task (`metadata.klym`). */
+const KLYM = 'klym';
 
 /** The artifact id of a completed task's final answer. */
 export const RESULT_ARTIFACT_ID = 'result';
@@ -36,7 +47,7 @@ function statusText(task: TaskRecord): string | undefined {
     case 'running':
       return task.currentStep === '' ? undefined : task.currentStep;
     case 'input_required':
-      return `Waiting for the caller's answer (reply_to_agent_task): ${task.input?.question ?? ''}`;
+      return task.input?.question ?? '';
     case 'error':
       return task.error === undefined ? 'The task failed' : `${task.error.code}: ${task.error.message}`;
     case 'cancelled':
@@ -46,15 +57,29 @@ function statusText(task: TaskRecord): string | undefined {
   }
 }
 
-/** An agent message about `task`, as A2A carries it in `status.message`. */
+/**
+ * An agent message about `task`, as A2A carries it in `status.message`. For a task in `input_required`, what it
+ * asks: the question as text; for an approval also a data part `{ toolName, input }` (the call), for a program to
+ * decide on, and `metadata.klym` saying how to reply (`kind`, `reply`). Its id is the question's own, so a client
+ * tells two questions of one task apart.
+ */
 export function agentMessage(task: TaskRecord, text: string): Message {
+  const { input } = task;
+  const asking = task.status === 'input_required' && input !== undefined;
+  const approval = asking && input.kind === 'approval';
   return {
-    messageId: `${task.id}:${task.status}`,
+    messageId: asking ? `${task.id}:input:${input.askedAt}` : `${task.id}:${task.status}`,
     contextId: task.id,
     taskId: task.id,
     role: Role.ROLE_AGENT,
-    parts: [textPart(text)],
-    metadata: undefined,
+    parts: approval && input.call !== undefined ? [textPart(text), dataPart({ toolName: input.call.toolName, input: input.call.input })] : [textPart(text)],
+    metadata: asking
+      ? {
+          [KLYM]: approval
+            ? { kind: 'approval', reply: 'SendMessage with this taskId and a data part { "approve": true | false, "reason"?: "…" }' }
+            : { kind: 'question', reply: 'SendMessage with this taskId and the answer as text' },
+        }
+      : undefined,
     extensions: [],
     referenceTaskIds: [],
   };
@@ -93,12 +118,12 @@ export function toA2aTask(task: TaskRecord, artifacts: readonly ArtifactInfo[] =
     id: task.id,
     contextId: task.id,
     status: {
-      state: A2A_STATE_OF[task.status],
+      state: a2aStateOf(task),
       message: text === undefined ? undefined : agentMessage(task, text),
       timestamp: task.finishedAt ?? task.startedAt ?? task.createdAt,
     },
     artifacts: listed,
     history: [],
-    metadata: { klym: { status: task.status, ...(task.request.model === undefined ? {} : { model: task.request.model }), steps: task.usage.steps } },
+    metadata: { [KLYM]: { status: task.status, ...(task.request.model === undefined ? {} : { model: task.request.model }), steps: task.usage.steps } },
   };
 }

@@ -14,7 +14,7 @@ export interface WatchTaskOptions {
 }
 
 /**
- * The task each time its status or step changes, starting with how it is now, until it ends (the last one
+ * The task each time its status, step or question changes, starting with how it is now, until it ends (the last one
  * yielded is terminal) or `signal` aborts. Woken by the service's task events, so a change in this process
  * is seen at once; one elsewhere (a worker on a shared queue) within `pollIntervalMs`.
  * @throws {KlymError} `TASK_NOT_FOUND` when `caller` cannot see the task (or it was evicted meanwhile)
@@ -40,7 +40,8 @@ export async function* watchTask(
       if (signal?.aborted === true) return;
       changed = false;
       const task = await service.tasks.get(id, caller);
-      const key = `${task.status}\u0000${task.currentStep}`;
+      // A new question is a change even when the status and step read as before (one asked right after another was answered).
+      const key = `${task.status}\u0000${task.currentStep}\u0000${task.status === 'input_required' ? (task.input?.askedAt ?? '') : ''}`;
       if (key !== last) {
         last = key;
         yield task;

@@ -2,9 +2,18 @@ import { MAX_TIMER_MS, WEBHOOK_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import type { Redactor } from '../redact.ts';
 import type { TaskEvent } from '../tasks/task-manager-types.ts';
-import type { TaskRecord, TaskStore } from '../tasks/task-types.ts';
+import { isReplied, type TaskRecord, type TaskStore } from '../tasks/task-types.ts';
 import { createPushAllowList, type PushAllowList } from './push-allow.ts';
-import { PUSH_ENDPOINT_PREFIX, PUSH_EVENTS, pushRank, type PushEventType, type PushFormat, type PushOptions, type PushTarget } from './push-types.ts';
+import {
+  PUSH_ENDPOINT_PREFIX,
+  PUSH_EVENTS,
+  REPEATED_PUSH_EVENTS,
+  pushRank,
+  type PushEventType,
+  type PushFormat,
+  type PushOptions,
+  type PushTarget,
+} from './push-types.ts';
 import type { AttemptTarget } from './send-webhook.ts';
 import { isWebhookSecret } from './webhook-endpoints.ts';
 import { webhookMessageId } from './webhook-payload.ts';
@@ -62,8 +71,9 @@ export const pushEndpoint = (target: Pick<PushTarget, 'id'>): string => `${PUSH_
 export const isPushMessage = (message: Pick<WebhookMessage, 'endpoint'>): boolean => message.endpoint.startsWith(PUSH_ENDPOINT_PREFIX);
 
 /**
- * What a task event tells push targets: its creation (the task as it stands), its start, and its end (a
- * completed one's answer first). A resume is not a start; an event heard from another process sharing the
+ * What a task event tells push targets: its creation (the task as it stands), its start, a question to its caller,
+ * its going on after the answer, and its end (a completed one's answer first). A resume after a restart, of a task
+ * that asked nothing, is not told (it was working and still is); an event heard from another process sharing the
  * queue was told there.
  */
 export function pushEventsOf(event: TaskEvent): readonly PushEventType[] {
@@ -73,6 +83,11 @@ export function pushEventsOf(event: TaskEvent): readonly PushEventType[] {
       return ['task.snapshot'];
     case 'task-start':
       return ['task.started'];
+    case 'task-input-required':
+      return ['task.input_required'];
+    case 'task-resume':
+      // Told once per answered question: a later resume after a restart stores the same message id again, which stores nothing.
+      return isReplied(event.task.input) ? ['task.resumed'] : [];
     case 'task-end':
       if (event.task.status === 'completed') return ['task.result', 'task.completed'];
       if (event.task.status === 'error') return ['task.failed'];
@@ -103,7 +118,7 @@ export function pushMessages(
     for (const target of targets) {
       const endpoint = pushEndpoint(target);
       messages.push({
-        id: webhookMessageId(task.id, endpoint, type),
+        id: webhookMessageId(task.id, endpoint, type, REPEATED_PUSH_EVENTS.includes(type) ? task.input?.askedAt : undefined),
         taskId: task.id,
         endpoint,
         type,
@@ -117,10 +132,17 @@ export function pushMessages(
   return messages;
 }
 
-/** The ids of the messages that go to `message`'s push target before it (whether or not they were ever stored). */
+/**
+ * The ids of the messages that go to `message`'s push target before it (whether or not they were ever stored). A
+ * question's messages (`task.input_required`, `task.resumed`) are not among them: their ids name the question, which
+ * a later message does not know. They are ordered with the others when claimed together, and by when they happen:
+ * a question comes after the start, its resume after the caller's answer, the end after the last resume.
+ */
 export function earlierPushMessages(message: Pick<WebhookMessage, 'taskId' | 'endpoint' | 'type'>): string[] {
   const rank = pushRank(message.type as PushEventType);
-  return PUSH_EVENTS.filter((type) => pushRank(type) < rank).map((type) => webhookMessageId(message.taskId, message.endpoint, type));
+  return PUSH_EVENTS.filter((type) => pushRank(type) < rank && !REPEATED_PUSH_EVENTS.includes(type)).map((type) =>
+    webhookMessageId(message.taskId, message.endpoint, type),
+  );
 }
 
 /**

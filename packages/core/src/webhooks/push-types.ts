@@ -19,17 +19,30 @@ export interface PushTarget {
 }
 
 /**
- * What a push target is told, in this order (each kind at most once per target): the task as it stands when
- * the target is stored (`task.snapshot`: at the task's creation for a target given with it), its start, its
- * result (a completed task with an answer), and its end.
+ * What a push target is told, in this order: the task as it stands when the target is stored (`task.snapshot`: at
+ * the task's creation for a target given with it), its start, each question it asks its caller
+ * (`task.input_required`) and its going on after each answer (`task.resumed`), its result (a completed task with an
+ * answer), and its end. Each kind once per target, but the two of a question once per question.
  */
-export const PUSH_EVENTS = ['task.snapshot', 'task.started', 'task.result', 'task.completed', 'task.failed', 'task.cancelled'] as const;
+export const PUSH_EVENTS = [
+  'task.snapshot',
+  'task.started',
+  'task.input_required',
+  'task.resumed',
+  'task.result',
+  'task.completed',
+  'task.failed',
+  'task.cancelled',
+] as const;
 
 /** One of {@link PUSH_EVENTS}. */
 export type PushEventType = (typeof PUSH_EVENTS)[number];
 
-/** The order of a push event among a target's messages: a message goes only after those of lower rank. */
-export const pushRank = (type: PushEventType): number => Math.min(PUSH_EVENTS.indexOf(type), 3);
+/** The push events a task may have more than once (one per question), their messages told apart by the question's `askedAt`. */
+export const REPEATED_PUSH_EVENTS: readonly PushEventType[] = ['task.input_required', 'task.resumed'];
+
+/** The order of a push event among a target's messages: a message goes only after those of lower rank (the ends share one). */
+export const pushRank = (type: PushEventType): number => Math.min(PUSH_EVENTS.indexOf(type), 5);
 
 /** How a protocol writes the bodies of its push notifications (A2A: a `StreamResponse`, `a2aPushFormat`). */
 export interface PushFormat {
