@@ -1,5 +1,3 @@
-import type { ModelProviders } from './agent/types.ts';
-
 /** What stands in for a secret that was removed. */
 export const REDACTED = '[redacted]';
 
@@ -32,12 +30,15 @@ const KEY_CACHE_MAX_LENGTH = 64;
 /** Matches every string that one of {@link PATTERNS} could change (and some more). */
 const HINT = /bearer|basic|key|authorization|token|secret|password|auth|sig|sk-|AIza|:\/\/[^\s/@]*@/i;
 
+/** The model providers (`RunAgentOptions.providers`) as far as their keys go: the redactor needs no more of the agent. */
+type ProviderKeys = Partial<Record<'openai' | 'google' | 'compatible', { readonly apiKey?: string }>>;
+
 /**
  * Every secret a run or a task must keep out of what it shows: `secrets` as given, and the API keys of
  * `providers`. The one place provider keys join the list (the task service, the task manager and
  * `runAgent` all take theirs from here), without duplicates or empty values.
  */
-export function secretsOf(secrets: readonly (string | undefined)[] = [], providers: ModelProviders = {}): readonly string[] {
+export function secretsOf(secrets: readonly (string | undefined)[] = [], providers: ProviderKeys = {}): readonly string[] {
   const all = [...secrets, providers.openai?.apiKey, providers.google?.apiKey, providers.compatible?.apiKey];
   return [...new Set(all.filter((secret): secret is string => typeof secret === 'string' && secret !== ''))];
 }
