@@ -3,7 +3,7 @@ import { MCP_TASK_DEFAULTS } from '../defaults.ts';
 import { KlymError, isKlymError } from '../errors.ts';
 import type { StartTaskArgs } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
+import { isTerminal, type TaskRecord } from '../tasks/store/task-types.ts';
 import { MCP_STATUS, toMcpTask, toToolResult } from './mcp-task-view.ts';
 import { startOptionsOf } from './start-options.ts';
 import { positiveInteger } from '../internal/positive.ts';

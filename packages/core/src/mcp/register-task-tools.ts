@@ -1,6 +1,6 @@
 import type { CallToolResult, McpServer, ProgressToken } from '@modelcontextprotocol/server';
 import type { TaskService } from '../tasks/task-service.ts';
-import type { TaskRecord } from '../tasks/task-types.ts';
+import type { TaskRecord } from '../tasks/store/task-types.ts';
 import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
 import { TASK_TOOLS, answer } from './task-tool-definitions.ts';
 

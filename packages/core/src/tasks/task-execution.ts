@@ -16,7 +16,7 @@ import { answerAsk, INPUT_REQUIRED, type AskedQuestion } from '../agent/ask-call
 import { decidedWriteBack, isWriteBackApproval, WRITE_BACK_CALL_ID, writeBackApproval } from './runner/write-back-approval.ts';
 import type { AgentRunResult } from '../agent/types.ts';
 import { completionOf, runOptionsOf, type TaskRunDefaults } from './runner/task-run.ts';
-import { isReplied, isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';
+import { isReplied, isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './store/task-types.ts';
 import { writeBackResult, type WriteBackOptions } from './runner/write-back.ts';
 import { taskArtifacts } from './runner/task-artifacts.ts';
 import type { TaskQueries } from './runner/task-queries.ts';

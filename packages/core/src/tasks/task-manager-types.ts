@@ -7,7 +7,7 @@ import type { TaskQueue } from './queue/task-queue.ts';
 import type { PerPrincipalOptions, PrincipalUsage } from './admission/principal-quotas.ts';
 import type { BoundedLogOptions, TaskLogPage } from './store/task-log.ts';
 import type { TaskRunDefaults } from './runner/task-run.ts';
-import type { TaskListPage, TaskPageRequest, TaskRecord, TaskReply, TaskRequest, TaskStatus, TaskStore } from './task-types.ts';
+import type { TaskListPage, TaskPageRequest, TaskRecord, TaskReply, TaskRequest, TaskStatus, TaskStore } from './store/task-types.ts';
 import type { WriteBackOptions } from './runner/write-back.ts';
 import type { PushTarget } from '../webhooks/push-types.ts';
 import type { ArtifactSlice, ReadRequest } from '../artifacts/artifact-store.ts';

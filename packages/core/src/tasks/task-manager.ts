@@ -7,7 +7,7 @@ import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
 import { createTaskAdmission } from './admission/task-admission.ts';
 import { createTaskExecution, notResumed } from './task-execution.ts';
-import { isTerminal, UNFINISHED_STATUSES, type TaskInput, type TaskRecord, type TaskReply } from './task-types.ts';
+import { isTerminal, UNFINISHED_STATUSES, type TaskInput, type TaskRecord, type TaskReply } from './store/task-types.ts';
 import { createArtifactReader, type ArtifactReader } from '../artifacts/artifact-reader.ts';
 import type { StoredArtifact } from '../artifacts/artifact-types.ts';
 import { taskArtifacts } from './runner/task-artifacts.ts';

@@ -4,7 +4,7 @@ import { sqlArgument } from '../artifacts/sql-argument.ts';
 import { KlymError } from '../errors.ts';
 import type { PoolTool } from '../pool/session-pool.ts';
 import { READ_ONLY_POLICY, toolAccess, type AccessRules, type ToolSelection } from '../tools/tool-policy.ts';
-import { TASK_STATUSES, type TaskRequest } from './task-types.ts';
+import { TASK_STATUSES, type TaskRequest } from './store/task-types.ts';
 
 const STATUSES = TASK_STATUSES;
 const taskId = z.string().min(1).max(200);

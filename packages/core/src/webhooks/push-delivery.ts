@@ -2,7 +2,7 @@ import { MAX_TIMER_MS, WEBHOOK_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import type { Redactor } from '../redact.ts';
 import type { TaskEvent } from '../tasks/task-manager-types.ts';
-import { isReplied, type TaskRecord, type TaskStore } from '../tasks/task-types.ts';
+import { isReplied, type TaskRecord, type TaskStore } from '../tasks/store/task-types.ts';
 import { createPushAllowList, type PushAllowList } from './push-allow.ts';
 import {
   PUSH_ENDPOINT_PREFIX,

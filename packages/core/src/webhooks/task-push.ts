@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { KlymError } from '../errors.ts';
 import type { Caller, TaskManager } from '../tasks/task-manager-types.ts';
-import type { TaskStore } from '../tasks/task-types.ts';
+import type { TaskStore } from '../tasks/store/task-types.ts';
 import type { PushUrlVerdict } from './push-allow.ts';
 import type { ResolvedPushOptions } from './push-delivery.ts';
 import type { PushTarget } from './push-types.ts';

@@ -1,7 +1,7 @@
 import { createRedactor } from '../redact.ts';
 import type { TaskLogData } from '../tasks/store/log-entry.ts';
 import type { TaskEvent } from '../tasks/task-manager-types.ts';
-import type { TaskRecord, TaskStore } from '../tasks/task-types.ts';
+import type { TaskRecord, TaskStore } from '../tasks/store/task-types.ts';
 import { earlierPushMessages, isPushMessage, pushAttemptTarget, pushEventsOf, pushMessages, resolvePushOptions } from './push-delivery.ts';
 import type { PushOptions, PushTarget } from './push-types.ts';
 import { retryDelay, type RetryDelays } from './retry-delay.ts';

@@ -3,7 +3,7 @@ import { TASK_DEFAULTS } from '../defaults.ts';
 import { clipText } from '../internal/clip-text.ts';
 import type { Redactor } from '../redact.ts';
 import type { TaskEvent } from '../tasks/task-manager-types.ts';
-import type { TaskRecord } from '../tasks/task-types.ts';
+import type { TaskRecord } from '../tasks/store/task-types.ts';
 import type { OutboxEventType, WebhookEventType } from './webhook-types.ts';
 
 /** The body of a webhook message (Standard Webhooks' shape): concise, plain data, never a secret. */

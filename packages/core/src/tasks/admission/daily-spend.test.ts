@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { createMemoryTaskStore } from '../store/memory-task-store.ts';
-import type { TaskStore } from '../task-types.ts';
+import type { TaskStore } from '../store/task-types.ts';
 import { createDailySpend } from './daily-spend.ts';
 import { resolvePrincipalLimits } from './principal-quotas.ts';
 

@@ -1,5 +1,5 @@
 import { KlymError } from '../../errors.ts';
-import type { DaySpend } from '../task-types.ts';
+import type { DaySpend } from '../store/task-types.ts';
 import { positiveInteger, positiveNumber } from '../../internal/positive.ts';
 
 /**

@@ -2,7 +2,7 @@ import { deniedCallText, type AskedQuestion } from '../../agent/ask-caller.ts';
 import { clipText } from '../../internal/clip-text.ts';
 import { namespaceToolName } from '../../pool/tool-name.ts';
 import { approvalRule } from '../../tools/tool-policy.ts';
-import type { TaskInput, TaskPatch, TaskRecord, WriteBackOutcome } from '../task-types.ts';
+import type { TaskInput, TaskPatch, TaskRecord, WriteBackOutcome } from '../store/task-types.ts';
 import type { TaskRunDefaults } from './task-run.ts';
 import type { WriteBackOptions } from './write-back.ts';
 

@@ -1,7 +1,7 @@
 import { clipText } from '../../internal/clip-text.ts';
 import type { SessionPool } from '../../pool/session-pool.ts';
 import { traceToolCall, type ToolCallTracing } from '../../telemetry/tool-call-span.ts';
-import type { WriteBackOutcome } from '../task-types.ts';
+import type { WriteBackOutcome } from '../store/task-types.ts';
 import { TASK_DEFAULTS } from '../../defaults.ts';
 
 /** Where and how a task's result is written into the graph. */

@@ -15,7 +15,7 @@ import {
   type TaskStatus,
   type TaskStore,
   type DaySpend,
-} from '../task-types.ts';
+} from './task-types.ts';
 import type { StoredArtifact } from '../../artifacts/artifact-types.ts';
 import { utf8Marks, utf8Range, type Utf8Marks } from '../../artifacts/utf8-range.ts';
 import { positiveInteger } from '../../internal/positive.ts';

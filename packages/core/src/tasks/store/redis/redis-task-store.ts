@@ -4,7 +4,7 @@ import { ARTIFACT_DEFAULTS, REDIS_DEFAULTS, TASK_DEFAULTS } from '../../../defau
 import { KlymError } from '../../../errors.ts';
 import { tooManyPushTargets } from '../../../webhooks/push-target-list.ts';
 import type { BoundedLogOptions } from '../task-log.ts';
-import { isTerminal, TASK_STATUSES, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from '../../task-types.ts';
+import { isTerminal, TASK_STATUSES, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from '../task-types.ts';
 import { createCheckpoints } from './checkpoints.ts';
 import { createLogStreams } from './log-stream.ts';
 import { createRedisOutbox } from './outbox.ts';

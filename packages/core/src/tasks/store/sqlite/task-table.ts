@@ -10,7 +10,7 @@ import {
   type TaskPatch,
   type TaskRecord,
   type TaskStatus,
-} from '../../task-types.ts';
+} from '../task-types.ts';
 import { inTransaction } from './transaction.ts';
 import { positiveInteger } from '../../../internal/positive.ts';
 

@@ -1,11 +1,11 @@
-import type { AgentBudget, AgentCheckpoint, ToolSelection } from '../agent/types.ts';
-import type { KlymErrorCode } from '../errors.ts';
-import type { TraceCarrier } from '../telemetry/trace-context.ts';
-import type { PushTarget } from '../webhooks/push-types.ts';
-import type { WebhookOutbox } from '../webhooks/webhook-types.ts';
-import type { TaskLogData, TaskLogType } from './store/log-entry.ts';
-import type { TaskLogPage } from './store/task-log.ts';
-import type { ArtifactInfo, StoredArtifact } from '../artifacts/artifact-types.ts';
+import type { AgentBudget, AgentCheckpoint, ToolSelection } from '../../agent/types.ts';
+import type { KlymErrorCode } from '../../errors.ts';
+import type { TraceCarrier } from '../../telemetry/trace-context.ts';
+import type { PushTarget } from '../../webhooks/push-types.ts';
+import type { WebhookOutbox } from '../../webhooks/webhook-types.ts';
+import type { TaskLogData, TaskLogType } from './log-entry.ts';
+import type { TaskLogPage } from './task-log.ts';
+import type { ArtifactInfo, StoredArtifact } from '../../artifacts/artifact-types.ts';
 
 /**
  * Where a task is. `pending`: queued behind the concurrency limit; `running`; `input_required`: its run asked
