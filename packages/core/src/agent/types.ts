@@ -324,3 +324,13 @@ export type RunWiring = 'pool' | 'scope' | 'signal' | 'budgetSignal' | 'beforeSt
  * whence the service's option and the server's config key: the compiler asks for it.
  */
 export type RunSettings = Omit<RunAgentOptions, RunWiring> & { readonly model?: string };
+
+/** What runs a task's agent: `runAgent` of `@klym/core`, or a stand-in with its contract. */
+export type AgentRunner = ((options: RunAgentOptions) => Promise<AgentRunResult>) & {
+  /**
+   * The runner's events are already redacted with the run's `secrets` and provider keys, as `runAgent`'s
+   * are (`createThreadRunner`'s are: they come from `runAgent` on its thread). The task manager then logs
+   * them as they come instead of redacting each a second time. @default false (true for `runAgent` itself)
+   */
+  readonly redactsEvents?: boolean;
+};

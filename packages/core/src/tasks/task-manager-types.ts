@@ -1,5 +1,7 @@
 import type { ArtifactReaderOptions } from '../artifacts/artifact-reader.ts';
-import type { AgentRunResult, AgentUsage, RunAgentOptions } from '../agent/types.ts';
+import type { AgentRunner, AgentUsage } from '../agent/types.ts';
+
+export type { AgentRunner } from '../agent/types.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import type { TracingOptions } from '../telemetry/tracing.ts';
@@ -14,16 +16,6 @@ import type { ArtifactSlice, ReadRequest } from '../artifacts/artifact-store.ts'
 import type { ArtifactInfo, QueryPage } from '../artifacts/artifact-types.ts';
 import type { TaskQueriesOptions } from './runner/task-queries.ts';
 import type { QueryAnswer } from '../artifacts/artifact-query.ts';
-
-/** What runs a task's agent: `runAgent` of `@klym/core`, or a stand-in with its contract. */
-export type AgentRunner = ((options: RunAgentOptions) => Promise<AgentRunResult>) & {
-  /**
-   * The runner's events are already redacted with the run's `secrets` and provider keys, as `runAgent`'s
-   * are (`createThreadRunner`'s are: they come from `runAgent` on its thread). The task manager then logs
-   * them as they come instead of redacting each a second time. @default false (true for `runAgent` itself)
-   */
-  readonly redactsEvents?: boolean;
-};
 
 /** Options of {@link createTaskManager}. */
 export interface TaskManagerOptions {

@@ -4,7 +4,7 @@ import { sqlArgument } from '../artifacts/sql-argument.ts';
 import { KlymError } from '../errors.ts';
 import type { PoolTool } from '../pool/session-pool.ts';
 import { READ_ONLY_POLICY, toolAccess, type AccessRules, type ToolSelection } from '../tools/tool-policy.ts';
-import { TASK_STATUSES, type TaskRequest } from './store/task-types.ts';
+import { TASK_STATUSES, type RequestLimits, type TaskRequest } from './store/task-types.ts';
 
 const STATUSES = TASK_STATUSES;
 const taskId = z.string().min(1).max(200);
@@ -178,17 +178,6 @@ export function parseArgs<Schema extends z.ZodType>(schema: Schema, input: unkno
   const issue = parsed.error.issues[0];
   const field = issue?.path.length ? issue.path.join('.') : issue?.code === 'unrecognized_keys' ? issue.keys.join(', ') : 'arguments';
   throw new KlymError('INVALID_ARGUMENT', `\`${field}\`: ${issue?.message ?? 'invalid'}`);
-}
-
-/** What a request is narrowed to: the server's models, budgets and tool rules (the same rules the runs apply). */
-export interface RequestLimits extends AccessRules {
-  /** The models a caller may name; the first is the default. Never empty. */
-  readonly models: readonly string[];
-  readonly defaultBudget: AgentBudget;
-  readonly maxBudget: AgentBudget;
-  readonly systemPrompt?: string;
-  /** The webhook endpoints a start may name in `webhook`. @default none */
-  readonly webhooks?: readonly string[];
 }
 
 const BUDGET_KEYS = [

@@ -15,7 +15,7 @@ import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthVie
 import { viewQuota, type QuotaView } from './admission/principal-quotas.ts';
 import { createTaskManager } from './task-manager.ts';
 import type { StartOptions, TaskEvent, TaskManager, TaskManagerOptions } from './task-manager-types.ts';
-import type { TaskReply } from './store/task-types.ts';
+import type { RequestLimits, TaskReply } from './store/task-types.ts';
 import {
   narrowTaskRequest,
   type CancelTaskArgs,
@@ -24,7 +24,6 @@ import {
   type ListTasksArgs,
   type QueryArtifactsArgs,
   type ReadArtifactArgs,
-  type RequestLimits,
   type StartTaskArgs,
   type TaskLogsArgs,
 } from './task-request.ts';

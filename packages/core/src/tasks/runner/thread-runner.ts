@@ -19,7 +19,7 @@ import {
   type RunnerThreadData,
   type ToRunnerThread,
 } from './runner-messages.ts';
-import type { AgentRunner } from '../task-manager-types.ts';
+import type { AgentRunner } from '../../agent/types.ts';
 import { TASK_DEFAULTS } from '../../defaults.ts';
 import type { ArtifactBackend } from '../../artifacts/artifact-types.ts';
 import { portableRunOptions, portableUpstreams } from './portable-options.ts';

@@ -1,5 +1,6 @@
 import type { AgentBudget, AgentCheckpoint, ToolSelection } from '../../agent/types.ts';
 import type { KlymErrorCode } from '../../errors.ts';
+import type { AccessRules } from '../../tools/tool-policy.ts';
 import type { TraceCarrier } from '../../telemetry/trace-context.ts';
 import type { PushTarget } from '../../webhooks/push-types.ts';
 import type { WebhookOutbox } from '../../webhooks/webhook-types.ts';
@@ -265,4 +266,15 @@ export interface TaskStore extends WebhookOutbox, AsyncDisposable {
   spendOf(principal: string, day: string): Promise<DaySpend>;
   /** Writes what is buffered and releases the store (for SQLite, its file lock). Idempotent. */
   close(): Promise<void>;
+}
+
+/** What a request is narrowed to: the server's models, budgets and tool rules (the same rules the runs apply). */
+export interface RequestLimits extends AccessRules {
+  /** The models a caller may name; the first is the default. Never empty. */
+  readonly models: readonly string[];
+  readonly defaultBudget: AgentBudget;
+  readonly maxBudget: AgentBudget;
+  readonly systemPrompt?: string;
+  /** The webhook endpoints a start may name in `webhook`. @default none */
+  readonly webhooks?: readonly string[];
 }
