@@ -8,7 +8,7 @@
 // `rewrite`); and it relays push notifications to the kit's
 // receiver, whose port is random (`--webhook-host` points the kit's push URLs at the proxy, which a2a.pushAllow names).
 // The kit reads the card from the proxy and posts where it points. Its summary and each failure are printed; the
-// exit code is pytest's. See docs/architecture.md ("A2A conformance") for the figures and what each failure means.
+// exit code is pytest's. See docs/architecture/a2a.md ("A2A conformance") for the figures and what each failure means.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';

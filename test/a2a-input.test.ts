@@ -110,6 +110,26 @@ describe('A2A: a task that asks its caller, with the @a2a-js/sdk client', () => 
     await expect(send(client, answerOf(asked.id, 'search'))).rejects.toMatchObject({ name: 'UnsupportedOperationError' });
   });
 
+  it('keeps the conversation as the task’s history: the prompt, the question, the answer, oldest first; historyLength cuts it', async () => {
+    const { client } = await start();
+    const asked = await send(client, textMessage('Why did errors rise yesterday?'));
+    await send(client, answerOf(asked.id, 'billing'));
+    const texts = (task: Task): [number, string | undefined][] => task.history.map((message) => [message.role, textOfPart(message.parts[0])]);
+    const whole = await client.getTask({ tenant: '', id: asked.id, historyLength: 10 });
+    // ROLE_USER is 1, ROLE_AGENT 2.
+    expect(texts(whole)).toEqual([
+      [1, 'Why did errors rise yesterday?'],
+      [2, QUESTION],
+      [1, 'billing'],
+    ]);
+    expect(whole.history.every((message) => message.taskId === asked.id)).toBe(true);
+    expect(texts(await client.getTask({ tenant: '', id: asked.id, historyLength: 2 }))).toEqual([
+      [2, QUESTION],
+      [1, 'billing'],
+    ]);
+    expect((await client.getTask({ tenant: '', id: asked.id, historyLength: 0 })).history).toEqual([]);
+  });
+
   it('returnImmediately answers at once; a running task, one already answered, a wrong reply and a stranger are refused by name', async () => {
     const { client, url } = await start();
     const started = await send(client, textMessage('Why did errors rise yesterday? (hold)'), true);

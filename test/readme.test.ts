@@ -1,5 +1,5 @@
-// README.md is what a newcomer trusts first: its configuration example must be one Klym accepts, and
-// its two commands must be the ones CI runs.
+// README.md is what a newcomer trusts first: its two commands must be the ones CI runs, and its short
+// configuration must be one Klym accepts, as must the complete example in docs/configuration.md.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,12 +8,14 @@ import { resolveConfig } from '../apps/server/src/config/resolve-config.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+const configurationPage = readFileSync(path.join(root, 'docs/configuration.md'), 'utf8');
+const firstYamlBlock = (markdown: string): string => (markdown.match(/```yaml\n([\s\S]*?)```/) as RegExpMatchArray)[1] as string;
 const work = mkdtempSync(path.join(tmpdir(), 'klym-readme-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-describe('README.md', () => {
+describe('README.md and docs/configuration.md', () => {
   it('gives a complete configuration example that Klym accepts, every section of the schema in it', () => {
-    const example = (readme.match(/```yaml\n([\s\S]*?)```/) as RegExpMatchArray)[1] as string;
+    const example = firstYamlBlock(configurationPage);
     const file = path.join(work, 'klym.config.yaml');
     writeFileSync(file, example);
     const { config, sourceOf } = resolveConfig({ cwd: work, env: { OPENAI_API_KEY: 'sk-readme-example-key' }, configFile: file });
@@ -38,6 +40,15 @@ describe('README.md', () => {
     ]) {
       expect({ key, source: sourceOf(key.split('.')) }).toMatchObject({ source: expect.stringMatching(/^file /) });
     }
+  });
+
+  it("gives a short configuration in README's tour that Klym accepts", () => {
+    const file = path.join(work, 'klym.readme.yaml');
+    writeFileSync(file, firstYamlBlock(readme));
+    const { config, sourceOf } = resolveConfig({ cwd: work, env: { OPENAI_API_KEY: 'sk-readme-example-key' }, configFile: file });
+    expect(config.upstreams.grynya).toMatchObject({ url: 'http://grynya-mcp-server:8000/sse', transport: 'sse' });
+    expect(config.llm.model).toBe('openai:gpt-4.1-mini');
+    expect(sourceOf(['server', 'tokens'])).toMatch(/^file /);
   });
 
   it('names the two commands that CI runs', () => {

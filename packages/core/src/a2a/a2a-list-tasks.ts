@@ -33,16 +33,18 @@ export async function listA2aTasks(service: TaskService, caller: Caller, params:
   if (after !== undefined && Number.isNaN(after))
     throw new RequestMalformedError(`\`statusTimestampAfter\`: expected an ISO 8601 time, got ${JSON.stringify(params.statusTimestampAfter)}`);
   const none: ListTasksResponse = { tasks: [], nextPageToken: '', pageSize, totalSize: 0 };
-  // A state Klym never has (input-required, rejected, auth-required) matches no task.
+  // A state Klym never has (rejected, auth-required) matches no task.
   if (params.status !== 0 && status === undefined) return none;
   const matches = (task: TaskRecord): boolean => (status === undefined || task.status === status) && (after === undefined || statusTime(task) >= after);
 
+  // Each task's messages only when asked for (`historyLength`): a page of tasks is not a page of conversations.
+  const history = params.historyLength === undefined ? undefined : { length: params.historyLength };
   const view = async (tasks: readonly TaskRecord[]): Promise<Task[]> => {
-    if (params.includeArtifacts !== true) return tasks.map((task) => ({ ...toA2aTask(task), artifacts: [] }));
+    if (params.includeArtifacts !== true) return tasks.map((task) => ({ ...toA2aTask(task, [], history), artifacts: [] }));
     return Promise.all(
       tasks.map(async (task) => {
         const { task: current, artifacts } = await service.tasks.read(task.id, caller, { tail: 0 });
-        return toA2aTask(current, artifacts);
+        return toA2aTask(current, artifacts, history);
       }),
     );
   };

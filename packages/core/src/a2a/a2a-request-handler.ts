@@ -134,7 +134,8 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
     ...(options.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs }),
   });
 
-  const read = (id: string, caller: Caller): Promise<Task> => readA2aTask(service, id, caller);
+  const read = (id: string, caller: Caller, historyLength?: number): Promise<Task> =>
+    readA2aTask(service, id, caller, { ...(historyLength === undefined ? {} : { length: historyLength }) });
 
   /** Starts the task a message asks for, or answers the one it names (`taskId`): a message naming a task never starts one. */
   const start = async (params: Parameters<A2ARequestHandler['sendMessage']>[0], caller: Caller): Promise<TaskRecord> => {
@@ -194,7 +195,7 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
         const limitMs = Math.min(maxBlockMs, task.request.budget?.timeoutMs ?? maxBlockMs);
         await waitForStop(service, task.id, caller, watchOptions(AbortSignal.timeout(limitMs)));
       }
-      return read(task.id, caller);
+      return read(task.id, caller, params.configuration?.historyLength);
     }),
     sendMessageStream: async function* (params, context) {
       try {
@@ -216,7 +217,7 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
         throw toA2aError(error);
       }
     },
-    getTask: guarded(async (params, context) => read(params.id, callerOf(context))),
+    getTask: guarded(async (params, context) => read(params.id, callerOf(context), params.historyLength)),
     listTasks: guarded(async (params, context) => listA2aTasks(service, callerOf(context), params)),
     cancelTask: guarded(async (params, context) => {
       const caller = callerOf(context);

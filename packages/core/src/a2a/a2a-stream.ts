@@ -19,10 +19,10 @@ export interface A2aWatchOptions {
 /** Where an A2A task stops for a blocking `SendMessage` and a `SendStreamingMessage`: it ended, or it waits for its caller. */
 export const isStop = (task: Pick<TaskRecord, 'status'>): boolean => isTerminal(task.status) || task.status === 'input_required';
 
-/** The task, its artifacts listed, as A2A shows it. */
-export async function readA2aTask(service: TaskService, id: string, caller: Caller): Promise<Task> {
+/** The task, its artifacts listed, as A2A shows it; with `history`, its messages too (`length`: the most recent that many). */
+export async function readA2aTask(service: TaskService, id: string, caller: Caller, history?: { readonly length?: number }): Promise<Task> {
   const { task, artifacts } = await service.tasks.read(id, caller, { tail: 0 });
-  return toA2aTask(task, artifacts);
+  return toA2aTask(task, artifacts, history);
 }
 
 /**

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { KlymError } from '../errors.ts';
 import type { TaskRecord } from '../tasks/store/task-types.ts';
 import { toA2aError } from './a2a-request-handler.ts';
-import { klymStatusOf, toA2aTask } from './a2a-task.ts';
+import { historyOf, klymStatusOf, toA2aTask } from './a2a-task.ts';
 
 const base: TaskRecord = {
   id: 'task-1',
@@ -92,5 +92,38 @@ describe('a Klym task as an A2A Task', () => {
     expect(toA2aError(new KlymError('INVALID_ARGUMENT', '`model`: unknown'))).toMatchObject({ name: 'RequestMalformedError' });
     expect(toA2aError(new KlymError('TASK_NOT_WAITING', 'Task x was already answered'))).toMatchObject({ name: 'UnsupportedOperationError' });
     expect(toA2aError(new KlymError('TASK_QUEUE_FULL', 'The queue is full'))).toMatchObject({ message: 'TASK_QUEUE_FULL: The queue is full' });
+  });
+});
+
+describe('a task’s history', () => {
+  it('holds every question with its reply, an approval’s decision as data, and the prompt first', () => {
+    const task: TaskRecord = {
+      ...base,
+      status: 'input_required',
+      earlierInputs: [
+        { question: 'Which day?', toolCallId: 'c1', askedAt: '2026-11-27T04:00:02.000Z', answer: 'Tuesday', answeredAt: '2026-11-27T04:00:03.000Z' },
+      ],
+      input: {
+        kind: 'approval',
+        question: 'Approve the call of grynya__add_node with {}?',
+        call: { toolName: 'grynya__add_node', input: {} },
+        toolCallId: 'c2',
+        askedAt: '2026-11-27T04:00:04.000Z',
+        approved: false,
+        reason: 'not now',
+      },
+    };
+    const parts = historyOf(task).map((message) => [message.role, message.parts.map((part) => part.content?.value)]);
+    expect(parts).toEqual([
+      [Role.ROLE_USER, ['Self-check']],
+      [Role.ROLE_AGENT, ['Which day?']],
+      [Role.ROLE_USER, ['Tuesday']],
+      [Role.ROLE_AGENT, ['Approve the call of grynya__add_node with {}?', { toolName: 'grynya__add_node', input: {} }]],
+      [Role.ROLE_USER, [{ approve: false, reason: 'not now' }]],
+    ]);
+    expect(new Set(historyOf(task).map((message) => message.messageId)).size).toBe(5);
+    // A Task carries it only when asked: streams and pushes do not.
+    expect(toA2aTask(task).history).toEqual([]);
+    expect(toA2aTask(task, [], { length: 1 }).history).toHaveLength(1);
   });
 });

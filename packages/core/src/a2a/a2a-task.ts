@@ -1,6 +1,6 @@
 import { Role, TaskState, type Artifact, type Message, type Part, type Task } from '@a2a-js/sdk';
 import type { ArtifactInfo } from '../artifacts/artifact-types.ts';
-import { isReplied, type TaskRecord, type TaskStatus } from '../tasks/store/task-types.ts';
+import { isReplied, KEPT_INPUTS, type TaskInput, type TaskRecord, type TaskStatus } from '../tasks/store/task-types.ts';
 
 /** The A2A state of each Klym status. */
 export const A2A_STATE_OF: Readonly<Record<TaskStatus, TaskState>> = {
@@ -58,40 +58,80 @@ function statusText(task: TaskRecord): string | undefined {
 }
 
 /**
- * An agent message about `task`, as A2A carries it in `status.message`. For a task in `input_required`, what it
- * asks: the question as text; for an approval also a data part `{ toolName, input }` (the call), for a program to
- * decide on, and `metadata.klym` saying how to reply (`kind`, `reply`). Its id is the question's own, so a client
- * tells two questions of one task apart.
+ * The message a question of a task is, as A2A carries it: the question as text; for an approval also a data part
+ * `{ toolName, input }` (the call), for a program to decide on, and `metadata.klym` saying how to reply (`kind`,
+ * `reply`). Its id is the question's own, so a client tells two questions of one task apart.
+ */
+function questionMessage(taskId: string, input: TaskInput): Message {
+  const approval = input.kind === 'approval';
+  return {
+    messageId: `${taskId}:input:${input.askedAt}`,
+    contextId: taskId,
+    taskId,
+    role: Role.ROLE_AGENT,
+    parts:
+      approval && input.call !== undefined
+        ? [textPart(input.question), dataPart({ toolName: input.call.toolName, input: input.call.input })]
+        : [textPart(input.question)],
+    metadata: {
+      [KLYM]: approval
+        ? { kind: 'approval', reply: 'SendMessage with this taskId and a data part { "approve": true | false, "reason"?: "…" }' }
+        : { kind: 'question', reply: 'SendMessage with this taskId and the answer as text' },
+    },
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+/** A message of the caller's in a task's history: its prompt, or its reply to a question (text, or a decision as data). */
+function userMessage(taskId: string, messageId: string, part: Part): Message {
+  return { messageId, contextId: taskId, taskId, role: Role.ROLE_USER, parts: [part], metadata: undefined, extensions: [], referenceTaskIds: [] };
+}
+
+/**
+ * An agent message about `task`, as A2A carries it in `status.message`: for a task in `input_required`, its
+ * question ({@link questionMessage}); else `text` (the step, the error, why it was cancelled).
  */
 export function agentMessage(task: TaskRecord, text: string): Message {
-  const { input } = task;
-  const asking = task.status === 'input_required' && input !== undefined;
-  const approval = asking && input.kind === 'approval';
+  if (task.status === 'input_required' && task.input !== undefined) return questionMessage(task.id, task.input);
   return {
-    messageId: asking ? `${task.id}:input:${input.askedAt}` : `${task.id}:${task.status}`,
+    messageId: `${task.id}:${task.status}`,
     contextId: task.id,
     taskId: task.id,
     role: Role.ROLE_AGENT,
-    parts: approval && input.call !== undefined ? [textPart(text), dataPart({ toolName: input.call.toolName, input: input.call.input })] : [textPart(text)],
-    metadata: asking
-      ? {
-          [KLYM]: approval
-            ? { kind: 'approval', reply: 'SendMessage with this taskId and a data part { "approve": true | false, "reason"?: "…" }' }
-            : { kind: 'question', reply: 'SendMessage with this taskId and the answer as text' },
-        }
-      : undefined,
+    parts: [textPart(text)],
+    metadata: undefined,
     extensions: [],
     referenceTaskIds: [],
   };
 }
 
 /**
+ * The messages of a task, oldest first (A2A §3.2.4): the caller's prompt, then each question the task asked and
+ * the caller's reply to it (the last {@link KEPT_INPUTS} questions a record keeps). `historyLength` keeps the
+ * most recent that many; 0 none.
+ */
+export function historyOf(task: TaskRecord, historyLength?: number): Message[] {
+  if (historyLength !== undefined && historyLength <= 0) return [];
+  const messages = [userMessage(task.id, `${task.id}:prompt`, textPart(task.request.prompt))];
+  for (const input of [...(task.earlierInputs ?? []), ...(task.input === undefined ? [] : [task.input])]) {
+    messages.push(questionMessage(task.id, input));
+    const messageId = `${task.id}:reply:${input.askedAt}`;
+    if (input.answer !== undefined) messages.push(userMessage(task.id, messageId, textPart(input.answer)));
+    else if (input.approved !== undefined)
+      messages.push(userMessage(task.id, messageId, dataPart({ approve: input.approved, ...(input.reason === undefined ? {} : { reason: input.reason }) })));
+  }
+  return historyLength === undefined ? messages : messages.slice(-historyLength);
+}
+
+/**
  * A Klym task as an A2A `Task`: the same id (also its `contextId`: Klym tasks take no follow-up), the state
  * mapped, the step or the error in `status.message`, and when it completed its final answer as the text
  * artifact `result`. Big tool results the run kept (`artifacts`) are listed by id, size and tool, never
- * inlined: read them with `read_task_artifact` or `GET /api/tasks/:id/artifacts/:artifact`.
+ * inlined: read them with `read_task_artifact` or `GET /api/tasks/:id/artifacts/:artifact`. With `history`, its
+ * messages ({@link historyOf}); without, none (a stream's updates and pushes carry none).
  */
-export function toA2aTask(task: TaskRecord, artifacts: readonly ArtifactInfo[] = []): Task {
+export function toA2aTask(task: TaskRecord, artifacts: readonly ArtifactInfo[] = [], history?: { readonly length?: number }): Task {
   const text = statusText(task);
   const listed: Artifact[] = [];
   if (task.status === 'completed' && task.result !== undefined) {
@@ -123,7 +163,7 @@ export function toA2aTask(task: TaskRecord, artifacts: readonly ArtifactInfo[] =
       timestamp: task.finishedAt ?? task.startedAt ?? task.createdAt,
     },
     artifacts: listed,
-    history: [],
+    history: history === undefined ? [] : historyOf(task, history.length),
     metadata: { [KLYM]: { status: task.status, ...(task.request.model === undefined ? {} : { model: task.request.model }), steps: task.usage.steps } },
   };
 }

@@ -157,6 +157,9 @@ describe('a call that needs the caller’s approval', () => {
     expect(done.result?.finalText).toMatch(/add-2: .*Denied by the caller: one is enough/);
     // One model call asked for both; one more read the outcomes.
     expect(done.usage.steps).toBe(2);
+    // Both decisions stay on the record, oldest first: the history a caller reads (A2A's GetTask).
+    expect(done.earlierInputs).toEqual([expect.objectContaining({ toolCallId: 'add-1', approved: true })]);
+    expect(done.input).toMatchObject({ toolCallId: 'add-2', approved: false, reason: 'one is enough' });
 
     // Another task of the same manager, without the caller's approvals, writes at once.
     const other = await manager.start({ prompt: 'Record both' }, me);

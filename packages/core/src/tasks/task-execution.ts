@@ -16,7 +16,7 @@ import { answerAsk, INPUT_REQUIRED, type AskedQuestion } from '../agent/ask-call
 import { decidedWriteBack, isWriteBackApproval, WRITE_BACK_CALL_ID, writeBackApproval } from './runner/write-back-approval.ts';
 import type { AgentRunResult } from '../agent/types.ts';
 import { completionOf, runOptionsOf, type TaskRunDefaults } from './runner/task-run.ts';
-import { isReplied, isTerminal, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './store/task-types.ts';
+import { isReplied, isTerminal, KEPT_INPUTS, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './store/task-types.ts';
 import { writeBackResult, type WriteBackOptions } from './runner/write-back.ts';
 import { taskArtifacts } from './runner/task-artifacts.ts';
 import type { TaskQueries } from './runner/task-queries.ts';
@@ -199,6 +199,8 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       usage: completed.usage,
       elapsedMs: completed.elapsedMs,
       ...(asked.toolCallId === WRITE_BACK_CALL_ID ? { result: completed.result } : {}),
+      // The question answered before this one stays in the task's history.
+      ...(task.input !== undefined && isReplied(task.input) ? { earlierInputs: [...(task.earlierInputs ?? []), task.input].slice(-KEPT_INPUTS) } : {}),
       status: 'input_required',
       currentStep: asked.kind === 'approval' ? 'waiting for approval' : 'waiting for input',
       input: {

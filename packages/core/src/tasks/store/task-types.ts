@@ -75,6 +75,9 @@ export interface TaskInput {
 /** A caller's reply to a task in `input_required`: an answer to a question, or a decision on an approval. */
 export type TaskReply = { readonly answer: string } | { readonly approve: boolean; readonly reason?: string };
 
+/** How many earlier questions (with their replies) a task's record keeps: a conversation's history, bounded. */
+export const KEPT_INPUTS = 50;
+
 /** Whether a task's input has been replied to (answered or decided). */
 export const isReplied = (input: TaskInput | undefined): boolean => input?.answer !== undefined || input?.approved !== undefined;
 
@@ -138,6 +141,8 @@ export interface TaskRecord {
   readonly trace?: TraceCarrier;
   /** The last question its run asked the caller, and its answer once given (see `input_required`). */
   readonly input?: TaskInput;
+  /** The questions asked before `input`, each with its reply, oldest first (the last {@link KEPT_INPUTS}). */
+  readonly earlierInputs?: readonly TaskInput[];
   /** Receivers the caller gave for this task's transitions (A2A push notification configs). They hold its credentials: no view shows them. */
   readonly push?: readonly PushTarget[];
 }
