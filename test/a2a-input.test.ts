@@ -81,6 +81,8 @@ const dataMessage = (taskId: string, value: Record<string, unknown>): Message =>
 });
 const textOfPart = (part: Part | undefined): string | undefined => (part?.content?.$case === 'text' ? part.content.value : undefined);
 const resultOf = (task: Task): string | undefined => textOfPart(task.artifacts.find((artifact) => artifact.artifactId === 'result')?.parts[0]);
+/** A task's history as [role, first text] pairs. */
+const historyTexts = (task: Task): [number, string | undefined][] => task.history.map((message) => [message.role, textOfPart(message.parts[0])]);
 const stateOf = async (client: Client, id: string) => (await client.getTask({ tenant: '', id })).status?.state;
 
 /** A stream event as a test reads it: its case and the state it tells of, with the status message's text. */
@@ -114,16 +116,15 @@ describe('A2A: a task that asks its caller, with the @a2a-js/sdk client', () => 
     const { client } = await start();
     const asked = await send(client, textMessage('Why did errors rise yesterday?'));
     await send(client, answerOf(asked.id, 'billing'));
-    const texts = (task: Task): [number, string | undefined][] => task.history.map((message) => [message.role, textOfPart(message.parts[0])]);
     const whole = await client.getTask({ tenant: '', id: asked.id, historyLength: 10 });
     // ROLE_USER is 1, ROLE_AGENT 2.
-    expect(texts(whole)).toEqual([
+    expect(historyTexts(whole)).toEqual([
       [1, 'Why did errors rise yesterday?'],
       [2, QUESTION],
       [1, 'billing'],
     ]);
     expect(whole.history.every((message) => message.taskId === asked.id)).toBe(true);
-    expect(texts(await client.getTask({ tenant: '', id: asked.id, historyLength: 2 }))).toEqual([
+    expect(historyTexts(await client.getTask({ tenant: '', id: asked.id, historyLength: 2 }))).toEqual([
       [2, QUESTION],
       [1, 'billing'],
     ]);

@@ -135,7 +135,7 @@ export function createA2aRequestHandler(service: TaskService, options: A2aReques
   });
 
   const read = (id: string, caller: Caller, historyLength?: number): Promise<Task> =>
-    readA2aTask(service, id, caller, { ...(historyLength === undefined ? {} : { length: historyLength }) });
+    readA2aTask(service, id, caller, historyLength === undefined ? {} : { length: historyLength });
 
   /** Starts the task a message asks for, or answers the one it names (`taskId`): a message naming a task never starts one. */
   const start = async (params: Parameters<A2ARequestHandler['sendMessage']>[0], caller: Caller): Promise<TaskRecord> => {

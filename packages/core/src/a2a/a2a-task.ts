@@ -1,6 +1,6 @@
 import { Role, TaskState, type Artifact, type Message, type Part, type Task } from '@a2a-js/sdk';
 import type { ArtifactInfo } from '../artifacts/artifact-types.ts';
-import { isReplied, KEPT_INPUTS, type TaskInput, type TaskRecord, type TaskStatus } from '../tasks/store/task-types.ts';
+import { isReplied, type TaskInput, type TaskRecord, type TaskStatus } from '../tasks/store/task-types.ts';
 
 /** The A2A state of each Klym status. */
 export const A2A_STATE_OF: Readonly<Record<TaskStatus, TaskState>> = {
@@ -108,7 +108,7 @@ export function agentMessage(task: TaskRecord, text: string): Message {
 
 /**
  * The messages of a task, oldest first (A2A §3.2.4): the caller's prompt, then each question the task asked and
- * the caller's reply to it (the last {@link KEPT_INPUTS} questions a record keeps). `historyLength` keeps the
+ * the caller's reply to it (the last `KEPT_INPUTS`, 50, questions a record keeps). `historyLength` keeps the
  * most recent that many; 0 none.
  */
 export function historyOf(task: TaskRecord, historyLength?: number): Message[] {
