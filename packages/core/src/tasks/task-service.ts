@@ -191,10 +191,11 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
   const ownStore = hooked && options.store === undefined ? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log }) : undefined;
   const store = options.store ?? ownStore;
   let webhooks: WebhookDispatcher | undefined;
-  // Resolved (and checked) here too, so that a bad option fails the service's creation, not its first push.
-  const push = options.push === undefined ? undefined : { options: options.push, resolved: resolvePushOptions(options.push) };
+  // Resolved (and checked) once, here, so that a bad option fails the service's creation, not its first push;
+  // the dispatcher and the push targets share the result (one allow-list, one guarded connection pool).
+  const push = options.push === undefined ? undefined : resolvePushOptions(options.push);
   if (hooked && store !== undefined) {
-    const dispatcher = createWebhookDispatcher({ store, endpoints: options.webhooks ?? {}, secrets, ...(push === undefined ? {} : { push: push.options }) });
+    const dispatcher = createWebhookDispatcher({ store, endpoints: options.webhooks ?? {}, secrets, ...(push === undefined ? {} : { push }) });
     listeners.add((event) => void dispatcher.enqueue(event));
     webhooks = dispatcher;
   }
@@ -222,9 +223,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     pool,
     ttlMs: settings.ttlMs,
     push:
-      push === undefined || store === undefined || webhooks === undefined
-        ? undefined
-        : createTaskPush({ tasks, store, dispatcher: webhooks, options: push.resolved }),
+      push === undefined || store === undefined || webhooks === undefined ? undefined : createTaskPush({ tasks, store, dispatcher: webhooks, options: push }),
     async start(args, principal, startOptions) {
       // A start costs the serving thread more than any read, and callers send them in bursts: its work waits
       // for the loop's next check phase, so the requests read in the same turn (Grynya's status polls) are

@@ -15,6 +15,7 @@ import type { TaskStore } from '../tasks/store/task-types.ts';
 import { runResult } from '../testing/run-result.ts';
 import type { PushFormat, PushOptions } from './push-types.ts';
 import { createWebhookDispatcher } from './webhook-dispatcher.ts';
+import { resolvePushOptions } from './push-delivery.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -212,7 +213,7 @@ describe('push messages in the stores’ outboxes', () => {
       () => front.close(),
       () => worker.close(),
     );
-    const push: PushOptions = { allow: [hooks.origin], format, ...FAST };
+    const push = resolvePushOptions({ allow: [hooks.origin], format, ...FAST });
     const frontHooks = createWebhookDispatcher({ store: front, endpoints: {}, push, pollMs: 20, closeGraceMs: 0 });
     const workerHooks = createWebhookDispatcher({ store: worker, endpoints: {}, push, pollMs: 20, closeGraceMs: 0 });
     cleanups.push(
