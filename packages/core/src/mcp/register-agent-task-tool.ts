@@ -5,6 +5,7 @@ import { ANY_RESULT, TASK_ID_PARAMS, asTaskRpc, listAgentTaskTool, parseAgentTas
 import { serveTaskResult } from './mcp-task-result.ts';
 import type { McpTaskStore } from './mcp-task-store.ts';
 import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
+import { onServerClose } from './server-close.ts';
 import { currentHandler, replaceHandler } from '../internal/sdk-handlers.ts';
 import { AGENT_TASK_TOOL } from './task-tool-definitions.ts';
 
@@ -135,10 +136,8 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
     if (event.type === 'task-end') started.delete(event.task.id);
     tell(store.toTask(event.task));
   });
-  const previous = server.server.onclose;
-  server.server.onclose = () => {
+  onServerClose(server, () => {
     unsubscribe();
     progress.close();
-    previous?.();
-  };
+  });
 }
