@@ -2,7 +2,7 @@
 # Proves @klym/core is a package other agents can install: build it, check its public API against the reviewed
 # reports (packages/core/api/), pack it, install the tarball in a
 # temporary project outside the workspace, then typecheck and run a program that imports its entry
-# points (`.`, `./testing`, `./mcp`, `./redis`) and runs a task on the runner thread (whose entry is a file of the
+# points (`.`, `./artifacts`, `./engine`, `./testing`, `./mcp`, `./redis`) and runs a task on the runner thread (whose entry is a file of the
 # built dist, loaded by path, which no import would prove). Run through scripts/run.sh (`pnpm pack-check`) so that Node 24 and pnpm are on PATH.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -6,7 +6,8 @@
 // `heavy-grep-child.ts <dir> <file>`; prints one JSON line.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { createArtifactStore, type ArtifactBackend, type TaskStore } from '@klym/core';
+import type { TaskStore } from '@klym/core';
+import { createArtifactStore, type ArtifactBackend } from '@klym/core/artifacts';
 import { createSqliteTaskStore } from '@klym/core/sqlite';
 import { summarize } from './stats.ts';
 

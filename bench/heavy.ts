@@ -13,7 +13,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ARTIFACT_DEFAULTS } from '@klym/core/internal';
+import { ARTIFACT_DEFAULTS } from '@klym/core/artifacts';
 import { bigGraphFacts, createFakeGrynya, eventRow } from '@klym/fake-grynya';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { startFakeLlmServer } from '../test/support/fake-llm-server.ts';

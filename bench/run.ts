@@ -9,6 +9,7 @@ import { fairness } from './fairness.ts';
 import { freshVsPooled } from './fresh-vs-pooled.ts';
 import { heavy } from './heavy.ts';
 import { poolOverhead } from './pool-overhead.ts';
+import { runnerThreads } from './runner-threads.ts';
 import { scaleOut } from './scale-out.ts';
 import { serverFigures, startFigures } from './server-figures.ts';
 import { storeFigures } from './store-figures.ts';
@@ -37,6 +38,7 @@ const scenarios: readonly (readonly [name: string, heading: string, run: () => P
   ['heavy', '## 10. Heavy inputs: the same questions through map and through query (a log, the graph)', () => heavy({ quick })],
   ['fairness', "## 11. Fair turns between principals: a newcomer's task behind another caller's 40-task backlog", () => fairness({ quick })],
   ['code', '## 12. Code over the evidence: a 200-call diagnosis as one program and as a tool loop', () => codeFigures({ quick })],
+  ['runner-threads', '## 13. Runner threads: a CPU-heavy mix of tasks on one runner thread and on two', () => runnerThreads({ quick })],
 ];
 
 const onlyAt = process.argv.indexOf('--only');

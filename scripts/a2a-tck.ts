@@ -33,6 +33,8 @@ const directory = mkdtempSync(path.join(tmpdir(), 'klym-a2a-tck-'));
 
 /** What the proxy adds to a message the kit sends with a `tck-input-required` messageId; the fake model asks on seeing it last. */
 const ASK_MARKER = '[tck scenario: input-required]';
+/** The marker as Klym's JSON quotes it: its own text part, joined to the message's text by a newline. */
+const SENT_MARKER = JSON.stringify(`\n${ASK_MARKER}`).slice(1, -1);
 /** Where on the proxy push notifications for the kit's receiver go: `/kit-webhook/:<receiver port>/webhook`. */
 const RELAY_PATH = '/kit-webhook/';
 
@@ -51,8 +53,18 @@ const proxy = createServer((incoming, outgoing) => {
         ? { host: target?.hostname, port: target?.port, method: incoming.method, path: incoming.url, headers }
         : { host: '127.0.0.1', port: Number(relay[1]), method: incoming.method, path: relay[2], headers },
       (answer) => {
-        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(outgoing);
+        if (reference || relay !== null) {
+          outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(outgoing);
+          return;
+        }
+        // The marker is the proxy's, not the kit's: taken out of what Klym answers (a task's history quotes the
+        // kit's messages, which the kit compares with what it sent), in a JSON body or an SSE stream's events.
+        const { 'content-length': _length, ...rest } = answer.headers;
+        outgoing.writeHead(answer.statusCode ?? 502, rest);
+        answer.setEncoding('utf8');
+        answer.on('data', (text: string) => outgoing.write(text.replaceAll(SENT_MARKER, '')));
+        answer.on('end', () => outgoing.end());
       },
     );
     forwarded.once('error', () => outgoing.destroy());

@@ -6,16 +6,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import {
-  createSessionPool,
-  createTaskManager,
-  createThreadRunner,
-  runAgent,
-  type AgentRunner,
-  type TaskManager,
-  type TaskRecord,
-  type TaskStore,
-} from '@klym/core';
+import { createSessionPool, createTaskManager, runAgent, type AgentRunner, type TaskManager, type TaskRecord, type TaskStore } from '@klym/core';
+import { createThreadRunner } from '@klym/core/engine';
 import { createScriptedModel } from '@klym/core/internal';
 import { createSqliteTaskStore } from '@klym/core/sqlite';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';

@@ -4,7 +4,8 @@
 // sends more than the window, still reads what it moved out, and resumes from a compacted checkpoint.
 import path from 'node:path';
 import { createSessionPool, runAgent, type AgentCheckpoint, type AgentEvent, type RunAgentOptions, type SessionPool } from '@klym/core';
-import { ARTIFACT_DEFAULTS, createScriptedModel } from '@klym/core/internal';
+import { ARTIFACT_DEFAULTS } from '@klym/core/artifacts';
+import { createScriptedModel } from '@klym/core/internal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { bigLog } from './support/big-log-server.ts';

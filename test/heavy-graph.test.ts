@@ -5,7 +5,8 @@
 // klym__query_artifact computes in DuckDB, on the runner thread and inline, over the SQLite store. Grynya then asks
 // a follow-up question of the finished task's artifact, and reads the graph's answer back byte for byte.
 import path from 'node:path';
-import { createSessionPool, createTaskManager, createThreadRunner, type TaskManager, type TaskRecord } from '@klym/core';
+import { createSessionPool, createTaskManager, type TaskManager, type TaskRecord } from '@klym/core';
+import { createThreadRunner } from '@klym/core/engine';
 import { createSqliteTaskStore } from '@klym/core/sqlite';
 import { bigGraphFacts, createFakeGrynya, eventRow, type FakeGrynya } from '@klym/fake-grynya';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -5,17 +5,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import {
-  createArtifactStore,
-  createMemoryArtifacts,
-  createSessionPool,
-  runAgent,
-  type AgentBudget,
-  type AgentUsage,
-  type RunAgentOptions,
-  type SessionPool,
-} from '@klym/core';
-import { ARTIFACT_DEFAULTS, createScriptedModel, createTokenCounter } from '@klym/core/internal';
+import { createSessionPool, runAgent, type AgentBudget, type AgentUsage, type RunAgentOptions, type SessionPool } from '@klym/core';
+import { createArtifactStore, createMemoryArtifacts, ARTIFACT_DEFAULTS } from '@klym/core/artifacts';
+import { createScriptedModel, createTokenCounter } from '@klym/core/internal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bigLog } from './support/big-log-server.ts';
 import { startFakeLlmServer, type FakeLlmServer, type FakeReply, type FakeRequest } from './support/fake-llm-server.ts';

@@ -11,7 +11,6 @@ import {
   createMemoryTaskStore,
   createSessionPool,
   createTaskManager,
-  createThreadRunner,
   isKlymError,
   runAgent,
   type SessionPool,
@@ -19,11 +18,11 @@ import {
   type TaskManagerOptions,
   type TaskEvent,
   type TaskRecord,
-  type ThreadRunner,
   type UpstreamCall,
   type UpstreamConfig,
   type UpstreamLogEntry,
 } from '@klym/core';
+import { createThreadRunner, type ThreadRunner } from '@klym/core/engine';
 import { createScriptedModel } from '@klym/core/internal';
 import { createInMemoryUpstream } from '@klym/core/testing';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';

@@ -3,13 +3,9 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
-  createArtifactQuery,
-  createArtifactStore,
-  createMemoryArtifacts,
   createSessionPool,
   createTaskManager,
   createTaskService,
-  createThreadRunner,
   isTerminal,
   KlymError,
   openTaskBackend,
@@ -17,6 +13,8 @@ import {
   SELF_CHECK_OK,
   type SessionPool,
 } from '@klym/core';
+import { createArtifactQuery, createArtifactStore, createMemoryArtifacts } from '@klym/core/artifacts';
+import { createThreadRunner } from '@klym/core/engine';
 import { registerTaskTools, TASK_TOOLS_INSTRUCTIONS } from '@klym/core/mcp';
 import { createRedisTaskStore } from '@klym/core/redis';
 import { createInMemoryUpstream } from '@klym/core/testing';

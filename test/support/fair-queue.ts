@@ -1,7 +1,7 @@
 // Fair turns on the shared queue, seen from the queue itself: fronts and workers are BullMQ task queues opened
 // with a small consumer instead of a task manager, so that a test places each task itself (`add(id, placement)`)
 // and decides when each run ends. A task's principal is the first letter of its id: `a07` is A's.
-import type { TaskConsumer, TaskPlacement } from '@klym/core';
+import type { TaskConsumer, TaskPlacement } from '@klym/core/engine';
 import { createBullmqTaskQueue, type BullmqTaskQueue, type BullmqTaskQueueOptions } from '@klym/core/redis';
 
 /** The principal of a test's task: `a07` → `A`. */

@@ -1,5 +1,7 @@
 // Records as the task store tests make them: a task, an artifact, a webhook message, a checkpoint.
-import type { AgentCheckpoint, StoredArtifact, TaskLogPage, TaskRecord, WebhookMessage } from '@klym/core';
+import type { AgentCheckpoint, TaskLogPage, TaskRecord } from '@klym/core';
+import type { StoredArtifact } from '@klym/core/artifacts';
+import type { WebhookMessage } from '@klym/core/engine';
 
 /** A message of a run's conversation (the AI SDK's `ModelMessage`). */
 export type ModelMessage = AgentCheckpoint['messages'][number];

@@ -1,4 +1,5 @@
-import type { ArtifactLimits, TaskStore } from '@klym/core';
+import type { TaskStore } from '@klym/core';
+import type { ArtifactLimits } from '@klym/core/artifacts';
 import { expect, it } from 'vitest';
 import { artifactOf, taskRecord } from './task-fixtures.ts';
 

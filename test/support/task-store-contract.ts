@@ -1,4 +1,6 @@
-import type { AgentCheckpoint, ArtifactLimits, BoundedLogOptions, ClaimedWebhookMessage, TaskLogPage, TaskStore } from '@klym/core';
+import type { AgentCheckpoint, TaskLogPage, TaskStore } from '@klym/core';
+import type { ArtifactLimits } from '@klym/core/artifacts';
+import type { BoundedLogOptions, ClaimedWebhookMessage } from '@klym/core/engine';
 import { BoundedLog } from '@klym/core/internal';
 import * as fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
-import { createRedactor } from '@klym/core/internal';
+import { createRedactor } from '@klym/core/server';
 import { pino } from 'pino';
 import { configSecrets } from '../config/core-options.ts';
 import type { KlymConfig, LogLevel } from '../config/schema.ts';

@@ -1,5 +1,5 @@
 import { KlymError, createSessionPool, isKlymError, runAgent } from '@klym/core';
-import { createRedactor } from '@klym/core/internal';
+import { createRedactor } from '@klym/core/server';
 import { configSecrets, poolUpstreams, runSettings } from '../config/core-options.ts';
 import { configFor, EXIT, exitCodeOf, type CliIo } from './cli.ts';
 import type { CommandLine } from './parse-command.ts';

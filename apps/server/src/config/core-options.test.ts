@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RUN_SETTINGS } from '@klym/core/internal';
+import { RUN_SETTINGS } from '@klym/core/server';
 import { configSecrets, modelProviders, poolUpstreams, runSettings, serverOptions, upstreamToolRules } from './core-options.ts';
 import { formatConfigYaml } from './format-config.ts';
 import { resolveConfig } from './resolve-config.ts';
@@ -252,6 +252,14 @@ describe('mapping the configuration onto core and the server', () => {
     expect(serverOptions(configWith({ KLYM_TASKS_RUNNER: 'inline' }), cwd).tasks?.runner).toBe('inline');
     expect(() => configWith({ KLYM_TASKS_RUNNER: 'process' })).toThrow(
       'tasks.runner = "process": Invalid option: expected one of "thread"|"inline" (env KLYM_TASKS_RUNNER)',
+    );
+  });
+
+  it('spreads runs over `tasks.runnerThreads` threads when set (else the runner picks the cores less one); 0 is refused, naming the key', () => {
+    expect(serverOptions(configWith({}), cwd).tasks?.runnerThreads).toBeUndefined();
+    expect(serverOptions(configWith({ KLYM_TASKS_RUNNER_THREADS: '3' }), cwd).tasks?.runnerThreads).toBe(3);
+    expect(() => configWith({ KLYM_TASKS_RUNNER_THREADS: '0' })).toThrow(
+      'tasks.runnerThreads = 0: Too small: expected number to be >0 (env KLYM_TASKS_RUNNER_THREADS)',
     );
   });
 

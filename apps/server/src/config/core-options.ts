@@ -9,7 +9,7 @@ import {
   type UpstreamConfig,
   type UpstreamToolRules,
 } from '@klym/core';
-import { RUN_SETTINGS, secretsOf, upstreamAuthSecrets } from '@klym/core/internal';
+import { RUN_SETTINGS, secretsOf, upstreamAuthSecrets } from '@klym/core/server';
 import { a2aPush } from '@klym/core/a2a';
 import { defaultResource } from '../server/oauth-options.ts';
 import type { KlymServerOptions } from '../server/server-options.ts';
@@ -198,6 +198,7 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
         ...(config.artifacts.maxBytes === undefined ? {} : { maxBytes: config.artifacts.maxBytes }),
       },
       runner: config.tasks.runner,
+      ...(config.tasks.runnerThreads === undefined ? {} : { runnerThreads: config.tasks.runnerThreads }),
       sharedQueue: { lockDurationMs: config.tasks.lockDurationMs, stalledIntervalMs: config.tasks.stalledIntervalMs },
       resumeOnRestart: config.tasks.resumeOnRestart,
       askCaller: config.tasks.askCaller,

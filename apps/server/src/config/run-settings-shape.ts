@@ -1,4 +1,4 @@
-import { RUN_SETTINGS } from '@klym/core/internal';
+import { RUN_SETTINGS } from '@klym/core/server';
 import type { z } from 'zod';
 
 type RunSettingRows = typeof RUN_SETTINGS;

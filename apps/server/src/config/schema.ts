@@ -1,5 +1,5 @@
-import { WEBHOOK_EVENTS } from '@klym/core';
-import { ARTIFACT_DEFAULTS, QUERY_DEFAULTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS } from '@klym/core/internal';
+import { ARTIFACT_DEFAULTS, QUERY_DEFAULTS } from '@klym/core/artifacts';
+import { WEBHOOK_EVENTS, TASK_DEFAULTS, TASK_QUEUE_DEFAULTS, WEBHOOK_DEFAULTS } from '@klym/core/server';
 import { z } from 'zod';
 import { OAUTH_DEFAULTS, SCOPE_TOKEN, isResourceUrl, isSecureUrl } from '../server/oauth-options.ts';
 import { SERVER_DEFAULTS } from '../server/server-options.ts';
@@ -231,6 +231,12 @@ export const configObjectSchema = z.strictObject({
        * while runs keep it busy; or `inline`, on the thread that serves requests. @default 'thread'
        */
       runner: z.enum(['thread', 'inline']).default(CLI_TASK_RUNNER),
+      /**
+       * With `runner: thread`, how many runner threads the runs are spread over (each to the least busy), so that one
+       * task's synchronous work holds up only the runs on its own thread. Each has its own session pool: an upstream's
+       * `pool.max` is the total over them (each thread gets its share, at least 1). @default the machine's cores less one, at least 1
+       */
+      runnerThreads: positiveInt.optional(),
       /** Whether a task that was running when Klym stopped resumes from its last step on restart; `false` ends it as `error` (`TASK_INTERRUPTED`). @default true */
       resumeOnRestart: z.boolean().default(TASK_DEFAULTS.resumeOnRestart),
       /** Whether a task's model may ask its caller a question (`klym__ask_caller`) and wait for the answer; a start may turn it off (`ask_caller: false`). @default true */

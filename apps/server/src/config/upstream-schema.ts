@@ -1,4 +1,4 @@
-import { MAX_TIMER_MS } from '@klym/core/internal';
+import { MAX_TIMER_MS } from '@klym/core/server';
 import { z } from 'zod';
 
 const UPSTREAM_NAME = /^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$/;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isKlymError, KlymError, type KlymErrorCode, type TaskReply, type TaskService, type TaskStore } from '@klym/core';
-import { TASK_DEFAULTS, createRedactor, viewSlice } from '@klym/core/internal';
+import { TASK_DEFAULTS, createRedactor, viewSlice } from '@klym/core/server';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { html } from 'hono/html';

@@ -1,4 +1,5 @@
-import type { TaskLogData, TaskLogEntry, TaskLogType } from '@klym/core';
+import type { TaskLogEntry, TaskLogType } from '@klym/core';
+import type { TaskLogData } from '@klym/core/engine';
 import { describe, expect, it } from 'vitest';
 import { buildTimeline } from './timeline.ts';
 

@@ -1,5 +1,5 @@
 import type { HttpBindings } from '@hono/node-server';
-import { TASK_DEFAULTS } from '@klym/core/internal';
+import { TASK_DEFAULTS } from '@klym/core/server';
 import type { Hono, MiddlewareHandler } from 'hono';
 import { bearerAuth, scopeGuard, type GuardVariables } from '../server/guards.ts';
 import type { ResolvedServerOptions } from '../server/server-options.ts';

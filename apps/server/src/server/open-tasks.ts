@@ -2,7 +2,6 @@ import {
   KlymError,
   createSessionPool,
   createTaskService,
-  createThreadRunner,
   openTaskBackend,
   type SessionPool,
   type TaskService,
@@ -12,7 +11,8 @@ import {
   type UpstreamCall,
   type UpstreamLogEntry,
 } from '@klym/core';
-import { createRedactor } from '@klym/core/internal';
+import { createThreadRunner } from '@klym/core/engine';
+import { createRedactor } from '@klym/core/server';
 import { THREAD_TRACING_SETUP } from '../telemetry/tracing-env.ts';
 import { serverSecrets, type ResolvedServerOptions } from './server-options.ts';
 
@@ -37,15 +37,15 @@ export interface TaskObservers {
 
 /**
  * Opens what the server's tasks need, in this order: the task backend (`tasks.store`: a store given as it
- * is, or `openTaskBackend` of its spec), the pool (unless `options.pool` is given), the runner thread
- * (`tasks.runner: 'thread'`), then core's task service over them, given `options.tasks` as it is. Whatever
+ * is, or `openTaskBackend` of its spec), the pool (unless `options.pool` is given), the runner threads
+ * (`tasks.runner: 'thread'`, `tasks.runnerThreads` of them), then core's task service over them, given `options.tasks` as it is. Whatever
  * it opened is closed in reverse order by `close()` (so the runner thread after the task service has ended
  * its runs), or at once if a later step fails.
  *
  * @throws {KlymError} `CONFIG_INVALID` for an options error; `STORE_UNAVAILABLE` naming the store's file or Redis and why it cannot be opened.
  */
 export async function openTasks(options: ResolvedServerOptions, observers: TaskObservers = {}): Promise<OpenedTasks> {
-  const { store: spec = 'memory', artifactLimits, sharedQueue, runner: where, ...tasks } = options.tasks;
+  const { store: spec = 'memory', artifactLimits, sharedQueue, runner: where, runnerThreads, ...tasks } = options.tasks;
   const opened: (() => Promise<void>)[] = [];
   const closeOpened = async (): Promise<void> => {
     const failures: unknown[] = [];
@@ -85,6 +85,7 @@ export async function openTasks(options: ResolvedServerOptions, observers: TaskO
     if (where === 'thread' && tasks.maxConcurrent !== 0) {
       const runner = createThreadRunner({
         upstreams: threadUpstreams(options),
+        ...(runnerThreads === undefined ? {} : { threads: runnerThreads }),
         onLog: upstreamLog(options),
         ...(observers.onCall === undefined ? {} : { onCall: observers.onCall }),
         // The thread's runs make their spans through an SDK of its own, started from the same environment.

@@ -1,4 +1,4 @@
-import { createRedactor } from '@klym/core/internal';
+import { createRedactor } from '@klym/core/server';
 import type { ServerLog } from './server-options.ts';
 
 /** Options of {@link handleProcessFaults}. */

@@ -1,7 +1,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import { KlymError, type TaskService } from '@klym/core';
-import { parseArgs } from '@klym/core/internal';
 import {
+  parseArgs,
   replyTaskSchema,
   cancelTaskSchema,
   checkTaskSchema,
@@ -10,7 +10,7 @@ import {
   readArtifactSchema,
   startTaskSchema,
   taskLogsSchema,
-} from '@klym/core';
+} from '@klym/core/server';
 import type { Hono } from 'hono';
 import type { GuardVariables } from './guards.ts';
 

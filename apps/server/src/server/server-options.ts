@@ -1,6 +1,5 @@
-import type { SessionPool, TaskBackendOptions, TaskServiceOptions, TaskStore, UpstreamConfig } from '@klym/core';
-import { KlymError } from '@klym/core';
-import { secretsOf } from '@klym/core/internal';
+import { type SessionPool, type TaskBackendOptions, type TaskServiceOptions, type TaskStore, type UpstreamConfig, KlymError } from '@klym/core';
+import { secretsOf } from '@klym/core/server';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import { LOOPBACK, isLoopback } from './loopback.ts';
 import { resolveOAuthOptions, type OAuthResourceOptions, type ResolvedOAuthOptions } from './oauth-options.ts';
@@ -30,7 +29,7 @@ export const SERVER_DEFAULTS = {
  * The server's tasks: `@klym/core`'s task service options, named and defaulted as there (`maxConcurrent`,
  * `maxQueued`, `taskTimeoutMs`, `ttlMs`, `log`, `models`, `budget`s, `tools`, policies, `secrets`, …), handed
  * to `createTaskService` as they are, and the few the server itself decides: where tasks are kept and
- * queued (`store`, `artifactLimits`, `sharedQueue`) and where their runs execute (`runner`).
+ * queued (`store`, `artifactLimits`, `sharedQueue`) and where their runs execute (`runner`, `runnerThreads`).
  */
 export interface ServerTaskOptions extends Omit<TaskServiceOptions, 'pool' | 'store' | 'onEvent'> {
   /**
@@ -55,6 +54,12 @@ export interface ServerTaskOptions extends Omit<TaskServiceOptions, 'pool' | 'st
    * `inline`, on the thread that serves requests. @default 'inline' (`klym serve` defaults to 'thread')
    */
   readonly runner?: 'thread' | 'inline';
+  /**
+   * With `runner: 'thread'`, how many runner threads the runs are spread over (`createThreadRunner`'s `threads`):
+   * each has its own pool over `upstreams`, and an upstream's `pool.max` is their total.
+   * @default the machine's cores less one, at least 1
+   */
+  readonly runnerThreads?: number;
 }
 
 /**

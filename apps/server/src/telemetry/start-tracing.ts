@@ -14,7 +14,8 @@ import {
   type Sampler,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace';
-import { KlymError, TRACER_NAME } from '@klym/core';
+import { KlymError } from '@klym/core';
+import { TRACER_NAME } from '@klym/core/server';
 
 import { tracesExportersOf, type Env } from './tracing-env.ts';
 

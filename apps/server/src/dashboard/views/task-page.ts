@@ -1,5 +1,5 @@
 import { isTerminal, type TaskInput, type TaskLogPage, type TaskStatusView } from '@klym/core';
-import { viewLogPage } from '@klym/core/internal';
+import { viewLogPage } from '@klym/core/server';
 import { html } from 'hono/html';
 import type { TimelineItem } from '../timeline.ts';
 import { formatCost, formatCount, formatDuration, formatTime, type Html } from './format.ts';

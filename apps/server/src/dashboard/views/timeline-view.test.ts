@@ -1,4 +1,4 @@
-import { type TaskLogEntry } from '@klym/core';
+import type { TaskLogEntry } from '@klym/core';
 import { BoundedLog } from '@klym/core/internal';
 import { describe, expect, it } from 'vitest';
 import { buildTimeline } from '../timeline.ts';

@@ -27,6 +27,23 @@ export function portableUpstreams(upstreams: Readonly<Record<string, UpstreamCon
 }
 
 /**
+ * Each thread's upstreams: `upstreams` with each `pool.max` divided between `threads` pools, so that it
+ * stays the runner's total — the remainder to the first threads, at least 1 each (so more threads than
+ * `max` open one session each) — and `pool.min` at most the thread's share.
+ */
+export function threadShares(upstreams: Readonly<Record<string, UpstreamConfig>>, threads: number): Record<string, UpstreamConfig>[] {
+  const limits = Object.entries(upstreams).map(([name, config]) => [name, config, resolveUpstreamConfig(name, config)] as const);
+  return Array.from({ length: threads }, (_, index) =>
+    Object.fromEntries(
+      limits.map(([name, config, { min, max }]) => {
+        const share = Math.max(1, Math.floor(max / threads) + (index < max % threads ? 1 : 0));
+        return [name, { ...config, pool: { ...config.pool, min: Math.min(min, share), max: share } }];
+      }),
+    ),
+  );
+}
+
+/**
  * What of a run's options crosses the thread: all but the pool, scope, signals and listeners, which the
  * thread supplies (the scope by its id).
  * @throws {KlymError} `CONFIG_INVALID` for a model object, or another option that is a function.

@@ -1,0 +1,130 @@
+// Runs spread over several runner threads (`createThreadRunner({ threads })`): a run that keeps its thread
+// busy beside one that must answer, a thread that dies under its runs, and `pool.max` as the threads' total.
+// Real parts: the fake grynya over legacy SSE, the OpenAI provider against a local fake of its API, and a
+// `setup` module (test/support/runner-thread-spin.ts) through which a run's prompt spins or ends its thread.
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { createSessionPool, createTaskManager, type RunAgentOptions, type SessionPool, type TaskManager, type TaskRecord } from '@klym/core';
+import { createThreadRunner, type ThreadRunner, type ThreadRunnerOptions } from '@klym/core/engine';
+import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startFakeLlmServer, type FakeLlmServer, type FakeReply } from './support/fake-llm-server.ts';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
+});
+
+const me = { principal: 'grynya' };
+const KEY = 'sk-test-key-for-the-fake-0123456789';
+const SPIN = path.resolve(import.meta.dirname, 'support/runner-thread-spin.ts');
+
+/** The fake grynya, a main-thread pool over it, the fake OpenAI API answering with `reply`, and a runner over them. */
+async function setUp(
+  runner: Omit<ThreadRunnerOptions, 'upstreams'>,
+  reply: (request: { readonly body: string }) => FakeReply = () => ({ kind: 'turn', text: 'done' }),
+  pool: { readonly max: number } | undefined = undefined,
+): Promise<{
+  grynya: FakeGrynya;
+  pool: SessionPool;
+  llm: FakeLlmServer;
+  runner: ThreadRunner;
+  model: { model: string; providers: NonNullable<RunAgentOptions['providers']> };
+}> {
+  const grynya = await createFakeGrynya();
+  cleanups.push(() => grynya.close());
+  const upstreams = { grynya: { url: grynya.sseUrl, transport: 'sse' as const, ...(pool === undefined ? {} : { pool, timeouts: { acquireMs: 1_000 } }) } };
+  const mainPool = await createSessionPool({ upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } } });
+  cleanups.push(() => mainPool.close({ drainTimeoutMs: 100 }));
+  const llm = await startFakeLlmServer(reply);
+  cleanups.push(() => llm.close());
+  const threads = createThreadRunner({ upstreams, drainTimeoutMs: 100, ...runner });
+  cleanups.push(() => threads.close());
+  return {
+    grynya,
+    pool: mainPool,
+    llm,
+    runner: threads,
+    model: { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } } },
+  };
+}
+
+function manager(tasks: TaskManager): TaskManager {
+  cleanups.push(() => tasks.close({ graceMs: 0 }));
+  return tasks;
+}
+
+async function ended(tasks: TaskManager, id: string): Promise<TaskRecord> {
+  // A wait, not a time limit: a fresh runner thread loads Klym and connects its pool on a machine that may be busy.
+  await expect.poll(async () => (await tasks.get(id, me)).status, { timeout: 30_000 }).toMatch(/completed|error|cancelled/);
+  return tasks.get(id, me);
+}
+
+describe('runs spread over runner threads', { timeout: 60_000 }, () => {
+  it.each([
+    { threads: 2, order: ['fast', 'heavy'] },
+    { threads: 1, order: ['heavy', 'fast'] },
+  ])(
+    'on $threads runner thread(s), a run that answers at once beside one that keeps its thread busy for 2 s ends $order.0 first',
+    async ({ threads, order }) => {
+      const { pool, llm, runner, model } = await setUp({ threads, setup: SPIN });
+      // Two runs at once first: with two threads both are running, so what follows measures runs, not a thread's start.
+      await Promise.all([runner({ pool, prompt: 'warm up', ...model }), runner({ pool, prompt: 'warm up', ...model })]);
+      const ends: string[] = [];
+      const heavy = runner({ pool, prompt: 'spin 2000 ms', ...model }).then(() => ends.push('heavy'));
+      // Its model answer arrives as soon as the fake has the request: from then on its thread spins.
+      await expect.poll(() => llm.requests.some((request) => request.body.includes('spin 2000 ms'))).toBe(true);
+      const fast = runner({ pool, prompt: 'answer now', ...model }).then(() => ends.push('fast'));
+
+      await Promise.all([heavy, fast]);
+
+      expect(ends).toEqual(order);
+      expect(llm.requests.filter((request) => request.body.includes('answer now'))).toHaveLength(1);
+    },
+  );
+
+  it('a runner thread that dies fails only its own runs: the other thread’s run completes, and the next run gets a fresh thread', async () => {
+    const release = Promise.withResolvers<FakeReply>();
+    const { pool, llm, runner, model } = await setUp({ threads: 2, setup: SPIN }, (request) =>
+      request.body.includes('wait for me') ? { kind: 'later', reply: release.promise } : { kind: 'turn', text: 'done' },
+    );
+    const tasks = manager(createTaskManager({ pool, run: runner, defaults: model }));
+    const waiting = await tasks.start({ prompt: 'wait for me' }, me);
+    await expect.poll(() => llm.requests.length, { timeout: 30_000 }).toBe(1);
+
+    // The first thread is busy with the waiting run: this one starts the second, and ends it.
+    const crash = await tasks.start({ prompt: 'crash: exit' }, me);
+
+    expect(await ended(tasks, crash.id)).toMatchObject({
+      status: 'error',
+      error: { code: 'INTERNAL', message: 'The runner thread ended while the run was under way (it exited with code 3); the next run starts a fresh thread' },
+    });
+    expect((await tasks.get(waiting.id, me)).status).toBe('running');
+    release.resolve({ kind: 'turn', text: 'waited and done' });
+    expect(await ended(tasks, waiting.id)).toMatchObject({ status: 'completed', result: { text: 'waited and done' } });
+    const next = await tasks.start({ prompt: 'after the crash' }, me);
+    expect(await ended(tasks, next.id)).toMatchObject({ status: 'completed', result: { text: 'done' } });
+  });
+
+  it("takes an upstream's pool.max as the total over the threads: 3 over 2 threads is 2 + 1 sessions, and a fourth call waits", async () => {
+    const { grynya, pool, runner } = await setUp({ threads: 2 }, undefined, { max: 3 });
+    grynya.faults.hang = true;
+    // The scripted model's Self-check calls query_graph, which hangs: each call holds a session of its thread's pool.
+    // Four runs, two to each thread: the first thread's two calls take its 2 sessions, the second's take its 1 and wait.
+    const runs = Array.from({ length: 4 }, () => runner({ pool, prompt: 'Self-check' }));
+
+    // The call left waiting gives up after the upstream's `acquireMs` (1 s), its run reading the failure.
+    // (Bounded: were each thread given all 3, every call would hang, and no run would end.)
+    const first = await Promise.race([...runs, delay(20_000, { text: 'no run ended within 20 s' })]);
+
+    expect(first.text).toMatch(/no session came free within 1000 ms/);
+    expect(grynya.stats.calls.query_graph).toBe(3);
+    // The main thread's pool holds one more, apart from the threads' total.
+    expect(grynya.stats.sessionsOpen).toBe(4);
+  });
+
+  it('refuses a thread count that is not a positive integer, naming it', () => {
+    expect(() => createThreadRunner({ upstreams: {}, threads: 0 })).toThrow('Expected `threads` to be a positive integer, got 0');
+    expect(() => createThreadRunner({ upstreams: {}, threads: 1.5 })).toThrow('Expected `threads` to be a positive integer, got 1.5');
+  });
+});
