@@ -1,5 +1,5 @@
 import type { ArtifactReaderOptions } from '../artifacts/artifact-reader.ts';
-import type { AgentRunner, AgentUsage } from '../agent/types.ts';
+import type { AgentRunner } from '../agent/types.ts';
 
 export type { AgentRunner } from '../agent/types.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
@@ -9,7 +9,9 @@ import type { TaskQueue } from './queue/task-queue.ts';
 import type { PerPrincipalOptions, PrincipalUsage } from './admission/principal-quotas.ts';
 import type { BoundedLogOptions, TaskLogPage } from './store/task-log.ts';
 import type { TaskRunDefaults } from './runner/task-run.ts';
-import type { TaskListPage, TaskPageRequest, TaskRecord, TaskReply, TaskRequest, TaskStatus, TaskStore } from './store/task-types.ts';
+import type { Caller, TaskEvent, TaskListPage, TaskPageRequest, TaskRecord, TaskReply, TaskRequest, TaskStatus, TaskStore } from './store/task-types.ts';
+
+export type { Caller, TaskEvent } from './store/task-types.ts';
 import type { WriteBackOptions } from './runner/write-back.ts';
 import type { PushTarget } from '../webhooks/push-types.ts';
 import type { ArtifactSlice, ReadRequest } from '../artifacts/artifact-store.ts';
@@ -113,42 +115,11 @@ export interface TaskManagerOptions {
   readonly now?: () => number;
 }
 
-/** A task's lifecycle, as {@link TaskManagerOptions.onEvent} receives it (noun-verb). */
-export type TaskEvent =
-  | {
-      /** `task-input-required`: its run asked the caller a question (`task.input`) and the task waits for the answer. */
-      readonly type: 'task-create' | 'task-evict' | 'task-input-required';
-      readonly task: TaskRecord;
-    }
-  | {
-      readonly type: 'task-start' | 'task-resume' | 'task-end';
-      readonly task: TaskRecord;
-      /** It happened in another process sharing the queue, which had its own event: this one only heard of it. */
-      readonly elsewhere?: true;
-    }
-  | {
-      /** A step of the task's run ended in this process. */
-      readonly type: 'task-step';
-      /** The task as its run began (its usage is not this step's). */
-      readonly task: TaskRecord;
-      readonly step: number;
-      /** The step's own tokens. */
-      readonly usage: AgentUsage;
-      /** What the step cost, in USD; `undefined` when the model has no price. */
-      readonly costUsd: number | undefined;
-    }
-  | { readonly type: 'task-write-back'; readonly task: TaskRecord };
-
 /** A start refused over a limit: a principal's quota (`QUOTA_EXCEEDED`, `quota` naming it) or the queue's bound (`TASK_QUEUE_FULL`). */
 export interface TaskRefusal {
   readonly principal: string;
   readonly code: 'QUOTA_EXCEEDED' | 'TASK_QUEUE_FULL';
   readonly quota?: string;
-}
-
-/** Who is asking: tasks are visible only to the principal who started them. */
-export interface Caller {
-  readonly principal: string;
 }
 
 /** How a task is started, beside what it asks for. */

@@ -1,7 +1,7 @@
 import { MAX_TIMER_MS, WEBHOOK_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import type { Redactor } from '../redact.ts';
-import type { TaskEvent } from '../tasks/task-manager-types.ts';
+import type { TaskEvent } from '../tasks/store/task-types.ts';
 import { isReplied, type TaskRecord, type TaskStore } from '../tasks/store/task-types.ts';
 import { createPushAllowList, type PushAllowList } from './push-allow.ts';
 import {

@@ -1,6 +1,6 @@
 import { createRedactor } from '../redact.ts';
 import type { TaskLogData } from '../tasks/store/log-entry.ts';
-import type { TaskEvent } from '../tasks/task-manager-types.ts';
+import type { TaskEvent } from '../tasks/store/task-types.ts';
 import type { TaskRecord, TaskStore } from '../tasks/store/task-types.ts';
 import { earlierPushMessages, isPushMessage, pushAttemptTarget, pushEventsOf, pushMessages, type ResolvedPushOptions } from './push-delivery.ts';
 import type { PushTarget } from './push-types.ts';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { TASK_DEFAULTS } from '../defaults.ts';
 import { clipText } from '../internal/clip-text.ts';
 import type { Redactor } from '../redact.ts';
-import type { TaskEvent } from '../tasks/task-manager-types.ts';
+import type { TaskEvent } from '../tasks/store/task-types.ts';
 import type { TaskRecord } from '../tasks/store/task-types.ts';
 import type { OutboxEventType, WebhookEventType } from './webhook-types.ts';
 
