@@ -16,7 +16,7 @@ import {
 } from './push-types.ts';
 import type { AttemptTarget } from './send-webhook.ts';
 import { isWebhookSecret } from './webhook-endpoints.ts';
-import { webhookMessageId } from './webhook-payload.ts';
+import { newWebhookMessage, webhookMessageId } from './webhook-payload.ts';
 import type { WebhookMessage } from './webhook-types.ts';
 import { positiveInteger } from '../internal/positive.ts';
 
@@ -117,16 +117,7 @@ export function pushMessages(
     const payload = JSON.stringify(redact.value(body));
     for (const target of targets) {
       const endpoint = pushEndpoint(target);
-      messages.push({
-        id: webhookMessageId(task.id, endpoint, type, REPEATED_PUSH_EVENTS.includes(type) ? task.input?.askedAt : undefined),
-        taskId: task.id,
-        endpoint,
-        type,
-        payload,
-        createdAt: now,
-        attempts: 0,
-        nextAttemptAt: now,
-      });
+      messages.push(newWebhookMessage(task.id, endpoint, type, payload, now, REPEATED_PUSH_EVENTS.includes(type) ? task.input?.askedAt : undefined));
     }
   }
   return messages;

@@ -7,7 +7,7 @@ import type { PushTarget } from './push-types.ts';
 import { retryDelay, type RetryDelays } from './retry-delay.ts';
 import { sendWebhook, type AttemptOutcome, type AttemptTarget } from './send-webhook.ts';
 import { endpointsFor, resolveWebhookEndpoints } from './webhook-endpoints.ts';
-import { webhookEventOf, webhookMessageId, webhookPayload } from './webhook-payload.ts';
+import { newWebhookMessage, webhookEventOf, webhookPayload } from './webhook-payload.ts';
 import type { ClaimedWebhookMessage, WebhookEndpoint, WebhookMessage } from './webhook-types.ts';
 import { WEBHOOK_DEFAULTS } from '../defaults.ts';
 
@@ -255,16 +255,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       const payload = JSON.stringify(webhookPayload(type, task, redactor));
       const now = Date.now();
       for (const endpoint of receivers) {
-        messages.push({
-          id: webhookMessageId(task.id, endpoint.name, type, type === 'task.input_required' ? task.input?.askedAt : undefined),
-          taskId: task.id,
-          endpoint: endpoint.name,
-          type,
-          payload,
-          createdAt: now,
-          attempts: 0,
-          nextAttemptAt: now,
-        });
+        messages.push(newWebhookMessage(task.id, endpoint.name, type, payload, now, type === 'task.input_required' ? task.input?.askedAt : undefined));
       }
     }
     if (push !== undefined && task.push !== undefined && task.push.length > 0)
