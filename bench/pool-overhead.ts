@@ -8,7 +8,7 @@ import { createSessionPool, type UpstreamConfig } from '@klym/core';
 import { Client, SSEClientTransport, StreamableHTTPClientTransport, type ClientOptions, type FetchLike, type Transport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 // The pool's own fetch, an internal of @klym/core's (not exported): the same code, a connection pool of its own.
-import { createUpstreamFetch, type UpstreamFetch } from '../packages/core/src/internal/upstream-fetch.ts';
+import { createUpstreamFetch, type UpstreamFetch } from '../packages/core/src/pool/upstream-fetch.ts';
 import { serverEverythingStdio, startFakeGrynyaProcess, startMcp20260728UpstreamProcess } from './servers.ts';
 import { figure, ms, ratio, summarize, type Summary } from './stats.ts';
 

@@ -185,7 +185,8 @@ describe('a stdio upstream', () => {
           upstreams: { flaky: { state: 'down', reason: 'closed-after-connect', breaker: 'open' } },
         });
       },
-      { timeout: 5_000, interval: 20 },
+      // Three children spawned, initialized and exited: seconds on a loaded machine.
+      { timeout: 15_000, interval: 20 },
     );
     // On the pool's clock, which has not moved, each session lived 0 ms (the child lived 100 ms of Node's time).
     expect(pool.status().flaky?.lastError?.message).toMatch(/^Upstream "flaky" is unavailable: its session closed 0 ms after connecting/);

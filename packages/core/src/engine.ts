@@ -34,7 +34,7 @@ export type { TaskQueriesOptions } from './tasks/runner/task-queries.ts';
 export type { WriteBackOptions } from './tasks/runner/write-back.ts';
 export { createThreadRunner, type ThreadRunner, type ThreadRunnerOptions } from './tasks/runner/thread-runner.ts';
 // the task store's other side: what a store of your own implements
-export type { DaySpend, TaskPageRequest, TaskPatch } from './tasks/task-types.ts';
+export type { DaySpend, TaskPageRequest, TaskPatch } from './tasks/store/task-types.ts';
 export type { BoundedLogOptions } from './tasks/store/task-log.ts';
 export type {
   AgentEventData,

@@ -83,7 +83,7 @@ export {
   type TaskInput,
   type TaskReply,
   type WriteBackOutcome,
-} from './tasks/task-types.ts';
+} from './tasks/store/task-types.ts';
 // the task service: what the task tools serve, whatever the door
 export { createTaskService, type TaskService, type TaskServiceOptions } from './tasks/task-service.ts';
 export type {

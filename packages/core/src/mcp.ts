@@ -13,4 +13,4 @@ export {
 } from './mcp/mcp-2026-07-28-task-handler.ts';
 export type { Mcp20260728TaskServerOptions } from './mcp/mcp-2026-07-28-task-server.ts';
 export { DECLINED_ANSWER, takesFormElicitation } from './mcp/task-input.ts';
-export { answerUnknownToolsAsToolErrors } from './mcp/sdk-handlers.ts';
+export { answerUnknownToolsAsToolErrors } from './internal/sdk-handlers.ts';

@@ -1,5 +1,3 @@
-import type { ModelProviders } from './agent/types.ts';
-
 /** What stands in for a secret that was removed. */
 export const REDACTED = '[redacted]';
 
@@ -35,9 +33,13 @@ const HINT = /bearer|basic|key|authorization|token|secret|password|auth|sig|sk-|
 /**
  * Every secret a run or a task must keep out of what it shows: `secrets` as given, and the API keys of
  * `providers`. The one place provider keys join the list (the task service, the task manager and
- * `runAgent` all take theirs from here), without duplicates or empty values.
+ * `runAgent` all take theirs from here), without duplicates or empty values. `providers` is taken by shape
+ * (`RunAgentOptions.providers` fits): the redactor needs no more of the agent.
  */
-export function secretsOf(secrets: readonly (string | undefined)[] = [], providers: ModelProviders = {}): readonly string[] {
+export function secretsOf(
+  secrets: readonly (string | undefined)[] = [],
+  providers: { readonly [Provider in 'openai' | 'google' | 'compatible']?: { readonly apiKey?: string } } = {},
+): readonly string[] {
   const all = [...secrets, providers.openai?.apiKey, providers.google?.apiKey, providers.compatible?.apiKey];
   return [...new Set(all.filter((secret): secret is string => typeof secret === 'string' && secret !== ''))];
 }

@@ -12,5 +12,5 @@
  * ```
  * @module
  */
-export { createSqliteTaskStore, type SqliteTaskStoreOptions } from './tasks/store/sqlite-task-store.ts';
+export { createSqliteTaskStore, type SqliteTaskStoreOptions } from './tasks/store/sqlite/sqlite-task-store.ts';
 export { TASK_STORE_SCHEMA_VERSION } from './tasks/store/sqlite/schema.ts';

@@ -3,7 +3,7 @@ import { ContentTypeNotSupportedError, RequestMalformedError, UnsupportedOperati
 import type { Caller } from '../tasks/task-manager-types.ts';
 import { parseArgs, replyTaskSchema, type ReplyTaskArgs } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
+import { isTerminal, type TaskRecord } from '../tasks/store/task-types.ts';
 import { a2aStateOf } from './a2a-task.ts';
 
 /**

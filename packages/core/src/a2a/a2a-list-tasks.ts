@@ -3,7 +3,7 @@ import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import { isKlymError } from '../errors.ts';
 import type { Caller } from '../tasks/task-manager-types.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import type { TaskRecord } from '../tasks/task-types.ts';
+import type { TaskRecord } from '../tasks/store/task-types.ts';
 import { klymStatusOf, toA2aTask } from './a2a-task.ts';
 
 /** The most tasks one `ListTasks` reads from the store to fill a page filtered by time; past it, the page ends early with a token to go on. */

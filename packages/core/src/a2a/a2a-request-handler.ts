@@ -13,7 +13,7 @@ import { isKlymError } from '../errors.ts';
 import type { Caller, StartOptions } from '../tasks/task-manager-types.ts';
 import { parseArgs, startTaskSchema } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
+import { isTerminal, type TaskRecord } from '../tasks/store/task-types.ts';
 import type { TaskPush } from '../webhooks/task-push.ts';
 import { answerTask } from './a2a-answer.ts';
 import { listA2aTasks } from './a2a-list-tasks.ts';

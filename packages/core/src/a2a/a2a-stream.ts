@@ -1,7 +1,7 @@
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import type { Caller } from '../tasks/task-manager-types.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
+import { isTerminal, type TaskRecord } from '../tasks/store/task-types.ts';
 import { toA2aTask } from './a2a-task.ts';
 import { watchTask } from './task-watch.ts';
 

@@ -1,7 +1,7 @@
 import { Role, TaskState } from '@a2a-js/sdk';
 import { describe, expect, it } from 'vitest';
 import { KlymError } from '../errors.ts';
-import type { TaskRecord } from '../tasks/task-types.ts';
+import type { TaskRecord } from '../tasks/store/task-types.ts';
 import { toA2aError } from './a2a-request-handler.ts';
 import { historyOf, klymStatusOf, toA2aTask } from './a2a-task.ts';
 

@@ -1,6 +1,6 @@
 import { Role, TaskState, type Artifact, type Message, type Part, type Task } from '@a2a-js/sdk';
 import type { ArtifactInfo } from '../artifacts/artifact-types.ts';
-import { isReplied, type TaskInput, type TaskRecord, type TaskStatus } from '../tasks/task-types.ts';
+import { isReplied, type TaskInput, type TaskRecord, type TaskStatus } from '../tasks/store/task-types.ts';
 
 /** The A2A state of each Klym status. */
 export const A2A_STATE_OF: Readonly<Record<TaskStatus, TaskState>> = {

@@ -1,6 +1,6 @@
 import type { Caller } from '../tasks/task-manager-types.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
+import { isTerminal, type TaskRecord } from '../tasks/store/task-types.ts';
 
 /** Options of {@link watchTask}. */
 export interface WatchTaskOptions {

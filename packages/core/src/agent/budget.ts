@@ -2,6 +2,7 @@ import { DEFAULT_MAX_STEPS, MAX_TIMER_MS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import type { AgentBudget, AgentRunResult, AgentUsage, BudgetName, ModelPrice } from './types.ts';
 import { costOf } from './usage.ts';
+import { positiveInteger, positiveNumber } from '../internal/positive.ts';
 
 /** A run's limits with the defaults filled in. */
 export type ResolvedBudget = AgentRunResult['budget'];
@@ -20,9 +21,7 @@ const MAX_TIMEOUT_MS = MAX_TIMER_MS;
 export { DEFAULT_MAX_STEPS };
 
 function positive(name: keyof AgentBudget, value: number | undefined, integer: boolean): void {
-  if (value === undefined) return;
-  const fits = integer ? Number.isInteger(value) && value > 0 : Number.isFinite(value) && value > 0;
-  if (!fits) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a positive ${integer ? 'integer' : 'number'}, got ${String(value)}`);
+  if (value !== undefined) (integer ? positiveInteger : positiveNumber)(name, value);
 }
 
 /**

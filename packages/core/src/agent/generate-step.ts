@@ -1,8 +1,8 @@
 import type { CallToolResult } from '@modelcontextprotocol/client';
-import { generateText, type ModelMessage } from 'ai';
+import { generateText } from 'ai';
 import { raceAbort } from '../internal/abort.ts';
 import type { StepInput } from './run-step.ts';
-import { errorText, TELEMETRY_OFF, type StepEnding, type StepRecord } from './step-record.ts';
+import { errorText, modelCallOf, type StepEnding, type StepRecord } from './step-record.ts';
 
 /**
  * A step as one model call that answers whole (`generateText`, one step), for a model that gains nothing
@@ -16,17 +16,7 @@ import { errorText, TELEMETRY_OFF, type StepEnding, type StepRecord } from './st
 export async function generateStep(input: StepInput, record: StepRecord): Promise<StepEnding> {
   const { signal } = input;
   const generating = generateText({
-    model: input.model,
-    instructions: input.system,
-    // The SDK only reads the conversation; a copy would cost one per step.
-    messages: input.messages as ModelMessage[],
-    tools: input.tools,
-    toolChoice: 'auto',
-    maxRetries: input.maxRetries,
-    abortSignal: signal,
-    providerOptions: input.providerOptions,
-    ...(input.temperature === undefined ? {} : { temperature: input.temperature }),
-    telemetry: input.telemetry ?? TELEMETRY_OFF,
+    ...modelCallOf(input),
     onLanguageModelCallEnd: ({ content }) => {
       if (signal.aborted) return;
       for (const part of content) {

@@ -1,7 +1,8 @@
 import { APICallError, type ModelMessage } from 'ai';
 import { isKlymError, KlymError } from '../errors.ts';
 import { createRedactor, secretsOf } from '../redact.ts';
-import { startRunTracing, type RunTracing } from '../telemetry/run-tracing.ts';
+import { startRunTracing } from '../telemetry/run-tracing.ts';
+import type { RunTracing } from './agent-tracing.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { createResultTexts } from '../tools/tool-result.ts';
 import { raceAbort } from '../internal/abort.ts';
@@ -29,6 +30,7 @@ import { artifactTools, keepBigResult, type ResultKeeping } from '../artifacts/a
 import { compactHistory, type Compaction } from '../artifacts/compaction.ts';
 import { CODE_TOOL_NAME, codeTool, type CodeRunning } from '../code/code-tool.ts';
 import { interruptedPrograms, replayInterrupted } from '../code/code-replay.ts';
+import { positiveInteger } from '../internal/positive.ts';
 
 /**
  * Runs an LLM over the pool's tools until the task is done: each step is one model call (streamed, for a
@@ -442,17 +444,12 @@ function checkOptions(options: RunAgentOptions): void {
   }
   for (const name of ['mapConcurrency', 'mapChunkTokens', 'artifactThresholdTokens'] as const) {
     const value = options[name];
-    if (value !== undefined && (!Number.isInteger(value) || value <= 0)) invalid(`Expected \`${name}\` to be a positive integer, got ${String(value)}`);
+    if (value !== undefined) positiveInteger(name, value);
   }
-  if (options.toolTimeoutMs !== undefined && (!Number.isInteger(options.toolTimeoutMs) || options.toolTimeoutMs <= 0)) {
-    invalid(`Expected \`toolTimeoutMs\` to be a positive integer, got ${String(options.toolTimeoutMs)}`);
-  }
+  if (options.toolTimeoutMs !== undefined) positiveInteger('toolTimeoutMs', options.toolTimeoutMs);
   if (options.messages?.some((message) => message.role === 'system')) invalid('Expected `messages` without system messages; pass `systemPrompt` instead');
   if (options.onCheckpoint !== undefined && typeof options.onCheckpoint !== 'function')
     invalid(`Expected \`onCheckpoint\` to be a function, got ${typeof options.onCheckpoint}`);
-  for (const [model, tokens] of Object.entries(options.contextWindows ?? {})) {
-    if (!Number.isInteger(tokens) || tokens <= 0)
-      invalid(`Expected \`contextWindows[${JSON.stringify(model)}]\` to be a positive integer, got ${String(tokens)}`);
-  }
+  for (const [model, tokens] of Object.entries(options.contextWindows ?? {})) positiveInteger(`contextWindows[${JSON.stringify(model)}]`, tokens);
   if (options.resume !== undefined) assertCheckpoint(options.resume);
 }

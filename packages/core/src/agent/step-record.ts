@@ -17,6 +17,29 @@ export type ProviderOptions = NonNullable<Parameters<typeof streamText>[0]['prov
  */
 export const TELEMETRY_OFF = { isEnabled: false } as const;
 
+/** The settings of a step's model call that do not depend on how it is made. */
+type ModelCall = Pick<
+  Parameters<typeof streamText>[0],
+  'model' | 'instructions' | 'tools' | 'toolChoice' | 'maxRetries' | 'abortSignal' | 'providerOptions' | 'temperature' | 'telemetry'
+> & { messages: ModelMessage[] };
+
+/** A step's model call as both ways of making it (`streamText`, `generateText`) take it: one place for the settings. */
+export function modelCallOf(input: StepInput): ModelCall {
+  return {
+    model: input.model,
+    instructions: input.system,
+    // The SDK only reads the conversation; a copy would cost one per step.
+    messages: input.messages as ModelMessage[],
+    tools: input.tools,
+    toolChoice: 'auto' as const,
+    maxRetries: input.maxRetries,
+    abortSignal: input.signal,
+    providerOptions: input.providerOptions,
+    ...(input.temperature === undefined ? {} : { temperature: input.temperature }),
+    telemetry: input.telemetry ?? TELEMETRY_OFF,
+  };
+}
+
 /** How a step's model call ended, as the streamed or the one-call way saw it. */
 export interface StepEnding {
   readonly finishReason: string | undefined;

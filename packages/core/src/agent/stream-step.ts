@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/client';
-import { streamText, type LanguageModelUsage, type ModelMessage } from 'ai';
+import { streamText, type LanguageModelUsage } from 'ai';
 import type { StepInput } from './run-step.ts';
-import { TELEMETRY_OFF, type StepEnding, type StepRecord } from './step-record.ts';
+import { modelCallOf, type StepEnding, type StepRecord } from './step-record.ts';
 
 /**
  * A step as one streamed model call (`streamText`, whose `stopWhen` default of one step is kept): the
@@ -13,17 +13,7 @@ export async function streamStep(input: StepInput, record: StepRecord): Promise<
   let aborted = false;
   let error: unknown;
   const result = streamText({
-    model: input.model,
-    instructions: input.system,
-    // The SDK only reads the conversation; a copy would cost one per step.
-    messages: input.messages as ModelMessage[],
-    tools: input.tools,
-    toolChoice: 'auto',
-    maxRetries: input.maxRetries,
-    abortSignal: input.signal,
-    providerOptions: input.providerOptions,
-    ...(input.temperature === undefined ? {} : { temperature: input.temperature }),
-    telemetry: input.telemetry ?? TELEMETRY_OFF,
+    ...modelCallOf(input),
     // Errors arrive as stream parts; without this the SDK would print them to the console.
     onError: () => {},
   });

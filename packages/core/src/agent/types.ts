@@ -3,7 +3,7 @@ import type { LanguageModel, ModelMessage, ToolResultPart } from 'ai';
 import type { KlymErrorCode } from '../errors.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { SessionScope } from '../pool/session-scope.ts';
-import type { AgentTracing } from '../telemetry/run-tracing.ts';
+import type { AgentTracing } from './agent-tracing.ts';
 import type { ToolPolicy, ToolProbe, ToolSelection, UpstreamToolRules } from '../tools/tool-policy.ts';
 import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
 import type { AgentEvent } from './agent-event.ts';
@@ -324,3 +324,13 @@ export type RunWiring = 'pool' | 'scope' | 'signal' | 'budgetSignal' | 'beforeSt
  * whence the service's option and the server's config key: the compiler asks for it.
  */
 export type RunSettings = Omit<RunAgentOptions, RunWiring> & { readonly model?: string };
+
+/** What runs a task's agent: `runAgent` of `@klym/core`, or a stand-in with its contract. */
+export type AgentRunner = ((options: RunAgentOptions) => Promise<AgentRunResult>) & {
+  /**
+   * The runner's events are already redacted with the run's `secrets` and provider keys, as `runAgent`'s
+   * are (`createThreadRunner`'s are: they come from `runAgent` on its thread). The task manager then logs
+   * them as they come instead of redacting each a second time. @default false (true for `runAgent` itself)
+   */
+  readonly redactsEvents?: boolean;
+};

@@ -6,6 +6,7 @@ import { ARTIFACT_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import { chunkHeader, chunkLines, chunkPieces, chunkPrompt, halveChunk, type Chunk, type LinePiece } from './artifact-chunks.ts';
 import type { LineIndex } from './artifact-text.ts';
+import { createCallHolds, type CallHold } from './call-holds.ts';
 
 export type { LinePiece };
 
@@ -127,9 +128,6 @@ export interface CallResult {
   readonly finishReason: string;
 }
 
-/** A call sent without a budget to hold. */
-const UNHELD = { release: (): void => {} };
-
 const aborted = (): KlymError => new KlymError('ABORTED', 'The map was cancelled with its task');
 
 /**
@@ -172,29 +170,19 @@ export async function mapLines(index: LineIndex, instruction: string, mapping: A
     usage = addUsage(usage, used);
     mapping.onUsage?.(used);
   };
-  // The map's calls under way, and a promise settled as each ends: a call the budget cannot pay for yet waits on it.
-  let underWay = 0;
-  let ended = Promise.withResolvers<void>();
-  const hold = async (most: AgentUsage): Promise<{ readonly release: () => void } | undefined> => {
-    for (;;) {
+  const holds = createCallHolds(mapping.reserve);
+  // A budget that cannot pay for the next call, with none under way, stops the map.
+  const hold = async (most: AgentUsage): Promise<CallHold | undefined> => {
+    const held = await holds.hold(most, () => {
       if (mapping.signal.aborted) throw aborted();
-      if (failed.signal.aborted || stopped !== undefined) return undefined;
-      const held = mapping.reserve?.(most) ?? UNHELD;
-      // Under way from its hold on, not from its request: a call between the two holds part of the budget too.
-      if (!('reason' in held)) {
-        underWay++;
-        return held;
-      }
-      // What the calls under way hold and do not spend comes back as each ends: the next call may fit then.
-      if (underWay === 0) {
-        stopped ??= held;
-        return undefined;
-      }
-      await ended.promise;
-    }
+      return !failed.signal.aborted && stopped === undefined;
+    });
+    if (held === undefined || !('reason' in held)) return held;
+    stopped ??= held;
+    return undefined;
   };
   // A call and its usage: counted as it ends (a call cut off, as the input it sent), its hold given back after.
-  const send = async (prompt: string, tokens: number, held: { readonly release: () => void }): Promise<CallResult> => {
+  const send = async (prompt: string, tokens: number, held: CallHold): Promise<CallResult> => {
     try {
       const call = { model: mapping.model, instructions: SYSTEM, prompt, maxOutputTokens: answerTokens, maxRetries: mapping.maxRetries, abortSignal: signal };
       const result: CallResult = mapping.streams ? await streamed(call) : await generateText(call);
@@ -213,9 +201,6 @@ export async function mapLines(index: LineIndex, instruction: string, mapping: A
       throw error;
     } finally {
       held.release();
-      underWay--;
-      ended.resolve();
-      ended = Promise.withResolvers<void>();
     }
   };
 

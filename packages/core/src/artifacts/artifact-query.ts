@@ -3,6 +3,7 @@ import { KlymError } from '../errors.ts';
 import { openQueryProcessPool, poolOf, type QueryJob, type QueryProcesses } from './query-processes.ts';
 import type { QuerySource } from './query-text.ts';
 import type { ColumnType } from './record-types.ts';
+import { positiveInteger } from '../internal/positive.ts';
 
 export { toCsv, toRecords } from './query-answer.ts';
 export { PROCESS_MARGIN_MIB, createQueryProcesses, type QueryProcesses, type QueryProcessesOptions } from './query-processes.ts';
@@ -230,16 +231,6 @@ export function createArtifactQuery(options: ArtifactQueryOptions): ArtifactQuer
 const closedError = (): KlymError => new KlymError('ABORTED', "The query was stopped: the task's DuckDB is closed");
 
 const stopped = (): KlymError => new KlymError('ABORTED', 'The query was cancelled');
-
-function positiveInteger(name: string, value: number, code: 'CONFIG_INVALID' | 'INVALID_ARGUMENT', max = Number.MAX_SAFE_INTEGER): number {
-  if (!Number.isSafeInteger(value) || value <= 0 || value > max) {
-    throw new KlymError(
-      code,
-      `Expected \`${name}\` to be a positive integer${max === Number.MAX_SAFE_INTEGER ? '' : ` of at most ${max}`}, got ${String(value)}`,
-    );
-  }
-  return value;
-}
 
 /** Resolves when `previous` does; rejects at once with ABORTED when `signal` aborts first. */
 function untilAborted(previous: Promise<void>, signal: AbortSignal | undefined): Promise<void> {

@@ -1,5 +1,5 @@
 import { MAX_RECORD_KEYS, type ArtifactRecords } from './artifact-types.ts';
-import { isRawJson, parseJsonExact, recordTypes } from './record-types.ts';
+import { isJsonObject, parseJsonExact, recordTypes } from './record-types.ts';
 
 /** A JSON result laid out for the line tools: an envelope line, then one record per line. */
 export interface RecordsLayout {
@@ -12,8 +12,6 @@ export interface RecordsLayout {
 const MAX_DEPTH = 6;
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-
-const isObject = (value: unknown): value is Record<string, Json> => typeof value === 'object' && value !== null && !Array.isArray(value) && !isRawJson(value);
 
 /**
  * The share of a document's compact bytes its array must hold to be taken as its records: an array beside a
@@ -104,7 +102,7 @@ function biggestArrayOfObjects(value: Json, path: string[], depth: number): { pa
   if (depth > MAX_DEPTH || value === null || typeof value !== 'object') return undefined;
   let best: { path: string[]; array: Record<string, Json>[] } | undefined;
   if (Array.isArray(value)) {
-    if (value.length > 0 && value.every(isObject)) best = { path, array: value };
+    if (value.length > 0 && value.every(isJsonObject<Json>)) best = { path, array: value };
     // An array of arrays or of mixed values is not records; the records inside its elements are not one table either.
     return best;
   }
@@ -129,7 +127,7 @@ function keysOf(record: Record<string, Json>): string[] {
   const walk = (object: Record<string, Json>, prefix: string, depth: number): void => {
     for (const [key, value] of Object.entries(object)) {
       if (keys.length >= MAX_RECORD_KEYS) return;
-      if (isObject(value) && depth < 3 && Object.keys(value).length > 0) walk(value, `${prefix}${key}.`, depth + 1);
+      if (isJsonObject<Json>(value) && depth < 3 && Object.keys(value).length > 0) walk(value, `${prefix}${key}.`, depth + 1);
       else keys.push(`${prefix}${key}`);
     }
   };

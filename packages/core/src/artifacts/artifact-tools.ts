@@ -14,6 +14,7 @@ import { toCsv, toRecords, type QueryAnswer } from './artifact-query.ts';
 import { recordsFrom } from './artifact-records.ts';
 import { duckType, type ColumnType } from './record-types.ts';
 import { recordColumns } from './query-tables.ts';
+import { sqlArgument } from './sql-argument.ts';
 
 /** The names of Klym's built-in tools over artifacts, offered to every run. */
 export const ARTIFACT_TOOL_NAMES = {
@@ -78,7 +79,7 @@ const GREP_INPUT = zodSchema(
 );
 const QUERY_INPUT = zodSchema(
   z.strictObject({
-    sql: z.string().min(1).max(20_000).describe('One SQL query (DuckDB). Each artifact is a table named by its id: `SELECT … FROM art_… …`.'),
+    sql: sqlArgument('One SQL query (DuckDB). Each artifact is a table named by its id: `SELECT … FROM art_… …`.'),
   }),
 );
 const MAP_INPUT = zodSchema(

@@ -1,6 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { ArtifactRecords } from './artifact-types.ts';
 import { loadDocument, MAX_DOCUMENT_CHARS } from './document-tables.ts';
+import { isJsonObject } from './record-types.ts';
 
 /**
  * An artifact's id as SQL names its tables: `art_` and 12 hex digits, in any case, not inside a longer word;
@@ -146,7 +147,7 @@ export async function loadArtifact(connection: DuckDBConnection, id: string, sou
  * when the records are not objects with keys: the table is then `n` and `record` (JSON).
  */
 export function recordColumns(structure: unknown): { readonly names: readonly string[]; readonly structure: Record<string, unknown> } | undefined {
-  if (!isObject(structure) || Object.keys(structure).length === 0) return undefined;
+  if (!isJsonObject(structure) || Object.keys(structure).length === 0) return undefined;
   const taken = new Set(['n']);
   const names = Object.keys(structure).map((key) => {
     const base = key === '' ? '_' : key;
@@ -158,12 +159,10 @@ export function recordColumns(structure: unknown): { readonly names: readonly st
   return { names, structure: normalized(structure) as Record<string, unknown> };
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** `structure` with the types `read_json` would give; built with `fromEntries` so that a key `__proto__` stays a key. */
 function normalized(structure: unknown): unknown {
   if (Array.isArray(structure)) return structure.map(normalized);
-  if (isObject(structure)) {
+  if (isJsonObject(structure)) {
     const entries = Object.entries(structure);
     return entries.length === 0 ? 'JSON' : Object.fromEntries(entries.map(([key, value]) => [key, normalized(value)]));
   }

@@ -28,6 +28,11 @@ const isList = (type: Folding): type is List => typeof type === 'object' && 'ele
 export const isRawJson = (value: unknown): value is { readonly rawJSON: string } =>
   (JSON as unknown as { isRawJSON(value: unknown): boolean }).isRawJSON(value);
 
+/** Whether `value` is a JSON object: not `null`, not an array, not a kept big integer ({@link isRawJson}). */
+export function isJsonObject<Value = unknown>(value: unknown): value is Record<string, Value> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !isRawJson(value);
+}
+
 /**
  * A number of 16 digits or more where a JSON value starts (after `:`, `[` or `,`): an integer past 2^53 may be
  * there, which `JSON.parse` would round. Digits inside a string (an id, a trace) are not looked at, so that a
@@ -124,7 +129,7 @@ export function createRecordTypes(): {
   let all: Folding = 'NULL';
   return {
     add(record) {
-      if (typeof record !== 'object' || record === null || Array.isArray(record) || isRawJson(record)) all = 'JSON';
+      if (!isJsonObject(record)) all = 'JSON';
       if (all !== 'JSON') all = fold(all, record);
       return all !== 'JSON';
     },

@@ -4,6 +4,7 @@ import type { AgentUsage } from '../agent/types.ts';
 import { ARTIFACT_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import { streamed, type ArtifactMapping, type CallResult } from '../artifacts/artifact-map.ts';
+import { createCallHolds, type CallHold } from '../artifacts/call-holds.ts';
 
 /** A program's sub-calls: `llm(instruction, text)` and `llmMap(instruction, texts)`. */
 export interface SubCalls {
@@ -50,19 +51,17 @@ export function createSubCalls(mapping: ArtifactMapping, signal: AbortSignal): S
   const limit = Math.min(mapping.chunkTokens ?? ARTIFACT_DEFAULTS.mapChunkTokens, Math.floor(mapping.windowTokens * CALL_SHARE));
   const answerTokens = Math.min(ARTIFACT_DEFAULTS.mapAnswerTokens, Math.floor(mapping.windowTokens * (1 - CALL_SHARE)));
   const system = count(SYSTEM) + REQUEST_FRAMING_TOKENS;
-  // This program's calls under way, and a promise settled as each ends: a call the budget cannot pay for yet waits on it.
-  let underWay = 0;
-  let ended = Promise.withResolvers<void>();
-
-  const hold = async (most: number, input: number): Promise<{ release: () => void }> => {
-    for (;;) {
+  const holds = createCallHolds(mapping.reserve);
+  // A budget that cannot pay for the next sub-call, with none under way, ends the program.
+  const hold = async (total: number, input: number): Promise<CallHold> => {
+    const most = { inputTokens: input, outputTokens: answerTokens, totalTokens: total, estimated: true };
+    // Only a cancel gives up (it throws): a program's sub-calls never stop each other.
+    const held = await holds.hold(most, () => {
       signal.throwIfAborted();
-      const held = mapping.reserve?.({ inputTokens: input, outputTokens: answerTokens, totalTokens: most, estimated: true }) ?? { release: () => {} };
-      if (!('reason' in held)) return held;
-      // What the calls under way hold and do not spend comes back as each ends: the next call may fit then.
-      if (underWay === 0) throw budgetStop(held.reason);
-      await ended.promise;
-    }
+      return true;
+    });
+    if (held === undefined || 'reason' in held) throw budgetStop(held?.reason ?? 'the budget is spent');
+    return held;
   };
 
   const call = async (instruction: string, text: string, what: string, onUsage: ((used: AgentUsage) => void) | undefined): Promise<string> => {
@@ -81,7 +80,6 @@ export function createSubCalls(mapping: ArtifactMapping, signal: AbortSignal): S
       );
     }
     const held = await hold(input + answerTokens, input);
-    underWay++;
     try {
       const request = {
         model: mapping.model,
@@ -120,9 +118,6 @@ export function createSubCalls(mapping: ArtifactMapping, signal: AbortSignal): S
       throw new KlymError('MODEL_ERROR', `${what} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     } finally {
       held.release();
-      underWay--;
-      ended.resolve();
-      ended = Promise.withResolvers<void>();
     }
   };
 

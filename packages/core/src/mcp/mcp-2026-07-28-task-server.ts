@@ -1,10 +1,10 @@
 import { McpServer, MissingRequiredClientCapabilityError, ProtocolErrorCode, type ClientCapabilities, type InputRequests } from '@modelcontextprotocol/server';
 import { MCP_TASK_DEFAULTS } from '../defaults.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import type { TaskRecord } from '../tasks/task-types.ts';
+import type { TaskRecord } from '../tasks/store/task-types.ts';
 import { ANY_RESULT, TASK_ID_PARAMS, asTaskRpc, listAgentTaskTool, parseAgentTaskArgs } from './agent-task-call.ts';
 import { MCP_STATUS, statusMessage, toToolResult } from './mcp-task-view.ts';
-import { currentHandler } from './sdk-handlers.ts';
+import { currentHandler } from '../internal/sdk-handlers.ts';
 import { startOptionsOf } from './start-options.ts';
 import { answerInput, elicitationOf, inputKeyOf, takesFormElicitation, waitingInput } from './task-input.ts';
 import { AGENT_TASK_TOOL, TASK_TOOLS, answer } from './task-tool-definitions.ts';

@@ -1,7 +1,7 @@
 import { RELATED_TASK_META_KEY, type CallToolResult, type ElicitResult, type RequestOptions } from '@modelcontextprotocol/server';
 import { isKlymError } from '../errors.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
+import { isTerminal, type TaskRecord } from '../tasks/store/task-types.ts';
 import { taskNotFound } from './agent-task-call.ts';
 import type { McpTaskStore } from './mcp-task-store.ts';
 import { answerInput, elicitationOf, inputKeyOf, waitingInput } from './task-input.ts';

@@ -3,9 +3,10 @@ import { MCP_TASK_DEFAULTS } from '../defaults.ts';
 import { KlymError, isKlymError } from '../errors.ts';
 import type { StartTaskArgs } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
+import { isTerminal, type TaskRecord } from '../tasks/store/task-types.ts';
 import { MCP_STATUS, toMcpTask, toToolResult } from './mcp-task-view.ts';
 import { startOptionsOf } from './start-options.ts';
+import { positiveInteger } from '../internal/positive.ts';
 
 /** Options of {@link createMcpTaskStore}. */
 export interface McpTaskStoreOptions {
@@ -57,11 +58,6 @@ export interface McpTaskStore {
    */
   cancelTask(taskId: string): Promise<Task>;
 }
-
-const positiveInteger = (name: string, value: number): number => {
-  if (!Number.isInteger(value) || value <= 0) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a positive integer, got ${value}`);
-  return value;
-};
 
 /**
  * Klym's task service as MCP 2025-11-25 tasks, so MCP tasks and Klym's tasks are one set: the MCP `taskId` is

@@ -1,5 +1,5 @@
 import type { CallToolResult, Task } from '@modelcontextprotocol/server';
-import type { TaskRecord } from '../tasks/task-types.ts';
+import type { TaskRecord } from '../tasks/store/task-types.ts';
 import type { TaskStatusView } from '../tasks/views/task-views.ts';
 import { replyToolHint } from './task-input.ts';
 

@@ -1,7 +1,7 @@
 import type { McpServer, ProgressToken } from '@modelcontextprotocol/server';
 import { DEFAULT_MAX_STEPS, MCP_TASK_DEFAULTS } from '../defaults.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
+import { isTerminal, type TaskRecord } from '../tasks/store/task-types.ts';
 
 /** Sends one MCP session `notifications/progress` of the tasks started in it with a `progressToken`. */
 export interface ProgressReporter {

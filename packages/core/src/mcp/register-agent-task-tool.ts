@@ -5,7 +5,8 @@ import { ANY_RESULT, TASK_ID_PARAMS, asTaskRpc, listAgentTaskTool, parseAgentTas
 import { serveTaskResult } from './mcp-task-result.ts';
 import type { McpTaskStore } from './mcp-task-store.ts';
 import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
-import { currentHandler, replaceHandler } from './sdk-handlers.ts';
+import { onServerClose } from './server-close.ts';
+import { currentHandler, replaceHandler } from '../internal/sdk-handlers.ts';
 import { AGENT_TASK_TOOL } from './task-tool-definitions.ts';
 
 /** The `tasks` capability a server serving `run_agent_task` declares: task-augmented `tools/call`, `tasks/list` and `tasks/cancel`. */
@@ -135,10 +136,8 @@ export function registerAgentTaskTool(server: McpServer, service: TaskService, s
     if (event.type === 'task-end') started.delete(event.task.id);
     tell(store.toTask(event.task));
   });
-  const previous = server.server.onclose;
-  server.server.onclose = () => {
+  onServerClose(server, () => {
     unsubscribe();
     progress.close();
-    previous?.();
-  };
+  });
 }

@@ -1,7 +1,8 @@
 import type { CallToolResult, McpServer, ProgressToken } from '@modelcontextprotocol/server';
 import type { TaskService } from '../tasks/task-service.ts';
-import type { TaskRecord } from '../tasks/task-types.ts';
+import type { TaskRecord } from '../tasks/store/task-types.ts';
 import { createProgressReporter, progressTokenOf } from './progress-reporter.ts';
+import { onServerClose } from './server-close.ts';
 import { TASK_TOOLS, answer } from './task-tool-definitions.ts';
 
 /** The `instructions` an MCP server serving the task tools can give in `initialize`. */
@@ -107,10 +108,8 @@ export function registerTaskTools(server: McpServer, service: TaskService, optio
       // The client went away as the task ended: there is nobody left to tell.
     });
   });
-  const previous = server.server.onclose;
-  server.server.onclose = () => {
+  onServerClose(server, () => {
     unsubscribe();
     progress.close();
-    previous?.();
-  };
+  });
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isKlymError } from '../errors.ts';
-import type { TaskInput } from '../tasks/task-types.ts';
+import type { TaskInput } from '../tasks/store/task-types.ts';
 import { DECLINED_ANSWER, DECLINED_REASON, elicitationOf, inputKeyOf, replyOfElicitation, takesFormElicitation } from './task-input.ts';
 
 const question: TaskInput = { question: 'Which service?', toolCallId: 'call-1', askedAt: '2026-01-01T00:00:00.000Z' };

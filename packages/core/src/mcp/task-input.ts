@@ -1,7 +1,7 @@
 import type { ClientCapabilities, ElicitRequestFormParams } from '@modelcontextprotocol/server';
 import { KlymError, isKlymError } from '../errors.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { isReplied, type TaskInput, type TaskRecord, type TaskReply } from '../tasks/task-types.ts';
+import { isReplied, type TaskInput, type TaskRecord, type TaskReply } from '../tasks/store/task-types.ts';
 
 // What both MCP eras share about a task waiting for its caller (`input_required`): the elicitation that asks
 // for the reply (2025-11-25: sent through `tasks/result`; 2026-07-28: an entry of the task's `inputRequests`),

@@ -1,7 +1,7 @@
 import { SERVER_INFO_META_KEY, SUBSCRIPTION_ID_META_KEY, type JSONRPCRequest } from '@modelcontextprotocol/server';
 import { isKlymError } from '../errors.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { isTerminal, type TaskRecord } from '../tasks/task-types.ts';
+import { isTerminal, type TaskRecord } from '../tasks/store/task-types.ts';
 import { taskRpcError } from './agent-task-call.ts';
 import { clientCapabilitiesOf, declaresTasksExtension, missingTasksExtension, toMcp20260728Task } from './mcp-2026-07-28-task-server.ts';
 

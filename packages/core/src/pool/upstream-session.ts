@@ -15,7 +15,7 @@ import {
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { KlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
-import { replaceStdioReadBuffer } from '../mcp/sdk-handlers.ts';
+import { replaceStdioReadBuffer } from '../internal/sdk-handlers.ts';
 import type { PoolClock } from './clock.ts';
 import { messageLimit } from './message-limit.ts';
 import { StdioFrameReader } from './stdio-frame-reader.ts';

@@ -2,7 +2,7 @@ import type { PriorDiscovery } from '@modelcontextprotocol/client';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/client';
 import { KlymError, isKlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
-import { createUpstreamFetch, type UpstreamFetch } from '../internal/upstream-fetch.ts';
+import { createUpstreamFetch, type UpstreamFetch } from './upstream-fetch.ts';
 import { callError, describe, leavesSessionSound } from './call-errors.ts';
 import { CallCounts } from './call-counts.ts';
 import { callRetry } from './call-retry.ts';

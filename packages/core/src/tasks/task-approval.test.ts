@@ -9,11 +9,11 @@ import { createScriptedModel, type ScriptedCall } from '../agent/scripted-model.
 import { CODE_TOOL_NAME } from '../code/code-tool.ts';
 import { createSessionPool, type SessionPool } from '../pool/session-pool.ts';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
-import { createSqliteTaskStore } from './store/sqlite-task-store.ts';
+import { createSqliteTaskStore } from './store/sqlite/sqlite-task-store.ts';
 import { createTaskManager } from './task-manager.ts';
 import { openManager, waitForStatus as waitFor } from './task-manager.test-support.ts';
 import type { TaskManager, TaskManagerOptions } from './task-manager-types.ts';
-import type { TaskRecord } from './task-types.ts';
+import type { TaskRecord } from './store/task-types.ts';
 
 const me = { principal: 'grynya' };
 

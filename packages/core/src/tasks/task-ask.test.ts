@@ -8,11 +8,11 @@ import { runAgent } from '../agent/run-agent.ts';
 import { createScriptedModel, type ScriptedCall } from '../agent/scripted-model.ts';
 import { createSessionPool, type SessionPool } from '../pool/session-pool.ts';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
-import { createSqliteTaskStore } from './store/sqlite-task-store.ts';
+import { createSqliteTaskStore } from './store/sqlite/sqlite-task-store.ts';
 import { createTaskManager } from './task-manager.ts';
 import { openManager, waitForStatus as waitFor } from './task-manager.test-support.ts';
 import type { TaskManager, TaskManagerOptions } from './task-manager-types.ts';
-import type { TaskRecord, TaskStore } from './task-types.ts';
+import type { TaskRecord, TaskStore } from './store/task-types.ts';
 
 const me = { principal: 'grynya' };
 

@@ -6,7 +6,7 @@ import type { QueueLogListener } from './queue/queue-log.ts';
 import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
 import type { TaskQueue } from './queue/task-queue.ts';
 import type { BoundedLogOptions } from './store/task-log.ts';
-import type { TaskStore } from './task-types.ts';
+import type { TaskStore } from './store/task-types.ts';
 
 /** Options of {@link openTaskBackend}. */
 export interface TaskBackendOptions {
@@ -65,7 +65,7 @@ export async function openTaskBackend(spec: string, options: TaskBackendOptions 
     const file = path.resolve(spec.slice('sqlite:'.length));
     try {
       // Loaded only when asked for: a process on the memory store never loads node:sqlite.
-      const { createSqliteTaskStore } = await import('./store/sqlite-task-store.ts');
+      const { createSqliteTaskStore } = await import('./store/sqlite/sqlite-task-store.ts');
       return backendOf(await createSqliteTaskStore({ path: file, ...storeOptions }), createInProcessTaskQueue());
     } catch (error) {
       if (isKlymError(error, 'STORE_UNAVAILABLE')) throw error;

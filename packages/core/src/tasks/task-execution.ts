@@ -16,8 +16,8 @@ import { answerAsk, INPUT_REQUIRED, type AskedQuestion } from '../agent/ask-call
 import { decidedWriteBack, isWriteBackApproval, WRITE_BACK_CALL_ID, writeBackApproval } from './runner/write-back-approval.ts';
 import type { AgentRunResult } from '../agent/types.ts';
 import { completionOf, runOptionsOf, type TaskRunDefaults } from './runner/task-run.ts';
-import { isReplied, isTerminal, KEPT_INPUTS, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './task-types.ts';
-import { writeBackResult, type WriteBackOptions } from './runner/write-back.ts';
+import { isReplied, isTerminal, KEPT_INPUTS, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './store/task-types.ts';
+import { writeBackResult, type ResolvedWriteBack } from './runner/write-back.ts';
 import { taskArtifacts } from './runner/task-artifacts.ts';
 import type { TaskQueries } from './runner/task-queries.ts';
 import type { DailySpend } from './admission/daily-spend.ts';
@@ -35,7 +35,7 @@ export interface TaskExecutionContext {
   readonly redact: Redactor;
   readonly taskTimeoutMs: number;
   readonly resumeOnRestart: boolean;
-  readonly writeBack: WriteBackOptions | undefined;
+  readonly writeBack: ResolvedWriteBack;
   readonly onEvent: ((event: TaskEvent) => void) | undefined;
   /** Traces each run of a task; absent when tracing is off. */
   readonly tracing: TracingOptions | undefined;
@@ -341,7 +341,7 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       if (result.finishReason === 'cancelled' || controller.signal.aborted)
         throw controller.signal.reason ?? new KlymError('ABORTED', `Task ${id} was cancelled`);
       if (!(await lease.holds())) return 'left';
-      const record = task.request.recordResult ?? context.writeBack?.byDefault ?? false;
+      const record = task.request.recordResult ?? context.writeBack.byDefault;
       const approval = record ? writeBackApproval(task, result.finalText, { defaults, writeBack: context.writeBack }) : undefined;
       if (result.finishReason === INPUT_REQUIRED && result.asked !== undefined) {
         parked = await park(task, result, checkpoint, result.asked);

@@ -5,7 +5,7 @@ import { runResult } from '../testing/run-result.ts';
 import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import { createTaskManager } from './task-manager.ts';
 import type { AgentRunner, TaskManager } from './task-manager-types.ts';
-import type { TaskRecord, TaskStore } from './task-types.ts';
+import type { TaskRecord, TaskStore } from './store/task-types.ts';
 
 const me = { principal: 'grynya' };
 const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15, estimated: false };

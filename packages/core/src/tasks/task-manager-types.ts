@@ -1,5 +1,7 @@
 import type { ArtifactReaderOptions } from '../artifacts/artifact-reader.ts';
-import type { AgentRunResult, AgentUsage, RunAgentOptions } from '../agent/types.ts';
+import type { AgentRunner } from '../agent/types.ts';
+
+export type { AgentRunner } from '../agent/types.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import type { TracingOptions } from '../telemetry/tracing.ts';
@@ -7,23 +9,15 @@ import type { TaskQueue } from './queue/task-queue.ts';
 import type { PerPrincipalOptions, PrincipalUsage } from './admission/principal-quotas.ts';
 import type { BoundedLogOptions, TaskLogPage } from './store/task-log.ts';
 import type { TaskRunDefaults } from './runner/task-run.ts';
-import type { TaskListPage, TaskPageRequest, TaskRecord, TaskReply, TaskRequest, TaskStatus, TaskStore } from './task-types.ts';
+import type { Caller, TaskEvent, TaskListPage, TaskPageRequest, TaskRecord, TaskReply, TaskRequest, TaskStatus, TaskStore } from './store/task-types.ts';
+
+export type { Caller, TaskEvent } from './store/task-types.ts';
 import type { WriteBackOptions } from './runner/write-back.ts';
 import type { PushTarget } from '../webhooks/push-types.ts';
 import type { ArtifactSlice, ReadRequest } from '../artifacts/artifact-store.ts';
 import type { ArtifactInfo, QueryPage } from '../artifacts/artifact-types.ts';
 import type { TaskQueriesOptions } from './runner/task-queries.ts';
 import type { QueryAnswer } from '../artifacts/artifact-query.ts';
-
-/** What runs a task's agent: `runAgent` of `@klym/core`, or a stand-in with its contract. */
-export type AgentRunner = ((options: RunAgentOptions) => Promise<AgentRunResult>) & {
-  /**
-   * The runner's events are already redacted with the run's `secrets` and provider keys, as `runAgent`'s
-   * are (`createThreadRunner`'s are: they come from `runAgent` on its thread). The task manager then logs
-   * them as they come instead of redacting each a second time. @default false (true for `runAgent` itself)
-   */
-  readonly redactsEvents?: boolean;
-};
 
 /** Options of {@link createTaskManager}. */
 export interface TaskManagerOptions {
@@ -121,42 +115,11 @@ export interface TaskManagerOptions {
   readonly now?: () => number;
 }
 
-/** A task's lifecycle, as {@link TaskManagerOptions.onEvent} receives it (noun-verb). */
-export type TaskEvent =
-  | {
-      /** `task-input-required`: its run asked the caller a question (`task.input`) and the task waits for the answer. */
-      readonly type: 'task-create' | 'task-evict' | 'task-input-required';
-      readonly task: TaskRecord;
-    }
-  | {
-      readonly type: 'task-start' | 'task-resume' | 'task-end';
-      readonly task: TaskRecord;
-      /** It happened in another process sharing the queue, which had its own event: this one only heard of it. */
-      readonly elsewhere?: true;
-    }
-  | {
-      /** A step of the task's run ended in this process. */
-      readonly type: 'task-step';
-      /** The task as its run began (its usage is not this step's). */
-      readonly task: TaskRecord;
-      readonly step: number;
-      /** The step's own tokens. */
-      readonly usage: AgentUsage;
-      /** What the step cost, in USD; `undefined` when the model has no price. */
-      readonly costUsd: number | undefined;
-    }
-  | { readonly type: 'task-write-back'; readonly task: TaskRecord };
-
 /** A start refused over a limit: a principal's quota (`QUOTA_EXCEEDED`, `quota` naming it) or the queue's bound (`TASK_QUEUE_FULL`). */
 export interface TaskRefusal {
   readonly principal: string;
   readonly code: 'QUOTA_EXCEEDED' | 'TASK_QUEUE_FULL';
   readonly quota?: string;
-}
-
-/** Who is asking: tasks are visible only to the principal who started them. */
-export interface Caller {
-  readonly principal: string;
 }
 
 /** How a task is started, beside what it asks for. */

@@ -5,7 +5,7 @@ import type { createScriptedModel } from '../agent/scripted-model.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import { createTaskManager } from './task-manager.ts';
 import type { AgentRunner, Caller, TaskManager, TaskManagerOptions } from './task-manager-types.ts';
-import type { TaskRecord } from './task-types.ts';
+import type { TaskRecord } from './store/task-types.ts';
 
 /** A manager whose runs use `model`; `cleanups` gets its close. */
 export function openManager(

@@ -7,7 +7,7 @@ import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import type { TaskQueue } from './queue/task-queue.ts';
 import { createTaskManager } from './task-manager.ts';
 import type { AgentRunner, TaskManager } from './task-manager-types.ts';
-import type { TaskStore } from './task-types.ts';
+import type { TaskStore } from './store/task-types.ts';
 
 const pool = { upstreams: [], openScope: () => ({ close: async () => {} }) } as unknown as SessionPool;
 const me = { principal: 'grynya' };

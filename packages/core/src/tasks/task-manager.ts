@@ -7,12 +7,13 @@ import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import { createInProcessTaskQueue } from './queue/in-process-queue.ts';
 import { createTaskAdmission } from './admission/task-admission.ts';
 import { createTaskExecution, notResumed } from './task-execution.ts';
-import { isTerminal, UNFINISHED_STATUSES, type TaskInput, type TaskRecord, type TaskReply } from './task-types.ts';
+import { isTerminal, UNFINISHED_STATUSES, type TaskInput, type TaskRecord, type TaskReply } from './store/task-types.ts';
 import { createArtifactReader, type ArtifactReader } from '../artifacts/artifact-reader.ts';
 import type { StoredArtifact } from '../artifacts/artifact-types.ts';
 import { taskArtifacts } from './runner/task-artifacts.ts';
 import { createTaskQueries } from './runner/task-queries.ts';
 import type { AgentRunner, Caller, TaskManager, TaskManagerOptions, TaskRefusal } from './task-manager-types.ts';
+import { resolveTaskSettings, type TaskManagerWiring, type TaskSettings } from './task-settings.ts';
 
 /**
  * Creates a task manager over a session pool.
@@ -28,21 +29,23 @@ import type { AgentRunner, Caller, TaskManager, TaskManagerOptions, TaskRefusal 
  */
 export function createTaskManager(options: TaskManagerOptions): TaskManager {
   const queue = options.queue ?? createInProcessTaskQueue();
+  return createTaskManagerWith(resolveTaskSettings(options, queue.shared), { ...options, queue });
+}
+
+/**
+ * {@link createTaskManager} on settings resolved already (the task service resolves them once, for itself too).
+ * @throws {KlymError} `CONFIG_INVALID` for a shared queue without a `store`, or a bad `perPrincipal` limit
+ */
+export function createTaskManagerWith(settings: TaskSettings, options: TaskManagerWiring): TaskManager {
+  const queue = options.queue ?? createInProcessTaskQueue();
   // A front of a shared queue runs nothing itself: its tasks run on the queue's workers.
-  const maxConcurrent = queue.shared
-    ? atLeastZero('maxConcurrent', options.maxConcurrent ?? TASK_DEFAULTS.concurrency)
-    : positive('maxConcurrent', options.maxConcurrent ?? TASK_DEFAULTS.concurrency);
+  const { maxConcurrent, maxQueued, taskTimeoutMs, ttlMs, resumeOnRestart, inputTimeoutMs } = settings;
   if (queue.shared && options.store === undefined) {
     throw new KlymError(
       'CONFIG_INVALID',
       "A shared task queue needs a `store` that every process sharing it uses too; the default in-memory store is this process's own",
     );
   }
-  const maxQueued = positive('maxQueued', options.maxQueued ?? TASK_DEFAULTS.maxQueued);
-  const taskTimeoutMs = positive('taskTimeoutMs', options.taskTimeoutMs ?? TASK_DEFAULTS.timeoutMs);
-  const ttlMs = positive('ttlMs', options.ttlMs ?? TASK_DEFAULTS.ttlMs);
-  const resumeOnRestart = options.resumeOnRestart ?? TASK_DEFAULTS.resumeOnRestart;
-  const inputTimeoutMs = positive('inputTimeoutMs', options.inputTimeoutMs ?? TASK_DEFAULTS.inputTimeoutMs);
   const now = options.now ?? Date.now;
   const store = options.store ?? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log });
   const run: AgentRunner = options.run ?? runAgent;
@@ -67,7 +70,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     redact: createRedactor(secrets),
     taskTimeoutMs,
     resumeOnRestart,
-    writeBack: options.writeBack,
+    writeBack: settings.writeBack,
     onEvent: (event) => {
       // Every end passes here, this process's own and those heard from others: how long runs take lately.
       if (event.type === 'task-end') admission.ended(event.task);
@@ -77,7 +80,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     announce: (type, id) => queue.announce(type, id),
     queries,
     spend: admission.spend,
-    askCaller: options.askCaller ?? TASK_DEFAULTS.askCaller,
+    askCaller: settings.askCaller,
     now,
   });
   const { log, emit, finish } = execution;
@@ -235,7 +238,7 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
         if (closing) return (await finish(id, ['pending'], { status: 'cancelled', currentStep: 'cancelled', cancelReason: closeReason })) ?? task;
         log(id, 'task-create', {
           model: request.model ?? defaults.model ?? 'default',
-          recordResult: request.recordResult ?? options.writeBack?.byDefault ?? false,
+          recordResult: request.recordResult ?? settings.writeBack.byDefault,
         });
         emit({ type: 'task-create', task });
         try {
@@ -352,16 +355,6 @@ export function createTaskManager(options: TaskManagerOptions): TaskManager {
     [Symbol.asyncDispose]: () => manager.close({ graceMs: 0 }),
   };
   return manager;
-}
-
-function positive(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a positive number, got ${value}`);
-  return value;
-}
-
-function atLeastZero(name: string, value: number): number {
-  if (!Number.isFinite(value) || value < 0) throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a number of at least 0, got ${value}`);
-  return value;
 }
 
 /**

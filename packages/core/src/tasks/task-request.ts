@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import type { AgentBudget } from '../agent/types.ts';
+import { sqlArgument } from '../artifacts/sql-argument.ts';
 import { KlymError } from '../errors.ts';
 import type { PoolTool } from '../pool/session-pool.ts';
 import { READ_ONLY_POLICY, toolAccess, type AccessRules, type ToolSelection } from '../tools/tool-policy.ts';
-import { TASK_STATUSES, type TaskRequest } from './task-types.ts';
+import { TASK_STATUSES, type RequestLimits, type TaskRequest } from './store/task-types.ts';
 
 const STATUSES = TASK_STATUSES;
 const taskId = z.string().min(1).max(200);
@@ -104,13 +105,9 @@ const readArtifactShape = {
 /** Arguments of `query_task_artifact` (also the body of `POST /api/tasks/:id/query`). */
 const queryArtifactsShape = {
   task_id: taskId.describe('The id start_async_agent_task returned.'),
-  sql: z
-    .string()
-    .min(1)
-    .max(20_000)
-    .describe(
-      "One SQL query (DuckDB) over the task's artifacts, each a table named by its id (`SELECT … FROM art_… …`): text artifacts have columns n, line; JSON records one column per key.",
-    ),
+  sql: sqlArgument(
+    "One SQL query (DuckDB) over the task's artifacts, each a table named by its id (`SELECT … FROM art_… …`): text artifacts have columns n, line; JSON records one column per key.",
+  ),
 };
 
 /** Arguments of `reply_to_agent_task` (also the body of `POST /api/tasks/:id/reply`, with the id in the path). */
@@ -181,17 +178,6 @@ export function parseArgs<Schema extends z.ZodType>(schema: Schema, input: unkno
   const issue = parsed.error.issues[0];
   const field = issue?.path.length ? issue.path.join('.') : issue?.code === 'unrecognized_keys' ? issue.keys.join(', ') : 'arguments';
   throw new KlymError('INVALID_ARGUMENT', `\`${field}\`: ${issue?.message ?? 'invalid'}`);
-}
-
-/** What a request is narrowed to: the server's models, budgets and tool rules (the same rules the runs apply). */
-export interface RequestLimits extends AccessRules {
-  /** The models a caller may name; the first is the default. Never empty. */
-  readonly models: readonly string[];
-  readonly defaultBudget: AgentBudget;
-  readonly maxBudget: AgentBudget;
-  readonly systemPrompt?: string;
-  /** The webhook endpoints a start may name in `webhook`. @default none */
-  readonly webhooks?: readonly string[];
 }
 
 const BUDGET_KEYS = [

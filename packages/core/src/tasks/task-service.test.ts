@@ -12,7 +12,7 @@ import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import type { AgentRunner } from './task-manager-types.ts';
 import { parseArgs, startTaskSchema } from './task-request.ts';
 import { createTaskService, type TaskService, type TaskServiceOptions } from './task-service.ts';
-import type { TaskRecord, TaskStore } from './task-types.ts';
+import type { TaskRecord, TaskStore } from './store/task-types.ts';
 import { estimateTokens } from '../agent/token-count.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];

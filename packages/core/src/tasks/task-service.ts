@@ -13,9 +13,10 @@ import { createTaskPush, type TaskPush } from '../webhooks/task-push.ts';
 import { createMemoryTaskStore } from './store/memory-task-store.ts';
 import { describeCapabilities, viewHealth, type CapabilitiesView, type HealthView } from './views/capabilities.ts';
 import { viewQuota, type QuotaView } from './admission/principal-quotas.ts';
-import { createTaskManager } from './task-manager.ts';
+import { createTaskManagerWith } from './task-manager.ts';
+import { PASSED_WIRING, resolveTaskSettings } from './task-settings.ts';
 import type { StartOptions, TaskEvent, TaskManager, TaskManagerOptions } from './task-manager-types.ts';
-import type { TaskReply } from './task-types.ts';
+import type { RequestLimits, TaskReply } from './store/task-types.ts';
 import {
   narrowTaskRequest,
   type CancelTaskArgs,
@@ -24,7 +25,6 @@ import {
   type ListTasksArgs,
   type QueryArtifactsArgs,
   type ReadArtifactArgs,
-  type RequestLimits,
   type StartTaskArgs,
   type TaskLogsArgs,
 } from './task-request.ts';
@@ -44,8 +44,8 @@ import { toCsv } from '../artifacts/artifact-query.ts';
 import { viewArtifact, viewSlice, type TaskArtifactSliceView, type TaskQueryView } from './views/artifact-views.ts';
 
 /**
- * Options of {@link createTaskService}: the task manager's (handed to it as they are, so a new one of its
- * options is the service's too); the run settings every task gets as `runAgent` takes them, those of
+ * Options of {@link createTaskService}: the task manager's (its settings resolved once, here, and its wiring
+ * passed on: `PASSED_WIRING` in `task-settings.ts`, which the compiler asks to list a new one); the run settings every task gets as `runAgent` takes them, those of
  * `RUN_SETTINGS` (the providers, their prices and context windows, retries, temperature, the map's and the
  * artifacts' settings, and the access rules `upstreamTools`, `policies` and `readOnlyTools`, which also decide
  * what a request may narrow to); and the limits a caller's request is narrowed to.
@@ -176,7 +176,9 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
   assertAccessRules(limits);
   const graceMs = options.shutdownGraceMs ?? TASK_DEFAULTS.shutdownGraceMs;
   if (!Number.isFinite(graceMs) || graceMs < 0) throw new KlymError('CONFIG_INVALID', `Expected \`shutdownGraceMs\` to be zero or more, got ${graceMs}`);
-  const taskTimeoutMs = options.taskTimeoutMs ?? TASK_DEFAULTS.timeoutMs;
+  // The manager's settings, resolved once: the manager, its execution and the service read these.
+  const settings = resolveTaskSettings(options, options.queue?.shared === true);
+  const { taskTimeoutMs } = settings;
   // Resolved once (provider keys included) and handed to the manager, the webhooks and capabilities alike.
   const secrets = secretsOf(options.secrets, options.providers);
   const redactor = createRedactor(secrets);
@@ -189,17 +191,18 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
   const ownStore = hooked && options.store === undefined ? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log }) : undefined;
   const store = options.store ?? ownStore;
   let webhooks: WebhookDispatcher | undefined;
-  // Resolved (and checked) here too, so that a bad option fails the service's creation, not its first push.
-  const push = options.push === undefined ? undefined : { options: options.push, resolved: resolvePushOptions(options.push) };
+  // Resolved (and checked) once, here, so that a bad option fails the service's creation, not its first push;
+  // the dispatcher and the push targets share the result (one allow-list, one guarded connection pool).
+  const push = options.push === undefined ? undefined : resolvePushOptions(options.push);
   if (hooked && store !== undefined) {
-    const dispatcher = createWebhookDispatcher({ store, endpoints: options.webhooks ?? {}, secrets, ...(push === undefined ? {} : { push: push.options }) });
+    const dispatcher = createWebhookDispatcher({ store, endpoints: options.webhooks ?? {}, secrets, ...(push === undefined ? {} : { push }) });
     listeners.add((event) => void dispatcher.enqueue(event));
     webhooks = dispatcher;
   }
-  const tasks = createTaskManager({
-    ...options,
+  const tasks = createTaskManagerWith(settings, {
+    ...pick(options, PASSED_WIRING),
+    pool,
     ...(store === undefined ? {} : { store }),
-    taskTimeoutMs,
     secrets,
     defaults: pick(options, RUN_SETTING_KEYS),
     onEvent: (event) => {
@@ -218,11 +221,9 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
   const service: TaskService = {
     tasks,
     pool,
-    ttlMs: options.ttlMs ?? TASK_DEFAULTS.ttlMs,
+    ttlMs: settings.ttlMs,
     push:
-      push === undefined || store === undefined || webhooks === undefined
-        ? undefined
-        : createTaskPush({ tasks, store, dispatcher: webhooks, options: push.resolved }),
+      push === undefined || store === undefined || webhooks === undefined ? undefined : createTaskPush({ tasks, store, dispatcher: webhooks, options: push }),
     async start(args, principal, startOptions) {
       // A start costs the serving thread more than any read, and callers send them in bursts: its work waits
       // for the loop's next check phase, so the requests read in the same turn (Grynya's status polls) are
@@ -328,7 +329,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     },
     async capabilities(principal) {
       const [described, quota] = await Promise.all([
-        describeCapabilities(pool, limits, redactor, options.writeBack?.byDefault ?? false),
+        describeCapabilities(pool, limits, redactor, settings.writeBack.byDefault),
         principal === undefined ? undefined : service.quota(principal),
       ]);
       return quota === undefined ? described : { ...described, quota };

@@ -1,35 +1,16 @@
 import { context, trace, type Context, type Span } from '@opentelemetry/api';
-import type { TelemetryOptions } from 'ai';
+import type { AgentTracing, RunTracing } from '../agent/agent-tracing.ts';
 import type { StepOutcome } from '../agent/run-step.ts';
 import type { AgentUsage } from '../agent/types.ts';
-import type { ToolCallTracing } from './tool-call-span.ts';
-import { contextOf, type TraceCarrier } from './trace-context.ts';
-import { aiTelemetryOf, errorTypeOf, failSpan, tracerOf, type TracingOptions } from './tracing.ts';
+import { contextOf } from './trace-context.ts';
+import { aiTelemetryOf, errorTypeOf, failSpan, tracerOf } from './tracing.ts';
 
-/** Tracing of one `runAgent` run: {@link TracingOptions}, and whose child the run is. */
-export interface AgentTracing extends TracingOptions {
-  /**
-   * The W3C context the run's span is a child of: a task's span (the task manager passes it; it crosses to
-   * the runner thread as it is), or a caller's from another process. @default the active context
-   */
-  readonly parent?: TraceCarrier;
-}
-
-/** A traced run's spans, as the agent loop opens and closes them. */
-export interface RunTracing {
-  /** The AI SDK's telemetry for each step's model call: its OpenTelemetry integration on the run's tracer. */
-  readonly telemetry: TelemetryOptions;
-  /** What the catalog's tools trace their upstream calls with. */
-  readonly toolCalls: ToolCallTracing;
-  /** Runs one step under its span (`step <n>`), active while the step runs so that the AI SDK's spans nest in it. */
-  step(step: number, run: () => Promise<StepOutcome>): Promise<StepOutcome>;
-  /** Ends the run's span, with how the run ended when it is known. Idempotent. */
-  end(outcome?: { readonly finishReason: string; readonly usage: AgentUsage; readonly error?: unknown }): void;
-}
+export type { AgentTracing } from '../agent/agent-tracing.ts';
 
 /**
  * Starts a run's span, `invoke_agent klym` (the GenAI conventions' agent span: `gen_ai.operation.name`
- * `invoke_agent`, `gen_ai.agent.name` `klym`, the model), child of `options.parent` or the active context.
+ * `invoke_agent`, `gen_ai.agent.name` `klym`, the model), child of `options.parent` or the active context: the
+ * agent's {@link StartRunTracing} on OpenTelemetry.
  */
 export async function startRunTracing(options: AgentTracing, model: string, redact: (text: string) => string): Promise<RunTracing> {
   const tracer = tracerOf(options);

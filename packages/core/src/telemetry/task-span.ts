@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, trace, type Context } from '@opentelemetry/api';
-import type { TaskRecord } from '../tasks/task-types.ts';
+import type { TaskRecord } from '../tasks/store/task-types.ts';
 import type { ToolCallTracing } from './tool-call-span.ts';
 import { carrierOf, contextOf, type TraceCarrier } from './trace-context.ts';
 import { failSpan, tracerOf, type TracingOptions } from './tracing.ts';

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { runAgent } from '../agent/run-agent.ts';
 import { registerTaskTools } from '../mcp/register-task-tools.ts';
 import { createSessionPool, type SessionPool } from '../pool/session-pool.ts';
-import type { TaskRecord } from '../tasks/task-types.ts';
+import type { TaskRecord } from '../tasks/store/task-types.ts';
 import { createTaskService, type TaskService, type TaskServiceOptions } from '../tasks/task-service.ts';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
 import { createMockModel, type MockStep } from '../testing/mock-model.ts';

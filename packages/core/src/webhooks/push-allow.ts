@@ -188,19 +188,13 @@ export function createPushAllowList(entries: readonly string[], options: PushAll
     const host = hostOf(url);
     if (LOCAL_NAME.test(host)) return `its host ${host} is this machine`;
     if (isIP(host) !== 0) return isNonPublicAddress(host) ? `its host ${host} is a loopback, private or link-local address` : undefined;
-    let timer: NodeJS.Timeout | undefined;
     try {
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${lookupTimeoutMs} ms`)), lookupTimeoutMs);
-      });
-      const addresses = await Promise.race([resolve(host), timeout]);
+      const addresses = await lookupWithin(resolve, host, lookupTimeoutMs);
       if (addresses.length === 0) return `its host ${host} has no address`;
       const inside = addresses.find(({ address }) => isNonPublicAddress(address));
       return inside === undefined ? undefined : `its host ${host} resolves to ${inside.address}, a loopback, private or link-local address`;
     } catch (error) {
       return `its host ${host} could not be resolved (${error instanceof Error ? error.message : String(error)})`;
-    } finally {
-      clearTimeout(timer);
     }
   };
 
@@ -227,6 +221,19 @@ export function createPushAllowList(entries: readonly string[], options: PushAll
   };
 }
 
+/** `resolve(host)`, or a failure `no answer within … ms` once `timeoutMs` has passed; the timer is cleared either way. */
+async function lookupWithin(resolve: HostLookup, host: string, timeoutMs: number): ReturnType<HostLookup> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([resolve(host), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * An undici dispatcher whose connections open only to public addresses: the socket's own lookup resolves the
  * host with `resolve` and fails, naming the address, when any address it has is not public. A literal IP needs
@@ -234,11 +241,7 @@ export function createPushAllowList(entries: readonly string[], options: PushAll
  */
 function publicOnlyDispatcher(resolve: HostLookup, lookupTimeoutMs: number): Dispatcher {
   const guarded: LookupFunction = (hostname, options, callback) => {
-    const timeout = AbortSignal.timeout(lookupTimeoutMs);
-    const answered = new Promise<never>((_, reject) =>
-      timeout.addEventListener('abort', () => reject(new Error(`no answer within ${lookupTimeoutMs} ms`)), { once: true }),
-    );
-    Promise.race([resolve(hostname), answered]).then(
+    lookupWithin(resolve, hostname, lookupTimeoutMs).then(
       (addresses) => {
         const inside = addresses.find(({ address }) => isNonPublicAddress(address));
         if (addresses.length === 0 || inside !== undefined) {

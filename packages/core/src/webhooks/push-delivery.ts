@@ -1,8 +1,8 @@
 import { MAX_TIMER_MS, WEBHOOK_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import type { Redactor } from '../redact.ts';
-import type { TaskEvent } from '../tasks/task-manager-types.ts';
-import { isReplied, type TaskRecord, type TaskStore } from '../tasks/task-types.ts';
+import type { TaskEvent } from '../tasks/store/task-types.ts';
+import { isReplied, type TaskRecord, type TaskStore } from '../tasks/store/task-types.ts';
 import { createPushAllowList, type PushAllowList } from './push-allow.ts';
 import {
   PUSH_ENDPOINT_PREFIX,
@@ -16,8 +16,9 @@ import {
 } from './push-types.ts';
 import type { AttemptTarget } from './send-webhook.ts';
 import { isWebhookSecret } from './webhook-endpoints.ts';
-import { webhookMessageId } from './webhook-payload.ts';
+import { newWebhookMessage, webhookMessageId } from './webhook-payload.ts';
 import type { WebhookMessage } from './webhook-types.ts';
+import { positiveInteger } from '../internal/positive.ts';
 
 /** {@link PushOptions} checked, with every default applied. */
 export interface ResolvedPushOptions {
@@ -50,8 +51,7 @@ export function resolvePushOptions(options: PushOptions): ResolvedPushOptions {
     if (!Number.isFinite(value) || value <= 0 || value > MAX_TIMER_MS) throw invalid(option, `a positive number of milliseconds up to ${MAX_TIMER_MS}`, value);
     return value;
   };
-  const maxPerTask = options.maxPerTask ?? DEFAULT_MAX_PER_TASK;
-  if (!Number.isInteger(maxPerTask) || maxPerTask < 1) throw invalid('maxPerTask', 'a positive integer', maxPerTask);
+  const maxPerTask = positiveInteger('push.maxPerTask', options.maxPerTask ?? DEFAULT_MAX_PER_TASK);
   return {
     allow: createPushAllowList(options.allow),
     format: options.format,
@@ -117,16 +117,7 @@ export function pushMessages(
     const payload = JSON.stringify(redact.value(body));
     for (const target of targets) {
       const endpoint = pushEndpoint(target);
-      messages.push({
-        id: webhookMessageId(task.id, endpoint, type, REPEATED_PUSH_EVENTS.includes(type) ? task.input?.askedAt : undefined),
-        taskId: task.id,
-        endpoint,
-        type,
-        payload,
-        createdAt: now,
-        attempts: 0,
-        nextAttemptAt: now,
-      });
+      messages.push(newWebhookMessage(task.id, endpoint, type, payload, now, REPEATED_PUSH_EVENTS.includes(type) ? task.input?.askedAt : undefined));
     }
   }
   return messages;

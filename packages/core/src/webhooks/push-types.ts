@@ -1,4 +1,4 @@
-import type { TaskRecord } from '../tasks/task-types.ts';
+import type { TaskRecord } from '../tasks/store/task-types.ts';
 
 /**
  * A receiver a caller gave for one of its own tasks (A2A's push notification config): kept on the task

@@ -8,13 +8,14 @@ import { taskRecord } from '../../../../test/support/task-fixtures.ts';
 import { createSessionPool } from '../pool/session-pool.ts';
 import { createMemoryTaskStore } from '../tasks/store/memory-task-store.ts';
 import { createRedisTaskStore } from '../tasks/store/redis/redis-task-store.ts';
-import { createSqliteTaskStore } from '../tasks/store/sqlite-task-store.ts';
+import { createSqliteTaskStore } from '../tasks/store/sqlite/sqlite-task-store.ts';
 import type { AgentRunner } from '../tasks/task-manager-types.ts';
 import { createTaskService, type TaskService, type TaskServiceOptions } from '../tasks/task-service.ts';
-import type { TaskStore } from '../tasks/task-types.ts';
+import type { TaskStore } from '../tasks/store/task-types.ts';
 import { runResult } from '../testing/run-result.ts';
 import type { PushFormat, PushOptions } from './push-types.ts';
 import { createWebhookDispatcher } from './webhook-dispatcher.ts';
+import { resolvePushOptions } from './push-delivery.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -212,7 +213,7 @@ describe('push messages in the stores’ outboxes', () => {
       () => front.close(),
       () => worker.close(),
     );
-    const push: PushOptions = { allow: [hooks.origin], format, ...FAST };
+    const push = resolvePushOptions({ allow: [hooks.origin], format, ...FAST });
     const frontHooks = createWebhookDispatcher({ store: front, endpoints: {}, push, pollMs: 20, closeGraceMs: 0 });
     const workerHooks = createWebhookDispatcher({ store: worker, endpoints: {}, push, pollMs: 20, closeGraceMs: 0 });
     cleanups.push(

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { KlymError } from '../errors.ts';
-import type { Caller, TaskManager } from '../tasks/task-manager-types.ts';
-import type { TaskStore } from '../tasks/task-types.ts';
+import type { Caller, TaskRecord, TaskStore } from '../tasks/store/task-types.ts';
 import type { PushUrlVerdict } from './push-allow.ts';
 import type { ResolvedPushOptions } from './push-delivery.ts';
 import type { PushTarget } from './push-types.ts';
@@ -41,7 +40,8 @@ export interface TaskPush {
 
 /** What the task service builds {@link TaskPush} from. */
 export interface TaskPushContext {
-  readonly tasks: TaskManager;
+  /** The tasks a caller may see (the task manager): a target is kept only on a task its caller sees. */
+  readonly tasks: { get(id: string, caller: Caller): Promise<TaskRecord> };
   readonly store: TaskStore;
   readonly dispatcher: WebhookDispatcher;
   readonly options: ResolvedPushOptions;

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { taskRecord } from '../../../../test/support/task-fixtures.ts';
 import { startWebhookReceiver, webhookSecret, type ReceiverAnswer, type WebhookReceiver } from '../../../../test/support/webhook-receiver.ts';
 import { createMemoryTaskStore } from '../tasks/store/memory-task-store.ts';
-import type { TaskRecord, TaskStore } from '../tasks/task-types.ts';
+import type { TaskRecord, TaskStore } from '../tasks/store/task-types.ts';
 import { createWebhookDispatcher, type WebhookDispatcher } from './webhook-dispatcher.ts';
 import type { WebhookEndpoint } from './webhook-types.ts';
 

@@ -1,13 +1,13 @@
 import { createRedactor } from '../redact.ts';
 import type { TaskLogData } from '../tasks/store/log-entry.ts';
-import type { TaskEvent } from '../tasks/task-manager-types.ts';
-import type { TaskRecord, TaskStore } from '../tasks/task-types.ts';
-import { earlierPushMessages, isPushMessage, pushAttemptTarget, pushEventsOf, pushMessages, resolvePushOptions } from './push-delivery.ts';
-import type { PushOptions, PushTarget } from './push-types.ts';
+import type { TaskEvent } from '../tasks/store/task-types.ts';
+import type { TaskRecord, TaskStore } from '../tasks/store/task-types.ts';
+import { earlierPushMessages, isPushMessage, pushAttemptTarget, pushEventsOf, pushMessages, type ResolvedPushOptions } from './push-delivery.ts';
+import type { PushTarget } from './push-types.ts';
 import { retryDelay, type RetryDelays } from './retry-delay.ts';
 import { sendWebhook, type AttemptOutcome, type AttemptTarget } from './send-webhook.ts';
 import { endpointsFor, resolveWebhookEndpoints } from './webhook-endpoints.ts';
-import { webhookEventOf, webhookMessageId, webhookPayload } from './webhook-payload.ts';
+import { newWebhookMessage, webhookEventOf, webhookPayload } from './webhook-payload.ts';
 import type { ClaimedWebhookMessage, WebhookEndpoint, WebhookMessage } from './webhook-types.ts';
 import { WEBHOOK_DEFAULTS } from '../defaults.ts';
 
@@ -27,8 +27,11 @@ export interface WebhookDispatcherOptions {
   readonly closeGraceMs?: number;
   /** The jitter's source, in [0, 1). @default Math.random */
   readonly random?: () => number;
-  /** Push notifications to the targets callers keep on their tasks (`TaskRecord.push`). @default none: push targets are not told */
-  readonly push?: PushOptions;
+  /**
+   * Push notifications to the targets callers keep on their tasks (`TaskRecord.push`), resolved once by whoever
+   * also serves the targets (`resolvePushOptions`). @default none: push targets are not told
+   */
+  readonly push?: ResolvedPushOptions;
 }
 
 /** Delivers task events to webhook endpoints, at least once, from the task store's outbox. */
@@ -99,7 +102,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     if (pushUrl !== undefined) scrubbed = scrubbed.split(pushUrl.url).join(`<${pushUrl.endpoint}>`);
     return redactor.text(scrubbed);
   };
-  const push = options.push === undefined ? undefined : resolvePushOptions(options.push);
+  const { push } = options;
   const pollMs = options.pollMs ?? WEBHOOK_DEFAULTS.pollMs;
   const maxInFlight = options.maxInFlight ?? WEBHOOK_DEFAULTS.maxInFlight;
   const closeGraceMs = options.closeGraceMs ?? WEBHOOK_DEFAULTS.closeGraceMs;
@@ -252,16 +255,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       const payload = JSON.stringify(webhookPayload(type, task, redactor));
       const now = Date.now();
       for (const endpoint of receivers) {
-        messages.push({
-          id: webhookMessageId(task.id, endpoint.name, type, type === 'task.input_required' ? task.input?.askedAt : undefined),
-          taskId: task.id,
-          endpoint: endpoint.name,
-          type,
-          payload,
-          createdAt: now,
-          attempts: 0,
-          nextAttemptAt: now,
-        });
+        messages.push(newWebhookMessage(task.id, endpoint.name, type, payload, now, type === 'task.input_required' ? task.input?.askedAt : undefined));
       }
     }
     if (push !== undefined && task.push !== undefined && task.push.length > 0)

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createRedactor } from '../redact.ts';
-import type { TaskRecord } from '../tasks/task-types.ts';
+import type { TaskRecord } from '../tasks/store/task-types.ts';
 import { webhookPayload } from './webhook-payload.ts';
 
 const waiting: TaskRecord = {

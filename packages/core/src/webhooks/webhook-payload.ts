@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { TASK_DEFAULTS } from '../defaults.ts';
 import { clipText } from '../internal/clip-text.ts';
 import type { Redactor } from '../redact.ts';
-import type { TaskEvent } from '../tasks/task-manager-types.ts';
-import type { TaskRecord } from '../tasks/task-types.ts';
-import type { OutboxEventType, WebhookEventType } from './webhook-types.ts';
+import type { TaskEvent } from '../tasks/store/task-types.ts';
+import type { TaskRecord } from '../tasks/store/task-types.ts';
+import type { OutboxEventType, WebhookEventType, WebhookMessage } from './webhook-types.ts';
 
 /** The body of a webhook message (Standard Webhooks' shape): concise, plain data, never a secret. */
 export interface WebhookPayload {
@@ -56,6 +56,14 @@ export function webhookMessageId(taskId: string, endpoint: string, type: OutboxE
     .update(JSON.stringify(occasion === undefined ? [taskId, endpoint, type] : [taskId, endpoint, type, occasion]))
     .digest('base64url')
     .slice(0, 32)}`;
+}
+
+/**
+ * A message about `task` for `endpoint` (an endpoint's name, or `push:<id>`), due at once: what the dispatcher
+ * stores for an endpoint and for a push target alike. `occasion`: as {@link webhookMessageId} takes it.
+ */
+export function newWebhookMessage(taskId: string, endpoint: string, type: OutboxEventType, payload: string, now: number, occasion?: string): WebhookMessage {
+  return { id: webhookMessageId(taskId, endpoint, type, occasion), taskId, endpoint, type, payload, createdAt: now, attempts: 0, nextAttemptAt: now };
 }
 
 /** The payload of `type` for `task`, passed through `redact` (the task service's: configured secrets and secret-shaped text). */

@@ -1,6 +1,8 @@
-import { describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { startRedisServer, type RedisServer } from '../../../../../test/support/redis-server.ts';
+import { createRedisTaskStore } from '../store/redis/redis-task-store.ts';
 import { createMemoryTaskStore } from '../store/memory-task-store.ts';
-import type { TaskStore } from '../task-types.ts';
+import type { TaskStore } from '../store/task-types.ts';
 import { createDailySpend } from './daily-spend.ts';
 import { resolvePrincipalLimits } from './principal-quotas.ts';
 
@@ -47,4 +49,34 @@ describe('daily spend through a store outage', () => {
     expect((await spend.today('alice')).spent).toEqual({ tokens: 1_050, usd: 0 });
     expect(await spend.reached('bob')).toBeUndefined();
   });
+});
+
+describe('daily spend through a Redis outage', () => {
+  const servers: RedisServer[] = [];
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => server.close()));
+  });
+
+  it('counts what was spent while Redis was down, once it is back: the quota holds', async () => {
+    const server = await startRedisServer();
+    servers.push(server);
+    await using store = await createRedisTaskStore({ url: server.url, prefix: 'spend-outage:' });
+    const spend = createDailySpend(store, resolvePrincipalLimits({ maxTokensPerDay: 1_000 }), () => NOON);
+    const run = await spend.meter('alice');
+    run.add({ tokens: 300, usd: 0 }, () => {});
+    await run.settled();
+    expect(await store.spendOf('alice', DAY)).toEqual({ tokens: 300, usd: 0 });
+
+    await server.stop();
+    expect(run.add({ tokens: 500, usd: 0 }, () => {})).toBeUndefined();
+    // The day's limit is reached while Redis is still down: this run knows it from its own count.
+    expect(run.add({ tokens: 250, usd: 0 }, () => {})).toEqual({ name: 'tokensPerDay', limit: 1_000, used: 1_050 });
+    await run.settled();
+
+    await server.restart();
+    await vi.waitFor(async () => expect(await store.spendOf('alice', DAY)).toEqual({ tokens: 1_050, usd: 0 }), { timeout: 20_000, interval: 100 });
+    // Another process reading the store alone sees the day spent.
+    const elsewhere = createDailySpend(store, resolvePrincipalLimits({ maxTokensPerDay: 1_000 }), () => NOON);
+    expect(await elsewhere.reached('alice')).toEqual({ name: 'tokensPerDay', limit: 1_000, used: 1_050 });
+  }, 40_000);
 });

@@ -1,7 +1,7 @@
 import type { BudgetHit } from '../../agent/budget.ts';
 import { KlymError } from '../../errors.ts';
 import type { PrincipalLimits, ResolvedLimits } from './principal-quotas.ts';
-import type { DaySpend, TaskStore } from '../task-types.ts';
+import type { DaySpend, TaskStore } from '../store/task-types.ts';
 
 const DAY_MS = 86_400_000;
 

@@ -1,5 +1,6 @@
 import { KlymError } from '../../errors.ts';
-import type { DaySpend } from '../task-types.ts';
+import type { DaySpend } from '../store/task-types.ts';
+import { positiveInteger, positiveNumber } from '../../internal/positive.ts';
 
 /**
  * Limits on one principal's tasks (`tasks.perPrincipal`, and each of its overrides). A limit left out is no
@@ -107,10 +108,7 @@ function checked(where: string, limits: PrincipalLimits): PrincipalLimits {
   for (const name of QUOTA_NAMES) {
     const value = limits[name];
     if (value === undefined) continue;
-    const fractional = FRACTIONAL.has(name);
-    if (typeof value !== 'number' || !(fractional ? Number.isFinite(value) : Number.isInteger(value)) || value <= 0) {
-      throw new KlymError('CONFIG_INVALID', `Expected \`${where}.${name}\` to be a positive ${fractional ? 'number' : 'integer'}, got ${String(value)}`);
-    }
+    (FRACTIONAL.has(name) ? positiveNumber : positiveInteger)(`${where}.${name}`, value);
   }
   return limits;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createRunTimes } from './run-times.ts';
-import type { TaskRecord } from '../task-types.ts';
+import type { TaskRecord } from '../store/task-types.ts';
 
 const ended = (ms: number, status: TaskRecord['status'] = 'completed', started = true): TaskRecord => ({
   id: `t${ms}`,

@@ -1,5 +1,5 @@
 import { TASK_DEFAULTS } from '../../defaults.ts';
-import type { TaskRecord } from '../task-types.ts';
+import type { TaskRecord } from '../store/task-types.ts';
 
 /** How long runs take here lately: what a refusal that a wait helps tells the caller to wait (`Retry-After`). */
 export interface RunTimes {

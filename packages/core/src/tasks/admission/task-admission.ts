@@ -4,7 +4,7 @@ import { queuedQuotaExceeded, resolvePrincipalLimits, type PerPrincipalOptions, 
 import type { TaskPlacement, TaskQueue } from '../queue/task-queue.ts';
 import { createDailySpend, type DailySpend } from './daily-spend.ts';
 import { createRunTimes } from './run-times.ts';
-import type { TaskRecord, TaskStore } from '../task-types.ts';
+import type { TaskRecord, TaskStore } from '../store/task-types.ts';
 
 /** What {@link createTaskAdmission} needs: the manager's store and queue, and its limits. */
 export interface TaskAdmissionOptions {

@@ -10,6 +10,7 @@ import { createPrincipalTurns, principalOf, PRINCIPAL_TURN_SCRIPTS } from './pri
 import { createQueueLog, isConnectionFailure, messageOf, type QueueLogListener } from './queue-log.ts';
 import { redisTargetOf } from '../store/redis/redis-url.ts';
 import type { AnnouncedEvent, TaskPlacement, TaskQueue } from './task-queue.ts';
+import { positiveInteger } from '../../internal/positive.ts';
 
 const ANNOUNCED = new Set<AnnouncedEvent>(['task-start', 'task-resume', 'task-end']);
 
@@ -24,8 +25,7 @@ const UNPLACED_PRIORITY = 2;
  */
 function priorityOf(placement: TaskPlacement | undefined): number {
   if (placement === undefined) return UNPLACED_PRIORITY;
-  const { rank } = placement;
-  if (!Number.isInteger(rank) || rank < 1) throw new KlymError('INVALID_ARGUMENT', `Expected a placement's \`rank\` to be a positive integer, got ${rank}`);
+  const rank = positiveInteger('placement.rank', placement.rank, 'INVALID_ARGUMENT');
   return Math.min(2 * rank - 1, PRIORITY_LIMIT);
 }
 

@@ -1,6 +1,6 @@
 import { pageOf, type ArtifactBackend } from '../../artifacts/artifact-types.ts';
 import type { TaskQueries } from './task-queries.ts';
-import type { TaskStore } from '../task-types.ts';
+import type { TaskStore } from '../store/task-types.ts';
 
 /**
  * Task `taskId`'s artifacts in its task store: kept with the task, evicted with it; with `queries`, queried

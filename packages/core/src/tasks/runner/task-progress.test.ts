@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TaskPatch, TaskRecord, TaskStore } from '../task-types.ts';
+import type { TaskPatch, TaskRecord, TaskStore } from '../store/task-types.ts';
 import { createProgress } from './task-progress.ts';
 
 const task = {

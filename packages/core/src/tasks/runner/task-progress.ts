@@ -1,7 +1,7 @@
 import type { AgentUsage } from '../../agent/types.ts';
 import type { AgentEvent } from '../../agent/agent-event.ts';
 import type { AgentEventData } from '../store/log-entry.ts';
-import type { TaskPatch, TaskRecord, TaskStore } from '../task-types.ts';
+import type { TaskPatch, TaskRecord, TaskStore } from '../store/task-types.ts';
 
 /** An agent event's fields without its `type`, as a log entry's `data`; an upstream log is flattened. */
 export function eventData<Event extends AgentEvent>(event: Event): AgentEventData<Event> {

@@ -4,7 +4,7 @@ import type { SessionPool } from '../../pool/session-pool.ts';
 import type { SessionScope } from '../../pool/session-scope.ts';
 import type { Redactor } from '../../redact.ts';
 import type { AgentTracing } from '../../telemetry/run-tracing.ts';
-import type { TaskPatch, TaskRecord } from '../task-types.ts';
+import type { TaskPatch, TaskRecord } from '../store/task-types.ts';
 import type { ArtifactBackend } from '../../artifacts/artifact-types.ts';
 
 /** Run options every task gets unless its request says otherwise (and the request may only narrow). */

@@ -6,7 +6,7 @@ import type { UpstreamConfig } from '../../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../../pool/upstream-session.ts';
 import type { UpstreamCall } from '../../pool/upstream-status.ts';
 import type { PortableRunOptions, RunnerThreadData, ToRunnerThread } from './runner-messages.ts';
-import type { AgentRunner } from '../task-manager-types.ts';
+import type { AgentRunner } from '../../agent/types.ts';
 import { TASK_DEFAULTS } from '../../defaults.ts';
 import { portableRunOptions, portableUpstreams, threadShares } from './portable-options.ts';
 import { closeRunnerThread, startRunnerThread, type PendingRun, type RunnerThread } from './runner-thread-handle.ts';

@@ -2,9 +2,9 @@ import { deniedCallText, type AskedQuestion } from '../../agent/ask-caller.ts';
 import { clipText } from '../../internal/clip-text.ts';
 import { namespaceToolName } from '../../pool/tool-name.ts';
 import { approvalRule } from '../../tools/tool-policy.ts';
-import type { TaskInput, TaskPatch, TaskRecord, WriteBackOutcome } from '../task-types.ts';
+import type { TaskInput, TaskPatch, TaskRecord, WriteBackOutcome } from '../store/task-types.ts';
 import type { TaskRunDefaults } from './task-run.ts';
-import type { WriteBackOptions } from './write-back.ts';
+import type { ResolvedWriteBack } from './write-back.ts';
 
 /** The `toolCallId` of a task's input when what waits for approval is the write-back of its result. */
 export const WRITE_BACK_CALL_ID = 'write-back';
@@ -22,10 +22,10 @@ export function writeBackApproval(
   text: string,
   settings: {
     readonly defaults: TaskRunDefaults;
-    readonly writeBack: WriteBackOptions | undefined;
+    readonly writeBack: ResolvedWriteBack;
   },
 ): AskedQuestion | undefined {
-  const upstream = settings.writeBack?.upstream ?? 'grynya';
+  const { upstream } = settings.writeBack;
   const toolName = namespaceToolName(upstream, 'add_node');
   const tool = { name: toolName, originalName: 'add_node', upstream, inputSchema: { type: 'object' as const } };
   const rule = approvalRule(tool, { selection: task.request.tools ?? settings.defaults.tools ?? {}, upstreams: settings.defaults.upstreamTools ?? {} });

@@ -1,7 +1,7 @@
 import { clipText } from '../../internal/clip-text.ts';
 import type { SessionPool } from '../../pool/session-pool.ts';
 import { traceToolCall, type ToolCallTracing } from '../../telemetry/tool-call-span.ts';
-import type { WriteBackOutcome } from '../task-types.ts';
+import type { WriteBackOutcome } from '../store/task-types.ts';
 import { TASK_DEFAULTS } from '../../defaults.ts';
 
 /** Where and how a task's result is written into the graph. */
@@ -14,6 +14,19 @@ export interface WriteBackOptions {
   readonly timeZone?: string;
   /** Time limit of the `add_node` call. @default TASK_DEFAULTS.writeBackTimeoutMs (30_000) */
   readonly timeoutMs?: number;
+}
+
+/** {@link WriteBackOptions} with every default applied, resolved once by the task manager. */
+export type ResolvedWriteBack = Required<WriteBackOptions>;
+
+/** `options` with its defaults: upstream `grynya`, not by default, the UTC calendar, `TASK_DEFAULTS.writeBackTimeoutMs`. */
+export function resolveWriteBack(options: WriteBackOptions = {}): ResolvedWriteBack {
+  return {
+    upstream: options.upstream ?? 'grynya',
+    byDefault: options.byDefault ?? false,
+    timeZone: options.timeZone ?? 'UTC',
+    timeoutMs: options.timeoutMs ?? TASK_DEFAULTS.writeBackTimeoutMs,
+  };
 }
 
 /** Where a written result came from: what was asked, by whom, of which model, and how the run ended. */
@@ -48,7 +61,7 @@ export function dayIdOf(time: Date, timeZone = 'UTC'): string {
 export async function writeBackResult(
   pool: SessionPool,
   task: { readonly id: string; readonly text: string; readonly time: Date; readonly provenance?: WriteBackProvenance },
-  options: WriteBackOptions = {},
+  options: ResolvedWriteBack,
   tracing?: ToolCallTracing,
 ): Promise<WriteBackOutcome> {
   const nodeId = `klym_${task.id}`;
@@ -67,13 +80,13 @@ export async function writeBackResult(
           partial: provenance.finishReason.startsWith('budget:'),
         };
   try {
-    const upstream = options.upstream ?? 'grynya';
+    const { upstream } = options;
     const send = (meta?: Readonly<Record<string, unknown>>) =>
       pool.callTool(
         upstream,
         'add_node',
         { node_type: 'Analysis', node_data: { id: nodeId, full_text: task.text, time, ...origin }, day_id: dayId, time },
-        { timeoutMs: options.timeoutMs ?? TASK_DEFAULTS.writeBackTimeoutMs, ...(meta === undefined ? {} : { meta }) },
+        { timeoutMs: options.timeoutMs, ...(meta === undefined ? {} : { meta }) },
       );
     const reply = tracing === undefined ? await send() : await traceToolCall(tracing, { upstream, toolName: 'add_node' }, (meta) => send(meta && { ...meta }));
     const text = reply.content.map((item) => (item.type === 'text' ? item.text : '')).join('');

@@ -1,6 +1,6 @@
 import type { AgentEvent } from '../../agent/agent-event.ts';
 import type { OutboxEventType } from '../../webhooks/webhook-types.ts';
-import type { TaskRecord, TaskStatus, WriteBackOutcome } from '../task-types.ts';
+import type { TaskRecord, TaskStatus, WriteBackOutcome } from './task-types.ts';
 
 /** An agent event's fields as its log entry's `data`: the event without its `type`; an `upstream-log` is the upstream's entry. */
 export type AgentEventData<Event extends AgentEvent> = Event extends { readonly type: 'upstream-log' } ? Event['entry'] : Omit<Event, 'type'>;

@@ -15,9 +15,10 @@ import {
   type TaskStatus,
   type TaskStore,
   type DaySpend,
-} from '../task-types.ts';
+} from './task-types.ts';
 import type { StoredArtifact } from '../../artifacts/artifact-types.ts';
 import { utf8Marks, utf8Range, type Utf8Marks } from '../../artifacts/utf8-range.ts';
+import { positiveInteger } from '../../internal/positive.ts';
 
 /** Options of {@link createMemoryTaskStore}. */
 export interface MemoryTaskStoreOptions {
@@ -123,8 +124,7 @@ export function createMemoryTaskStore(options: MemoryTaskStoreOptions = {}): Tas
       return task === undefined ? undefined : apply(id, { push: withoutPushTarget(task.push, targetId) });
     },
     async list(filter = {}, page = {}) {
-      const limit = page.limit ?? TASK_DEFAULTS.listPageSize;
-      if (!Number.isInteger(limit) || limit < 1) throw new KlymError('INVALID_ARGUMENT', `\`limit\`: expected a positive integer, got ${String(limit)}`);
+      const limit = positiveInteger('limit', page.limit ?? TASK_DEFAULTS.listPageSize, 'INVALID_ARGUMENT');
       const before = page.cursor === undefined ? Number.POSITIVE_INFINITY : decodeCursor(page.cursor);
       const found: Entry[] = [];
       let total = 0;
@@ -241,12 +241,6 @@ const keyOf = (principal: string, key: string): string => `${principal}\u0000${k
  * passing the limit kills the process with every task it holds.
  */
 const defaultMaxArtifactBytes = (): number => Math.min(ARTIFACT_DEFAULTS.maxBytes, Math.floor(getHeapStatistics().heap_size_limit / 4));
-
-function positiveInteger(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1)
-    throw new KlymError('CONFIG_INVALID', `Expected \`${name}\` to be a positive integer, got ${JSON.stringify(value) ?? String(value)}`);
-  return value;
-}
 
 const matches = (task: TaskRecord, filter: TaskFilter): boolean =>
   (filter.principal === undefined || task.principal === filter.principal) && (filter.status === undefined || task.status === filter.status);

@@ -3,8 +3,7 @@ import type { UpstreamStatus } from '../../pool/upstream-status.ts';
 import type { Redactor } from '../../redact.ts';
 import { READ_ONLY_POLICY, approvalRule, isReadOnlyTool, toolAccess, type ToolSelection } from '../../tools/tool-policy.ts';
 import type { QuotaView } from '../admission/principal-quotas.ts';
-import type { RequestLimits } from '../task-request.ts';
-import type { TaskStatus } from '../task-types.ts';
+import type { RequestLimits, TaskStatus } from '../store/task-types.ts';
 import { viewBudgetLimits, type BudgetLimitsView } from './task-views.ts';
 
 /** One upstream in `describe_capabilities`: its state, and how many tools it listed or why it could not. */

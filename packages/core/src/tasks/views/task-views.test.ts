@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BoundedLog } from '../store/task-log.ts';
-import type { TaskRecord } from '../task-types.ts';
+import type { TaskRecord } from '../store/task-types.ts';
 import { viewTaskStatus } from './task-views.ts';
 
 const task: TaskRecord = {

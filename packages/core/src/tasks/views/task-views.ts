@@ -3,7 +3,7 @@ import { DEFAULT_MAX_STEPS, TASK_DEFAULTS } from '../../defaults.ts';
 import type { KlymErrorCode } from '../../errors.ts';
 import { clipText } from '../../internal/clip-text.ts';
 import type { TaskLogPage } from '../store/task-log.ts';
-import type { TaskListPage, TaskRecord, TaskStatus } from '../task-types.ts';
+import type { TaskListPage, TaskRecord, TaskStatus } from '../store/task-types.ts';
 import type { ArtifactInfo } from '../../artifacts/artifact-types.ts';
 import { GLANCE_ARTIFACTS, artifactsView, type TaskArtifactView } from './artifact-views.ts';
 import { viewLogPage, type TaskLogEntryView, type TaskLogLineView, type TaskLogView } from './log-views.ts';

@@ -1,4 +1,4 @@
-import type { TaskFilter } from '../../task-types.ts';
+import type { TaskFilter } from '../task-types.ts';
 
 /**
  * The names of the store's keys, all under one prefix. The Lua scripts build the index names the same

@@ -4,7 +4,7 @@ import { ARTIFACT_DEFAULTS, REDIS_DEFAULTS, TASK_DEFAULTS } from '../../../defau
 import { KlymError } from '../../../errors.ts';
 import { tooManyPushTargets } from '../../../webhooks/push-target-list.ts';
 import type { BoundedLogOptions } from '../task-log.ts';
-import { isTerminal, TASK_STATUSES, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from '../../task-types.ts';
+import { isTerminal, TASK_STATUSES, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from '../task-types.ts';
 import { createCheckpoints } from './checkpoints.ts';
 import { createLogStreams } from './log-stream.ts';
 import { createRedisOutbox } from './outbox.ts';
@@ -13,6 +13,7 @@ import { redisKeys } from './redis-keys.ts';
 import { scriptsOf, type ScriptReply } from './scripts.ts';
 import { createdKey, finishedKey, hashPatch, taskFields, taskOf, writingBack } from './task-hash.ts';
 import type { ArtifactInfo, StoredArtifact } from '../../../artifacts/artifact-types.ts';
+import { positiveInteger } from '../../../internal/positive.ts';
 
 /** Finished tasks one eviction script deletes at most: the bound of how long Redis is busy with one. */
 const EVICT_CHUNK = 20;
@@ -193,8 +194,7 @@ export async function createRedisTaskStore(options: RedisTaskStoreOptions): Prom
       return taskOf(((reply ?? []) as [string?, ScriptReply?])[1]);
     },
     async list(filter = {}, page = {}) {
-      const limit = page.limit ?? TASK_DEFAULTS.listPageSize;
-      if (!Number.isInteger(limit) || limit < 1) throw new KlymError('INVALID_ARGUMENT', `Expected \`limit\` to be a positive integer, got ${limit}`);
+      const limit = positiveInteger('limit', page.limit ?? TASK_DEFAULTS.listPageSize, 'INVALID_ARGUMENT');
       const cursor = page.cursor === undefined ? '' : decodeCursor(page.cursor);
       const reply = (await use('list tasks', () => scripts.klymList(keys.index(filter), prefix, cursor, limit + 1))) as ScriptReply[];
       const [total, ...rest] = reply;
@@ -351,11 +351,6 @@ function decodeCursor(cursor: string): string {
   const member = typeof cursor === 'string' ? Buffer.from(cursor, 'base64url').toString() : '';
   if (/^\d{15}:\d{15}:./s.test(member)) return member;
   throw new KlymError('INVALID_ARGUMENT', '`cursor`: not a cursor this list gave; pass the `next_cursor` of the page before, or none');
-}
-
-function positiveInteger(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) throw invalid(name, 'a positive integer', value);
-  return value;
 }
 
 function invalid(name: string, expected: string, value: unknown): KlymError {

@@ -1,4 +1,4 @@
-import type { TaskPatch, TaskRecord } from '../../task-types.ts';
+import type { TaskPatch, TaskRecord } from '../task-types.ts';
 import type { ScriptReply } from './scripts.ts';
 
 /** A task's identity: set once by `insert`, never by a patch (as in the SQLite store). */

@@ -1,7 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { keptBytes, storeLimitError, taskLimitError, tasksToEvict, type EvictableArtifacts } from '../../../artifacts/artifact-limit.ts';
 import type { ArtifactInfo, ArtifactRecords, StoredArtifact } from '../../../artifacts/artifact-types.ts';
-import { TERMINAL_STATUSES } from '../../task-types.ts';
+import { TERMINAL_STATUSES } from '../task-types.ts';
 import { inTransaction } from './transaction.ts';
 
 /** A task's artifacts in SQLite: one row each, its text and original whole; deleted with its task (ON DELETE CASCADE). */

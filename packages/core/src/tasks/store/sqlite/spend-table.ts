@@ -1,5 +1,5 @@
 import type { DatabaseSync } from 'node:sqlite';
-import type { DaySpend } from '../../task-types.ts';
+import type { DaySpend } from '../task-types.ts';
 
 /** Days of spend kept: a daily quota reads only today's, the rest is for whoever looks back. */
 const KEPT_DAYS = 35;

@@ -10,8 +10,9 @@ import {
   type TaskPatch,
   type TaskRecord,
   type TaskStatus,
-} from '../../task-types.ts';
+} from '../task-types.ts';
 import { inTransaction } from './transaction.ts';
+import { positiveInteger } from '../../../internal/positive.ts';
 
 /** Task records in the `tasks` table: the whole record as JSON, and as columns what is queried. */
 export interface TaskTable {
@@ -102,8 +103,7 @@ export function createTaskTable(db: DatabaseSync): TaskTable {
       });
     },
     list(filter, page) {
-      const limit = page.limit ?? TASK_DEFAULTS.listPageSize;
-      if (!Number.isInteger(limit) || limit < 1) throw new KlymError('INVALID_ARGUMENT', `Expected \`limit\` to be a positive integer, got ${limit}`);
+      const limit = positiveInteger('limit', page.limit ?? TASK_DEFAULTS.listPageSize, 'INVALID_ARGUMENT');
       const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor);
       const statements = listStatementsFor(filter, after !== undefined);
       const args: SQLInputValue[] = [...(filter.principal === undefined ? [] : [filter.principal]), ...(filter.status === undefined ? [] : [filter.status])];

@@ -13,12 +13,12 @@ import {
   taskRecord as task,
   userMessage,
   webhookMessage,
-} from '../../../../../test/support/task-fixtures.ts';
-import type { AgentCheckpoint } from '../../agent/types.ts';
-import { KlymError } from '../../errors.ts';
-import { migrateSchema, TASK_STORE_SCHEMA_VERSION } from './sqlite/schema.ts';
+} from '../../../../../../test/support/task-fixtures.ts';
+import type { AgentCheckpoint } from '../../../agent/types.ts';
+import { KlymError } from '../../../errors.ts';
+import { migrateSchema, TASK_STORE_SCHEMA_VERSION } from './schema.ts';
 import { createSqliteTaskStore } from './sqlite-task-store.ts';
-import { logEntryJson } from './task-log.ts';
+import { logEntryJson } from '../task-log.ts';
 import type { TaskStore } from '../task-types.ts';
 
 let dir: string;

@@ -30,7 +30,7 @@ function readManifest(file: string): { readonly name?: unknown; readonly version
   }
 }
 
-const REACHES_FILE = 'packages/core/src/mcp/sdk-handlers.ts';
+const REACHES_FILE = 'packages/core/src/internal/sdk-handlers.ts';
 
 /** The error a moved private field gets: which SDK, which version, and which file to update. */
 const moved = (sdk: string, what: string): KlymError =>

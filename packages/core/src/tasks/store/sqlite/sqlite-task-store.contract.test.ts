@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { describeTaskStoreContract } from '../../../../../test/support/task-store-contract.ts';
+import { describeTaskStoreContract } from '../../../../../../test/support/task-store-contract.ts';
 import { createSqliteTaskStore } from './sqlite-task-store.ts';
 
 let dir: string;

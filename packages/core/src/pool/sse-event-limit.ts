@@ -1,5 +1,5 @@
 import type { RequestId } from '@modelcontextprotocol/client';
-import { END_BYTES, OversizedScan, replaceOversized, type MessageLimit, type OversizedMessage } from '../pool/message-limit.ts';
+import { END_BYTES, OversizedScan, replaceOversized, type MessageLimit, type OversizedMessage } from './message-limit.ts';
 
 /**
  * The event type that ends what the SDK's parser holds of an event over the limit: neither transport

@@ -1,16 +1,17 @@
-import type { ArtifactLimits } from '../../artifacts/artifact-limit.ts';
-import { ARTIFACT_DEFAULTS, TASK_DEFAULTS } from '../../defaults.ts';
-import { isKlymError, KlymError } from '../../errors.ts';
-import { createCheckpointTable } from './sqlite/checkpoint-table.ts';
-import { createLogTable } from './sqlite/log-table.ts';
-import { openTaskDatabase } from './sqlite/open-database.ts';
-import { createOutboxTable } from './sqlite/outbox-table.ts';
-import { createTaskTable } from './sqlite/task-table.ts';
-import type { BoundedLogOptions } from './task-log.ts';
+import type { ArtifactLimits } from '../../../artifacts/artifact-limit.ts';
+import { ARTIFACT_DEFAULTS, TASK_DEFAULTS } from '../../../defaults.ts';
+import { isKlymError, KlymError } from '../../../errors.ts';
+import { createCheckpointTable } from './checkpoint-table.ts';
+import { createLogTable } from './log-table.ts';
+import { openTaskDatabase } from './open-database.ts';
+import { createOutboxTable } from './outbox-table.ts';
+import { createTaskTable } from './task-table.ts';
+import type { BoundedLogOptions } from '../task-log.ts';
 import { isTerminal, type TaskPatch, type TaskRecord, type TaskStore } from '../task-types.ts';
-import { createArtifactTable } from './sqlite/artifact-table.ts';
-import { createSpendTable } from './sqlite/spend-table.ts';
-import { withoutPushTarget, withPushTarget } from '../../webhooks/push-target-list.ts';
+import { createArtifactTable } from './artifact-table.ts';
+import { createSpendTable } from './spend-table.ts';
+import { withoutPushTarget, withPushTarget } from '../../../webhooks/push-target-list.ts';
+import { positiveInteger } from '../../../internal/positive.ts';
 
 /** Finished tasks one eviction transaction deletes at most. */
 const EVICT_CHUNK = 20;
@@ -220,11 +221,6 @@ export async function createSqliteTaskStore(options: SqliteTaskStoreOptions): Pr
     close,
     [Symbol.asyncDispose]: close,
   };
-}
-
-function positiveInteger(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) throw invalid(name, 'a positive integer', value);
-  return value;
 }
 
 function invalid(name: string, expected: string, value: unknown): KlymError {

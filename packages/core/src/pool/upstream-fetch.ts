@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FetchLike, RequestId } from '@modelcontextprotocol/client';
 import { Agent, fetch as undiciFetch, request, type Dispatcher } from 'undici';
 import { UPSTREAM_DEFAULTS } from '../defaults.ts';
-import { describeSize, tooLargeAnswer, type MessageLimit } from '../pool/message-limit.ts';
+import { describeSize, tooLargeAnswer, type MessageLimit } from './message-limit.ts';
 import { limitSseEvents } from './sse-event-limit.ts';
 
 /** A `fetch` for one upstream, with its own connection pool, and the means to close it. */

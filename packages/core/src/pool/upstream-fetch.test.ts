@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MESSAGE_TOO_LARGE_CODE, type MessageLimit, type OversizedMessage } from '../pool/message-limit.ts';
+import { MESSAGE_TOO_LARGE_CODE, type MessageLimit, type OversizedMessage } from './message-limit.ts';
 import { createUpstreamFetch, type UpstreamFetch } from './upstream-fetch.ts';
 
 interface Seen {

@@ -22,7 +22,7 @@ describe('the reaches into the MCP SDK', () => {
     const version = installedVersionOf('@modelcontextprotocol/client');
     for (const transport of [{}, { _readBuffer: undefined }, { _readBuffer: { append: () => {} } }]) {
       expect(() => replaceStdioReadBuffer(transport, reader)).toThrow(
-        `The MCP SDK's StdioClientTransport reads its child's stdout otherwise than through \`_readBuffer\` in @modelcontextprotocol/client ${version}, which Klym was not built for: update packages/core/src/mcp/sdk-handlers.ts`,
+        `The MCP SDK's StdioClientTransport reads its child's stdout otherwise than through \`_readBuffer\` in @modelcontextprotocol/client ${version}, which Klym was not built for: update packages/core/src/internal/sdk-handlers.ts`,
       );
       expect(Reflect.get(transport, '_readBuffer')).not.toBe(reader);
     }

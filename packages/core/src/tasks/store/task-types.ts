@@ -1,11 +1,12 @@
-import type { AgentBudget, AgentCheckpoint, ToolSelection } from '../agent/types.ts';
-import type { KlymErrorCode } from '../errors.ts';
-import type { TraceCarrier } from '../telemetry/trace-context.ts';
-import type { PushTarget } from '../webhooks/push-types.ts';
-import type { WebhookOutbox } from '../webhooks/webhook-types.ts';
-import type { TaskLogData, TaskLogType } from './store/log-entry.ts';
-import type { TaskLogPage } from './store/task-log.ts';
-import type { ArtifactInfo, StoredArtifact } from '../artifacts/artifact-types.ts';
+import type { AgentBudget, AgentCheckpoint, AgentUsage, ToolSelection } from '../../agent/types.ts';
+import type { KlymErrorCode } from '../../errors.ts';
+import type { AccessRules } from '../../tools/tool-policy.ts';
+import type { TraceCarrier } from '../../telemetry/trace-context.ts';
+import type { PushTarget } from '../../webhooks/push-types.ts';
+import type { WebhookOutbox } from '../../webhooks/webhook-types.ts';
+import type { TaskLogData, TaskLogType } from './log-entry.ts';
+import type { TaskLogPage } from './task-log.ts';
+import type { ArtifactInfo, StoredArtifact } from '../../artifacts/artifact-types.ts';
 
 /**
  * Where a task is. `pending`: queued behind the concurrency limit; `running`; `input_required`: its run asked
@@ -270,4 +271,46 @@ export interface TaskStore extends WebhookOutbox, AsyncDisposable {
   spendOf(principal: string, day: string): Promise<DaySpend>;
   /** Writes what is buffered and releases the store (for SQLite, its file lock). Idempotent. */
   close(): Promise<void>;
+}
+
+/** What a request is narrowed to: the server's models, budgets and tool rules (the same rules the runs apply). */
+export interface RequestLimits extends AccessRules {
+  /** The models a caller may name; the first is the default. Never empty. */
+  readonly models: readonly string[];
+  readonly defaultBudget: AgentBudget;
+  readonly maxBudget: AgentBudget;
+  readonly systemPrompt?: string;
+  /** The webhook endpoints a start may name in `webhook`. @default none */
+  readonly webhooks?: readonly string[];
+}
+
+/** A task's lifecycle, as `TaskManagerOptions.onEvent` receives it (noun-verb). */
+export type TaskEvent =
+  | {
+      /** `task-input-required`: its run asked the caller a question (`task.input`) and the task waits for the answer. */
+      readonly type: 'task-create' | 'task-evict' | 'task-input-required';
+      readonly task: TaskRecord;
+    }
+  | {
+      readonly type: 'task-start' | 'task-resume' | 'task-end';
+      readonly task: TaskRecord;
+      /** It happened in another process sharing the queue, which had its own event: this one only heard of it. */
+      readonly elsewhere?: true;
+    }
+  | {
+      /** A step of the task's run ended in this process. */
+      readonly type: 'task-step';
+      /** The task as its run began (its usage is not this step's). */
+      readonly task: TaskRecord;
+      readonly step: number;
+      /** The step's own tokens. */
+      readonly usage: AgentUsage;
+      /** What the step cost, in USD; `undefined` when the model has no price. */
+      readonly costUsd: number | undefined;
+    }
+  | { readonly type: 'task-write-back'; readonly task: TaskRecord };
+
+/** Who is asking: tasks are visible only to the principal who started them. */
+export interface Caller {
+  readonly principal: string;
 }
