@@ -100,11 +100,8 @@ function owner(url: string, name: string): string {
 const perRequest = (entries: Map<string, number>): [string, number][] =>
   [...entries].map(([key, us]) => [key, us / requests] as [string, number]).toSorted((a, b) => b[1] - a[1]);
 
-/** The serving thread's busy samples within `window`, by owner and by top self frame (µs per request). */
-function readProfile(dir: string, window: [number, number]): { byOwner: [string, number][]; top: [string, number][] } {
-  // The main thread's profile is the one whose file name ends in the thread id 0 (`CPU.<date>.<pid>.0.<n>.cpuprofile`).
-  const file = readdirSync(dir).find((name) => /\.0\.\d+\.cpuprofile$/.test(name));
-  if (file === undefined) throw new Error(`no main-thread profile in ${dir}`);
+/** A thread's busy samples within `window`, by owner and by top self frame (µs per request). */
+function readProfile(dir: string, window: [number, number], file: string): { byOwner: [string, number][]; top: [string, number][] } {
   const profile = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as {
     nodes: ProfileNode[];
     startTime: number;
@@ -151,12 +148,21 @@ try {
         into.wallMs.push(sample.wallMs);
         console.log(`round ${round + 1} ${which} ${name}: serving thread ${sample.cpuUs.toFixed(0)} µs/request, wall p50 ${sample.wallMs.toFixed(2)} ms`);
         if (sample.dir !== undefined && sample.window !== undefined) {
-          const { byOwner, top } = readProfile(sample.dir, sample.window);
-          const total = byOwner.reduce((sum, [, us]) => sum + us, 0);
-          console.log(
-            `  profile, busy ${total.toFixed(0)} µs/request: ${byOwner.map(([who, us]) => `${who} ${us.toFixed(0)} (${((us / total) * 100).toFixed(0)}%)`).join(', ')}`,
-          );
-          for (const [where, us] of top) console.log(`    ${us.toFixed(1).padStart(6)} µs  ${where}`);
+          // One profile a thread, `CPU.<date>.<pid>.<thread id>.<n>.cpuprofile`: 0 is the serving thread, the busiest other the runner.
+          const files = readdirSync(sample.dir).filter((name) => name.endsWith('.cpuprofile'));
+          const threads = files.map((file) => ({
+            main: /\.0\.\d+\.cpuprofile$/.test(file),
+            ...readProfile(sample.dir as string, sample.window as [number, number], file),
+          }));
+          const busy = (owners: [string, number][]): number => owners.reduce((sum, [, us]) => sum + us, 0);
+          const runner = threads.filter((thread) => !thread.main).toSorted((a, b) => busy(b.byOwner) - busy(a.byOwner))[0];
+          for (const thread of [threads.find((each) => each.main), runner]) {
+            if (thread === undefined) continue;
+            const total = busy(thread.byOwner);
+            const owners = thread.byOwner.map(([who, us]) => `${who} ${us.toFixed(0)} (${((us / total) * 100).toFixed(0)}%)`).join(', ');
+            console.log(`  ${thread.main ? 'serving' : 'runner'} thread's profile, busy ${total.toFixed(0)} µs/request: ${owners}`);
+            for (const [where, us] of thread.top.slice(0, thread.main ? 25 : 12)) console.log(`    ${us.toFixed(1).padStart(6)} µs  ${where}`);
+          }
         }
       }
     }
