@@ -85,6 +85,9 @@ interface ProfileNode {
 }
 
 /** Who owns a frame, from its script's URL; '' for a native or builtin frame (its caller's owner). */
+/** Microseconds a thread's owners were busy in all. */
+const busy = (owners: [string, number][]): number => owners.reduce((sum, [, us]) => sum + us, 0);
+
 function owner(url: string, name: string): string {
   if (name === '(garbage collector)') return 'GC';
   if (name === '(program)') return 'V8 (program)';
@@ -149,12 +152,11 @@ try {
         console.log(`round ${round + 1} ${which} ${name}: serving thread ${sample.cpuUs.toFixed(0)} µs/request, wall p50 ${sample.wallMs.toFixed(2)} ms`);
         if (sample.dir !== undefined && sample.window !== undefined) {
           // One profile a thread, `CPU.<date>.<pid>.<thread id>.<n>.cpuprofile`: 0 is the serving thread, the busiest other the runner.
-          const files = readdirSync(sample.dir).filter((name) => name.endsWith('.cpuprofile'));
+          const files = readdirSync(sample.dir).filter((file) => file.endsWith('.cpuprofile'));
           const threads = files.map((file) => ({
             main: /\.0\.\d+\.cpuprofile$/.test(file),
             ...readProfile(sample.dir as string, sample.window as [number, number], file),
           }));
-          const busy = (owners: [string, number][]): number => owners.reduce((sum, [, us]) => sum + us, 0);
           const runner = threads.filter((thread) => !thread.main).toSorted((a, b) => busy(b.byOwner) - busy(a.byOwner))[0];
           for (const thread of [threads.find((each) => each.main), runner]) {
             if (thread === undefined) continue;
