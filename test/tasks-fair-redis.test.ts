@@ -125,7 +125,10 @@ describe('fair turns on a shared BullMQ queue', () => {
     await queue.add('x01');
     expect(await other.position('x01')).toBe(2);
     expect(await other.position('a02')).toBe(3);
-    await expect(queue.add('a99', { principal: 'A', rank: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('`rank`') });
+    await expect(queue.add('a99', { principal: 'A', rank: 0 })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('`placement.rank`'),
+    });
 
     await open({ name: 'worker-1', concurrency: 1 });
     await expect.poll(() => book.underWay.has('a01')).toBe(true);
