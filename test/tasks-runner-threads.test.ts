@@ -2,6 +2,8 @@
 // busy beside one that must answer, a thread that dies under its runs, and `pool.max` as the threads' total.
 // Real parts: the fake grynya over legacy SSE, the OpenAI provider against a local fake of its API, and a
 // `setup` module (test/support/runner-thread-spin.ts) through which a run's prompt spins or ends its thread.
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createSessionPool, createTaskManager, type RunAgentOptions, type SessionPool, type TaskManager, type TaskRecord } from '@klym/core';
@@ -83,8 +85,9 @@ describe('runs spread over runner threads', { timeout: 60_000 }, () => {
     },
   );
 
-  it('a runner thread that dies fails only its own runs: the other thread’s run completes, and the next run gets a fresh thread', async () => {
+  it('a runner thread that dies takes only its own run with it, which goes on from its checkpoint on a fresh thread; the other thread’s run completes', async () => {
     const release = Promise.withResolvers<FakeReply>();
+    const marker = path.join(mkdtempSync(path.join(tmpdir(), 'klym-crash-')), 'crashed');
     const { pool, llm, runner, model } = await setUp({ threads: 2, setup: SPIN }, (request) =>
       request.body.includes('wait for me') ? { kind: 'later', reply: release.promise } : { kind: 'turn', text: 'done' },
     );
@@ -92,16 +95,32 @@ describe('runs spread over runner threads', { timeout: 60_000 }, () => {
     const waiting = await tasks.start({ prompt: 'wait for me' }, me);
     await expect.poll(() => llm.requests.length, { timeout: 30_000 }).toBe(1);
 
-    // The first thread is busy with the waiting run: this one starts the second, and ends it.
-    const crash = await tasks.start({ prompt: 'crash: exit' }, me);
-
-    expect(await ended(tasks, crash.id)).toMatchObject({
-      status: 'error',
-      error: { code: 'INTERNAL', message: 'The runner thread ended while the run was under way (it exited with code 3); the next run starts a fresh thread' },
-    });
+    // The first thread is busy with the waiting run: this one starts the second, whose death takes it down once.
+    const crash = await tasks.start({ prompt: `crash once: ${marker}` }, me);
+    const done = await ended(tasks, crash.id);
+    expect(done).toMatchObject({ status: 'completed', result: { text: 'done' } });
+    expect(existsSync(marker)).toBe(true);
+    // Resumed once, as after a crash; the log says so.
+    expect(done.resumes).toHaveLength(1);
+    expect((await tasks.logs(crash.id, me)).entries.map((entry) => entry.type)).toContain('task-resume');
     expect((await tasks.get(waiting.id, me)).status).toBe('running');
     release.resolve({ kind: 'turn', text: 'waited and done' });
     expect(await ended(tasks, waiting.id)).toMatchObject({ status: 'completed', result: { text: 'waited and done' } });
+  });
+
+  it('a run that kills its thread every time ends after maxRunnerResumes, saying so; later runs get a fresh thread', async () => {
+    const { pool, runner, model } = await setUp({ threads: 2, setup: SPIN }, () => ({ kind: 'turn', text: 'done' }));
+    const tasks = manager(createTaskManager({ pool, run: runner, defaults: model }));
+    const crash = await tasks.start({ prompt: 'crash: exit' }, me);
+    expect(await ended(tasks, crash.id)).toMatchObject({
+      status: 'error',
+      resumes: [0, 0, 0],
+      error: {
+        code: 'INTERNAL',
+        message:
+          'The runner thread ended while the run was under way (it exited with code 3); the next run starts a fresh thread; the task was resumed 3 times already (at most 3), and is not resumed again',
+      },
+    });
     const next = await tasks.start({ prompt: 'after the crash' }, me);
     expect(await ended(tasks, next.id)).toMatchObject({ status: 'completed', result: { text: 'done' } });
   });

@@ -56,6 +56,11 @@ export const TASK_DEFAULTS = {
   shutdownGraceMs: 10_000,
   /** Whether a task that was running when the process died resumes from its last step on restart. */
   resumeOnRestart: true,
+  /**
+   * How many times a task resumes (after restarts, or its runner thread dying under it) before a runner thread's
+   * death ends it as `error`: a step that always kills its thread (memory, say) does not loop.
+   */
+  maxRunnerResumes: 3,
   /** Whether a task's model is offered `klym__ask_caller` (unless its request says `ask_caller: false`). */
   askCaller: true,
   /** How long a task waits for its caller's answer, in milliseconds (a day); then it ends as `error`, `INPUT_TIMEOUT`. */

@@ -12,6 +12,8 @@ import type { TaskLogData, TaskNoteType } from './store/log-entry.ts';
 import type { AnnouncedEvent, RunOutcome, TaskLease } from './queue/task-queue.ts';
 import type { AgentRunner, TaskEvent } from './task-manager-types.ts';
 import { createProgress, eventData } from './runner/task-progress.ts';
+import { isRunnerLost } from './runner/runner-thread-handle.ts';
+import { TASK_DEFAULTS } from '../defaults.ts';
 import { answerAsk, INPUT_REQUIRED, type AskedQuestion } from '../agent/ask-caller.ts';
 import { decidedWriteBack, isWriteBackApproval, WRITE_BACK_CALL_ID, writeBackApproval } from './runner/write-back-approval.ts';
 import type { AgentRunResult } from '../agent/types.ts';
@@ -25,6 +27,8 @@ import type { DailySpend } from './admission/daily-spend.ts';
 /** What running a task needs: the manager's settings, resolved. */
 export interface TaskExecutionContext {
   readonly store: TaskStore;
+  /** Queues a task again (ahead of its principal's waiting starts): a run whose thread died under it goes on. */
+  readonly requeue?: (id: string, principal: string) => Promise<void>;
   readonly pool: SessionPool;
   readonly run: AgentRunner;
   /** The runner's events come redacted already (core's runners): logged as they come. */
@@ -221,6 +225,10 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     return true;
   };
 
+  /** Whether a task whose runner thread died under it goes on: resuming is on, and it has not resumed too often. */
+  const canGoOn = (task: TaskRecord, resumed: boolean): boolean =>
+    context.resumeOnRestart && context.requeue !== undefined && (task.resumes?.length ?? 0) + (resumed ? 1 : 0) < TASK_DEFAULTS.maxRunnerResumes;
+
   const execute = async (lease: TaskLease): Promise<RunOutcome> => {
     const { id } = lease;
     const taken = await takeUp(id);
@@ -265,6 +273,8 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     }
     const asking = context.askCaller && task.request.askCaller !== false;
     let parked = false;
+    // Its runner thread died under it: queued again once this run has let go of the task.
+    let lost = false;
     // The run's own signal: the lease's (cancel, release) and the task's time limit.
     const controller = new AbortController();
     const onLeaseAbort = (): void => controller.abort(lease.signal.reason);
@@ -358,10 +368,19 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       if (isKlymError(reason, 'TASK_TIMEOUT')) {
         if (!(await lease.holds())) return 'left';
         await finish(id, ['running'], { status: 'error', currentStep: 'timed out', error: { code: 'TASK_TIMEOUT', message: reason.message } });
+      } else if (!controller.signal.aborted && isRunnerLost(error) && canGoOn(task, resumed)) {
+        // Nothing of its own went wrong: it stays `running` with its checkpoint and goes on on a fresh thread, as after a crash.
+        if (!(await lease.holds())) return 'left';
+        lost = true;
       } else if (!controller.signal.aborted) {
         if (!(await lease.holds())) return 'left';
+        const goneOn = (task.resumes?.length ?? 0) + (resumed ? 1 : 0);
+        const lostTooOften = isRunnerLost(error) && context.resumeOnRestart && context.requeue !== undefined;
         const code = isKlymError(error) ? error.code : 'INTERNAL';
-        const message = error instanceof Error ? error.message : String(error);
+        const said = error instanceof Error ? error.message : String(error);
+        const message = lostTooOften
+          ? `${said}; the task was resumed ${goneOn} times already (at most ${TASK_DEFAULTS.maxRunnerResumes}), and is not resumed again`
+          : said;
         await finish(id, ['running'], { status: 'error', currentStep: 'failed', error: { code, message: redact.text(message) } });
       }
       // Aborted by a cancel: the cancel already made the task `cancelled`.
@@ -373,6 +392,10 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
       // The run's tables go with its DuckDB; a follow-up query (`query_task_artifact`) opens it again.
       await context.queries?.release(id).catch(() => {});
       if (span !== undefined) span.end(await store.get(id).catch(() => undefined));
+    }
+    if (lost) {
+      await context.requeue?.(id, task.principal);
+      return 'left';
     }
     // Answered while this run was ending: a shared queue's add was a no-op for the job still held here.
     if (parked && (await store.get(id).catch(() => undefined))?.status === 'pending') return 'left';

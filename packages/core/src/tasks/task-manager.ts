@@ -78,6 +78,7 @@ export function createTaskManagerWith(settings: TaskSettings, options: TaskManag
     },
     tracing: options.tracing,
     announce: (type, id) => queue.announce(type, id),
+    requeue: (id, principal) => queue.add(id, { principal, rank: 1 }),
     queries,
     spend: admission.spend,
     askCaller: settings.askCaller,

@@ -60,6 +60,15 @@ const THREAD_ENTRY = new URL(import.meta.url.endsWith('.ts') ? './runner-thread.
  * calls and gates, its pool's log and calls. If it exits, its runs (and only its) reject: `INTERNAL`, or
  * `SHUTTING_DOWN` while the runner closes, redacted with each run's secrets.
  */
+/** The errors a run failed with because its thread ended under it (not at the runner's close). */
+const lostRuns = new WeakSet<Error>();
+
+/**
+ * Whether a run failed because its runner thread ended under it (it crashed, ran out of memory, was killed):
+ * nothing of the run's own went wrong, and its task can go on from its checkpoint on a fresh thread.
+ */
+export const isRunnerLost = (error: unknown): boolean => error instanceof Error && lostRuns.has(error);
+
 export function startRunnerThread(index: number, data: RunnerThreadData, hooks: RunnerThreadHooks): RunnerThread {
   const worker = new Worker(THREAD_ENTRY, { workerData: data });
   worker.unref();
@@ -83,6 +92,7 @@ export function startRunnerThread(index: number, data: RunnerThreadData, hooks: 
         redactor.text(message),
         failure === undefined ? {} : { cause: redactor.value(failure) },
       );
+      if (!closing) lostRuns.add(error);
       settle(thread, id, hooks, (pending) => pending.reject(error));
     }
     exited.resolve();
