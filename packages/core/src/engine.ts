@@ -23,7 +23,7 @@ export type { RunWiring } from './agent/types.ts';
 export type { PerTaskSetting, ServiceRunSettings } from './agent/run-settings.ts';
 export type { CodeEvent, CodeLimits, HostFunctionName } from './code/code-tool.ts';
 export type { HostCallRecord, HostCallSave, RecordedHostCall } from './code/program-record.ts';
-export type { AgentTracing } from './telemetry/run-tracing.ts';
+export type { AgentTracing } from './agent/agent-tracing.ts';
 export type { TraceCarrier } from './telemetry/trace-context.ts';
 // the task manager's parts
 export type { PerPrincipalOptions } from './tasks/admission/principal-quotas.ts';

@@ -6,7 +6,7 @@ import type { StepOutcome } from './run-step.ts';
 import type { AgentUsage } from './types.ts';
 
 // The agent's side of tracing: what a run is given (`AgentTracing`) and what its loop calls (`RunTracing`).
-// `telemetry/run-tracing.ts` implements it on OpenTelemetry, depending on these types; the agent does not
+// `agent/run-tracing.ts` implements it on OpenTelemetry, depending on these types; the agent does not
 // depend on how a span is made.
 
 /** Tracing of one `runAgent` run: {@link TracingOptions}, and whose child the run is. */

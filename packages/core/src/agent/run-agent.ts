@@ -1,7 +1,7 @@
 import { APICallError, type ModelMessage } from 'ai';
 import { isKlymError, KlymError } from '../errors.ts';
 import { createRedactor, secretsOf } from '../redact.ts';
-import { startRunTracing } from '../telemetry/run-tracing.ts';
+import { startRunTracing } from './run-tracing.ts';
 import type { RunTracing } from './agent-tracing.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { createResultTexts } from '../tools/tool-result.ts';

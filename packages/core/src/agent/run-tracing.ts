@@ -1,11 +1,11 @@
 import { context, trace, type Context, type Span } from '@opentelemetry/api';
-import type { AgentTracing, RunTracing } from '../agent/agent-tracing.ts';
-import type { StepOutcome } from '../agent/run-step.ts';
-import type { AgentUsage } from '../agent/types.ts';
-import { contextOf } from './trace-context.ts';
-import { aiTelemetryOf, errorTypeOf, failSpan, tracerOf } from './tracing.ts';
+import type { AgentTracing, RunTracing } from './agent-tracing.ts';
+import type { StepOutcome } from './run-step.ts';
+import type { AgentUsage } from './types.ts';
+import { contextOf } from '../telemetry/trace-context.ts';
+import { aiTelemetryOf, errorTypeOf, failSpan, tracerOf } from '../telemetry/tracing.ts';
 
-export type { AgentTracing } from '../agent/agent-tracing.ts';
+export type { AgentTracing } from './agent-tracing.ts';
 
 /**
  * Starts a run's span, `invoke_agent klym` (the GenAI conventions' agent span: `gen_ai.operation.name`

@@ -5,7 +5,7 @@ import { KlymError, isKlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
 import type { SessionPool } from '../pool/session-pool.ts';
 import type { Redactor } from '../redact.ts';
-import { startTaskSpan } from '../telemetry/task-span.ts';
+import { startTaskSpan } from './task-span.ts';
 import type { ToolCallTracing } from '../telemetry/tool-call-span.ts';
 import type { TracingOptions } from '../telemetry/tracing.ts';
 import type { TaskLogData, TaskNoteType } from './store/log-entry.ts';

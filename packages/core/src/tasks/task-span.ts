@@ -1,8 +1,8 @@
 import { ROOT_CONTEXT, trace, type Context } from '@opentelemetry/api';
-import type { TaskRecord } from '../tasks/store/task-types.ts';
-import type { ToolCallTracing } from './tool-call-span.ts';
-import { carrierOf, contextOf, type TraceCarrier } from './trace-context.ts';
-import { failSpan, tracerOf, type TracingOptions } from './tracing.ts';
+import type { TaskRecord } from './store/task-types.ts';
+import type { ToolCallTracing } from '../telemetry/tool-call-span.ts';
+import { carrierOf, contextOf, type TraceCarrier } from '../telemetry/trace-context.ts';
+import { failSpan, tracerOf, type TracingOptions } from '../telemetry/tracing.ts';
 
 /** A task's span while one run of it is under way in this process. */
 export interface TaskSpan {

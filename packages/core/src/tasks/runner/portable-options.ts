@@ -2,7 +2,7 @@ import { context, trace } from '@opentelemetry/api';
 import type { RunAgentOptions } from '../../agent/types.ts';
 import { KlymError } from '../../errors.ts';
 import { resolveUpstreamConfig, type UpstreamConfig } from '../../pool/upstream-config.ts';
-import type { AgentTracing } from '../../telemetry/run-tracing.ts';
+import type { AgentTracing } from '../../agent/agent-tracing.ts';
 import { carrierOf } from '../../telemetry/trace-context.ts';
 import type { PortableRunOptions } from './runner-messages.ts';
 

@@ -5,7 +5,7 @@ import type { AgentEvent } from '../../agent/agent-event.ts';
 import { KlymError, isKlymError, type KlymErrorCode } from '../../errors.ts';
 import type { UpstreamConfig } from '../../pool/upstream-config.ts';
 import type { UpstreamLogEntry } from '../../pool/upstream-session.ts';
-import type { AgentTracing } from '../../telemetry/run-tracing.ts';
+import type { AgentTracing } from '../../agent/agent-tracing.ts';
 import type { UpstreamCall } from '../../pool/upstream-status.ts';
 import type { QueryPage, StoredArtifact } from '../../artifacts/artifact-types.ts';
 

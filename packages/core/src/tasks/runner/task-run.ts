@@ -3,7 +3,7 @@ import type { AgentEvent } from '../../agent/agent-event.ts';
 import type { SessionPool } from '../../pool/session-pool.ts';
 import type { SessionScope } from '../../pool/session-scope.ts';
 import type { Redactor } from '../../redact.ts';
-import type { AgentTracing } from '../../telemetry/run-tracing.ts';
+import type { AgentTracing } from '../../agent/agent-tracing.ts';
 import type { TaskPatch, TaskRecord } from '../store/task-types.ts';
 import type { ArtifactBackend } from '../../artifacts/artifact-types.ts';
 
