@@ -82,7 +82,8 @@ describe('a question answered on a shared queue', () => {
         };
       },
     });
-    const worker = await openManager(racing, queueName, 1);
+    // The worker that runs the task, through the racing store.
+    await openManager(racing, queueName, 1);
     const task = await front.start({ prompt: 'Check the errors of yesterday' }, me);
     armed = true;
     // Polled through the front's store, not the worker's: only the worker's own looks may trip the race.
