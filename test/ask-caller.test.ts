@@ -1,35 +1,11 @@
 // Issue #40: a task that asks its caller, as Grynya meets it over HTTP: the official MCP client sees the
 // question in check_task_status and answers with reply_to_agent_task; over REST, POST /api/tasks/:id/reply.
-import { runAgent, type AgentRunner } from '@klym/core';
-import { createScriptedModel } from '@klym/core/internal';
 import { afterEach, describe, expect, it } from 'vitest';
-import { asker, QUESTION } from './support/asking.ts';
+import { asker, QUESTION, writer } from './support/asking.ts';
 import { payload, startHarness, waitForEnd, type ServerHarness } from './support/server-harness.ts';
 
 const TOKEN = 'the-token-of-grynya-123456';
 const OTHER = 'the-token-of-other-1234567';
-
-/** Writes a node on its first step; then says what the write answered. */
-const writer: AgentRunner = (options) =>
-  runAgent({
-    ...options,
-    model: createScriptedModel({
-      steps: ({ options: call }) => {
-        const results = call.prompt.flatMap((message) => (message.role === 'tool' ? message.content : []));
-        const wrote = results.find((part) => part.type === 'tool-result' && part.toolName === 'grynya__add_node');
-        if (wrote === undefined) {
-          const args = {
-            node_type: 'Analysis',
-            node_data: { id: 'a_1', full_text: 'db-3 ran out of disk' },
-            day_id: 'd_2026_11_28',
-            time: '2026-11-28T09:00:00Z',
-          };
-          return { toolCalls: [{ toolName: 'grynya__add_node', args }] };
-        }
-        return { text: `Wrote: ${JSON.stringify(wrote.type === 'tool-result' ? wrote.output : null)}` };
-      },
-    }),
-  });
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {

@@ -2,49 +2,13 @@
 // whose run asks its caller shows the question on its page, its owner answers in the form there, and the task
 // goes on and completes with the answer; the timeline shows the question asked and the answer given. Another
 // principal, an admin, sees the question but no form; a POST from another site is refused.
-import { runAgent, type AgentRunner } from '@klym/core';
-import { createScriptedModel } from '@klym/core/internal';
+import type { AgentRunner } from '@klym/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asker, QUESTION, writer } from './support/asking.ts';
 import { browserPages, logIn, startTask, taskStatus } from './support/dashboard.ts';
 import { startHarness, type ServerHarness } from './support/server-harness.ts';
 
 const TOKENS = { alice: 'alice-token-0123456789abcdef', ops: 'ops-token-0123456789abcdef' };
-const QUESTION = 'Which service: billing or search?';
-
-/** Asks on its first step; then answers with what the ask's result said. */
-const asker: AgentRunner = (options) =>
-  runAgent({
-    ...options,
-    model: createScriptedModel({
-      steps: ({ options: call }) => {
-        const results = call.prompt.flatMap((message) => (message.role === 'tool' ? message.content : []));
-        const answer = results.find((part) => part.type === 'tool-result' && part.toolName === 'klym__ask_caller');
-        if (answer === undefined) return { toolCalls: [{ toolName: 'klym__ask_caller', args: { question: QUESTION } }] };
-        return { text: `Looking at ${JSON.stringify(answer.type === 'tool-result' ? answer.output : null)}` };
-      },
-    }),
-  });
-
-/** Writes an Analysis into the graph on its first step (a call that waits for approval); then says what the call answered. */
-const writer: AgentRunner = (options) =>
-  runAgent({
-    ...options,
-    model: createScriptedModel({
-      steps: ({ options: call }) => {
-        const results = call.prompt.flatMap((message) => (message.role === 'tool' ? message.content : []));
-        const wrote = results.find((part) => part.type === 'tool-result' && part.toolName === 'grynya__add_node');
-        if (wrote !== undefined) return { text: `Wrote: ${JSON.stringify(wrote.type === 'tool-result' ? wrote.output : null)}` };
-        const args = {
-          node_type: 'Analysis',
-          node_data: { id: 'a_1', full_text: 'db-3 ran out of disk' },
-          day_id: 'd_2026_11_28',
-          time: '2026-11-28T09:00:00Z',
-        };
-        return { toolCalls: [{ toolName: 'grynya__add_node', args }] };
-      },
-    }),
-  });
-
 /** A task whose prompt starts with "Record" writes into the graph; any other asks its caller. */
 const runner: AgentRunner = (options) => (options.prompt.startsWith('Record') ? writer(options) : asker(options));
 
