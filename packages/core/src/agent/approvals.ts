@@ -1,9 +1,10 @@
 import type { CallToolResult } from '@modelcontextprotocol/client';
-import type { ToolSet } from 'ai';
+import type { ModelMessage, ToolSet } from 'ai';
 import { isKlymError } from '../errors.ts';
 import { previewOf, resultText as plainResultText, toModelOutput, type ToolResultOutput } from '../tools/tool-result.ts';
 import type { AgentEvent } from './agent-event.ts';
-import type { Checkpointer } from './checkpoint.ts';
+import { nextApproval, type AskedQuestion } from './ask-caller.ts';
+import { resumeFrom, type Checkpointer } from './checkpoint.ts';
 import type { AgentCheckpoint, AgentToolCall, InFlightToolCall } from './types.ts';
 
 /**
@@ -23,8 +24,11 @@ export function offeredTools(tools: ToolSet, needsApproval: (toolName: string) =
   return offered;
 }
 
+/** A checkpoint taken during a step. */
+type InStep = AgentCheckpoint & { readonly current: NonNullable<AgentCheckpoint['current']> };
+
 /** Whether a resumed checkpoint's step has calls its caller decided on (or still has to). */
-export function awaitsCaller(checkpoint: AgentCheckpoint | undefined): boolean {
+export function awaitsCaller(checkpoint: AgentCheckpoint | undefined): checkpoint is InStep {
   return checkpoint?.current?.calls.some((call) => call.approval !== undefined && call.output === undefined) ?? false;
 }
 
@@ -37,7 +41,6 @@ export function approvedCalls(checkpoint: AgentCheckpoint | undefined): Set<stri
 export interface ApprovedSending {
   /** The run's tools, each with its `execute` (the approved calls pass its `approved` hook). */
   readonly tools: ToolSet;
-  readonly step: number;
   readonly emit: (event: AgentEvent) => void;
   /** Reopened on the parked step: records each call as sent, then answered. */
   readonly progress: Checkpointer;
@@ -50,8 +53,8 @@ export interface ApprovedSending {
  * record before sending, its keeping of big results), each with its `tool-result` or `tool-error` event. Answers their
  * records, each with its result or its error as the model reads it.
  */
-export async function sendApproved(calls: readonly InFlightToolCall[], sending: ApprovedSending): Promise<AgentToolCall[]> {
-  const { step, emit } = sending;
+async function sendApproved(step: number, calls: readonly InFlightToolCall[], sending: ApprovedSending): Promise<AgentToolCall[]> {
+  const { emit } = sending;
   const made: AgentToolCall[] = [];
   for (const call of calls) {
     if (call.approval !== 'approved' || call.output !== undefined) continue;
@@ -84,4 +87,29 @@ export async function sendApproved(calls: readonly InFlightToolCall[], sending: 
     sending.progress.answered(toolCallId, output);
   }
   return made;
+}
+
+/**
+ * Goes on with a resumed checkpoint's parked step: reopens it, sends its approved calls ({@link sendApproved}),
+ * then parks again on its next call to approve (`asked`, the checkpoint saved), or ends the step (`messages`: the
+ * conversation to go on from). `made`: the calls sent. An abort meanwhile is the caller's to see on its signal.
+ */
+export async function continueParkedStep(
+  resume: InStep,
+  sending: ApprovedSending,
+): Promise<{ readonly asked?: AskedQuestion; readonly messages: ModelMessage[]; readonly made: AgentToolCall[] }> {
+  const { current, elapsedMs: _elapsed, ...completed } = resume;
+  const { progress } = sending;
+  progress.reopen({ ...completed, current });
+  const made = await sendApproved(current.step, current.calls, sending);
+  const settled = progress.snapshot();
+  const calls = settled.current?.calls ?? [];
+  const asked = nextApproval(calls);
+  if (asked !== undefined) {
+    await progress.park({ ...completed, current: { ...current, calls } });
+    return { asked, messages: [], made };
+  }
+  const { messages, texts, toolCalls } = resumeFrom(settled);
+  if (!sending.signal.aborted) progress.endStep({ steps: completed.steps, messages, texts, usage: completed.usage, toolCalls });
+  return { messages, made };
 }

@@ -7,8 +7,8 @@ import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
 import { createResultTexts } from '../tools/tool-result.ts';
 import { raceAbort } from '../internal/abort.ts';
 import { createBudgetHolds, describeBudgetHit, outsideBudget, resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
-import { askCallerTools, INPUT_REQUIRED, nextApproval, parkedStep, type AskedQuestion } from './ask-caller.ts';
-import { approvedCalls, awaitsCaller, offeredTools, sendApproved } from './approvals.ts';
+import { askCallerTools, INPUT_REQUIRED, parkedStep, type AskedQuestion } from './ask-caller.ts';
+import { approvedCalls, awaitsCaller, continueParkedStep, offeredTools } from './approvals.ts';
 import { assertCheckpoint, createCheckpointer, resumeFrom } from './checkpoint.ts';
 import { artifactThreshold, contextWindowOf, createContextWindow } from './context-window.ts';
 import { removeOrphanedToolCalls } from './history.ts';
@@ -290,22 +290,14 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     const providerOptions = { klym: context as unknown as Record<string, never> };
     const accessOf = (toolName: string) => access.get(toolName);
 
-    if (resume?.current !== undefined && awaitsCaller(resume)) {
+    if (awaitsCaller(resume)) {
       // The parked step goes on: its approved calls are sent, then it ends, or parks again on its next call to approve.
-      const { current, elapsedMs: _elapsed, ...completed } = resume;
-      currentStep = current.step;
-      checkpoints.reopen({ ...completed, current });
-      const sending = { tools, step: current.step, emit, progress: checkpoints, signal: controller.signal, resultText };
-      for (const call of await sendApproved(current.calls, sending)) toolCalls.push(call);
+      currentStep = resume.current.step;
+      const { asked, messages: next, made } = await continueParkedStep(resume, { tools, emit, progress: checkpoints, signal: controller.signal, resultText });
+      toolCalls.push(...made);
       if (controller.signal.aborted) return stopped();
-      const settled = checkpoints.snapshot();
-      const waiting = settled.current === undefined ? undefined : nextApproval(settled.current.calls);
-      if (waiting !== undefined) {
-        await checkpoints.park({ ...completed, current: settled.current as NonNullable<typeof settled.current> });
-        return finish(INPUT_REQUIRED, waiting);
-      }
-      messages = resumeFrom(settled).messages;
-      checkpoints.endStep({ steps, messages, texts: savedTexts, usage, toolCalls: callCount });
+      if (asked !== undefined) return finish(INPUT_REQUIRED, asked);
+      messages = next;
     } else if (resume !== undefined && interruptedPrograms(resume).length > 0) {
       // A program a crash interrupted runs again from its start, its recorded calls answered from the checkpoint.
       currentStep = resume.current?.step ?? steps + 1;
