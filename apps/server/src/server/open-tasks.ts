@@ -45,7 +45,7 @@ export interface TaskObservers {
  * @throws {KlymError} `CONFIG_INVALID` for an options error; `STORE_UNAVAILABLE` naming the store's file or Redis and why it cannot be opened.
  */
 export async function openTasks(options: ResolvedServerOptions, observers: TaskObservers = {}): Promise<OpenedTasks> {
-  const { store: spec = 'memory', artifactLimits, sharedQueue, runner: where, runnerThreads, ...tasks } = options.tasks;
+  const { store: spec = 'memory', artifactLimits, sharedQueue, runner: where, runnerThreads, runnerNiceness, ...tasks } = options.tasks;
   const opened: (() => Promise<void>)[] = [];
   const closeOpened = async (): Promise<void> => {
     const failures: unknown[] = [];
@@ -86,6 +86,7 @@ export async function openTasks(options: ResolvedServerOptions, observers: TaskO
       const runner = createThreadRunner({
         upstreams: threadUpstreams(options),
         ...(runnerThreads === undefined ? {} : { threads: runnerThreads }),
+        ...(runnerNiceness === undefined ? {} : { niceness: runnerNiceness }),
         onLog: upstreamLog(options),
         ...(observers.onCall === undefined ? {} : { onCall: observers.onCall }),
         // The thread's runs make their spans through an SDK of its own, started from the same environment.
