@@ -4,33 +4,24 @@ import { createRedactor, secretsOf } from '../redact.ts';
 import { startRunTracing } from './run-tracing.ts';
 import type { RunTracing } from './agent-tracing.ts';
 import { createToolCatalog, type ToolCatalog } from '../tools/tool-catalog.ts';
-import { createResultTexts } from '../tools/tool-result.ts';
 import { raceAbort } from '../internal/abort.ts';
-import { createBudgetHolds, describeBudgetHit, outsideBudget, resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
-import { askCallerTools, INPUT_REQUIRED, parkedStep, type AskedQuestion } from './ask-caller.ts';
-import { approvedCalls, awaitsCaller, continueParkedStep, offeredTools } from './approvals.ts';
-import { assertCheckpoint, createCheckpointer, resumeFrom } from './checkpoint.ts';
-import { artifactThreshold, contextWindowOf, createContextWindow } from './context-window.ts';
+import { outsideBudget, resolveBudget, spentBudget, type BudgetHit } from './budget.ts';
+import { INPUT_REQUIRED, parkedStep, type AskedQuestion } from './ask-caller.ts';
+import { awaitsCaller, continueParkedStep } from './approvals.ts';
+import { createCheckpointer, resumeFrom } from './checkpoint.ts';
 import { removeOrphanedToolCalls } from './history.ts';
-import { withVisibleTools } from './language-model.ts';
 import { resolveModel } from './model-resolver.ts';
 import { runStep, type StepInput } from './run-step.ts';
-import type { RunContext } from './self-check.ts';
+import { checkOptions, setUpRun } from './run-setup.ts';
 import { runStepInWindow } from './step-in-window.ts';
-import { DEFAULT_SYSTEM_PROMPT, renderSystemPrompt } from './system-prompt.ts';
-import { createMessagesCounter, createTokenCounter } from './token-count.ts';
 import type { AgentRunResult, AgentToolCall, AgentUsage, RunAgentOptions } from './types.ts';
 import type { AgentEvent } from './agent-event.ts';
-import { addUsage, costOf, createMessageSizer, priceOf, ZERO_USAGE } from './usage.ts';
-import { ARTIFACT_DEFAULTS, DEFAULT_MAX_RETRIES } from '../defaults.ts';
+import { addUsage, costOf, priceOf, ZERO_USAGE } from './usage.ts';
+import { DEFAULT_MAX_RETRIES } from '../defaults.ts';
 import { createArtifactQuery, type ArtifactQuery } from '../artifacts/artifact-query.ts';
-import { createArtifactStore, createMemoryArtifacts } from '../artifacts/artifact-store.ts';
 import type { ArtifactBackend } from '../artifacts/artifact-types.ts';
-import { artifactTools, keepBigResult, type ResultKeeping } from '../artifacts/artifact-tools.ts';
-import { compactHistory, type Compaction } from '../artifacts/compaction.ts';
-import { CODE_TOOL_NAME, codeTool, type CodeRunning } from '../code/code-tool.ts';
+import { compactHistory } from '../artifacts/compaction.ts';
 import { interruptedPrograms, replayInterrupted } from '../code/code-replay.ts';
-import { positiveInteger } from '../internal/positive.ts';
 
 /**
  * Runs an LLM over the pool's tools until the task is done: each step is one model call (streamed, for a
@@ -147,11 +138,6 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       if (controller.signal.aborted) return stopped();
       throw error;
     }
-    const access = new Map(catalog.tools.map((tool) => [tool.name, tool.access]));
-    // Calls of tools that need approval park the run (a task's); without a caller to ask, they are refused.
-    const approvalTools = new Set(options.approvals === true ? catalog.tools.flatMap((tool) => (tool.approval === undefined ? [] : [tool.name])) : []);
-    const needsApproval = (toolName: string): boolean => approvalTools.has(toolName);
-    const approved = approvedCalls(resume);
     emit({
       type: 'run-start',
       model: name,
@@ -166,134 +152,34 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       const hit = spentBudget(budget, usage, costOf(usage, price)) ?? outsideBudget(options.budgetSignal);
       if (hit !== undefined) return spent(hit);
     }
-    const durations = new Map<string, number>();
     let currentStep = 0;
-    const holds = createBudgetHolds(budget, price, () => usage);
-    const counter = await createTokenCounter(name);
-    // The map's model counts with its own tokenizer.
-    const mapper = options.mapModel === undefined ? { model, streams, name } : resolveModel(options.mapModel, options.providers);
-    const mapCounter = mapper.name === name ? counter : await createTokenCounter(mapper.name);
-    // A result's text is asked for four times (the artifact check, the model's output, the event, the checkpoint): made once.
-    const resultText = createResultTexts();
-    const thresholdTokens = options.artifactThresholdTokens ?? artifactThreshold(name, options.contextWindows);
-    // A page the model reads stays under the threshold, so reading one never makes another artifact.
-    const pageTokens = Math.max(MIN_PAGE_TOKENS, Math.floor(thresholdTokens * PAGE_SHARE));
-    const backend = options.artifacts ?? createMemoryArtifacts();
-    const keeping: ResultKeeping = {
-      artifacts: createArtifactStore({ countTokens: counter.count, backend, pageTokens }),
-      thresholdTokens,
-      pageTokens,
-      countTokens: counter.count,
-      tokenizer: counter.tokenizer,
-      resultText,
-      onKept: (artifact, head) => emit({ type: 'artifact-kept', step: currentStep, artifact, head }),
-      // A task's store queries in the task's DuckDB; a run without one opens its own at its first query.
-      query: { query: (sql, queryOptions) => (backend.query === undefined ? ownQuery(backend).query(sql, queryOptions) : backend.query(sql, queryOptions)) },
-      onQueried: ({ sql, answer, kept }) =>
-        emit({
-          type: 'artifact-query',
-          step: currentStep,
-          sql,
-          rows: answer.rowCount,
-          columns: answer.columns.length,
-          tables: answer.tables,
-          elapsedMs: answer.elapsedMs,
-          ...(kept === undefined ? {} : { kept: kept.id }),
-        }),
-      mapping: {
-        model: mapper.model,
-        streams: mapper.streams,
-        windowTokens: workingWindow(contextWindowOf(mapper.name, options.contextWindows).tokens),
-        chunkTokens: options.mapChunkTokens ?? ARTIFACT_DEFAULTS.mapChunkTokens,
-        concurrency: options.mapConcurrency ?? ARTIFACT_DEFAULTS.mapConcurrency,
-        countTokens: mapCounter.count,
-        maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
-        signal: controller.signal,
-        // A map spends within the run's budgets: each call holds its most before it is sent, and counts as it ends (a failed map's too).
-        reserve: (most) => {
-          const outside = outsideBudget(options.budgetSignal);
-          return outside === undefined ? holds.hold(most) : { reason: describeBudgetHit(outside) };
-        },
-        onUsage: (used) => {
-          usage = addUsage(usage, used);
-        },
+    const setup = await setUpRun({
+      options,
+      resolved: { model, name, streams },
+      catalog,
+      budget,
+      price,
+      scope,
+      signal: controller.signal,
+      checkpoints,
+      tracing,
+      emit,
+      currentStep: () => currentStep,
+      usage: () => usage,
+      addUsage: (used) => {
+        usage = addUsage(usage, used);
       },
-      // The map's usage is in the run's already (`onUsage`): the event tells the task's status.
-      onMapped: ({ artifact, chunks, usage: used }) => emit({ type: 'artifact-map', step: currentStep, artifact, chunks, usage: used }),
-    };
-    const readOnly = new Set(catalog.tools.flatMap((tool) => (tool.readOnly ? [tool.name] : [])));
-    const coding: CodeRunning = {
-      ...(options.code === undefined ? {} : { limits: options.code }),
-      tools: catalog.toolSet({
-        scope,
-        ...(options.toolTimeoutMs === undefined ? {} : { timeoutMs: options.toolTimeoutMs }),
-        onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
-        resultText,
-        ...(tracing === undefined ? {} : { tracing: tracing.toolCalls }),
-      }),
-      keeping,
-      onEvent: (event) => emit({ ...event, step: currentStep }),
-      readOnly: (toolName) => readOnly.has(toolName),
-      // A program's calls and sub-calls stop at a spent budget, as the run's steps do.
-      budgetSpent: () => {
-        const hit = spentBudget(budget, usage, costOf(usage, price)) ?? outsideBudget(options.budgetSignal) ?? holds.refused();
-        return hit === undefined ? undefined : describeBudgetHit(hit);
-      },
-      recorder: {
-        started: (toolCallId, code) => checkpoints.sent({ toolCallId, toolName: CODE_TOOL_NAME, input: { code } }),
-        hostCall: (toolCallId, record, when) => checkpoints.hostCall(toolCallId, record, when),
-      },
-    };
-    const builtIns = {
-      ...artifactTools(keeping),
-      ...(options.askCaller === true ? askCallerTools() : {}),
-      // A program's calls take the model's path (rules, policies, the scope, logs), but its results reach the program, kept by it.
-      [CODE_TOOL_NAME]: codeTool(coding),
-    };
-    const messageChars = createMessageSizer();
-    const tools = {
-      ...catalog.toolSet({
-        scope,
-        ...(options.toolTimeoutMs === undefined ? {} : { timeoutMs: options.toolTimeoutMs }),
-        onLog: (entry) => emit({ type: 'upstream-log', step: currentStep, entry }),
-        onDuration: (toolCallId, durationMs) => durations.set(toolCallId, durationMs),
-        onRequest: (call) => checkpoints.sent(call),
-        approved: (toolCallId) => approved.has(toolCallId),
-        keep: (toolName, result) => keepBigResult(toolName, result, keeping),
-        resultText,
-        ...(tracing === undefined ? {} : { tracing: tracing.toolCalls }),
-      }),
-      ...builtIns,
-    };
-    const offered = approvalTools.size === 0 ? tools : offeredTools(tools, needsApproval);
-    const visible = new Set([...catalog.allowed.map((tool) => tool.name), ...Object.keys(builtIns)]);
-    const visibleModel = withVisibleTools(model, visible);
-    const system = renderSystemPrompt(options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, catalog.describe());
-    const contextWindow = createContextWindow({
-      model: name,
-      contextWindows: options.contextWindows,
-      counter,
-      system,
-      tools,
-      visible: (toolName) => visible.has(toolName),
+      ownQuery,
     });
-    // Compacted against the whole request as the window counts it: the system prompt and the tools included.
-    const compaction: Compaction = {
-      budgetTokens: Math.floor(ARTIFACT_DEFAULTS.compactShare * workingWindow(contextWindow.window)),
-      keepSteps: ARTIFACT_DEFAULTS.compactKeepSteps,
-      // The scripted model has no window, so its requests count nothing there: its messages are counted as they are.
-      measure: Number.isFinite(contextWindow.window) ? (kept) => contextWindow.requestTokens(kept) : createMessagesCounter(counter.count),
-      keep: (toolName, text) => keeping.artifacts.put(toolName, text),
-    };
-    const context: RunContext = { upstreams: catalog.upstreams, probes: catalog.probes };
-    const toolDefinitionChars = catalog.definitionChars();
-    const providerOptions = { klym: context as unknown as Record<string, never> };
-    const accessOf = (toolName: string) => access.get(toolName);
 
     if (awaitsCaller(resume)) {
       // The parked step goes on: its approved calls are sent, then it ends, or parks again on its next call to approve.
       currentStep = resume.current.step;
-      const { asked, messages: next, made } = await continueParkedStep(resume, { tools, emit, progress: checkpoints, signal: controller.signal, resultText });
+      const {
+        asked,
+        messages: next,
+        made,
+      } = await continueParkedStep(resume, { tools: setup.tools, emit, progress: checkpoints, signal: controller.signal, resultText: setup.resultText });
       toolCalls.push(...made);
       if (controller.signal.aborted) return stopped();
       if (asked !== undefined) return finish(INPUT_REQUIRED, asked);
@@ -301,7 +187,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
     } else if (resume !== undefined && interruptedPrograms(resume).length > 0) {
       // A program a crash interrupted runs again from its start, its recorded calls answered from the checkpoint.
       currentStep = resume.current?.step ?? steps + 1;
-      messages = await replayInterrupted({ running: coding, checkpoint: resume, messages, checkpoints, signal: controller.signal });
+      messages = await replayInterrupted({ running: setup.coding, checkpoint: resume, messages, checkpoints, signal: controller.signal });
     }
 
     for (;;) {
@@ -311,7 +197,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       const cleaned = removeOrphanedToolCalls(messages);
       if (cleaned.removed.length > 0) emit({ type: 'orphan-removed', step: currentStep, toolCallIds: cleaned.removed });
       messages = cleaned.messages;
-      const compacted = await compactHistory(messages, compaction);
+      const compacted = await compactHistory(messages, setup.compaction);
       if (compacted !== undefined) {
         const { messages: kept, ...what } = compacted;
         messages = kept;
@@ -328,32 +214,32 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       emit({ type: 'step-start', step: currentStep });
       const input: StepInput = {
         step: currentStep,
-        model: visibleModel,
+        model: setup.visibleModel,
         streams,
-        system,
+        system: setup.system,
         messages,
-        tools: offered,
-        offeredTools: catalog.allowed.length + Object.keys(builtIns).length,
-        toolDefinitionChars,
-        messageChars,
-        resultText,
+        tools: setup.offered,
+        offeredTools: catalog.allowed.length + Object.keys(setup.builtIns).length,
+        toolDefinitionChars: setup.toolDefinitionChars,
+        messageChars: setup.messageChars,
+        resultText: setup.resultText,
         temperature: options.temperature,
         maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
         signal: controller.signal,
-        providerOptions,
-        durations,
-        accessOf,
+        providerOptions: setup.providerOptions,
+        durations: setup.durations,
+        accessOf: setup.accessOf,
         emit,
         progress: checkpoints,
         ...(tracing === undefined ? {} : { telemetry: tracing.telemetry }),
       };
-      const outcome = await runStepInWindow(input, contextWindow, (sent) =>
+      const outcome = await runStepInWindow(input, setup.contextWindow, (sent) =>
         tracing === undefined ? runStep(sent) : tracing.step(currentStep, () => runStep(sent)),
       );
       const before = { steps: currentStep, messages, texts: savedTexts, toolCalls: callCount };
       // A step that asked its caller parks the run: never after an abort or a failure, whose calls are cut off.
-      const asks = options.askCaller === true || approvalTools.size > 0;
-      const parked = asks && !outcome.aborted && outcome.error === undefined ? parkedStep(outcome.messages, needsApproval) : undefined;
+      const asks = options.askCaller === true || setup.approvalTools.size > 0;
+      const parked = asks && !outcome.aborted && outcome.error === undefined ? parkedStep(outcome.messages, setup.needsApproval) : undefined;
       // A new array, never `push`: the checkpoints handed out hold the old one, and it must not change under them.
       if (outcome.messages.length > 0) messages = messages.concat(outcome.messages);
       if (outcome.text !== '') {
@@ -372,7 +258,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
       if (outcome.aborted) return stopped();
       if (outcome.error !== undefined) throw failed(outcome.error);
       // A budget that could not pay for a map's next call ends the run too, with what was spent: never past it.
-      const hit = spentBudget(budget, usage, costUsd) ?? holds.refused();
+      const hit = spentBudget(budget, usage, costUsd) ?? setup.holds.refused();
       if (hit !== undefined) return spent(hit);
       if (parked !== undefined) return finish(INPUT_REQUIRED, parked.asked);
       if (!outcome.continues) return finish(outcome.finishReason ?? 'other');
@@ -411,37 +297,4 @@ function describeModelError(error: unknown): string {
   const last = (error as { lastError?: unknown }).lastError ?? error;
   const status = APICallError.isInstance(last) && last.statusCode !== undefined ? ` (HTTP ${last.statusCode})` : '';
   return `${error.message.replace(/\bAI_[A-Za-z]+Error: /g, '')}${status}`;
-}
-
-/** A page the model reads, as a share of the artifact threshold, and at least this many tokens. */
-const PAGE_SHARE = 0.75;
-const MIN_PAGE_TOKENS = 100;
-
-/** A window to size chunks and compactions by: the model's, or for the scripted model, which has none, `ARTIFACT_DEFAULTS.contextWindow`. */
-function workingWindow(tokens: number): number {
-  return Number.isFinite(tokens) ? tokens : ARTIFACT_DEFAULTS.contextWindow;
-}
-
-function invalid(message: string): never {
-  throw new KlymError('CONFIG_INVALID', message);
-}
-
-function checkOptions(options: RunAgentOptions): void {
-  if (options.pool === undefined || typeof options.pool.listTools !== 'function') invalid('Expected `pool` to be a session pool');
-  if (typeof options.prompt !== 'string') invalid(`Expected \`prompt\` to be a string, got ${typeof options.prompt}`);
-  if (options.temperature !== undefined && !Number.isFinite(options.temperature))
-    invalid(`Expected \`temperature\` to be a number, got ${String(options.temperature)}`);
-  if (options.maxRetries !== undefined && (!Number.isInteger(options.maxRetries) || options.maxRetries < 0)) {
-    invalid(`Expected \`maxRetries\` to be an integer ≥ 0, got ${String(options.maxRetries)}`);
-  }
-  for (const name of ['mapConcurrency', 'mapChunkTokens', 'artifactThresholdTokens'] as const) {
-    const value = options[name];
-    if (value !== undefined) positiveInteger(name, value);
-  }
-  if (options.toolTimeoutMs !== undefined) positiveInteger('toolTimeoutMs', options.toolTimeoutMs);
-  if (options.messages?.some((message) => message.role === 'system')) invalid('Expected `messages` without system messages; pass `systemPrompt` instead');
-  if (options.onCheckpoint !== undefined && typeof options.onCheckpoint !== 'function')
-    invalid(`Expected \`onCheckpoint\` to be a function, got ${typeof options.onCheckpoint}`);
-  for (const [model, tokens] of Object.entries(options.contextWindows ?? {})) positiveInteger(`contextWindows[${JSON.stringify(model)}]`, tokens);
-  if (options.resume !== undefined) assertCheckpoint(options.resume);
 }
