@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { createScriptedModel } from '../agent/scripted-model.ts';
 import { estimateTokens } from '../agent/token-count.ts';
 import { createArtifactStore, createMemoryArtifacts } from './artifact-store.ts';
-import { artifactReference, artifactTools, keepBigResult, type ResultKeeping } from './artifact-tools.ts';
+import { artifactTools } from './artifact-tools.ts';
+import { artifactReference, keepBigResult, type ResultKeeping } from './result-keeping.ts';
 
 /** A log of `lines` lines, with `ERROR … code=5xx` on every 1000th and a needle on line `needleAt`. */
 function log(lines: number, needleAt: number): string {

@@ -3,7 +3,8 @@ import { createScriptedModel } from '../agent/scripted-model.ts';
 import { estimateTokens } from '../agent/token-count.ts';
 import { createArtifactQuery, type ArtifactQuery } from './artifact-query.ts';
 import { createArtifactStore, createMemoryArtifacts } from './artifact-store.ts';
-import { artifactTools, type ResultKeeping } from './artifact-tools.ts';
+import { artifactTools } from './artifact-tools.ts';
+import type { ResultKeeping } from './result-keeping.ts';
 
 /** A log of `lines` lines: every 7th an ERROR of one of 5 services. */
 function log(lines: number): string {

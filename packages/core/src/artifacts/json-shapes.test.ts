@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { createArtifactQuery, createQueryProcesses, type ArtifactQuery, type QueryAnswer } from './artifact-query.ts';
 import { createArtifactStore, createMemoryArtifacts, type ArtifactStore } from './artifact-store.ts';
-import { artifactReference, tableColumns } from './artifact-tools.ts';
+import { artifactReference, tableColumns } from './result-keeping.ts';
 import { createTokenCounter } from '../agent/token-count.ts';
 import type { ArtifactInfo } from './artifact-types.ts';
 

@@ -6,7 +6,7 @@ import { ARTIFACT_DEFAULTS, CODE_DEFAULTS } from '../defaults.ts';
 import { isKlymError, KlymError } from '../errors.ts';
 import { BUILT_IN_NAMESPACE, TOOL_NAME_SEPARATOR } from '../pool/tool-name.ts';
 import { resultText } from '../tools/tool-result.ts';
-import { keepBigResult, type ResultKeeping } from '../artifacts/artifact-tools.ts';
+import { keepBigResult, type ResultKeeping } from '../artifacts/result-keeping.ts';
 import { callTool, sql } from './host-calls.ts';
 import { createReplay, INTERRUPTED_HOST_CALL_MESSAGE, type HostCallRecord, type ProgramRecorder, type RecordedHostCall } from './program-record.ts';
 import { runInSandbox, type HostFunction } from './sandbox.ts';

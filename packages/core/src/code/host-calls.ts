@@ -4,7 +4,7 @@ import { KlymError } from '../errors.ts';
 import { BUILT_IN_NAMESPACE, TOOL_NAME_SEPARATOR } from '../pool/tool-name.ts';
 import { resultText } from '../tools/tool-result.ts';
 import { toRecords } from '../artifacts/artifact-query.ts';
-import { keepResult, type ResultKeeping } from '../artifacts/artifact-tools.ts';
+import { keepResult, type ResultKeeping } from '../artifacts/result-keeping.ts';
 
 /** Characters of rows as JSON one `sql()` may bring into the program. */
 const SQL_PAGE_CHARS = 8_000_000;
