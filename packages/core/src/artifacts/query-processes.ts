@@ -1,7 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { KlymError } from '../errors.ts';
-import type { FromQueryProcess, ProcessAnswer, ProcessError, QueryColumn, QueryLimits, ToQueryProcess } from './query-messages.ts';
+import type { FromQueryProcess, ProcessAnswer, QueryColumn, QueryLimits, ToQueryProcess } from './query-messages.ts';
+import { deathError, loadError, queryFailure, stoppedError, type ProcessKill, type ProcessWalls, type Stop } from './query-errors.ts';
 import type { LineSlice } from './query-tables.ts';
 import { openQueryText, type QuerySource } from './query-text.ts';
 
@@ -79,8 +79,6 @@ export interface QueryProcessPool extends QueryProcesses {
 /** The pool behind processes `createQueryProcesses` made (every `QueryProcesses` is one). */
 export const poolOf = (processes: QueryProcesses): QueryProcessPool => processes as QueryProcessPool;
 
-type Stop = 'signal' | 'timeout' | 'close';
-
 interface Pending {
   readonly id: number;
   readonly job: QueryJob;
@@ -105,7 +103,7 @@ interface QueryProcess {
   readonly databases: Set<string>;
   exited: boolean;
   /** Why Klym killed it, when it did. */
-  killed?: { readonly reason: 'memory'; readonly rssMiB: number } | { readonly reason: 'stop' };
+  killed?: ProcessKill;
   stderr: string;
   watch?: NodeJS.Timeout;
 }
@@ -137,6 +135,7 @@ export function createQueryProcesses(options: QueryProcessesOptions): QueryProce
 export function openQueryProcessPool(options: QueryProcessesOptions): QueryProcessPool {
   const { processes: maxProcesses, maxConcurrent, memoryMiB, threads } = options;
   const limitMiB = memoryMiB + PROCESS_MARGIN_MIB;
+  const walls: ProcessWalls = { memoryMiB, marginMiB: PROCESS_MARGIN_MIB };
   const processes = new Set<QueryProcess>();
   const waiting: Pending[] = [];
   /** Where each task's tables are loaded. */
@@ -146,20 +145,6 @@ export function openQueryProcessPool(options: QueryProcessesOptions): QueryProce
 
   const post = (target: QueryProcess, message: ToQueryProcess): void => {
     if (!target.exited && target.child.connected) target.child.send(message);
-  };
-
-  const stoppedError = (pending: Pending): KlymError => {
-    switch (pending.stop) {
-      case 'signal':
-        return new KlymError('ABORTED', 'The query was cancelled');
-      case 'close':
-        return new KlymError('ABORTED', 'The query was stopped: Klym is closing its query processes');
-      default:
-        return new KlymError(
-          'QUERY_FAILED',
-          `The query ran past its time limit of ${pending.job.timeoutMs.toLocaleString('en-US')} ms (\`timeoutMs\`) and was stopped: filter or aggregate sooner, or query less at once`,
-        );
-    }
   };
 
   const settle = (pending: Pending): void => {
@@ -240,24 +225,9 @@ export function openQueryProcessPool(options: QueryProcessesOptions): QueryProce
         waiting.unshift(pending);
         continue;
       }
-      rejectWith(pending, deathError(killed, code, signal, target.stderr));
+      rejectWith(pending, deathError(killed, code, signal, target.stderr, walls));
     }
     pump();
-  };
-
-  const deathError = (killed: QueryProcess['killed'], code: number | null, signal: NodeJS.Signals | null, stderr: string): KlymError => {
-    if (killed?.reason === 'memory') {
-      return new KlymError(
-        'QUERY_FAILED',
-        `The query needed more memory than a query process may use: ${memoryMiB} MiB (\`memoryMiB\`) plus ${PROCESS_MARGIN_MIB} MiB for the process; ` +
-          `it reached ${Math.round(killed.rssMiB)} MiB and its process was killed. Filter or aggregate sooner, select fewer or shorter columns, or add a LIMIT`,
-      );
-    }
-    const last = stderr.trim().split('\n').slice(-3).join(' / ');
-    return new KlymError(
-      'QUERY_FAILED',
-      `The query's process ended while it ran (${signal === null ? `exit code ${String(code)}` : signal})${last === '' ? '' : `: ${last.slice(0, 500)}`}`,
-    );
   };
 
   const spawn = (): QueryProcess => {
@@ -277,7 +247,7 @@ export function openQueryProcessPool(options: QueryProcessesOptions): QueryProce
     });
     child.on('error', () => undefined);
     child.once('exit', (code, signal) => {
-      ready.reject(deathError(target.killed, code, signal, target.stderr));
+      ready.reject(deathError(target.killed, code, signal, target.stderr, walls));
       onExit(target, code, signal);
     });
     ready.promise.catch(() => undefined);
@@ -327,7 +297,7 @@ export function openQueryProcessPool(options: QueryProcessesOptions): QueryProce
       case 'described':
         return resolveWith(pending, { type: 'described', columns: message.columns });
       case 'failed':
-        return rejectWith(pending, pending.stop === undefined ? await failure(pending, message.error) : stoppedError(pending));
+        return rejectWith(pending, pending.stop === undefined ? await queryFailure(pending, message.error, walls) : stoppedError(pending));
     }
   };
 
@@ -335,48 +305,7 @@ export function openQueryProcessPool(options: QueryProcessesOptions): QueryProce
   const loadFailed = (target: QueryProcess, pending: Pending, table: string, error: unknown): void => {
     if (target.running.get(pending.id) !== pending) return;
     post(target, { type: 'interrupt', id: pending.id });
-    rejectWith(
-      pending,
-      new KlymError(
-        'QUERY_FAILED',
-        `Loading artifact ${table} failed: the task's store did not give its text (${error instanceof Error ? error.message : String(error)})`,
-        {
-          cause: error,
-        },
-      ),
-    );
-  };
-
-  /** A process's error as a KlymError: DuckDB's out-of-memory naming the limit, a missing `art_` table naming the task's. */
-  const failure = async (pending: Pending, error: ProcessError): Promise<KlymError> => {
-    if (error.code !== 'QUERY_FAILED') return new KlymError(error.code, error.message);
-    if (error.message.startsWith('Out of Memory Error')) {
-      // DuckDB's advice after its first paragraph is to SET a higher limit, which is locked here.
-      return new KlymError(
-        'QUERY_FAILED',
-        `The query needed more memory than the task's DuckDB may use, ${memoryMiB} MiB (\`memoryMiB\`, loaded tables included): filter or aggregate sooner, select fewer columns. DuckDB said: ${error.message.split('\n\n')[0]}`,
-      );
-    }
-    const notDocument = MISSING_DOCUMENT_TABLE.exec(error.message);
-    if (notDocument !== null) {
-      const [, id, suffix] = notDocument as unknown as [string, string, string];
-      return new KlymError(
-        'QUERY_FAILED',
-        `${id.toLowerCase()} is not a JSON document kept whole, so it has no table ${id.toLowerCase()}_${suffix.toLowerCase()}: its lines are table ${id.toLowerCase()} (n, line), or its records' columns`,
-      );
-    }
-    const missing = MISSING_TABLE.exec(error.message)?.[1]?.toLowerCase();
-    if (missing !== undefined) {
-      const ids = (await pending.job.source.list().catch(() => [])).map((artifact) => artifact.id);
-      if (!ids.includes(missing)) {
-        const tables = ids.length === 0 ? 'it has none yet' : `its tables are ${ids.join(', ')}`;
-        return new KlymError('ARTIFACT_NOT_FOUND', `This task has no artifact ${missing}, so no table of that name: ${tables}`);
-      }
-    }
-    return new KlymError(
-      'QUERY_FAILED',
-      error.message.startsWith('Loading artifact') || error.message.startsWith('BEGIN') ? error.message : `The query failed. DuckDB said: ${error.message}`,
-    );
+    rejectWith(pending, loadError(table, error));
   };
 
   const hasRoom = (target: QueryProcess, pending: Pending): boolean =>
@@ -442,7 +371,7 @@ export function openQueryProcessPool(options: QueryProcessesOptions): QueryProce
 
   return {
     run(job) {
-      if (closed) return Promise.reject(new KlymError('ABORTED', 'The query was stopped: Klym is closing its query processes'));
+      if (closed) return Promise.reject(stoppedError({ stop: 'close', job }));
       const { promise, resolve, reject } = Promise.withResolvers<JobAnswer>();
       const pending: Pending = { id: nextId++, job, resolve, reject, alone: false, retried: false };
       if (job.signal?.aborted === true) {
@@ -470,9 +399,3 @@ export function openQueryProcessPool(options: QueryProcessesOptions): QueryProce
     [Symbol.asyncDispose]: close,
   };
 }
-
-/** DuckDB's error for a table that is not there, naming an artifact's. */
-const MISSING_TABLE = /^Catalog Error: Table with name (art_[0-9a-f]{12}) does not exist/i;
-
-/** DuckDB's error for a JSON document's table that an artifact has not. */
-const MISSING_DOCUMENT_TABLE = /^Catalog Error: Table with name (art_[0-9a-f]{12})_(doc|paths) does not exist/i;
