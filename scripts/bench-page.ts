@@ -182,7 +182,7 @@ export function targetCell(name: string, value: string, figures: ReadonlyMap<str
 
 const table = (rows: readonly string[]): string[] => ['| figure | value | target |', '| --- | ---: | --- |', ...rows];
 
-/** The block between the markers (the markers included) for one run. */
+/** The block between the markers (the markers included) for one run: a `###` heading and a table per scenario heading. */
 export function renderBlock(run: BenchRun, options: { readonly commit: string; readonly known: readonly string[] }): string {
   const figures = new Map(run.sections.flatMap((section) => section.figures));
   const when = run.date.replace('T', ' ').replace(/:\d\d(\.\d+)?Z$/, ' UTC');
@@ -203,16 +203,14 @@ export function renderBlock(run: BenchRun, options: { readonly commit: string; r
   for (const section of run.sections) {
     out.push(
       '',
-      `**${section.heading}**`,
-      '',
+      `### ${section.heading}`,
       ...table(section.figures.map(([name, value]) => `| \`${name}\` | ${value} | ${targetCell(name, value, figures)} |`)),
     );
   }
   if (missing.length > 0)
     out.push(
       '',
-      '**Not in this run**',
-      '',
+      '### Not in this run',
       ...table(missing.map((name) => `| \`${name}\` | — | ${targetCell(name, 'NaN', figures).replace(/: not measured$/, '')} |`)),
     );
   out.push(END);

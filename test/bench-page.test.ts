@@ -79,7 +79,7 @@ describe('pnpm bench:page', () => {
     expect(result.page).toContain('The run of 2026-11-28 13:05 UTC, commit 1a2b3c4: Node v24.21.0, 2 × Intel(R) Xeon(R) Processor, 24 GiB');
     expect(result.page).toContain('load average at the start: 3.10, 2.50, 2.00; load average at the end: 4.00, 3.00, 2.10');
     // One table per scenario heading, the server's under its sub-heading.
-    expect(result.page).toContain('**The Klym server — 5. Throughput, event-loop delay and memory**');
+    expect(result.page).toContain('\n### The Klym server — 5. Throughput, event-loop delay and memory\n| figure | value | target |\n');
     // Only the block is rewritten.
     expect(result.page).not.toContain('old figures');
     expect(result.page.startsWith('# Benchmarks\n\nHow to run.\n\n<!-- figures:begin -->')).toBe(true);
