@@ -61,6 +61,10 @@ export async function frontBurst(grynya: ChildServer, tasks: number): Promise<st
       figure('floor_p99_burst_starts_ms', starts.floor.p99),
       figure('floor_p99_burst_pings_ms', pinged.floor.p99),
       figure('floor_p99_burst_runs_only_ms', runs.floor.p99),
+      // A poll's p99 over the floor's: among starts, and among pings at the same rate (a front that runs none of
+      // Klym's code per request): what the request rate costs a poll on this stack, starts or not.
+      figure('status_floor_ratio_burst_starts', starts.status.p99 / starts.floor.p99),
+      figure('status_floor_ratio_burst_pings', pinged.status.p99 / pinged.floor.p99),
     ];
   } finally {
     await callers.close();

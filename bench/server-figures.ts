@@ -11,13 +11,13 @@ import { Client as Mcp20260728Client, StreamableHTTPClientTransport as Mcp202607
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { freePort } from '../test/support/upstream-servers.ts';
-import { processCpuMs } from './proc-cpu.ts';
+import { processCpuMs, threadCpu } from './proc-cpu.ts';
 import { startFakeGrynyaProcess, type ChildServer } from './servers.ts';
 import { figure, ms, ratio, summarize } from './stats.ts';
 import { frontBurst } from './front-burst.ts';
 import { startInputResume } from './input-resume.ts';
 import { statusAtLoad } from './status-at-load.ts';
-import { client, scenarioFiveOptions, startKlymChild, startAsFastAsAnswered, startStatusPoller, waitUntilIdle, within } from './klym-server.ts';
+import { client, scenarioFiveOptions, startKlymChild, startAsFastAsAnswered, startStatusPoller, waitUntilIdle, within, type KlymChild } from './klym-server.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const MiB = 2 ** 20;
@@ -126,6 +126,7 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
     await waitUntilIdle(klym);
     await klym.ask('gc');
     const before = await klym.ask<{ rss: number; heapUsed: number; cpuMs: number }>('stats');
+    const threadsBefore = threadCpu(klym.pid);
     await klym.ask('reset');
 
     const began = performance.now();
@@ -144,15 +145,26 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
     const floor = { starting: within(polls.floor, 0, startsAnswered), running: within(polls.floor, startsAnswered, Infinity) };
     const klymSeconds = (performance.now() - began) / 1000;
     const during = await klym.ask<{ delayP99Ms: number; delayMaxMs: number; cpuMs: number; tasks: Record<string, number> }>('stats');
+    // The runner thread: the busiest of Klym's threads but the serving one (ms over the run).
+    const runnerMs = Math.max(...[...threadCpu(klym.pid)].filter(([tid]) => tid !== klym.pid).map(([tid, ns]) => (ns - (threadsBefore.get(tid) ?? 0)) / 1e6));
     await klym.ask('gc');
     const after = await klym.ask<{ rss: number; heapUsed: number }>('stats');
     await new Promise((resolve) => setTimeout(resolve, 6_000)); // past the 3 s TTL and its sweep
     await klym.ask('gc');
     const evicted = await klym.ask<{ rss: number; heapUsed: number; tasks: Record<string, number> }>('stats');
 
-    const rawCpuBefore = { grynya: processCpuMs(grynya.child.pid), clients: cpuMsOfThisProcess() };
+    // The least any MCP server on this stack spends answering a request: \`ping\` (no task, none of Klym's
+    // tools) from the same 16 callers, as many as there were tasks; Klym's process's CPU and the callers'.
+    const pingCpu = await pingCost(grynyaClient, klym, tasks);
+
+    const rawCpuBefore = { grynya: processCpuMs(grynya.child.pid), clients: cpuMsOfThisProcess(), thread: mainThreadMs() };
     const rawSeconds = await rawThroughput(grynya, tasks, concurrency);
-    const rawCpu = { grynya: processCpuMs(grynya.child.pid) - rawCpuBefore.grynya, clients: cpuMsOfThisProcess() - rawCpuBefore.clients };
+    const rawCpu = {
+      grynya: processCpuMs(grynya.child.pid) - rawCpuBefore.grynya,
+      clients: cpuMsOfThisProcess() - rawCpuBefore.clients,
+      // The raw clients all run on this process's one thread, as Klym's calls run on its runner thread.
+      thread: mainThreadMs() - rawCpuBefore.thread,
+    };
     const klymRate = (tasks * 5) / klymSeconds;
     const rawRate = (tasks * 5) / rawSeconds;
     // The CPU each process spent per task; all of it shares the machine's cores, so the run cannot take less
@@ -166,6 +178,13 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
     };
     const cores = availableParallelism();
     const cpuBoundSeconds = ((spent.klym + spent.grynya + spent.callers + spent.poller) * tasks) / 1000 / cores;
+    // The floor: a server whose every task costs only the raw run's five calls (its clients' CPU and the fake
+    // grynya's) and one request answered as cheaply as a ping (Klym's process and the callers'), no poller.
+    // Were the runs as CPU-bound as each other, no such server could pass \`floorRatio\` of raw throughput.
+    const rawPerTask = (rawCpu.clients + rawCpu.grynya) / tasks;
+    const floorPerTask = rawPerTask + pingCpu.server + pingCpu.callers;
+    const floorSeconds = (floorPerTask * tasks) / 1000 / cores;
+    const rawCoresBusy = (rawPerTask * tasks) / 1000 / cores / rawSeconds;
     const mb = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;
     return [
       `| ${tasks} tasks × 5 upstream calls, ${concurrency} at a time | time | upstream calls/s |`,
@@ -180,13 +199,27 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
       `Klym ÷ raw throughput: ${((klymRate / rawRate) * 100).toFixed(0)}%. Klym's process used ${((during.cpuMs - before.cpuMs) / tasks).toFixed(2)} ms of CPU per task (${(((during.cpuMs - before.cpuMs) / 1000 / klymSeconds) * 100).toFixed(0)}% of one core). Its event-loop delay during the run: p99 ${ms(during.delayP99Ms)}, max ${ms(during.delayMaxMs)}. Tasks: ${JSON.stringify(during.tasks)}.`,
       `CPU per task, by process: Klym ${spent.klym.toFixed(2)} ms, the fake grynya ${spent.grynya.toFixed(2)} ms, the 16 callers (this process) ${spent.callers.toFixed(2)} ms, the poller ${spent.poller.toFixed(2)} ms;` +
         ` on ${cores} cores the ${tasks} tasks need at least ${cpuBoundSeconds.toFixed(2)} s (took ${klymSeconds.toFixed(2)} s), so Klym's CPU allows at most ${((rawSeconds / cpuBoundSeconds) * 100).toFixed(0)}% of raw throughput here.` +
-        ` The raw run: its clients ${(rawCpu.clients / tasks).toFixed(2)} ms a task (5 calls), the fake grynya ${(rawCpu.grynya / tasks).toFixed(2)} ms.`,
+        ` The raw run: its clients ${(rawCpu.clients / tasks).toFixed(2)} ms a task (5 calls), the fake grynya ${(rawCpu.grynya / tasks).toFixed(2)} ms, its cores ${(rawCoresBusy * 100).toFixed(0)}% busy.`,
+      `The floor: a ping costs Klym's process ${pingCpu.server.toFixed(2)} ms and the callers ${pingCpu.callers.toFixed(2)} ms (${tasks} pings, 16 at a time);` +
+        ` a server whose task cost only the raw run's five calls (${rawPerTask.toFixed(2)} ms) and one request answered as a ping needs ${floorPerTask.toFixed(2)} ms a task,` +
+        ` ${floorSeconds.toFixed(2)} s on ${cores} cores: at most ${((rawSeconds / floorSeconds) * 100).toFixed(0)}% of raw throughput here, ${((rawPerTask / floorPerTask) * 100).toFixed(0)}% by CPU alone.` +
+        ` Klym's run spent ${(spent.klym + spent.grynya + spent.callers).toFixed(2)} ms a task without the poller (${((rawPerTask / (spent.klym + spent.grynya + spent.callers)) * 100).toFixed(0)}% by CPU).`,
+      `Each run's busiest thread: Klym's runner thread ${(runnerMs / tasks).toFixed(2)} ms a task, the raw clients' one thread ${(rawCpu.thread / tasks).toFixed(2)} ms (5 calls):` +
+        ` where each run waits on that thread, Klym can reach ${((rawCpu.thread / runnerMs) * 100).toFixed(0)}% of raw throughput.`,
       `Klym's memory after GC: before ${mb(before.rss)} RSS / ${mb(before.heapUsed)} heap; after ${tasks} finished tasks ${mb(after.rss)} / ${mb(after.heapUsed)}` +
         ` (heap retained: ${mb(after.heapUsed - before.heapUsed)} per ${tasks} tasks); after the TTL evicted them ${mb(evicted.rss)} / ${mb(evicted.heapUsed)}.`,
       '',
       figure('throughput_ratio', klymRate / rawRate),
       figure('cpu_ms_per_task', (during.cpuMs - before.cpuMs) / tasks),
       figure('throughput_ratio_cpu_bound', rawSeconds / cpuBoundSeconds),
+      figure('throughput_ratio_floor', rawSeconds / floorSeconds),
+      figure('throughput_ratio_floor_cpu', rawPerTask / floorPerTask),
+      figure('throughput_ratio_cpu', rawPerTask / (spent.klym + spent.grynya + spent.callers)),
+      figure('raw_cores_busy', rawCoresBusy),
+      figure('runner_thread_cpu_ms_per_task', runnerMs / tasks),
+      figure('raw_client_thread_cpu_ms_per_task', rawCpu.thread / tasks),
+      figure('throughput_ratio_thread', rawCpu.thread / runnerMs),
+      figure('ping_cpu_ms', pingCpu.server),
       figure('loop_delay_p99_saturated_ms', during.delayP99Ms),
       figure('status_p50_saturated_ms', status.median),
       figure('status_p99_saturated_ms', status.p99),
@@ -194,12 +227,32 @@ async function throughput(grynya: ChildServer, tasks: number, concurrency: numbe
       figure('status_p99_saturated_running_ms', afterStarts.p99),
       figure('floor_p99_saturated_starting_ms', floor.starting.p99),
       figure('floor_p99_saturated_running_ms', floor.running.p99),
+      figure('status_floor_ratio_saturated_starting', whileStarting.p99 / floor.starting.p99),
+      figure('status_floor_ratio_saturated_running', afterStarts.p99 / floor.running.p99),
       figure('heap_retained_mib_per_1000_tasks', ((after.heapUsed - before.heapUsed) / MiB) * (1_000 / tasks), 1),
     ];
   } finally {
     await grynyaClient.close();
     await klym.stop();
   }
+}
+
+/** The CPU (ms) one MCP \`ping\` costs Klym's process and the callers (this process): \`count\` of them, 16 at a time. */
+async function pingCost(callers: Client, klym: KlymChild, count: number): Promise<{ server: number; callers: number }> {
+  for (let index = 0; index < 200; index++) await callers.ping();
+  const before = { server: (await klym.ask<{ cpuMs: number }>('stats')).cpuMs, callers: cpuMsOfThisProcess() };
+  let sent = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (sent < count) {
+        sent++;
+        await callers.ping();
+      }
+    }),
+  );
+  const callersAfter = cpuMsOfThisProcess();
+  const server = (await klym.ask<{ cpuMs: number }>('stats')).cpuMs;
+  return { server: (server - before.server) / count, callers: (callersAfter - before.callers) / count };
 }
 
 async function rawThroughput(grynya: ChildServer, tasks: number, concurrency: number): Promise<number> {
@@ -364,6 +417,11 @@ export async function serverFigures(options: { quick: boolean }): Promise<string
     await slow.stop();
     await fast.stop();
   }
+}
+
+/** Milliseconds of CPU this process's main thread (the raw clients' one) has used so far. */
+function mainThreadMs(): number {
+  return (threadCpu(process.pid).get(process.pid) ?? Number.NaN) / 1e6;
 }
 
 /** Milliseconds of CPU this process (the benchmark's client) has used so far. */

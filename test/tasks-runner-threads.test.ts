@@ -1,14 +1,16 @@
 // Runs spread over several runner threads (`createThreadRunner({ threads })`): a run that keeps its thread
-// busy beside one that must answer, a thread that dies under its runs, and `pool.max` as the threads' total.
-// Real parts: the fake grynya over legacy SSE, the OpenAI provider against a local fake of its API, and a
-// `setup` module (test/support/runner-thread-spin.ts) through which a run's prompt spins or ends its thread.
-import { existsSync, mkdtempSync } from 'node:fs';
+// busy beside one that must answer, a thread that dies under its runs, and `pool.max` as the threads' total
+// (no more threads than the smallest `pool.max`, and `klym serve` saying so). Real parts: the fake grynya over
+// legacy SSE, a stdio server that records each start, the OpenAI provider against a local fake of its API, and
+// a `setup` module (test/support/runner-thread-spin.ts) through which a run's prompt spins or ends its thread.
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createSessionPool, createTaskManager, type RunAgentOptions, type SessionPool, type TaskManager, type TaskRecord } from '@klym/core';
 import { createThreadRunner, type ThreadRunner, type ThreadRunnerOptions } from '@klym/core/engine';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
+import { startKlymServer } from '../apps/server/src/server/index.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeLlmServer, type FakeLlmServer, type FakeReply } from './support/fake-llm-server.ts';
 
@@ -20,6 +22,17 @@ afterEach(async () => {
 const me = { principal: 'grynya' };
 const KEY = 'sk-test-key-for-the-fake-0123456789';
 const SPIN = path.resolve(import.meta.dirname, 'support/runner-thread-spin.ts');
+const FIXTURE = path.resolve(import.meta.dirname, 'support/stdio-fixture-server.ts');
+
+/** The stdio fixture as an upstream (`pool.max` 1 unless `pool` says otherwise), appending its pid to `spawns` at each start. */
+const stdioFixture = (spawns: string, pool?: { readonly max: number }) => ({
+  command: process.execPath,
+  args: ['--conditions=klym-source', FIXTURE, `--spawn-log=${spawns}`],
+  ...(pool === undefined ? {} : { pool }),
+});
+
+/** A file for the fixture's spawn log, in a fresh directory. */
+const spawnLog = (): string => path.join(mkdtempSync(path.join(tmpdir(), 'klym-spawns-')), 'spawns');
 
 /** The fake grynya, a main-thread pool over it, the fake OpenAI API answering with `reply`, and a runner over them. */
 async function setUp(
@@ -141,6 +154,64 @@ describe('runs spread over runner threads', { timeout: 60_000 }, () => {
     // The main thread's pool holds one more, apart from the threads' total.
     expect(grynya.stats.sessionsOpen).toBe(4);
   });
+
+  it('starts one thread, so one process, for a stdio upstream of pool.max 1 when 3 threads are asked for and 3 runs are under way at once', async () => {
+    const spawns = spawnLog();
+    const allUnderWay = Promise.withResolvers<void>();
+    let firstRequests = 0;
+    // Each run's first model request waits until all three runs have made theirs, then calls the fixture's `pid`.
+    // Were each run on a thread of its own (3 threads, a pool each), each thread would start a process.
+    const llm = await startFakeLlmServer((request) => {
+      if (request.body.includes('function_call_output')) return { kind: 'turn', text: 'done' };
+      if (++firstRequests === 3) allUnderWay.resolve();
+      return { kind: 'later', reply: allUnderWay.promise.then((): FakeReply => ({ kind: 'turn', toolCalls: [{ name: 'fixture__pid', args: {} }] })) };
+    });
+    cleanups.push(() => llm.close());
+    const pool = await createSessionPool({ upstreams: {} });
+    cleanups.push(() => pool.close());
+    const runner = createThreadRunner({ upstreams: { fixture: stdioFixture(spawns) }, threads: 3, drainTimeoutMs: 100 });
+    cleanups.push(() => runner.close());
+    const model = { model: 'openai:gpt-4.1-mini', providers: { openai: { apiKey: KEY, baseURL: llm.openaiBaseUrl } } };
+
+    const results = await Promise.all([1, 2, 3].map((n) => runner({ pool, prompt: `run ${n}`, ...model })));
+
+    expect(results.map((result) => result.text)).toEqual(['done', 'done', 'done']);
+    const pids = readFileSync(spawns, 'utf8').trim().split('\n');
+    expect(pids).toHaveLength(1);
+    // Every run's call reached that one process.
+    const answers = llm.requests.filter((request) => request.body.includes('function_call_output'));
+    expect(answers).toHaveLength(3);
+    expect(answers.every((request) => request.body.includes(pids[0] as string))).toBe(true);
+    expect({ threads: runner.threads, threadsCappedBy: runner.threadsCappedBy }).toEqual({
+      threads: 1,
+      threadsCappedBy: { upstream: 'fixture', max: 1, requested: 3 },
+    });
+  });
+
+  it.each([
+    {
+      pool: undefined,
+      upstream: 'of its default pool.max (1)',
+      logged: [
+        'klym: tasks run on 1 runner thread, not 3: upstream "memory" allows 1 session at a time (pool.max 1); raise its pool.max to run tasks on more threads',
+      ],
+    },
+    { pool: { max: 3 }, upstream: 'of pool.max 3', logged: [] },
+  ])(
+    'klym serve with runnerThreads 3 over a stdio upstream $upstream logs $logged.length warning(s) of runner threads it cannot use',
+    async ({ pool, logged }) => {
+      const lines: { line: string; level: string | undefined }[] = [];
+      const server = await startKlymServer({
+        port: 0,
+        upstreams: { memory: stdioFixture(spawnLog(), pool) },
+        log: (line, level) => void lines.push({ line, level }),
+        tasks: { runner: 'thread', runnerThreads: 3, shutdownGraceMs: 0 },
+      });
+      cleanups.push(() => server.close());
+
+      expect(lines.filter(({ line }) => line.includes('runner thread'))).toEqual(logged.map((line) => ({ line, level: 'warning' })));
+    },
+  );
 
   it('refuses a thread count that is not a positive integer, naming it', () => {
     expect(() => createThreadRunner({ upstreams: {}, threads: 0 })).toThrow('Expected `threads` to be a positive integer, got 0');

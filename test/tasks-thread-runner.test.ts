@@ -28,6 +28,7 @@ import { createInMemoryUpstream } from '@klym/core/testing';
 import { createFakeGrynya, type FakeGrynya } from '@klym/fake-grynya';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startKlymServer } from '../apps/server/src/server/index.ts';
 import { startKlym, temporaryDirectory } from './cli-harness.ts';
 import { startFakeLlmServer, type FakeReply } from './support/fake-llm-server.ts';
 
@@ -354,6 +355,24 @@ describe('tasks on the runner thread', { timeout: 40_000 }, () => {
     expect(() => createThreadRunner({ upstreams: {}, niceness: 20 })).toThrow(
       new KlymError('CONFIG_INVALID', 'Expected `niceness` to be an integer from 0 to 19, got 20'),
     );
+  });
+
+  it.skipIf(process.platform !== 'linux')("klym serve's `tasks.runnerNiceness` is its runner threads' nice value", async () => {
+    const grynya = await createFakeGrynya();
+    cleanups.push(() => grynya.close());
+    const base = getPriority();
+    expect(niceOfThreads()).not.toContain(base + 3);
+    const server = await startKlymServer({
+      port: 0,
+      upstreams: { grynya: { url: grynya.sseUrl, transport: 'sse' } },
+      log: () => {},
+      tasks: { runner: 'thread', runnerNiceness: 3, shutdownGraceMs: 0 },
+    });
+    cleanups.push(() => server.close());
+    const { service } = server.klym;
+    const { task_id } = await service.start({ prompt: 'Self-check' }, me.principal);
+    await expect.poll(async () => (await service.status({ task_id }, me.principal)).status, { timeout: 30_000 }).toBe('completed');
+    expect(niceOfThreads()).toContain(base + 3);
   });
 
   it('refuses what cannot cross a thread, naming it: an upstream given as connect(), a model object', async () => {

@@ -263,6 +263,14 @@ describe('mapping the configuration onto core and the server', () => {
     );
   });
 
+  it("sets the runner threads' nice value from `tasks.runnerNiceness` (0-19), naming the key when out of range", () => {
+    expect(serverOptions(configWith({}), cwd).tasks?.runnerNiceness).toBeUndefined();
+    expect(serverOptions(configWith({ KLYM_TASKS_RUNNER_NICENESS: '0' }), cwd).tasks?.runnerNiceness).toBe(0);
+    expect(() => configWith({ KLYM_TASKS_RUNNER_NICENESS: '20' })).toThrow(
+      /tasks\.runnerNiceness = 20: Too big: expected number to be <=19 \(env KLYM_TASKS_RUNNER_NICENESS\)/,
+    );
+  });
+
   it('hands the webhook endpoints to the task service with their defaults; `klym config` redacts each secret, and an error never shows one', () => {
     const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
     const env = {

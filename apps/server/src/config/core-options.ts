@@ -199,6 +199,7 @@ export function serverOptions(config: KlymConfig, cwd: string): KlymServerOption
       },
       runner: config.tasks.runner,
       ...(config.tasks.runnerThreads === undefined ? {} : { runnerThreads: config.tasks.runnerThreads }),
+      ...(config.tasks.runnerNiceness === undefined ? {} : { runnerNiceness: config.tasks.runnerNiceness }),
       sharedQueue: { lockDurationMs: config.tasks.lockDurationMs, stalledIntervalMs: config.tasks.stalledIntervalMs },
       resumeOnRestart: config.tasks.resumeOnRestart,
       askCaller: config.tasks.askCaller,

@@ -234,9 +234,17 @@ export const configObjectSchema = z.strictObject({
       /**
        * With `runner: thread`, how many runner threads the runs are spread over (each to the least busy), so that one
        * task's synchronous work holds up only the runs on its own thread. Each has its own session pool: an upstream's
-       * `pool.max` is the total over them (each thread gets its share, at least 1). @default the machine's cores less one, at least 1
+       * `pool.max` is the total over them, so there are never more threads than the smallest `pool.max` (logged when
+       * that makes fewer). @default the machine's cores less one, at least 1
        */
       runnerThreads: positiveInt.optional(),
+      /**
+       * With `runner: thread`, how many steps below the process's priority the runner threads run (their nice value,
+       * 0-19; Linux): when cores are short, the front that answers polls runs first. On a machine shared with other
+       * busy processes, a high value also yields the runs to those (at 10, a tenth of a core's share beside one
+       * process at 0); 0 runs them as the process does. @default 10
+       */
+      runnerNiceness: z.number().int().min(0).max(19).optional(),
       /** Whether a task that was running when Klym stopped resumes from its last step on restart; `false` ends it as `error` (`TASK_INTERRUPTED`). @default true */
       resumeOnRestart: z.boolean().default(TASK_DEFAULTS.resumeOnRestart),
       /** Whether a task's model may ask its caller a question (`klym__ask_caller`) and wait for the answer; a start may turn it off (`ask_caller: false`). @default true */

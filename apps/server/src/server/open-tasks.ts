@@ -11,7 +11,7 @@ import {
   type UpstreamCall,
   type UpstreamLogEntry,
 } from '@klym/core';
-import { createThreadRunner } from '@klym/core/engine';
+import { createThreadRunner, type ThreadRunner } from '@klym/core/engine';
 import { createRedactor } from '@klym/core/server';
 import { THREAD_TRACING_SETUP } from '../telemetry/tracing-env.ts';
 import { serverSecrets, type ResolvedServerOptions } from './server-options.ts';
@@ -45,7 +45,7 @@ export interface TaskObservers {
  * @throws {KlymError} `CONFIG_INVALID` for an options error; `STORE_UNAVAILABLE` naming the store's file or Redis and why it cannot be opened.
  */
 export async function openTasks(options: ResolvedServerOptions, observers: TaskObservers = {}): Promise<OpenedTasks> {
-  const { store: spec = 'memory', artifactLimits, sharedQueue, runner: where, runnerThreads, ...tasks } = options.tasks;
+  const { store: spec = 'memory', artifactLimits, sharedQueue, runner: where, runnerThreads, runnerNiceness, ...tasks } = options.tasks;
   const opened: (() => Promise<void>)[] = [];
   const closeOpened = async (): Promise<void> => {
     const failures: unknown[] = [];
@@ -86,12 +86,14 @@ export async function openTasks(options: ResolvedServerOptions, observers: TaskO
       const runner = createThreadRunner({
         upstreams: threadUpstreams(options),
         ...(runnerThreads === undefined ? {} : { threads: runnerThreads }),
+        ...(runnerNiceness === undefined ? {} : { niceness: runnerNiceness }),
         onLog: upstreamLog(options),
         ...(observers.onCall === undefined ? {} : { onCall: observers.onCall }),
         // The thread's runs make their spans through an SDK of its own, started from the same environment.
         ...(tasks.tracing === undefined ? {} : { setup: THREAD_TRACING_SETUP }),
       });
       opened.push(() => runner.close());
+      if (runner.threadsCappedBy !== undefined) options.log(threadsCappedWarning(runner.threads, runner.threadsCappedBy), 'warning');
       run = runner;
     }
     const service = createTaskService({
@@ -140,6 +142,19 @@ function threadUpstreams(options: ResolvedServerOptions): NonNullable<ResolvedSe
       "Expected `upstreams` with `tasks.runner: 'thread'`, got a `pool`: the thread opens its own pool, which cannot be passed across",
     );
   return options.upstreams ?? {};
+}
+
+/** What `klym serve` says when an upstream's `pool.max` allowed fewer runner threads than `tasks.runnerThreads` asked for. */
+function threadsCappedWarning(threads: number, { upstream, max, requested }: NonNullable<ThreadRunner['threadsCappedBy']>): string {
+  return (
+    `klym: tasks run on ${plural(threads, 'runner thread')}, not ${requested}: upstream "${upstream}" allows ${plural(max, 'session')} at a time ` +
+    `(pool.max ${max}); raise its pool.max to run tasks on more threads`
+  );
+}
+
+/** `1 session`, `3 sessions`. */
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 /** Tells `observer` of a refusal, after `given` (the options' own listener) if there is one. */

@@ -29,7 +29,7 @@ export const SERVER_DEFAULTS = {
  * The server's tasks: `@klym/core`'s task service options, named and defaulted as there (`maxConcurrent`,
  * `maxQueued`, `taskTimeoutMs`, `ttlMs`, `log`, `models`, `budget`s, `tools`, policies, `secrets`, …), handed
  * to `createTaskService` as they are, and the few the server itself decides: where tasks are kept and
- * queued (`store`, `artifactLimits`, `sharedQueue`) and where their runs execute (`runner`, `runnerThreads`).
+ * queued (`store`, `artifactLimits`, `sharedQueue`) and where their runs execute (`runner`, `runnerThreads`, `runnerNiceness`).
  */
 export interface ServerTaskOptions extends Omit<TaskServiceOptions, 'pool' | 'store' | 'onEvent'> {
   /**
@@ -60,6 +60,11 @@ export interface ServerTaskOptions extends Omit<TaskServiceOptions, 'pool' | 'st
    * @default the machine's cores less one, at least 1
    */
   readonly runnerThreads?: number;
+  /**
+   * With `runner: 'thread'`, the runner threads' nice value below the process's (`createThreadRunner`'s
+   * `niceness`, 0-19): the front runs first when cores are short. @default 10
+   */
+  readonly runnerNiceness?: number;
 }
 
 /**

@@ -26,17 +26,39 @@ export function portableUpstreams(upstreams: Readonly<Record<string, UpstreamCon
   );
 }
 
+/** How many runner threads a runner starts, and which upstream allowed no more. */
+export interface ThreadCount {
+  /** The threads to start: `requested`, or the smallest `pool.max` among the upstreams if that is fewer. */
+  readonly count: number;
+  /** The upstream whose `pool.max` allowed fewer threads than `requested` (the first such, by smallest `max`); absent when none did. */
+  readonly cappedBy?: { readonly upstream: string; readonly max: number };
+}
+
+/**
+ * How many runner threads to start: `requested`, but no more than the smallest `pool.max` among `upstreams`,
+ * since each thread's pool needs at least one session of each upstream and `pool.max` is the runner's total
+ * (a stdio upstream, `pool.max` 1 by default, allows one thread).
+ */
+export function threadCount(upstreams: Readonly<Record<string, UpstreamConfig>>, requested: number): ThreadCount {
+  let cappedBy: { upstream: string; max: number } | undefined;
+  for (const [name, config] of Object.entries(upstreams)) {
+    const { max } = resolveUpstreamConfig(name, config);
+    if (max < (cappedBy?.max ?? requested)) cappedBy = { upstream: name, max };
+  }
+  return cappedBy === undefined ? { count: requested } : { count: cappedBy.max, cappedBy };
+}
+
 /**
  * Each thread's upstreams: `upstreams` with each `pool.max` divided between `threads` pools, so that it
- * stays the runner's total — the remainder to the first threads, at least 1 each (so more threads than
- * `max` open one session each) — and `pool.min` at most the thread's share.
+ * stays the runner's total — the remainder to the first threads — and `pool.min` at most the thread's
+ * share. `threads` is at most each upstream's `pool.max` ({@link threadCount}), so each share is at least 1.
  */
 export function threadShares(upstreams: Readonly<Record<string, UpstreamConfig>>, threads: number): Record<string, UpstreamConfig>[] {
   const limits = Object.entries(upstreams).map(([name, config]) => [name, config, resolveUpstreamConfig(name, config)] as const);
   return Array.from({ length: threads }, (_, index) =>
     Object.fromEntries(
       limits.map(([name, config, { min, max }]) => {
-        const share = Math.max(1, Math.floor(max / threads) + (index < max % threads ? 1 : 0));
+        const share = Math.floor(max / threads) + (index < max % threads ? 1 : 0);
         return [name, { ...config, pool: { ...config.pool, min: Math.min(min, share), max: share } }];
       }),
     ),

@@ -8,7 +8,7 @@ import type { UpstreamCall } from '../../pool/upstream-status.ts';
 import type { PortableRunOptions, RunnerThreadData, ToRunnerThread } from './runner-messages.ts';
 import type { AgentRunner } from '../../agent/types.ts';
 import { TASK_DEFAULTS } from '../../defaults.ts';
-import { portableRunOptions, portableUpstreams, threadShares } from './portable-options.ts';
+import { portableRunOptions, portableUpstreams, threadCount, threadShares } from './portable-options.ts';
 import { closeRunnerThread, startRunnerThread, type PendingRun, type RunnerThread } from './runner-thread-handle.ts';
 
 /** Options of {@link createThreadRunner}. */
@@ -16,9 +16,10 @@ export interface ThreadRunnerOptions {
   /**
    * The upstreams each thread's own session pool is opened over, as `createSessionPool` takes them: HTTP
    * and stdio upstreams (an upstream given as a `connect()` function cannot cross a thread). An upstream's
-   * `pool.max` is the runner's total: each thread's pool gets its share (`max` divided by `threads`, the
-   * remainder to the first threads, at least 1 each, so with more threads than `max` the total is
-   * `threads`), and `pool.min` at most that share. The main thread's own pool is apart from it.
+   * `pool.max` is the runner's total: each thread's pool gets its share (`max` divided by the threads, the
+   * remainder to the first threads), and `pool.min` at most that share. Since each thread needs a session
+   * of each upstream, the runner starts no more threads than the smallest `pool.max` (a stdio upstream,
+   * `pool.max` 1 by default, means one thread). The main thread's own pool is apart from this total.
    */
   readonly upstreams: Readonly<Record<string, UpstreamConfig>>;
   /**
@@ -26,7 +27,9 @@ export interface ThreadRunnerOptions {
    * thread with the fewest runs under way (an idle one that is running before a new one is started), so
    * a run that keeps its thread busy (a tokenizer at work over a big artifact) holds up only the runs
    * beside it on that thread. The first thread starts with the runner, the others when a run finds every
-   * running thread busy. @default the machine's cores less one (`os.availableParallelism() - 1`), at least 1
+   * running thread busy. At most the smallest `pool.max` among `upstreams` are started (see `upstreams`;
+   * the runner's `threads` says how many, and `threadsCappedBy` which upstream allowed no more).
+   * @default the machine's cores less one (`os.availableParallelism() - 1`), at least 1
    */
   readonly threads?: number;
   /** How Klym introduces itself in `initialize`. @default { name: 'klym', version: '0.1.0' } */
@@ -61,6 +64,13 @@ export type ThreadRunner = AgentRunner &
   AsyncDisposable & {
     /** Always true: the events come from `runAgent` on the thread, redacted there. */
     readonly redactsEvents: true;
+    /** How many threads the runs are spread over: `options.threads`, or fewer if an upstream's `pool.max` allows fewer. */
+    readonly threads: number;
+    /**
+     * Set when an upstream's `pool.max` allowed fewer threads than were asked for: the upstream (the one with
+     * the smallest `max`), its `max`, and the threads `requested` (`options.threads` or its default).
+     */
+    readonly threadsCappedBy?: { readonly upstream: string; readonly max: number; readonly requested: number };
     /** Ends the runs still under way (their scopes close), closes the threads' pools, then ends the threads. Idempotent. */
     close(): Promise<void>;
   };
@@ -68,7 +78,8 @@ export type ThreadRunner = AgentRunner &
 /**
  * Runs tasks' agents (`runAgent`) on worker threads, so that the thread which serves requests never
  * waits behind a run's model streams, upstream calls and redaction, and a run's synchronous work holds
- * up only the runs on its own thread. Runs are spread over `threads` threads, each to the least busy.
+ * up only the runs on its own thread. Runs are spread over `threads` threads, each to the least busy, but
+ * no more threads than the smallest `pool.max` among `upstreams` allows (each `pool.max` stays a total).
  * Each thread opens its own session pool over `upstreams` (its share of each `pool.max`) for its whole
  * life and a scope of it per run (named as the run's own `scope`); the run's `pool` and `scope` are not
  * used. Events and checkpoints reach the run's `onEvent` and `onCheckpoint` in order; a call is sent only
@@ -91,8 +102,9 @@ export type ThreadRunner = AgentRunner &
  * ```
  */
 export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
-  const count = threadsOf(options.threads);
+  const requested = threadsOf(options.threads);
   const upstreams = portableUpstreams(options.upstreams);
+  const { count, cappedBy } = threadCount(upstreams, requested);
   const common: Omit<RunnerThreadData, 'upstreams'> = {
     ...(options.clientInfo === undefined ? {} : { clientInfo: options.clientInfo }),
     // The AI SDK prints its warnings unless this global says not to; the thread has globals of its own.
@@ -194,7 +206,13 @@ export function createThreadRunner(options: ThreadRunnerOptions): ThreadRunner {
 
   // Started at once, so that its pool is connected by the first run; after a crash, by the next run.
   start(0);
-  return Object.assign(run, { redactsEvents: true as const, close, [Symbol.asyncDispose]: close });
+  return Object.assign(run, {
+    redactsEvents: true as const,
+    threads: count,
+    ...(cappedBy === undefined ? {} : { threadsCappedBy: { ...cappedBy, requested } }),
+    close,
+    [Symbol.asyncDispose]: close,
+  });
 }
 
 /** The machine's cores less one, at least 1: the main thread keeps a core for the front. */
