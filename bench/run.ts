@@ -1,6 +1,9 @@
 // `pnpm bench`: every scenario, each measured side by side in one run, printed as Markdown tables
-// (docs/benchmarks.md keeps the latest figures and says what each scenario measures).
+// (docs/benchmarks.md says what each scenario measures; `pnpm bench:page <output>` writes its figures there).
 // `--quick` is a shorter run; `--only <name>[,<name>…]` runs only the scenarios named (see `scenarios`).
+// The header names the commit and the load average at the start, the last line the load average at the end:
+// on two shared cores the machine's state moves the figures more than most changes do.
+import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import { bigMessage } from './big-message.ts';
 import { codeFigures } from './code.ts';
@@ -51,9 +54,28 @@ if (only?.length === 0 || unknown.length > 0) {
   process.exit(1);
 }
 
-console.log(`# Klym benchmarks — ${new Date().toISOString()}`);
+const git = (...args: string[]): string =>
+  execFileSync('git', args, { cwd: import.meta.dirname, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+
+/** The checkout's commit, `+ changes` when its tree differs from it; `unknown` outside a git checkout. */
+function commitOf(): string {
+  try {
+    return `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') === '' ? '' : ' + changes'}`;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The 1, 5 and 15 minute load averages, as `uptime` prints them. */
+const loadAverage = (): string =>
+  os
+    .loadavg()
+    .map((load) => load.toFixed(2))
+    .join(', ');
+
+console.log(`# Klym benchmarks — ${new Date().toISOString()}, commit ${commitOf()}`);
 console.log(
-  `Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB${quick ? ' (--quick)' : ''}${only === undefined ? '' : ` (--only ${only.join(',')})`}\n`,
+  `Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB${quick ? ' (--quick)' : ''}${only === undefined ? '' : ` (--only ${only.join(',')})`}; load average at the start: ${loadAverage()}\n`,
 );
 
 let first = true;
@@ -63,3 +85,4 @@ for (const [name, heading, run, byName] of scenarios) {
   console.log((await run()).join('\n'));
   first = false;
 }
+console.log(`\nload average at the end: ${loadAverage()}`);
