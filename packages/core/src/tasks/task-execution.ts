@@ -3,73 +3,45 @@ import type { AgentCheckpoint } from '../agent/types.ts';
 import type { AgentEvent } from '../agent/agent-event.ts';
 import { KlymError, isKlymError } from '../errors.ts';
 import { raceAbort } from '../internal/abort.ts';
-import type { SessionPool } from '../pool/session-pool.ts';
-import type { Redactor } from '../redact.ts';
 import { startTaskSpan } from './task-span.ts';
-import type { ToolCallTracing } from '../telemetry/tool-call-span.ts';
 import type { TracingOptions } from '../telemetry/tracing.ts';
-import type { TaskLogData, TaskNoteType } from './store/log-entry.ts';
-import type { AnnouncedEvent, RunOutcome, TaskLease } from './queue/task-queue.ts';
-import type { AgentRunner, TaskEvent } from './task-manager-types.ts';
-import { createProgress, eventData } from './runner/task-progress.ts';
+import type { RunOutcome, TaskLease } from './queue/task-queue.ts';
+import type { AgentRunner } from './task-manager-types.ts';
+import { createProgress } from './runner/task-progress.ts';
 import { isRunnerLost } from './runner/runner-thread-handle.ts';
 import { TASK_DEFAULTS } from '../defaults.ts';
-import { answerAsk, INPUT_REQUIRED, type AskedQuestion } from '../agent/ask-caller.ts';
-import { decidedWriteBack, isWriteBackApproval, WRITE_BACK_CALL_ID, writeBackApproval } from './runner/write-back-approval.ts';
-import type { AgentRunResult } from '../agent/types.ts';
-import { completionOf, runOptionsOf, type TaskRunDefaults } from './runner/task-run.ts';
-import { isReplied, isTerminal, KEPT_INPUTS, type TaskPatch, type TaskRecord, type TaskStatus, type TaskStore } from './store/task-types.ts';
-import { writeBackResult, type ResolvedWriteBack } from './runner/write-back.ts';
+import { answerAsk, INPUT_REQUIRED } from '../agent/ask-caller.ts';
+import { decidedWriteBack, isWriteBackApproval, writeBackApproval } from './runner/write-back-approval.ts';
+import { completionOf, runOptionsOf } from './runner/task-run.ts';
+import { isReplied, isTerminal, type TaskPatch, type TaskRecord } from './store/task-types.ts';
 import { taskArtifacts } from './runner/task-artifacts.ts';
 import type { TaskQueries } from './runner/task-queries.ts';
 import type { DailySpend } from './admission/daily-spend.ts';
+import { createTaskEnding, type TaskEnding, type TaskEndingContext } from './task-ending.ts';
 
-/** What running a task needs: the manager's settings, resolved. */
-export interface TaskExecutionContext {
-  readonly store: TaskStore;
+/** What running a task needs: the manager's settings, resolved (its ends' included). */
+export interface TaskExecutionContext extends TaskEndingContext {
   /** Queues a task again (ahead of its principal's waiting starts): a run whose thread died under it goes on. */
   readonly requeue?: (id: string, principal: string) => Promise<void>;
-  readonly pool: SessionPool;
   readonly run: AgentRunner;
-  /** The runner's events come redacted already (core's runners): logged as they come. */
-  readonly eventsRedacted: boolean;
-  readonly defaults: TaskRunDefaults;
   /** The manager's secrets, provider keys included. */
   readonly secrets: readonly string[];
-  readonly redact: Redactor;
   readonly taskTimeoutMs: number;
   readonly resumeOnRestart: boolean;
-  readonly writeBack: ResolvedWriteBack;
-  readonly onEvent: ((event: TaskEvent) => void) | undefined;
   /** Traces each run of a task; absent when tracing is off. */
   readonly tracing: TracingOptions | undefined;
-  /** A task ended here (after its `task-end` event): the queue tells the processes that share it. */
-  /** Tells the other processes of a shared queue that a task started, resumed or ended here. */
-  readonly announce: (type: AnnouncedEvent, id: string) => void;
   /** The tasks' DuckDBs: a run queries its task's there (`klym__query_artifact`), dropped when the run ends. */
   readonly queries?: TaskQueries;
   /** What each principal's runs spend per day: every step and map counted, a run stopped once its principal's day is spent. */
   readonly spend?: DailySpend;
   /** Whether runs are offered `klym__ask_caller` (a task's request may still turn it off). */
   readonly askCaller: boolean;
-  /** The manager's clock, in ms since the epoch: when a question was asked. */
-  readonly now: () => number;
 }
 
 /** Running tasks, and ending them: what the task manager and its queue share. */
-export interface TaskExecution {
-  /** Appends to a task's log, redacted. */
-  log<Type extends TaskNoteType>(id: string, type: Type, data: TaskLogData<Type>): void;
-  /** Tells the manager's listener; a listener that throws breaks nothing. */
-  emit(event: TaskEvent): void;
-  /** Ends a task if its status is one of `from`: the transition, its `task-end` entry and event. */
-  finish(id: string, from: readonly TaskStatus[], patch: TaskPatch): Promise<TaskRecord | undefined>;
+export interface TaskExecution extends Pick<TaskEnding, 'log' | 'emit' | 'finish' | 'interrupt' | 'settleWriteBack'> {
   /** Runs one task a queue handed out: see {@link TaskConsumer.run}. Never rejects. */
   run(lease: TaskLease): Promise<RunOutcome>;
-  /** Ends a `running` task as `TASK_INTERRUPTED`, with a message saying why, given the step its checkpoint reached. */
-  interrupt(id: string, why: (step: number) => string): Promise<void>;
-  /** Reports a write-back a stopped process left under way as of unknown outcome; it is never made twice. */
-  settleWriteBack(task: TaskRecord): Promise<void>;
 }
 
 /** Why a task that was running when its process stopped ends as `TASK_INTERRUPTED` with resuming off. */
@@ -80,59 +52,7 @@ export const notResumed = (step: number): string =>
 export function createTaskExecution(context: TaskExecutionContext): TaskExecution {
   const { store, redact, defaults } = context;
 
-  const emit = (event: TaskEvent): void => {
-    try {
-      context.onEvent?.(event);
-    } catch {
-      // A listener's failure must not break a task.
-    }
-  };
-  const log = <Type extends TaskNoteType>(id: string, type: Type, data: TaskLogData<Type>): void => store.appendLog(id, type, redact.value(data));
-  const logEvent = (id: string, event: AgentEvent): void => {
-    const data = eventData(event);
-    store.appendLog(id, event.type, context.eventsRedacted ? data : redact.value(data));
-  };
-
-  const finish = async (id: string, from: readonly TaskStatus[], patch: TaskPatch): Promise<TaskRecord | undefined> => {
-    const task = await store.transition(id, from, { ...patch, finishedAt: new Date().toISOString() });
-    if (task !== undefined) {
-      log(id, 'task-end', { status: task.status, ...(task.error ? { error: task.error } : {}), ...(task.cancelReason ? { reason: task.cancelReason } : {}) });
-      emit({ type: 'task-end', task });
-      context.announce('task-end', id);
-    }
-    return task;
-  };
-
-  const interrupt = async (id: string, why: (step: number) => string): Promise<void> => {
-    const step = (await store.loadCheckpoint(id))?.steps ?? 0;
-    await finish(id, ['running'], { status: 'error', currentStep: 'interrupted', error: { code: 'TASK_INTERRUPTED', message: why(step) } });
-  };
-
-  const settleWriteBack = async (task: TaskRecord): Promise<void> => {
-    if (task.writeBack?.status !== 'pending') return;
-    const error = `Klym stopped while writing the result: the node ${task.writeBack.nodeId} may or may not have been written; it was not written again`;
-    await store.update(task.id, { writeBack: { ...task.writeBack, status: 'failed', error } });
-    log(task.id, 'write-back', { status: 'failed', nodeId: task.writeBack.nodeId, error });
-  };
-
-  const recordResult = async (task: TaskRecord, tracing: ToolCallTracing | undefined): Promise<void> => {
-    const text = task.result?.finalText ?? '';
-    const provenance = {
-      prompt: redact.text(task.request.prompt),
-      model: task.result?.model ?? task.request.model ?? defaults.model ?? 'unknown',
-      principal: task.principal,
-      finishReason: task.result?.finishReason ?? 'unknown',
-    };
-    const outcome = await writeBackResult(
-      context.pool,
-      { id: task.id, text, time: new Date(task.finishedAt ?? Date.now()), provenance },
-      context.writeBack,
-      tracing,
-    );
-    const updated = await store.update(task.id, { writeBack: outcome.error === undefined ? outcome : { ...outcome, error: redact.text(outcome.error) } });
-    log(task.id, 'write-back', { ...outcome });
-    if (updated !== undefined) emit({ type: 'task-write-back', task: updated });
-  };
+  const { log, logEvent, emit, finish, interrupt, settleWriteBack, recordResult, park } = createTaskEnding(context);
 
   /**
    * Takes the task up: `pending` → `running`, resumed from its checkpoint when its caller answered its question;
@@ -191,38 +111,6 @@ export function createTaskExecution(context: TaskExecutionContext): TaskExecutio
     }
     if (answered !== checkpoint) await store.saveCheckpoint(task.id, answered);
     return answered;
-  };
-
-  /**
-   * A run that asked its caller (or whose result's write-back waits for approval, `result` then kept): `running` →
-   * `input_required` with what it asks; its slot and sessions are let go as any run's end.
-   */
-  const park = async (task: TaskRecord, result: AgentRunResult, checkpoint: AgentCheckpoint | undefined, asked: AskedQuestion): Promise<boolean> => {
-    const completed = completionOf(task, result, { checkpoint, writeBack: false, redact });
-    const waiting = await store.transition(task.id, ['running'], {
-      usage: completed.usage,
-      elapsedMs: completed.elapsedMs,
-      ...(asked.toolCallId === WRITE_BACK_CALL_ID ? { result: completed.result } : {}),
-      // The question answered before this one stays in the task's history.
-      ...(task.input !== undefined && isReplied(task.input) ? { earlierInputs: [...(task.earlierInputs ?? []), task.input].slice(-KEPT_INPUTS) } : {}),
-      status: 'input_required',
-      currentStep: asked.kind === 'approval' ? 'waiting for approval' : 'waiting for input',
-      input: {
-        ...(asked.kind === 'approval' ? { kind: 'approval' } : {}),
-        question: redact.text(asked.question),
-        ...(asked.call === undefined ? {} : { call: { toolName: asked.call.toolName, input: redact.value(asked.call.input) } }),
-        toolCallId: asked.toolCallId,
-        askedAt: new Date(context.now()).toISOString(),
-      },
-    });
-    if (waiting === undefined) return false;
-    log(task.id, 'input-required', {
-      question: asked.question,
-      toolCallId: asked.toolCallId,
-      ...(asked.call === undefined ? {} : { toolName: asked.call.toolName }),
-    });
-    emit({ type: 'task-input-required', task: waiting });
-    return true;
   };
 
   /** Whether a task whose runner thread died under it goes on: resuming is on, and it has not resumed too often. */
