@@ -3,6 +3,7 @@ import { KlymError } from '../errors.ts';
 import type { AgentBudget, AgentRunResult, AgentUsage, BudgetName, ModelPrice } from './types.ts';
 import { costOf } from './usage.ts';
 import { positiveInteger, positiveNumber } from '../internal/positive.ts';
+import { countText as tokens } from '../internal/count-text.ts';
 
 /** A run's limits with the defaults filled in. */
 export type ResolvedBudget = AgentRunResult['budget'];
@@ -105,8 +106,6 @@ export interface BudgetHolds {
    */
   refused(): BudgetHit | undefined;
 }
-
-const tokens = (value: number): string => value.toLocaleString('en-US');
 
 /**
  * The holds of a run whose budget is `budget`, its usage `spent()` (read at each hold: the run counts each

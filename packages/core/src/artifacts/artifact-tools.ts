@@ -10,6 +10,7 @@ import { toCsv, toRecords } from './artifact-query.ts';
 import { recordsFrom } from './artifact-records.ts';
 import { sqlArgument } from './sql-argument.ts';
 import { ARTIFACT_TOOL_NAMES, keepBigResult, type ArtifactQuerying, type ResultKeeping } from './result-keeping.ts';
+import { countText as count } from '../internal/count-text.ts';
 
 // Built once: every run offers these tools. Wrapped with `zodSchema`, each converts to JSON Schema once; a
 // bare zod schema is wrapped anew by the AI SDK at every step of every run, and converted each time.
@@ -51,8 +52,6 @@ const MAP_INPUT = zodSchema(
     instruction: z.string().min(1).max(4_000).describe('What to answer on each chunk.'),
   }),
 );
-
-const count = (value: number): string => value.toLocaleString('en-US');
 
 /** A text answer of a built-in tool, kept as an artifact itself when it is big. */
 async function answer(toolName: string, text: string, keeping: ResultKeeping): Promise<string> {

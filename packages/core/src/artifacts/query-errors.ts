@@ -2,6 +2,7 @@
 import { KlymError } from '../errors.ts';
 import type { ProcessError } from './query-messages.ts';
 import type { QuerySource } from './query-text.ts';
+import { countText } from '../internal/count-text.ts';
 
 /** Why Klym stopped a query: its signal, its time limit, or its processes closing. */
 export type Stop = 'signal' | 'timeout' | 'close';
@@ -25,7 +26,7 @@ export function stoppedError(pending: { readonly stop?: Stop; readonly job: { re
     default:
       return new KlymError(
         'QUERY_FAILED',
-        `The query ran past its time limit of ${pending.job.timeoutMs.toLocaleString('en-US')} ms (\`timeoutMs\`) and was stopped: filter or aggregate sooner, or query less at once`,
+        `The query ran past its time limit of ${countText(pending.job.timeoutMs)} ms (\`timeoutMs\`) and was stopped: filter or aggregate sooner, or query less at once`,
       );
   }
 }

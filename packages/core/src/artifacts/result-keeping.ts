@@ -12,6 +12,7 @@ import { MAX_RECORD_KEYS, type ArtifactInfo, type ArtifactRecords, type QueryPag
 import type { QueryAnswer } from './artifact-query.ts';
 import { duckType, type ColumnType } from './record-types.ts';
 import { recordColumns } from './query-tables.ts';
+import { countText as count } from '../internal/count-text.ts';
 
 /** The names of Klym's built-in tools over artifacts, offered to every run. */
 export const ARTIFACT_TOOL_NAMES = {
@@ -49,8 +50,6 @@ export interface ResultKeeping {
 export interface ArtifactQuerying {
   query(sql: string, options?: QueryPage & { readonly signal?: AbortSignal }): Promise<QueryAnswer>;
 }
-
-const count = (value: number): string => value.toLocaleString('en-US');
 
 /**
  * What the model is given in a big result's place: a first line naming the artifact with its size in

@@ -5,6 +5,7 @@ import { ARTIFACT_DEFAULTS } from '../defaults.ts';
 import { KlymError } from '../errors.ts';
 import { streamed, type ArtifactMapping, type CallResult } from '../artifacts/artifact-map.ts';
 import { createCallHolds, type CallHold } from '../artifacts/call-holds.ts';
+import { countText as tokens } from '../internal/count-text.ts';
 
 /** A program's sub-calls: `llm(instruction, text)` and `llmMap(instruction, texts)`. */
 export interface SubCalls {
@@ -25,8 +26,6 @@ const SYSTEM =
 
 /** Why the budget cannot pay for more: the program stops, and its tool result says so. */
 export const budgetStop = (reason: string): KlymError => new KlymError('BUDGET_EXCEEDED', `The budget stopped the program: ${reason}`);
-
-const tokens = (value: number): string => value.toLocaleString('en-US');
 
 const instructionOf = (instruction: unknown, what: string): string => {
   if (typeof instruction !== 'string' || instruction.trim() === '') {

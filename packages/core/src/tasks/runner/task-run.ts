@@ -6,6 +6,7 @@ import type { Redactor } from '../../redact.ts';
 import type { AgentTracing } from '../../agent/agent-tracing.ts';
 import type { TaskPatch, TaskRecord } from '../store/task-types.ts';
 import type { ArtifactBackend } from '../../artifacts/artifact-types.ts';
+import { countText as count } from '../../internal/count-text.ts';
 
 /** Run options every task gets unless its request says otherwise (and the request may only narrow). */
 export type TaskRunDefaults = Omit<RunSettings, 'prompt'>;
@@ -103,8 +104,6 @@ export function completionOf(
     ...(context.writeBack ? { writeBack: { status: 'pending', nodeId: `klym_${task.id}`, dayId: '' } } : {}),
   };
 }
-
-const count = (value: number): string => value.toLocaleString('en-US');
 
 /**
  * The line a task's result starts with when a budget ended its run (`finishReason` `budget:<name>`): which budget,
