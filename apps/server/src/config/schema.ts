@@ -75,13 +75,16 @@ const taskStoreSchema = z
  * A webhook endpoint: where task events are POSTed, signed. A start names one by its key (`webhook: ops`); a
  * caller never gives a URL.
  */
+/** A Standard Webhooks signing secret: `whsec_` and the base64 of 24 to 64 random bytes. */
+const webhookSecret = z
+  .string()
+  .regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, 'expected `whsec_` and the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)');
+
 const webhookSchema = z.strictObject({
   /** Where events are POSTed (http or https). Redirects are not followed. */
   url: z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' }),
   /** The Standard Webhooks signing secret: `whsec_` and the base64 of 24 to 64 random bytes. Secret. */
-  secret: z
-    .string()
-    .regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, 'expected `whsec_` and the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)'),
+  secret: webhookSecret,
   /**
    * The events it receives: `task.started`, `task.input_required` (its run asks its caller: `data.question`),
    * `task.completed`, `task.failed`, `task.cancelled`. @default ['task.input_required', 'task.completed', 'task.failed', 'task.cancelled']
@@ -334,10 +337,7 @@ export const configObjectSchema = z.strictObject({
       pushDelivery: z
         .strictObject({
           /** A Standard Webhooks secret to sign each push with, for receivers who hold it: `whsec_` and the base64 of 24 to 64 random bytes. Secret. @default unsigned */
-          secret: z
-            .string()
-            .regex(/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/, 'expected `whsec_` and the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)')
-            .optional(),
+          secret: webhookSecret.optional(),
           /** How long a push is retried after its event, in milliseconds; then it is given up. @default 86_400_000 (24 h) */
           retryForMs: positiveMs.optional(),
           /** The delay before the first retry, in milliseconds; it doubles with each attempt, with jitter. @default 5_000 */
