@@ -251,7 +251,10 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
         });
       }
       // Every process hears of cancels (for its runs) and of tasks started, resumed and ended elsewhere (for its listeners).
-      const listener = (subscriber = new Redis({ ...connection, maxRetriesPerRequest: null }));
+      // Subscribed by the 'ready' handler below only: ioredis's own resubscribe on a reconnect (`autoResubscribe`,
+      // ioredis 5.11) is a SUBSCRIBE whose promise nobody handles, so a close that lands between a reconnect's
+      // ready check and Redis's answer left it rejected unhandled ("Connection is closed.").
+      const listener = (subscriber = new Redis({ ...connection, maxRetriesPerRequest: null, autoResubscribe: false }));
       listener.on('message', (channel: string, message: string) => {
         if (channel === cancelChannel) worker?.abort(message);
         const [from, type, id] = message.split(' ', 3);
@@ -259,10 +262,11 @@ export async function createBullmqTaskQueue(options: BullmqTaskQueueOptions): Pr
           consumer.heardElsewhere(type as AnnouncedEvent, id);
       });
       listener.on('error', (error: unknown) => log.failed(error));
-      // On every (re)connect: subscribed again (ioredis resends it; this waits for it), then a cancel sent
-      // while the channel was down is found in the store instead.
+      // On every (re)connect: subscribed (again), then a cancel sent while the channel was down is found in the
+      // store instead. Not once the queue is closing: the connection is let go, and its SUBSCRIBE would only fail.
       listener.on('ready', () => {
         log.ready();
+        if (closing !== undefined) return;
         void listener
           .subscribe(cancelChannel, eventsChannel)
           .then(() => worker?.recheck())
