@@ -66,7 +66,8 @@ describe('a question answered on a shared queue', () => {
     const queueName = `ask${process.pid}`;
     const front = await openManager(shared, queueName, 0);
     let armed = false;
-    let answeredMeanwhile = false;
+    // Whether the answer made the task pending while the run still held its job; settled once the reply is in.
+    const { promise: answeredMeanwhile, resolve: settle } = Promise.withResolvers<boolean>();
     // The worker's store: the run's last look at its parked task lets the front's answer land before it returns
     // what it read (the task still waiting), so the run ends its job as for a task nobody answered yet.
     const racing: TaskStore = new Proxy(shared, {
@@ -77,7 +78,7 @@ describe('a question answered on a shared queue', () => {
           if (!armed || found?.status !== 'input_required') return found;
           armed = false;
           await front.reply(id, me, { answer: 'search' });
-          answeredMeanwhile = (await target.get(id))?.status === 'pending';
+          settle((await target.get(id))?.status === 'pending');
           return found;
         };
       },
@@ -88,7 +89,8 @@ describe('a question answered on a shared queue', () => {
     armed = true;
     // Polled through the front's store, not the worker's: only the worker's own looks may trip the race.
     await expect.poll(async () => (await front.get(task.id, me)).input?.answer, { timeout: 15_000 }).toBe('search');
-    expect(answeredMeanwhile).toBe(true);
+    // Not read at once: the poll above can see the answer while the front's reply still queues the task.
+    expect(await answeredMeanwhile).toBe(true);
     // Within a few seconds: nothing waits for a timer or a restart to find the task again.
     await expect.poll(async () => (await front.get(task.id, me)).status, { timeout: 3_000, interval: 50 }).toBe('completed');
     const done = await front.get(task.id, me);
