@@ -45,6 +45,7 @@ export { RUN_SETTINGS, type RunSettingSpec, type RunSettingsTable } from './agen
 // secrets
 export { createRedactor, secretsOf, type Redactor } from './redact.ts';
 export { upstreamAuthSecrets } from './pool/upstream-auth.ts';
+export { upstreamSecrets } from './pool/upstream-secrets.ts';
 // webhooks and pushes
 export { WEBHOOK_EVENTS, type WebhookEndpoint, type WebhookEventType } from './webhooks/webhook-types.ts';
 export type { WebhookPayload } from './webhooks/webhook-payload.ts';

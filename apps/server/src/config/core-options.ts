@@ -9,7 +9,7 @@ import {
   type UpstreamConfig,
   type UpstreamToolRules,
 } from '@klym/core';
-import { RUN_SETTINGS, secretsOf, upstreamAuthSecrets } from '@klym/core/server';
+import { RUN_SETTINGS, secretsOf, upstreamSecrets } from '@klym/core/server';
 import { a2aPush } from '@klym/core/a2a';
 import { defaultResource } from '../server/oauth-options.ts';
 import type { KlymServerOptions } from '../server/server-options.ts';
@@ -88,10 +88,8 @@ export function configSecrets(config: KlymConfig): string[] {
   for (const [upstreamName, upstream] of Object.entries(config.upstreams)) {
     // A key file that cannot be read holds no secret to scrub; the pool's own options say why it fails.
     const auth = upstream.disabled === true ? undefined : tryOrUndefined(() => upstreamAuth(upstreamName, upstream));
-    secrets.push(...upstreamAuthSecrets(auth));
-    for (const [name, value] of [...Object.entries(upstream.headers ?? {}), ...Object.entries(upstream.env ?? {})]) {
-      if (/authorization|token|key|secret|passw|cookie/i.test(name)) secrets.push(value.replace(/^(Bearer|Basic)\s+/i, ''));
-    }
+    // A disabled upstream's headers and env are still scrubbed: the file holds them all the same.
+    secrets.push(...upstreamSecrets({ headers: upstream.headers, env: upstream.env, auth }));
   }
   for (const webhook of Object.values(config.webhooks)) secrets.push(webhook.secret, webhook.secret.slice('whsec_'.length));
   const pushSecret = config.a2a?.pushDelivery?.secret;
