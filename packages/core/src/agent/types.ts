@@ -249,7 +249,7 @@ export interface RunAgentOptions {
    * else 32,768): 104,757 tokens for gpt-4.1-mini, 12,800 for gpt-4o, 3,276 for a model Klym does not know
    */
   readonly artifactThresholdTokens?: number;
-  /** Further secret values (upstream tokens, …) to keep out of events and errors; provider keys are always kept out. */
+  /** Further secret values (tokens, …) to keep out of events and errors; provider keys and the pool's `secrets` are always kept out. */
   readonly secrets?: readonly string[];
   /**
    * Offer the model `klym__ask_caller { question }`. Calling it ends the run without an error once the step's

@@ -7,6 +7,7 @@ import { Upstream } from './upstream.ts';
 import type { CallToolOptions, UpstreamCall, UpstreamStatus } from './upstream-status.ts';
 import { resolveUpstreamConfig, type UpstreamConfig } from './upstream-config.ts';
 import type { UpstreamLogEntry } from './upstream-session.ts';
+import { upstreamSecrets } from './upstream-secrets.ts';
 
 /** Options of {@link createSessionPool}. */
 export interface SessionPoolOptions {
@@ -72,6 +73,13 @@ export interface CloseOptions {
 export interface SessionPool extends AsyncDisposable {
   /** The configured upstreams' names. */
   readonly upstreams: readonly string[];
+  /**
+   * The secrets the upstreams' configurations hold (`auth` secrets, secret-named `headers` and `env` values,
+   * as `upstreamSecrets` lists them): the task manager, the task service and `runAgent` keep them out of
+   * logs, status and errors without being told, so that an upstream that echoes its credential in an error
+   * does not show it. Optional so that a pool of an embedder's own still fits; `createSessionPool` fills it.
+   */
+  readonly secrets?: readonly string[];
   /**
    * Every upstream's tools, namespaced; an upstream that cannot list them is reported in `upstreams`, not
    * dropped. An upstream's last good list is served while its refresh waits for a session.
@@ -145,6 +153,8 @@ export async function createSessionPool(options: SessionPoolOptions): Promise<Se
 
   const pool: SessionPool = {
     upstreams: [...upstreams.keys()],
+
+    secrets: [...new Set(Object.values(options.upstreams).flatMap((config) => upstreamSecrets(config)))],
 
     warmedUp: () => started,
 

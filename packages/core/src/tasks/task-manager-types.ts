@@ -86,7 +86,7 @@ export interface TaskManagerOptions {
   readonly defaults?: TaskRunDefaults;
   /** Writing results into the graph. @default { upstream: 'grynya', byDefault: false } */
   readonly writeBack?: WriteBackOptions;
-  /** Strings never to show in logs, errors or results (API keys, tokens). Provider keys in `defaults` are added. @default [] */
+  /** Strings never to show in logs, errors or results (API keys, tokens). Provider keys in `defaults` and the pool's `secrets` are added. @default [] */
   readonly secrets?: readonly string[];
   /** Receives task lifecycle events. */
   readonly onEvent?: (event: TaskEvent) => void;

@@ -50,7 +50,8 @@ export function createTaskManagerWith(settings: TaskSettings, options: TaskManag
   const store = options.store ?? createMemoryTaskStore(options.log === undefined ? {} : { log: options.log });
   const run: AgentRunner = options.run ?? runAgent;
   const defaults = options.defaults ?? {};
-  const secrets = secretsOf(options.secrets, defaults.providers);
+  // The pool's upstream credentials too: a library user need not list them for an upstream's echo of one to be scrubbed.
+  const secrets = secretsOf([...(options.secrets ?? []), ...(options.pool.secrets ?? [])], defaults.providers);
   const queries = createTaskQueries(options.artifactQuery);
   const admission = createTaskAdmission({
     store,

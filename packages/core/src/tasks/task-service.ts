@@ -61,7 +61,10 @@ export interface TaskServiceOptions extends Omit<TaskManagerOptions, 'defaults' 
   readonly maxBudget?: AgentBudget;
   /** The tools every task is limited to; a caller's `tools` can only narrow it. @default every tool */
   readonly tools?: ToolSelection;
-  /** Strings never to show in logs, errors, results or capabilities (tokens, upstream credentials); provider keys are added. @default [] */
+  /**
+   * Strings never to show in logs, errors, results or capabilities (tokens, credentials); provider keys and the pool's
+   * `secrets` (its upstreams' credentials) are added. @default []
+   */
   readonly secrets?: readonly string[];
   /** On `close()`, how long running tasks may finish before they are cancelled with `shutdown`. @default TASK_DEFAULTS.shutdownGraceMs (10_000) */
   readonly shutdownGraceMs?: number;
@@ -179,8 +182,8 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
   // The manager's settings, resolved once: the manager, its execution and the service read these.
   const settings = resolveTaskSettings(options, options.queue?.shared === true);
   const { taskTimeoutMs } = settings;
-  // Resolved once (provider keys included) and handed to the manager, the webhooks and capabilities alike.
-  const secrets = secretsOf(options.secrets, options.providers);
+  // Resolved once (provider keys and the pool's upstream credentials included) and handed to the manager, the webhooks and capabilities alike.
+  const secrets = secretsOf([...(options.secrets ?? []), ...(options.pool.secrets ?? [])], options.providers);
   const redactor = createRedactor(secrets);
   const listeners = new Set<(event: TaskEvent) => void>();
   if (options.onEvent !== undefined) listeners.add(options.onEvent);
