@@ -77,7 +77,8 @@ export interface SessionPool extends AsyncDisposable {
    * The secrets the upstreams' configurations hold (`auth` secrets, secret-named `headers` and `env` values,
    * as `upstreamSecrets` lists them): the task manager, the task service and `runAgent` keep them out of
    * logs, status and errors without being told, so that an upstream that echoes its credential in an error
-   * does not show it. Optional so that a pool of an embedder's own still fits; `createSessionPool` fills it.
+   * does not show it. Optional so that a pool of an embedder's own still fits; `createSessionPool` fills it,
+   * not enumerable, so that the pool printed never shows them.
    */
   readonly secrets?: readonly string[];
   /**
@@ -151,10 +152,9 @@ export async function createSessionPool(options: SessionPoolOptions): Promise<Se
   // Not awaited: a hung upstream must not hold up whoever opens the pool (a server that should be listening).
   const started = Promise.allSettled([...upstreams.values()].map((upstream) => upstream.start())).then(() => {});
 
+  const secrets = [...new Set(Object.values(options.upstreams).flatMap((config) => upstreamSecrets(config)))];
   const pool: SessionPool = {
     upstreams: [...upstreams.keys()],
-
-    secrets: [...new Set(Object.values(options.upstreams).flatMap((config) => upstreamSecrets(config)))],
 
     warmedUp: () => started,
 
@@ -237,6 +237,8 @@ export async function createSessionPool(options: SessionPoolOptions): Promise<Se
     }
   }
 
+  // Not enumerable: the pool printed (`console.log`, `JSON.stringify`) never shows them.
+  Object.defineProperty(pool, 'secrets', { value: secrets, enumerable: false });
   return pool;
 }
 

@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { inspect } from 'node:util';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { describe, expect, it } from 'vitest';
 import { createInMemoryUpstream } from '../testing/in-memory-upstream.ts';
@@ -49,7 +50,7 @@ describe('upstreamSecrets', () => {
 });
 
 describe("a session pool's secrets", () => {
-  it("are its upstreams' secrets, each once", async () => {
+  it("are its upstreams' secrets, each once, and the pool printed shows none of them", async () => {
     await using pool = await createSessionPool({
       upstreams: {
         one: { ...createInMemoryUpstream(server), headers: { Authorization: 'Bearer shared-token-0123', Host: 'one.internal' } },
@@ -58,5 +59,7 @@ describe("a session pool's secrets", () => {
     });
 
     expect(pool.secrets).toEqual(['shared-token-0123', 'two-key-4567']);
+    expect(inspect(pool, { depth: 10 })).not.toContain('two-key-4567');
+    expect(JSON.stringify(pool)).not.toContain('two-key-4567');
   });
 });
