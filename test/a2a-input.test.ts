@@ -131,7 +131,7 @@ describe('A2A: a task that asks its caller, with the @a2a-js/sdk client', () => 
     expect((await client.getTask({ tenant: '', id: asked.id, historyLength: 0 })).history).toEqual([]);
   });
 
-  it('returnImmediately answers at once; a running task, one already answered, a wrong reply and a stranger are refused by name', async () => {
+  it('returnImmediately answers at once; the same answer sent again is taken as the first; a running task, one already answered, a wrong reply and a stranger are refused by name', async () => {
     const { client, url } = await start();
     const started = await send(client, textMessage('Why did errors rise yesterday? (hold)'), true);
     expect(started.status?.state).toBeOneOf([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]);
@@ -162,12 +162,19 @@ describe('A2A: a task that asks its caller, with the @a2a-js/sdk client', () => 
     });
     expect(await stateOf(client, started.id)).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
 
-    const answered = await send(client, answerOf(started.id, 'search'), true);
+    const answer = answerOf(started.id, 'search');
+    const answered = await send(client, answer, true);
     expect(answered.status?.state).toBeOneOf([TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED]);
+    // The same message again (a retry after a lost response) is the same answer: the task as it stands, not an error.
+    expect((await send(client, answer, true)).id).toBe(started.id);
     // The first answer wins: a second one, while the task goes on or after it ended, is refused.
     await expect(send(client, answerOf(started.id, 'billing'), true)).rejects.toMatchObject({ name: 'UnsupportedOperationError' });
     await expect.poll(() => stateOf(client, started.id), { timeout: 10_000 }).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect(resultOf(await client.getTask({ tenant: '', id: started.id }))).toContain('search');
+    const done = await client.getTask({ tenant: '', id: started.id, historyLength: 10 });
+    expect(resultOf(done)).toContain('search');
+    // Once ended too, the same message answers with the task; the history holds the answer once, under the caller's id.
+    expect((await send(client, answer, true)).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(done.history.filter((message) => textOfPart(message.parts[0]) === 'search').map((message) => message.messageId)).toEqual([answer.messageId]);
   });
 
   it('SendStreamingMessage closes at INPUT_REQUIRED, SubscribeToTask shows it and goes on; the answer streams on to the end', async () => {

@@ -35,7 +35,8 @@ export function replyArgsOf(taskId: string, message: Message): ReplyTaskArgs {
 /**
  * Answers the caller's task that waits for input with `message` (a `SendMessage` carrying its `taskId`): the
  * reply goes through the service as `reply_to_agent_task`'s does, so the first reply wins whichever door it
- * came through, and the task is queued to go on from where it asked. `beforeReply` runs once the task is found
+ * came through, and the task is queued to go on from where it asked. The same message sent again (its `messageId`
+ * the first reply's) answers the task as it stands: a retry, not a second reply. `beforeReply` runs once the task is found
  * waiting (the handler stores a push config given with the message there). Returns the task as it stands after the reply (`pending`: A2A `working`).
  * @throws {TaskNotFoundError} (as `KlymError` `TASK_NOT_FOUND`) for an unknown task or another principal's
  * @throws {UnsupportedOperationError} for a task that has ended (A2A §3.1.1), or one that asks nothing now
@@ -47,6 +48,8 @@ export async function answerTask(service: TaskService, message: Message, caller:
   if (message.contextId !== '' && message.contextId !== task.id) {
     throw new RequestMalformedError(`\`message.contextId\` ${JSON.stringify(message.contextId)} is not the context of task ${id} (${task.id})`);
   }
+  // The same answer sent again (a client's retry after a lost response): the task as it stands, not a second reply.
+  if (message.messageId !== '' && [...(task.earlierInputs ?? []), task.input].some((input) => input?.replyId === message.messageId)) return task;
   if (isTerminal(task.status)) {
     throw new UnsupportedOperationError(`Task ${id} has ended (${task.status}) and takes no more messages: send a new message, without taskId, for new work`);
   }
@@ -60,6 +63,6 @@ export async function answerTask(service: TaskService, message: Message, caller:
   }
   const args = replyArgsOf(id, message);
   await beforeReply?.();
-  await service.reply(args, caller.principal);
+  await service.reply(args, caller.principal, message.messageId === '' ? {} : { replyId: message.messageId });
   return service.tasks.get(id, caller);
 }

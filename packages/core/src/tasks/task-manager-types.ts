@@ -195,9 +195,10 @@ export interface TaskManager extends AsyncDisposable {
    * queued, and the run that takes it up goes on from its checkpoint — the answer as the ask's result, the approved
    * call run, or the denial as the call's result — in any process, after a restart too.
    * @throws {KlymError} `TASK_NOT_FOUND` (another principal's task too); `TASK_NOT_WAITING` for a task not waiting
-   * for input (naming its status) or already answered; `INVALID_ARGUMENT` for a reply of the wrong kind; `STORE_UNAVAILABLE`
+   * for input (naming its status) or already answered; `INVALID_ARGUMENT` for a reply of the wrong kind; `STORE_UNAVAILABLE`.
+   * `options.replyId`, the id the reply came with where its door has one (an A2A message's), is kept as `input.replyId`.
    */
-  reply(id: string, caller: Caller, reply: TaskReply): Promise<TaskRecord>;
+  reply(id: string, caller: Caller, reply: TaskReply, options?: { readonly replyId?: string }): Promise<TaskRecord>;
   /** Cancels a pending, running or waiting task; a finished one is left as it is, and the outcome says so. @throws {KlymError} `TASK_NOT_FOUND` */
   cancel(id: string, caller: Caller, reason?: string): Promise<CancelOutcome>;
   /** A page of the caller's tasks, newest first. */

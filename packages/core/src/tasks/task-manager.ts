@@ -290,7 +290,7 @@ export function createTaskManagerWith(settings: TaskSettings, options: TaskManag
       const { text, original, ...artifact } = stored as StoredArtifact;
       return { artifact, text: original ?? text };
     },
-    async reply(id, caller, reply) {
+    async reply(id, caller, reply, { replyId } = {}) {
       if (closing) throw new KlymError('SHUTTING_DOWN', 'Klym is shutting down and takes no replies');
       await recovered;
       const refuse = (task: TaskRecord): never => {
@@ -305,7 +305,7 @@ export function createTaskManagerWith(settings: TaskSettings, options: TaskManag
       const task = await visible(id, caller);
       if (task.status !== 'input_required' || task.input === undefined) return refuse(task);
       const given = replyOf(id, task.input, reply);
-      const input: TaskInput = { ...task.input, ...given, answeredAt: new Date(now()).toISOString() };
+      const input: TaskInput = { ...task.input, ...given, answeredAt: new Date(now()).toISOString(), ...(replyId === undefined ? {} : { replyId }) };
       // Of two replies at once, one moves the task: the first answer wins, and the other is refused.
       const answered = await store.transition(id, ['input_required'], { status: 'pending', currentStep: 'answered: queued to go on', input });
       if (answered === undefined) return refuse(await visible(id, caller));

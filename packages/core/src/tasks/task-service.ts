@@ -128,7 +128,7 @@ export interface TaskService extends AsyncDisposable {
    * `reply_to_agent_task`: answers the question the caller's task asked (`input_required`); the task is queued to go
    * on with the answer. @throws {KlymError} `TASK_NOT_FOUND`; `TASK_NOT_WAITING` for a task not waiting, or answered already
    */
-  reply(args: ReplyTaskArgs, principal: string): Promise<TaskReplyView>;
+  reply(args: ReplyTaskArgs, principal: string, options?: { readonly replyId?: string }): Promise<TaskReplyView>;
   /** `cancel_agent_task`: cancels a pending, running or waiting task; a finished one stays as it was, and the answer says so. */
   cancel(args: CancelTaskArgs, principal: string): Promise<TaskCancelView>;
   /** `list_agent_tasks`: `{ status?, cursor?, limit? }` → a page of the caller's tasks, newest first, with a cursor to older ones. */
@@ -311,8 +311,8 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
           : {}),
       };
     },
-    async reply(args, principal) {
-      const task = await tasks.reply(args.task_id, { principal }, replyOfArgs(args));
+    async reply(args, principal, options) {
+      const task = await tasks.reply(args.task_id, { principal }, replyOfArgs(args), options);
       const message =
         task.input?.approved === undefined
           ? `Task ${task.id} has your answer and goes on from where it asked`

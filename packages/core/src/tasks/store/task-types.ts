@@ -70,6 +70,11 @@ export interface TaskInput {
   /** The caller's reason given with a decision. */
   readonly reason?: string;
   readonly answeredAt?: string;
+  /**
+   * The id the first reply came with, when its door has one (an A2A message's `messageId`): the same reply sent
+   * again (a client's retry) is known as that one, not refused as a second.
+   */
+  readonly replyId?: string;
 }
 
 /** A caller's reply to a task in `input_required`: an answer to a question, or a decision on an approval. */
