@@ -311,8 +311,8 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
           : {}),
       };
     },
-    async reply(args, principal, options) {
-      const task = await tasks.reply(args.task_id, { principal }, replyOfArgs(args), options);
+    async reply(args, principal, replying) {
+      const task = await tasks.reply(args.task_id, { principal }, replyOfArgs(args), replying);
       const message =
         task.input?.approved === undefined
           ? `Task ${task.id} has your answer and goes on from where it asked`
