@@ -5,12 +5,12 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runAgent, type AgentCheckpoint, type AgentEvent } from '@klym/core';
-import { createScriptedModel } from '@klym/core/internal';
 import { createFakeGrynya } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { restCall, serveKlym, temporaryDirectory } from './cli-harness.ts';
 import { startFakeLlmServer, type FakeRequest } from './support/fake-llm-server.ts';
 import { grynyaPool } from './support/grynya-pool.ts';
+import { programmer } from './support/programmer.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -27,19 +27,6 @@ let reads = 0;
 for (let i = 0; i < 12; i++) { await callTool('grynya__query_graph', { query: 'RETURN ' + i }); reads++; }
 return 'written=' + written + ' reads=' + reads;`;
 
-/** A model that runs {@link PROGRAM}, then answers with the tool's result. */
-function programmer() {
-  return createScriptedModel({
-    steps: ({ options }) => {
-      const last = options.prompt.at(-1);
-      if (last?.role !== 'tool') return { toolCalls: [{ toolName: 'klym__run_code', args: { code: PROGRAM } }] };
-      const part = last.content[0];
-      const output = part?.type === 'tool-result' ? (part.output as { type: string; value?: unknown }) : undefined;
-      return { text: `${output?.type}: ${String(output?.value)}` };
-    },
-  });
-}
-
 const isCodeResult = (request: FakeRequest): boolean => /written=\S+ reads=\d+/.test(request.body);
 
 type Program = NonNullable<AgentCheckpoint['current']>['calls'][number];
@@ -53,7 +40,7 @@ async function interrupted(pick: (program: Program) => boolean) {
   await runAgent({
     pool,
     prompt: 'diagnose',
-    model: programmer(),
+    model: programmer(PROGRAM).model,
     readOnlyTools: ['grynya__query_graph'],
     signal: controller.signal,
     // Copies, as a store keeps them: the run goes on changing its own.
@@ -84,7 +71,7 @@ describe('a program interrupted by a crash, resumed (in process)', () => {
     const run = await runAgent({
       pool,
       prompt: 'diagnose',
-      model: programmer(),
+      model: programmer(PROGRAM).model,
       readOnlyTools: ['grynya__query_graph'],
       resume: checkpoint,
       onEvent: (event) => void events.push(event),
@@ -107,7 +94,7 @@ describe('a program interrupted by a crash, resumed (in process)', () => {
       return write !== undefined && write.outcome === undefined;
     });
     expect(grynya.stats.calls.add_node).toBe(1);
-    const run = await runAgent({ pool, prompt: 'diagnose', model: programmer(), readOnlyTools: ['grynya__query_graph'], resume: checkpoint });
+    const run = await runAgent({ pool, prompt: 'diagnose', model: programmer(PROGRAM).model, readOnlyTools: ['grynya__query_graph'], resume: checkpoint });
     expect(grynya.stats.calls.add_node).toBe(1);
     expect(run.finalText).toBe(
       'text: written=failed: This call was sent before a restart of Klym interrupted the program, and its result was not recorded: its outcome is unknown, it may or may not have taken effect. Klym did not send it again; check before calling it again. reads=12',

@@ -5,15 +5,12 @@ import { createTaskManager, runAgent, type AgentEvent } from '@klym/core';
 import { createScriptedModel } from '@klym/core/internal';
 import { afterEach, describe, expect, it } from 'vitest';
 import { grynyaPool } from './support/grynya-pool.ts';
+import { programmer, type Prompt } from './support/programmer.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
 });
-
-type Prompt = Parameters<
-  Parameters<typeof createScriptedModel>[0] extends infer O ? (O extends { steps?: infer S } ? Extract<S, (...args: never[]) => unknown> : never) : never
->[0]['options']['prompt'];
 
 const isSubCall = (prompt: Prompt): boolean => {
   const system = prompt[0];
@@ -23,30 +20,20 @@ const promptText = (prompt: Prompt): string => {
   const user = prompt.find((message) => message.role === 'user');
   return user === undefined || typeof user.content === 'string' ? '' : user.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
 };
-/** The last tool result the model was given, as `type: value`. */
-const lastResult = (prompt: Prompt): string => {
-  const last = prompt.at(-1);
-  const part = last?.role === 'tool' ? last.content[0] : undefined;
-  const output = part?.type === 'tool-result' ? (part.output as { type: string; value?: unknown }) : undefined;
-  return output === undefined ? 'no result' : `${output.type}: ${typeof output.value === 'string' ? output.value : JSON.stringify(output.value)}`;
-};
 
 /** A model that runs `code`, answers sub-calls with their text upper-cased (after `subCallMs`), then says the tool's result. */
-function programmer(code: string, subCallMs = 0) {
+function upperCasingProgrammer(code: string, subCallMs = 0) {
   const inFlight = { now: 0, most: 0, subCalls: 0 };
-  const model = createScriptedModel({
-    steps: async ({ options }) => {
-      if (isSubCall(options.prompt)) {
-        inFlight.subCalls++;
-        inFlight.most = Math.max(inFlight.most, ++inFlight.now);
-        await new Promise((resolve) => setTimeout(resolve, subCallMs));
+  const { model } = programmer(code, (prompt) => {
+    if (!isSubCall(prompt)) return undefined;
+    inFlight.subCalls++;
+    inFlight.most = Math.max(inFlight.most, ++inFlight.now);
+    return new Promise<string>((resolve) =>
+      setTimeout(() => {
         inFlight.now--;
-        const text = /<text>\n([\s\S]*)\n<\/text>/.exec(promptText(options.prompt))?.[1] ?? '';
-        return { text: text.toUpperCase() };
-      }
-      if (!options.prompt.some((message) => message.role === 'tool')) return { toolCalls: [{ toolName: 'klym__run_code', args: { code } }] };
-      return { text: lastResult(options.prompt) };
-    },
+        resolve((/<text>\n([\s\S]*)\n<\/text>/.exec(promptText(prompt))?.[1] ?? '').toUpperCase());
+      }, subCallMs),
+    );
   });
   return { model, inFlight };
 }
@@ -56,7 +43,7 @@ describe('klym__run_code off the run thread', () => {
     const { pool } = await grynyaPool(cleanups);
     const order: string[] = [];
     const spinning = Promise.withResolvers<void>();
-    const { model: spinner } = programmer(`await log('spinning'); for (;;) {}`);
+    const { model: spinner } = upperCasingProgrammer(`await log('spinning'); for (;;) {}`);
     const first = runAgent({
       pool,
       prompt: 'spin',
@@ -92,7 +79,7 @@ describe('llm and llmMap', () => {
     const { pool } = await grynyaPool(cleanups);
     const texts = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta'];
     const code = `const one = await llm('Upper-case it', 'hello'); const many = await llmMap('Upper-case it', ${JSON.stringify(texts)}); return { one, many };`;
-    const { model, inFlight } = programmer(code, 20);
+    const { model, inFlight } = upperCasingProgrammer(code, 20);
     const events: AgentEvent[] = [];
     const run = await runAgent({ pool, prompt: 'shout', model, mapConcurrency: 3, onEvent: (event) => void events.push(event) });
     expect(run.finalText).toBe(`text: ${JSON.stringify({ one: 'HELLO', many: texts.map((text) => text.toUpperCase()) })}`);
@@ -109,7 +96,7 @@ describe('llm and llmMap', () => {
 
   it("counts a task's sub-calls in its principal's day, as the task's own usage does", async () => {
     const { pool } = await grynyaPool(cleanups);
-    const { model } = programmer(`return await llmMap('Upper-case it', ['one', 'two', 'three']);`);
+    const { model } = upperCasingProgrammer(`return await llmMap('Upper-case it', ['one', 'two', 'three']);`);
     const manager = createTaskManager({ pool, run: (options) => runAgent({ ...options, model }), perPrincipal: { maxTokensPerDay: 1_000_000 } });
     cleanups.push(() => manager.close({ graceMs: 0 }));
     const alice = { principal: 'alice' };
@@ -128,7 +115,7 @@ describe('llm and llmMap', () => {
   it('refuses a text too big for one sub-call, naming its size and the room, and the program can go on', async () => {
     const { pool } = await grynyaPool(cleanups);
     const code = `try { await llm('Summarise', 'word '.repeat(5000)); return 'sent' } catch (error) { return error.message }`;
-    const { model, inFlight } = programmer(code);
+    const { model, inFlight } = upperCasingProgrammer(code);
     const run = await runAgent({ pool, prompt: 'summarise', model, mapChunkTokens: 1_000 });
     expect(run.finalText).toMatch(
       /^text: llm\(\): the text is too big for one sub-call: it counts 10,000 tokens \(25,000 characters\), the instruction \d+, [\d,]+ in all, and a sub-call may count 1,000 \(the smaller of mapChunkTokens and half the model's window\)/,
@@ -139,7 +126,7 @@ describe('llm and llmMap', () => {
   it('refuses bad arguments by name', async () => {
     const { pool } = await grynyaPool(cleanups);
     const code = `const errors = []; for (const call of [() => llm(42, 'x'), () => llmMap('x', 'not an array')]) { try { await call() } catch (error) { errors.push(error.message) } } return errors;`;
-    const { model } = programmer(code);
+    const { model } = upperCasingProgrammer(code);
     const run = await runAgent({ pool, prompt: 'bad', model });
     expect(run.finalText).toBe(
       `text: ${JSON.stringify(['llm(): the instruction must be a non-empty string, got 42', 'llmMap(): texts must be an array, got string'])}`,
@@ -153,7 +140,7 @@ describe("a spent budget, or an approval, stops a program's call", () => {
     const code = `let answered = 0, caught = 0; const text = 'lorem '.repeat(2000);
 for (let i = 0; i < 100; i++) { try { await llm('Upper-case it', text); answered++ } catch { caught++ } }
 return { answered, caught };`;
-    const { model, inFlight } = programmer(code);
+    const { model, inFlight } = upperCasingProgrammer(code);
     const events: AgentEvent[] = [];
     const run = await runAgent({ pool, prompt: 'spend', model, budget: { maxTokens: 30_000 }, onEvent: (event) => void events.push(event) });
     expect(run.finishReason).toBe('budget:tokens');
@@ -173,7 +160,7 @@ return { answered, caught };`;
     const day = new AbortController();
     let seen = 0;
     const code = `for (let i = 0; ; i++) { try { await callTool('grynya__query_graph', { query: 'RETURN ' + i }) } catch {} }`;
-    const { model } = programmer(code);
+    const { model } = upperCasingProgrammer(code);
     const events: AgentEvent[] = [];
     const run = await runAgent({
       pool,
@@ -195,7 +182,7 @@ return { answered, caught };`;
   it("refuses a program's call of a tool that needs the caller's approval, naming why, and sends nothing", async () => {
     const { grynya, pool } = await grynyaPool(cleanups);
     const code = `try { await callTool('grynya__add_node', { node_type: 'Note', node_data: { id: 'x' } }); return 'written' } catch (error) { return error.message }`;
-    const { model } = programmer(code);
+    const { model } = upperCasingProgrammer(code);
     const run = await runAgent({ pool, prompt: 'write', model, approvals: true, tools: { approval: ['grynya__add_node'] } });
     expect(run.finalText).toBe(
       `text: Tool grynya__add_node needs the caller's approval (tools.approval "grynya__add_node"), which only a task's step can wait for: call it directly, not from a program or a run without a caller`,

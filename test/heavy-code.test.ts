@@ -8,6 +8,7 @@ import { createScriptedModel } from '@klym/core/internal';
 import type { FakeGrynya } from '@klym/fake-grynya';
 import { afterEach, describe, expect, it } from 'vitest';
 import { grynyaPool } from './support/grynya-pool.ts';
+import { programmer } from './support/programmer.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -50,22 +51,6 @@ return { broken };`;
 
 async function setUp(): Promise<{ grynya: FakeGrynya; pool: SessionPool }> {
   return grynyaPool(cleanups);
-}
-
-/** A model that runs `code`, then answers what the tool gave it. */
-function programmer(code: string) {
-  const requests: string[] = [];
-  const model = createScriptedModel({
-    steps: ({ call, options }) => {
-      requests.push(JSON.stringify(options.prompt));
-      if (call === 1) return { toolCalls: [{ toolName: 'klym__run_code', args: { code } }] };
-      const last = options.prompt.at(-1);
-      const part = last?.role === 'tool' ? last.content[0] : undefined;
-      const output = part?.type === 'tool-result' ? (part.output as { type: string; value?: unknown }) : undefined;
-      return { text: output === undefined ? 'no result' : `${output.type}: ${typeof output.value === 'string' ? output.value : JSON.stringify(output.value)}` };
-    },
-  });
-  return { model, requests };
 }
 
 /** A query_graph call, as the looping model makes it. */
