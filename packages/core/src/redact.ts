@@ -31,16 +31,18 @@ const KEY_CACHE_MAX_LENGTH = 64;
 const HINT = /bearer|basic|key|authorization|token|secret|password|auth|sig|sk-|AIza|:\/\/[^\s/@]*@/i;
 
 /**
- * Every secret a run or a task must keep out of what it shows: `secrets` as given, and the API keys of
- * `providers`. The one place provider keys join the list (the task service, the task manager and
- * `runAgent` all take theirs from here), without duplicates or empty values. `providers` is taken by shape
- * (`RunAgentOptions.providers` fits): the redactor needs no more of the agent.
+ * Every secret a run or a task must keep out of what it shows: `secrets` as given, the API keys of
+ * `providers`, and the secrets of the session pool's upstreams (`pool.secrets`). The one place these join the
+ * list (the task service, the task manager, `runAgent` and the runner thread all take theirs from here),
+ * without duplicates or empty values. `providers` and `pool` are taken by shape (`RunAgentOptions`' fit): the
+ * redactor needs no more of the agent or the pool.
  */
 export function secretsOf(
   secrets: readonly (string | undefined)[] = [],
   providers: { readonly [Provider in 'openai' | 'google' | 'compatible']?: { readonly apiKey?: string } } = {},
+  pool: { readonly secrets?: readonly string[] } = {},
 ): readonly string[] {
-  const all = [...secrets, providers.openai?.apiKey, providers.google?.apiKey, providers.compatible?.apiKey];
+  const all = [...secrets, providers.openai?.apiKey, providers.google?.apiKey, providers.compatible?.apiKey, ...(pool.secrets ?? [])];
   return [...new Set(all.filter((secret): secret is string => typeof secret === 'string' && secret !== ''))];
 }
 

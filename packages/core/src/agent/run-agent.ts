@@ -44,7 +44,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentRunResult
   const budget = resolveBudget(options.budget);
   const { model, name, streams } = resolveModel(options.model, options.providers);
   // With the pool's upstream credentials: on a runner thread, that thread's own pool's.
-  const redactor = createRedactor(secretsOf([...(options.secrets ?? []), ...(options.pool.secrets ?? [])], options.providers));
+  const redactor = createRedactor(secretsOf(options.secrets, options.providers, options.pool));
   let ended = false;
   const emit = (event: AgentEvent): void => {
     // An upstream may still log after the run ended: the run's story is over by then.

@@ -51,7 +51,7 @@ export function createTaskManagerWith(settings: TaskSettings, options: TaskManag
   const run: AgentRunner = options.run ?? runAgent;
   const defaults = options.defaults ?? {};
   // The pool's upstream credentials too: a library user need not list them for an upstream's echo of one to be scrubbed.
-  const secrets = secretsOf([...(options.secrets ?? []), ...(options.pool.secrets ?? [])], defaults.providers);
+  const secrets = secretsOf(options.secrets, defaults.providers, options.pool);
   const queries = createTaskQueries(options.artifactQuery);
   const admission = createTaskAdmission({
     store,

@@ -183,7 +183,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
   const settings = resolveTaskSettings(options, options.queue?.shared === true);
   const { taskTimeoutMs } = settings;
   // Resolved once (provider keys and the pool's upstream credentials included) and handed to the manager, the webhooks and capabilities alike.
-  const secrets = secretsOf([...(options.secrets ?? []), ...(options.pool.secrets ?? [])], options.providers);
+  const secrets = secretsOf(options.secrets, options.providers, options.pool);
   const redactor = createRedactor(secrets);
   const listeners = new Set<(event: TaskEvent) => void>();
   if (options.onEvent !== undefined) listeners.add(options.onEvent);

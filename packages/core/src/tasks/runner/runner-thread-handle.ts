@@ -86,7 +86,7 @@ export function startRunnerThread(index: number, data: RunnerThreadData, hooks: 
     const message = `The runner thread ended while the run was under way (${why}); the next run starts a fresh thread`;
     for (const [id, run] of thread.runs) {
       // The thread's own error may quote anything a run held: it is scrubbed with the run's secrets.
-      const redactor = createRedactor(secretsOf([...(run.options.secrets ?? []), ...(run.options.pool.secrets ?? [])], run.options.providers));
+      const redactor = createRedactor(secretsOf(run.options.secrets, run.options.providers, run.options.pool));
       const error = new KlymError(
         closing ? 'SHUTTING_DOWN' : 'INTERNAL',
         redactor.text(message),
