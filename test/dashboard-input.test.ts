@@ -3,6 +3,7 @@
 // goes on and completes with the answer; the timeline shows the question asked and the answer given. Another
 // principal, an admin, sees the question but no form; a POST from another site is refused.
 import type { AgentRunner } from '@klym/core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asker, QUESTION, writer } from './support/asking.ts';
 import { browserPages, logIn, startTask, taskStatus } from './support/dashboard.ts';
@@ -25,6 +26,16 @@ async function startWriting(token: string, prompt: string): Promise<string> {
 
 let harness: ServerHarness;
 let base: string;
+/** Posts the reply form `form` to task `id` from `page` (its session, its origin), as the page's own form would. */
+const postReply = (page: Page, id: string, form: Record<string, string>): Promise<{ status: number; text: string }> =>
+  page.evaluate(
+    async ([target, body]) => {
+      const response = await fetch(`/dashboard/tasks/${target}/reply`, { method: 'POST', body: new URLSearchParams(body) });
+      return { status: response.status, text: await response.text() };
+    },
+    [id, form] as const,
+  );
+
 const { newPage } = browserPages();
 
 beforeAll(async () => {
@@ -64,10 +75,7 @@ describe('a task waiting for its caller, on the dashboard in Chromium', () => {
     expect(await taskStatus(base, TOKENS.alice, id)).toMatchObject({ status: 'completed' });
 
     // Answered once: the same form sent again is refused, saying why.
-    const again = await page.evaluate(async (taskId) => {
-      const response = await fetch(`/dashboard/tasks/${taskId}/reply`, { method: 'POST', body: new URLSearchParams({ answer: 'search' }) });
-      return { status: response.status, text: await response.text() };
-    }, id);
+    const again = await postReply(page, id, { answer: 'search' });
     expect(again.status).toBe(409);
     expect(again.text).toContain('already answered');
   });
@@ -81,33 +89,18 @@ describe('a task waiting for its caller, on the dashboard in Chromium', () => {
     expect(await admin.locator('.ask .question').textContent()).toBe(QUESTION);
     expect(await admin.locator('.ask form').count()).toBe(0);
     // Not the admin's to answer: the reply is refused as for a task it does not own.
-    const asAdmin = await admin.evaluate(
-      async (taskId) => (await fetch(`/dashboard/tasks/${taskId}/reply`, { method: 'POST', body: new URLSearchParams({ answer: 'billing' }) })).status,
-      id,
-    );
-    expect(asAdmin).toBe(404);
+    expect((await postReply(admin, id, { answer: 'billing' })).status).toBe(404);
 
     const owner = await newPage();
     await logIn(owner, base, TOKENS.alice);
-    const empty = await owner.evaluate(async (taskId) => {
-      const response = await fetch(`/dashboard/tasks/${taskId}/reply`, { method: 'POST', body: new URLSearchParams({ answer: '  ' }) });
-      return { status: response.status, text: await response.text() };
-    }, id);
+    const empty = await postReply(owner, id, { answer: '  ' });
     expect(empty.status).toBe(400);
     expect(empty.text).toContain('`answer`: write an answer');
     // A decision is for an approval; this task asked a question. And a decision is approve or deny.
-    const post = (taskId: string, form: Record<string, string>) =>
-      owner.evaluate(
-        async ([target, body]) => {
-          const response = await fetch(`/dashboard/tasks/${target}/reply`, { method: 'POST', body: new URLSearchParams(body) });
-          return { status: response.status, text: await response.text() };
-        },
-        [taskId, form] as const,
-      );
-    const decided = await post(id, { decision: 'approve', reason: 'fine' });
+    const decided = await postReply(owner, id, { decision: 'approve', reason: 'fine' });
     expect(decided.status).toBe(400);
     expect(decided.text).toContain('waits for an answer to its question');
-    const maybe = await post(id, { decision: 'maybe' });
+    const maybe = await postReply(owner, id, { decision: 'maybe' });
     expect(maybe.status).toBe(400);
     expect(maybe.text).toContain('`decision`: expected &quot;approve&quot; or &quot;deny&quot;');
 
