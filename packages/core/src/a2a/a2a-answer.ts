@@ -3,7 +3,7 @@ import { ContentTypeNotSupportedError, RequestMalformedError, UnsupportedOperati
 import type { Caller } from '../tasks/task-manager-types.ts';
 import { parseArgs, replyTaskSchema, type ReplyTaskArgs } from '../tasks/task-request.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { isTerminal, type TaskRecord } from '../tasks/store/task-types.ts';
+import { isTerminal, type TaskInput, type TaskRecord } from '../tasks/store/task-types.ts';
 import { a2aStateOf } from './a2a-task.ts';
 
 /**
@@ -49,7 +49,9 @@ export async function answerTask(service: TaskService, message: Message, caller:
     throw new RequestMalformedError(`\`message.contextId\` ${JSON.stringify(message.contextId)} is not the context of task ${id} (${task.id})`);
   }
   // The same answer sent again (a client's retry after a lost response): the task as it stands, not a second reply.
-  if (message.messageId !== '' && [...(task.earlierInputs ?? []), task.input].some((input) => input?.replyId === message.messageId)) return task;
+  // The same message is the same id with the same reply: a sender that reuses an id for another text is answering anew.
+  const earlier = message.messageId === '' ? undefined : [...(task.earlierInputs ?? []), task.input].find((input) => input?.replyId === message.messageId);
+  if (earlier !== undefined && isSameReply(earlier, replyArgsOf(id, message))) return task;
   if (isTerminal(task.status)) {
     throw new UnsupportedOperationError(`Task ${id} has ended (${task.status}) and takes no more messages: send a new message, without taskId, for new work`);
   }
@@ -65,4 +67,9 @@ export async function answerTask(service: TaskService, message: Message, caller:
   await beforeReply?.();
   await service.reply(args, caller.principal, message.messageId === '' ? {} : { replyId: message.messageId });
   return service.tasks.get(id, caller);
+}
+
+/** Whether `args` is the reply `input` took: the same answer, or the same decision with the same reason. */
+function isSameReply(input: TaskInput, args: ReplyTaskArgs): boolean {
+  return args.answer === undefined ? input.approved === args.approve && input.reason === args.reason : input.answer === args.answer;
 }

@@ -116,8 +116,7 @@ export function historyOf(task: TaskRecord, historyLength?: number): Message[] {
   const messages = [userMessage(task.id, `${task.id}:prompt`, textPart(task.request.prompt))];
   for (const input of [...(task.earlierInputs ?? []), ...(task.input === undefined ? [] : [task.input])]) {
     messages.push(questionMessage(task.id, input));
-    // The caller's own id for its reply where it gave one (an A2A message's), so its history names the message it sent.
-    const messageId = input.replyId ?? `${task.id}:reply:${input.askedAt}`;
+    const messageId = `${task.id}:reply:${input.askedAt}`;
     if (input.answer !== undefined) messages.push(userMessage(task.id, messageId, textPart(input.answer)));
     else if (input.approved !== undefined)
       messages.push(userMessage(task.id, messageId, dataPart({ approve: input.approved, ...(input.reason === undefined ? {} : { reason: input.reason }) })));

@@ -71,8 +71,8 @@ export interface TaskInput {
   readonly reason?: string;
   readonly answeredAt?: string;
   /**
-   * The id the first reply came with, when its door has one (an A2A message's `messageId`): the same reply sent
-   * again (a client's retry) is known as that one, not refused as a second.
+   * The id the first reply came with, when its door has one (an A2A message's `messageId`): the same reply under
+   * the same id again (a client's retry) is known as that one, not refused as a second.
    */
   readonly replyId?: string;
 }
